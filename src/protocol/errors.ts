@@ -1,0 +1,132 @@
+/**
+ * The one error-code table shared by the gateway, the Durable Objects and the SDK.
+ *
+ * Every error response body is JSON of shape {@link ErrorBody}. Clients switch on `code`
+ * (stable, never renamed); `message` is for humans and may change. The server never
+ * matches on message text and the SDK never guesses a code from an HTTP status.
+ *
+ * Names follow Kafka's error codes where one exists (kafka/common/protocol/Errors.java),
+ * so users of Kafka recognise them: OFFSET_OUT_OF_RANGE, RECORD_TOO_LARGE,
+ * OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH, ...
+ *
+ * Pure module: no Workers imports (shared with the SDK).
+ */
+
+/** One row of the error table. */
+export interface ErrorSpec {
+  /** HTTP status the gateway answers with. */
+  readonly httpStatus: number;
+  /** True when the same request may succeed if retried unchanged (after a backoff). */
+  readonly retriable: boolean;
+  /** Default human-readable message. */
+  readonly message: string;
+}
+
+export const ERRORS = {
+  // ---- request shape ----
+  INVALID_REQUEST: { httpStatus: 400, retriable: false, message: "The request is malformed or has fields of the wrong type." },
+  INVALID_JSON: { httpStatus: 400, retriable: false, message: "The request body is not valid JSON." },
+  INVALID_ENCODING: { httpStatus: 400, retriable: false, message: "A key, value or header is not valid for its declared encoding (e.g. malformed base64)." },
+  INVALID_BATCH: { httpStatus: 400, retriable: false, message: "The binary record batch is malformed or its checksum does not match." },
+  EMPTY_BATCH: { httpStatus: 400, retriable: false, message: "A produce request must carry at least one record." },
+  UNSUPPORTED_MEDIA_TYPE: { httpStatus: 415, retriable: false, message: "Unsupported Content-Type." },
+  NOT_ACCEPTABLE: { httpStatus: 406, retriable: false, message: "None of the Accept media types can be produced." },
+  REQUEST_TOO_LARGE: { httpStatus: 413, retriable: false, message: "The request body exceeds the maximum request size." },
+  RECORD_TOO_LARGE: { httpStatus: 413, retriable: false, message: "A record exceeds the topic's max.message.bytes." },
+  NOT_FOUND: { httpStatus: 404, retriable: false, message: "No such route." },
+  METHOD_NOT_ALLOWED: { httpStatus: 405, retriable: false, message: "Method not allowed on this route." },
+
+  // ---- topics ----
+  INVALID_TOPIC_NAME: { httpStatus: 400, retriable: false, message: "Topic names are 1-249 characters of [a-zA-Z0-9._-], optionally prefixed by tenant/namespace/." },
+  INVALID_PARTITIONS: { httpStatus: 400, retriable: false, message: "The partition count is invalid." },
+  INVALID_CONFIG: { httpStatus: 400, retriable: false, message: "A topic config is unknown or has an invalid value." },
+  TOPIC_ALREADY_EXISTS: { httpStatus: 409, retriable: false, message: "A topic with this name already exists." },
+  UNKNOWN_TOPIC_OR_PARTITION: { httpStatus: 404, retriable: false, message: "The topic or partition does not exist." },
+  PARTITION_DECREASE_NOT_ALLOWED: { httpStatus: 400, retriable: false, message: "The partition count of a topic can only be increased." },
+
+  // ---- produce / idempotence ----
+  OUT_OF_ORDER_SEQUENCE_NUMBER: { httpStatus: 409, retriable: false, message: "The producer sequence number is not the next expected one for this partition." },
+  INVALID_PRODUCER_EPOCH: { httpStatus: 409, retriable: false, message: "The producer epoch is older than the current one: this producer has been fenced." },
+  INVALID_PRODUCER_ID: { httpStatus: 400, retriable: false, message: "The producer id, epoch or sequence is malformed." },
+  INVALID_TIMESTAMP: { httpStatus: 400, retriable: false, message: "A record timestamp is not a valid non-negative integer of milliseconds." },
+
+  // ---- fetch / offsets ----
+  OFFSET_OUT_OF_RANGE: { httpStatus: 416, retriable: false, message: "The offset is outside [logStartOffset, logEndOffset]." },
+  INVALID_OFFSET: { httpStatus: 400, retriable: false, message: "The offset or offset spec is not valid." },
+
+  // ---- server ----
+  REQUEST_TIMED_OUT: { httpStatus: 504, retriable: true, message: "The request timed out before it completed." },
+  UNAVAILABLE: { httpStatus: 503, retriable: true, message: "The partition is temporarily unavailable (Durable Object reset or overloaded)." },
+  INTERNAL: { httpStatus: 500, retriable: true, message: "Unexpected server error." },
+} as const satisfies Record<string, ErrorSpec>;
+
+/** A stable error code from {@link ERRORS}. */
+export type ErrorCode = keyof typeof ERRORS;
+
+/**
+ * JSON body of every error response.
+ * `details` carries machine-readable context, e.g. for OFFSET_OUT_OF_RANGE
+ * `{ logStartOffset, logEndOffset }`.
+ */
+export interface ErrorBody {
+  error: {
+    code: ErrorCode;
+    message: string;
+    retriable: boolean;
+    details?: Record<string, unknown>;
+  };
+}
+
+export function isErrorCode(code: unknown): code is ErrorCode {
+  return typeof code === "string" && Object.hasOwn(ERRORS, code);
+}
+
+/**
+ * An expected failure with a stable code. Thrown by routes/middleware and turned into
+ * an {@link ErrorBody} response by the app's one `onError`.
+ */
+export class EdgelogError extends Error {
+  readonly code: ErrorCode;
+  readonly httpStatus: number;
+  readonly retriable: boolean;
+  readonly details: Record<string, unknown> | undefined;
+
+  constructor(code: ErrorCode, message?: string, details?: Record<string, unknown>) {
+    const spec: ErrorSpec = ERRORS[code];
+    super(message ?? spec.message);
+    this.name = "EdgelogError";
+    this.code = code;
+    this.httpStatus = spec.httpStatus;
+    this.retriable = spec.retriable;
+    this.details = details;
+  }
+
+  toBody(): ErrorBody {
+    const error: ErrorBody["error"] = { code: this.code, message: this.message, retriable: this.retriable };
+    if (this.details !== undefined) error.details = this.details;
+    return { error };
+  }
+}
+
+/**
+ * The typed "expected failure" result a Durable Object RPC method returns instead of
+ * throwing (thrown errors lose their class across the RPC boundary).
+ */
+export interface ErrorResult {
+  ok: false;
+  code: ErrorCode;
+  message?: string;
+  details?: Record<string, unknown>;
+}
+
+export function errorResult(code: ErrorCode, message?: string, details?: Record<string, unknown>): ErrorResult {
+  const r: ErrorResult = { ok: false, code };
+  if (message !== undefined) r.message = message;
+  if (details !== undefined) r.details = details;
+  return r;
+}
+
+/** Turns an RPC {@link ErrorResult} into a throwable {@link EdgelogError}. */
+export function toEdgelogError(r: ErrorResult): EdgelogError {
+  return new EdgelogError(r.code, r.message, r.details);
+}

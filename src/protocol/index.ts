@@ -1,0 +1,6 @@
+// Public surface of the shared protocol module (gateway + SDK).
+export * from "./errors.ts";
+export * from "./types.ts";
+export * from "./limits.ts";
+export * from "./names.ts";
+export * from "./config.ts";

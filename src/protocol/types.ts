@@ -1,0 +1,168 @@
+/**
+ * Wire types of the Edgelog HTTP API (docs/PROTOCOL.md is the normative text).
+ * Shared by the gateway and the SDK. Pure module: no Workers imports.
+ *
+ * Units: offsets are non-negative integers (JS numbers, exact below 2^53); timestamps are
+ * milliseconds since the Unix epoch; sizes are bytes.
+ */
+
+/** Media type of the binary record-batch encoding (src/codec/batch.ts) used by the SDK. */
+export const BATCH_MEDIA_TYPE = "application/vnd.edgelog.batch";
+
+/**
+ * How keys, values and header values are written in JSON bodies.
+ * - `string`: UTF-8 text (default). On fetch, bytes that are not valid UTF-8 are replaced (U+FFFD): use base64 for binary data.
+ * - `base64`: standard base64 (RFC 4648 §4) of the raw bytes.
+ * - `json`: any JSON value; the stored bytes are its UTF-8 `JSON.stringify` form. On fetch, bytes that do not parse as JSON are an error.
+ * `null` always means a null key/value/header value, which is distinct from empty.
+ */
+export type Encoding = "string" | "base64" | "json";
+export const ENCODINGS: readonly Encoding[] = ["string", "base64", "json"];
+
+/** A header as it travels in JSON: `value` encoded per the request's encoding, or null. */
+export interface JsonHeader {
+  key: string;
+  value: unknown;
+}
+
+/** One record in a JSON produce request. */
+export interface JsonProduceRecord {
+  /** Encoded key; absent or null = null key. */
+  key?: unknown;
+  /** Encoded value; absent or null = null value (a tombstone under compaction). */
+  value?: unknown;
+  /** Ordered; duplicate keys are allowed and kept in order. */
+  headers?: JsonHeader[];
+  /** Explicit partition; overrides key-based partitioning. */
+  partition?: number;
+  /** CreateTime in ms; defaults to the broker's clock. Ignored (replaced) under LogAppendTime. */
+  timestamp?: number;
+}
+
+/**
+ * Body of `POST /v1/topics/{topic}/records` (JSON).
+ * Idempotent produce (producerId/producerEpoch/baseSequence) is only accepted on the
+ * partition route `POST /v1/topics/{topic}/partitions/{p}/records`, because sequence
+ * numbers are per (producer id, partition) as in Kafka (KIP-98).
+ */
+export interface JsonProduceRequest {
+  records: JsonProduceRecord[];
+  /** Encoding of keys. @default "string" */
+  keyEncoding?: Encoding;
+  /** Encoding of values and header values. @default "string" */
+  valueEncoding?: Encoding;
+  producerId?: number;
+  producerEpoch?: number;
+  baseSequence?: number;
+}
+
+/** Per-record result of a produce, in request order. */
+export interface ProduceRecordResult {
+  partition: number;
+  offset: number;
+  /** The timestamp stored: CreateTime as given (or broker time if absent), or LogAppendTime. */
+  timestamp: number;
+}
+
+export interface ProduceResponse {
+  topic: string;
+  records: ProduceRecordResult[];
+  /** True when this was a retry of an already-appended idempotent batch (nothing appended). */
+  duplicate?: boolean;
+}
+
+/** A record in a JSON fetch response. */
+export interface JsonFetchedRecord {
+  partition: number;
+  offset: number;
+  timestamp: number;
+  key: unknown;
+  value: unknown;
+  headers: JsonHeader[];
+}
+
+/** Bounds carried by every fetch response (and by OFFSET_OUT_OF_RANGE details). */
+export interface PartitionBounds {
+  /** First offset still stored. */
+  logStartOffset: number;
+  /** Offset the next appended record gets (log end offset); equals the high watermark for now. */
+  highWatermark: number;
+}
+
+export interface JsonFetchResponse extends PartitionBounds {
+  topic: string;
+  partition: number;
+  records: JsonFetchedRecord[];
+  /** Offset to fetch next: last returned offset + 1, or the requested offset when nothing was returned. */
+  nextOffset: number;
+}
+
+/** `GET .../offsets?spec=` answers. `offset` is null when no record qualifies (by timestamp). */
+export interface ListOffsetsResponse {
+  topic: string;
+  partition: number;
+  spec: string;
+  offset: number | null;
+  /** Timestamp of the record at `offset`, for `timestamp`/`max_timestamp` specs. */
+  timestamp?: number | null;
+}
+
+export type TimestampType = "CreateTime" | "LogAppendTime";
+export type CleanupPolicy = "delete" | "compact" | "compact,delete";
+
+/** Topic configs (Kafka names). See src/protocol/config.ts for defaults and bounds. */
+export interface TopicConfigs {
+  "max.message.bytes": number;
+  "message.timestamp.type": TimestampType;
+  "retention.ms": number;
+  "retention.bytes": number;
+  "cleanup.policy": CleanupPolicy;
+  "segment.bytes": number;
+}
+
+/** Body of `POST /v1/topics`. */
+export interface CreateTopicRequest {
+  name: string;
+  /** @default 1 */
+  partitions?: number;
+  configs?: Partial<Record<keyof TopicConfigs, unknown>>;
+}
+
+/** Body of `PATCH /v1/topics/{topic}`: increase partitions and/or change configs. */
+export interface AlterTopicRequest {
+  partitions?: number;
+  configs?: Partial<Record<keyof TopicConfigs, unknown>>;
+}
+
+export interface TopicSummary {
+  /** Full name `tenant/namespace/topic`. */
+  name: string;
+  tenant: string;
+  namespace: string;
+  /** Short (Kafka-style) name. */
+  topic: string;
+  topicId: string;
+  partitions: number;
+  configs: TopicConfigs;
+  createdAt: number;
+}
+
+export interface PartitionDescription extends PartitionBounds {
+  partition: number;
+  /** Log end offset (next offset to be written). */
+  logEndOffset: number;
+  /** Records currently stored (logEndOffset - logStartOffset for now). */
+  recordCount: number;
+  /** Stored bytes of record batches. */
+  bytes: number;
+}
+
+export interface TopicDescription extends TopicSummary {
+  partitionDetails: PartitionDescription[];
+}
+
+/** Answer of `POST /v1/producers` (Kafka InitProducerId). */
+export interface InitProducerResponse {
+  producerId: number;
+  producerEpoch: number;
+}
