@@ -54,6 +54,32 @@ export const ERRORS = {
   OFFSET_OUT_OF_RANGE: { httpStatus: 416, retriable: false, message: "The offset is outside [logStartOffset, logEndOffset]." },
   INVALID_OFFSET: { httpStatus: 400, retriable: false, message: "The offset or offset spec is not valid." },
 
+  // ---- consumer groups (Kafka's names; KIP-848 for the member epoch codes) ----
+  INVALID_GROUP_ID: { httpStatus: 400, retriable: false, message: "Group ids are 1-249 characters of [a-zA-Z0-9._-]." },
+  GROUP_ID_NOT_FOUND: { httpStatus: 404, retriable: false, message: "The group does not exist." },
+  NON_EMPTY_GROUP: { httpStatus: 409, retriable: false, message: "The operation needs the group to have no members." },
+  UNKNOWN_MEMBER_ID: { httpStatus: 409, retriable: false, message: "The member id is not a member of the group: rejoin with member epoch 0." },
+  FENCED_MEMBER_EPOCH: { httpStatus: 409, retriable: false, message: "The member epoch is not the member's current epoch: release all partitions and rejoin with member epoch 0." },
+  STALE_MEMBER_EPOCH: { httpStatus: 409, retriable: false, message: "The commit carries an older member epoch than the member's current one." },
+  UNASSIGNED_PARTITION: { httpStatus: 409, retriable: false, message: "The member does not own this partition in the group's current assignment." },
+  UNSUPPORTED_ASSIGNOR: { httpStatus: 400, retriable: false, message: "Unknown assignor: use range, roundrobin, sticky or cooperative-sticky." },
+  INCONSISTENT_GROUP_PROTOCOL: { httpStatus: 409, retriable: false, message: "The group already uses another assignor." },
+  INVALID_REGULAR_EXPRESSION: { httpStatus: 400, retriable: false, message: "The subscription regular expression is invalid." },
+  INVALID_SESSION_TIMEOUT: { httpStatus: 400, retriable: false, message: "The session or rebalance timeout is out of range." },
+  GROUP_MAX_SIZE_REACHED: { httpStatus: 409, retriable: false, message: "The group has reached its maximum number of members." },
+  OFFSET_METADATA_TOO_LARGE: { httpStatus: 400, retriable: false, message: "The offset metadata string is too large." },
+
+  // ---- Durable Streams compatibility (/v1/stream/*, docs/DURABLE-STREAMS.md; statuses fixed by its PROTOCOL.md) ----
+  STREAM_NOT_FOUND: { httpStatus: 404, retriable: false, message: "No stream exists at this path." },
+  STREAM_GONE: { httpStatus: 410, retriable: false, message: "The stream was deleted but is retained for the forks that reference it." },
+  STREAM_CONFLICT: { httpStatus: 409, retriable: false, message: "A stream exists at this path with a different configuration, or the path is held by a deleted stream that forks still reference." },
+  STREAM_CLOSED: { httpStatus: 409, retriable: false, message: "The stream is closed: no further appends are accepted." },
+  CONTENT_TYPE_MISMATCH: { httpStatus: 409, retriable: false, message: "The Content-Type does not match the stream's content type." },
+  STREAM_SEQ_CONFLICT: { httpStatus: 409, retriable: false, message: "Stream-Seq must be strictly greater (byte-wise) than the last one appended." },
+  STALE_PRODUCER_EPOCH: { httpStatus: 403, retriable: false, message: "The producer epoch is older than the current one: this producer has been fenced." },
+  INVALID_PRODUCER_SEQUENCE: { httpStatus: 400, retriable: false, message: "A new producer epoch must start at Producer-Seq 0." },
+  OFFSET_GONE: { httpStatus: 410, retriable: false, message: "The offset is before the earliest retained position of the stream." },
+
   // ---- server ----
   REQUEST_TIMED_OUT: { httpStatus: 504, retriable: true, message: "The request timed out before it completed." },
   UNAVAILABLE: { httpStatus: 503, retriable: true, message: "The partition is temporarily unavailable (Durable Object reset or overloaded)." },

@@ -4,3 +4,5 @@ export * from "./types.ts";
 export * from "./limits.ts";
 export * from "./names.ts";
 export * from "./config.ts";
+export * from "./encoding.ts";
+export * from "./groups.ts";

@@ -1,0 +1,73 @@
+/**
+ * Runs the real Edgelog Worker and its Durable Objects in workerd through Miniflare's API
+ * directly (no `wrangler dev` proxy, which costs several times the request rate), with the
+ * same bundle `wrangler deploy` would upload. Requests go through `mf.dispatchFetch`.
+ */
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { Miniflare } from "miniflare";
+
+export const ROOT = resolve(import.meta.dirname, "..");
+
+/** Reads the few wrangler.toml fields the bench needs (compat date/flags, DO bindings). */
+function readWranglerToml(): { compatibilityDate: string; compatibilityFlags: string[]; durableObjects: Record<string, string> } {
+  const text = readFileSync(join(ROOT, "wrangler.toml"), "utf8");
+  const date = /^compatibility_date\s*=\s*"([^"]+)"/m.exec(text)?.[1];
+  const flags = /^compatibility_flags\s*=\s*\[([^\]]*)\]/m.exec(text)?.[1] ?? "";
+  if (!date) throw new Error("wrangler.toml has no compatibility_date");
+  const durableObjects: Record<string, string> = {};
+  const re = /\[\[durable_objects\.bindings\]\]\s*name\s*=\s*"([^"]+)"\s*class_name\s*=\s*"([^"]+)"/g;
+  for (let m = re.exec(text); m; m = re.exec(text)) durableObjects[m[1] as string] = m[2] as string;
+  return { compatibilityDate: date, compatibilityFlags: [...flags.matchAll(/"([^"]+)"/g)].map((m) => m[1] as string), durableObjects };
+}
+
+export interface Engine {
+  mf: Miniflare;
+  /** A `fetch` that dispatches into the Worker (for the SDK's `fetch` option). */
+  fetch: typeof fetch;
+  dispose(): Promise<void>;
+}
+
+/** Bundles the Worker with wrangler and starts it in workerd with on-disk Durable Object storage. */
+export async function startEngine(): Promise<Engine> {
+  const outdir = mkdtempSync(join(tmpdir(), "edgelog-bench-bundle-"));
+  const stateDir = mkdtempSync(join(tmpdir(), "edgelog-bench-state-"));
+  execFileSync(join(ROOT, "node_modules/.bin/wrangler"), ["deploy", "--dry-run", "--outdir", outdir], {
+    cwd: ROOT,
+    env: { ...process.env, WRANGLER_SEND_METRICS: "false" },
+    stdio: ["ignore", "ignore", "inherit"],
+  });
+  const cfg = readWranglerToml();
+  const durableObjects: Record<string, { className: string; useSQLite: boolean }> = {};
+  for (const [binding, className] of Object.entries(cfg.durableObjects)) durableObjects[binding] = { className, useSQLite: true };
+  const mf = new Miniflare({
+    modules: [{ type: "ESModule", path: join(outdir, "index.js"), contents: readFileSync(join(outdir, "index.js"), "utf8") }],
+    modulesRoot: outdir,
+    compatibilityDate: cfg.compatibilityDate,
+    compatibilityFlags: cfg.compatibilityFlags,
+    durableObjects,
+    bindings: { EDGELOG_BENCH_ROUTES: "1" },
+    resourcePersistencePath: stateDir,
+  } as ConstructorParameters<typeof Miniflare>[0]);
+  await mf.ready;
+  const dispatch = (async (input: RequestInfo | URL, init?: RequestInit) => {
+    const req = new Request(input as RequestInfo, init);
+    const res = await mf.dispatchFetch(req.url, {
+      method: req.method,
+      headers: req.headers as unknown as Record<string, string>,
+      body: req.body === null ? undefined : new Uint8Array(await req.arrayBuffer()),
+    } as never);
+    return res as unknown as Response;
+  }) as typeof fetch;
+  return {
+    mf,
+    fetch: dispatch,
+    dispose: async () => {
+      await mf.dispose();
+      rmSync(outdir, { recursive: true, force: true });
+      rmSync(stateDir, { recursive: true, force: true });
+    },
+  };
+}

@@ -1,0 +1,190 @@
+/**
+ * `npm run bench`: Edgelog's core benchmarks, each printed next to a ceiling measured in the
+ * same run on the same path (Miniflare's dispatchFetch into the real Worker and Durable
+ * Objects in workerd; see bench/engine.ts). Prints figures and ratios; asserts nothing.
+ *
+ * Usage: npm run bench [-- --only core|groups|streams] [--quick]
+ */
+import { parseArgs } from "node:util";
+import { EdgelogClient, Producer } from "../sdk/src/index.ts";
+import { startEngine, type Engine } from "./engine.ts";
+
+const { values: args } = parseArgs({
+  options: { only: { type: "string" }, quick: { type: "boolean", default: false } },
+});
+const QUICK = args.quick === true;
+
+export interface Row {
+  name: string;
+  value: number;
+  unit: string;
+  ceilingName?: string;
+  ceiling?: number;
+  target?: number;
+}
+
+export function printRows(title: string, rows: Row[]): void {
+  console.log(`\n## ${title}\n`);
+  console.log("| measurement | value | ceiling (same run) | ratio | target |");
+  console.log("|---|---|---|---|---|");
+  for (const r of rows) {
+    const ratio = r.ceiling ? r.value / r.ceiling : undefined;
+    console.log(
+      `| ${r.name} | ${fmt(r.value)} ${r.unit} | ${r.ceiling !== undefined ? `${fmt(r.ceiling)} ${r.unit} (${r.ceilingName})` : "-"} | ${ratio !== undefined ? `${ratio.toFixed(2)}x` : "-"} | ${r.target !== undefined ? `>= ${r.target}x ${ratio !== undefined && ratio >= r.target ? "(met)" : "(not met)"}` : "-"} |`,
+    );
+  }
+}
+
+function fmt(n: number): string {
+  return n >= 100 ? n.toFixed(0) : n >= 10 ? n.toFixed(1) : n.toFixed(2);
+}
+
+function pct(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
+}
+
+/** Runs `fn` `total` times with `concurrency` workers; returns seconds elapsed. */
+async function closedLoop(total: number, concurrency: number, fn: (i: number) => Promise<void>): Promise<number> {
+  let next = 0;
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < total) {
+        const i = next++;
+        await fn(i);
+      }
+    }),
+  );
+  return (performance.now() - t0) / 1000;
+}
+
+async function ok(res: Response): Promise<void> {
+  if (!res.ok) throw new Error(`HTTP ${res.status}: ${await res.text()}`);
+  await res.arrayBuffer();
+}
+
+const BASE = "http://edgelog.bench";
+
+async function benchCore(engine: Engine): Promise<void> {
+  const f = engine.fetch;
+  const client = new EdgelogClient({ baseUrl: BASE, fetch: f });
+  const RECORD_BYTES = 1024;
+  const BATCH_BYTES = 256 * 1024;
+  const totalRecords = QUICK ? 20_000 : 100_000;
+  const concurrency = 8;
+  const partitions = 6;
+  const value = new Uint8Array(RECORD_BYTES).fill(97);
+
+  // warm-up: create topics, first requests load the isolate and the objects
+  await client.createTopic({ name: "bench-batched", partitions });
+  await client.createTopic({ name: "bench-single", partitions });
+  for (let i = 0; i < 20; i++) await ok(await f(`${BASE}/bench/noop`));
+
+  // --- ceiling: a raw single-row blob insert into a Durable Object, same request size as a batch
+  const rawBody = new Uint8Array(BATCH_BYTES).fill(97);
+  const rawRequests = Math.ceil((totalRecords * RECORD_BYTES) / BATCH_BYTES);
+  const rawSecs = await closedLoop(rawRequests, partitions, async (i) => {
+    await ok(await f(`${BASE}/bench/raw-insert/p${i % partitions}`, { method: "POST", body: rawBody }));
+  });
+  const rawMBps = (rawRequests * BATCH_BYTES) / 1e6 / rawSecs;
+
+  // --- batched produce through the SDK producer (idempotent, 1 KiB records, batches of BATCH_BYTES)
+  const producer = new Producer(client, { lingerMs: 5, maxBatchBytes: BATCH_BYTES });
+  const t0 = performance.now();
+  const chunk = 5_000;
+  for (let sent = 0; sent < totalRecords; sent += chunk) {
+    const messages = Array.from({ length: Math.min(chunk, totalRecords - sent) }, (_, j) => ({ key: `k${sent + j}`, value }));
+    await producer.send({ topic: "bench-batched", messages });
+  }
+  await producer.close();
+  const prodSecs = (performance.now() - t0) / 1000;
+  const prodMBps = (totalRecords * RECORD_BYTES) / 1e6 / prodSecs;
+
+  // --- one record per request vs a no-op Worker route, same concurrency
+  const singles = QUICK ? 2_000 : 5_000;
+  const noopSecs = await closedLoop(singles, concurrency, async () => ok(await f(`${BASE}/bench/noop`)));
+  const body = JSON.stringify({ records: [{ value: "x".repeat(100) }] });
+  const singleSecs = await closedLoop(singles, concurrency, async (i) => {
+    await ok(
+      await f(`${BASE}/v1/topics/bench-single/partitions/${i % partitions}/records`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body,
+      }),
+    );
+  });
+
+  // --- catch-up fetch of everything the batched producer wrote (binary fetch, all partitions)
+  const t1 = performance.now();
+  let fetchedBytes = 0;
+  let fetchedRecords = 0;
+  await Promise.all(
+    Array.from({ length: partitions }, async (_, p) => {
+      let offset = 0;
+      for (;;) {
+        const r = await client.fetchRecords("bench-batched", p, { offset, maxBytes: 4 * 1024 * 1024, maxRecords: 10_000 });
+        if (r.records.length === 0) break;
+        for (const rec of r.records) fetchedBytes += rec.value?.byteLength ?? 0;
+        fetchedRecords += r.records.length;
+        offset = r.nextOffset;
+      }
+    }),
+  );
+  const fetchSecs = (performance.now() - t1) / 1000;
+  if (fetchedRecords !== totalRecords) throw new Error(`catch-up read ${fetchedRecords} records, expected ${totalRecords}`);
+
+  // --- long-poll wake latency: a waiting fetch at the log end, then one append
+  await client.createTopic({ name: "bench-wake", partitions: 1 });
+  const lat: number[] = [];
+  const rounds = QUICK ? 50 : 200;
+  for (let i = 0; i < rounds; i++) {
+    const waiting = client.fetchRecords("bench-wake", 0, { offset: i, maxWaitMs: 10_000 });
+    await new Promise((r) => setTimeout(r, 2)); // let the fetch reach the object
+    const ts = performance.now();
+    const prod = f(`${BASE}/v1/topics/bench-wake/partitions/0/records`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ records: [{ value: String(i) }] }),
+    });
+    const got = await waiting;
+    lat.push(performance.now() - ts);
+    await ok(await prod);
+    if (got.records.length !== 1) throw new Error(`long-poll round ${i} woke with ${got.records.length} records`);
+  }
+  lat.sort((a, b) => a - b);
+
+  printRows("Core: produce and fetch (Miniflare dispatchFetch -> Worker -> Durable Objects, workerd)", [
+    { name: `batched produce, SDK producer, 1 KiB records, ${BATCH_BYTES / 1024} KiB batches, ${partitions} partitions`, value: prodMBps, unit: "MB/s", ceilingName: `raw ${BATCH_BYTES / 1024} KiB single-row DO insert`, ceiling: rawMBps, target: 0.8 },
+    { name: "batched produce, records/s", value: totalRecords / prodSecs, unit: "records/s" },
+    { name: `one record per request (JSON, concurrency ${concurrency})`, value: singles / singleSecs, unit: "req/s", ceilingName: "no-op Worker route", ceiling: singles / noopSecs, target: 0.6 },
+    { name: "catch-up fetch (binary, 6 partitions in parallel)", value: fetchedBytes / 1e6 / fetchSecs, unit: "MB/s", ceilingName: `raw DO insert`, ceiling: rawMBps },
+    { name: "catch-up fetch, records/s", value: fetchedRecords / fetchSecs, unit: "records/s" },
+    { name: "long-poll wake latency p50 (append sent -> fetch answered)", value: pct(lat, 50), unit: "ms" },
+    { name: "long-poll wake latency p99", value: pct(lat, 99), unit: "ms" },
+  ]);
+}
+
+async function main(): Promise<void> {
+  console.log(`# Edgelog benchmarks — ${new Date().toISOString()} — node ${process.version}, ${QUICK ? "quick" : "full"} run`);
+  const only = args.only;
+  if (only === undefined || only === "core") {
+    const engine = await startEngine();
+    try {
+      await benchCore(engine);
+    } finally {
+      await engine.dispose();
+    }
+  }
+  for (const [name, file] of [["groups", "./groups.ts"], ["streams", "./durable-streams.ts"]] as const) {
+    if (only !== undefined && only !== name) continue;
+    try {
+      const mod = (await import(file)) as { run?: (opts: { quick: boolean }) => Promise<void> };
+      if (mod.run) await mod.run({ quick: QUICK });
+    } catch (e) {
+      if ((e as { code?: string }).code === "ERR_MODULE_NOT_FOUND") continue;
+      throw e;
+    }
+  }
+}
+
+await main();

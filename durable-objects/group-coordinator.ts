@@ -1,0 +1,705 @@
+/**
+ * GroupCoordinatorDO: one consumer group's coordinator, addressed by the group id.
+ *
+ * A thin shell over the pure state machine in src/groups/coordinator-core.ts: each call
+ * awaits what it needs from other objects first (topic metadata from the MetadataDO, log
+ * bounds from PartitionDOs), then reads the in-memory group state, runs the core, persists
+ * the difference in ONE SQLite transaction and answers. There is no await between reading the
+ * state and writing it, so calls that interleave at their awaits never lose an update.
+ *
+ * Timers: the core derives every deadline from the state (member session timeouts, rebalance
+ * timeouts, offsets retention of an empty group). They are mirrored into the `schedule` table
+ * and the object's single alarm is armed at the earliest one; the alarm runs the core's
+ * `expire` and re-arms.
+ *
+ * Storage (SQLite, migration 1):
+ * - grp (one row): group id, assignor, configs JSON, group epoch, target epoch, subscription
+ *   metadata JSON, empty-since;
+ * - members(member_id PK, data JSON of MemberState);
+ * - targets(member_id PK, assignment JSON);
+ * - offsets((topic, partition) PK, committed_offset, metadata, commit_ms, topic_id);
+ * - schedule(key PK, due_ms): `session:<member>`, `rebalance:<member>`, `offsets`, `directory`.
+ */
+import { checkInvariants, commitOffsets as coreCommit, committedOffset, expire, groupStateName, heartbeat as coreHeartbeat, leave as coreLeave, newGroup, partitionOwners, resetOffsets as coreReset, timers, alterConfigs as coreAlterConfigs, canDelete, type CommitInput, type CommittedOffset, type GroupState, type HeartbeatInput, type LeaveInput, type MemberState, type TopicMeta, type TopicsSnapshot } from "../src/groups/coordinator-core.ts";
+import { type Assignment, parseTpKey, toWire, tpKey } from "../src/groups/assignment.ts";
+import type { OffsetFetchInput, ResetOffsetsInput, TopicSelection } from "../src/groups/requests.ts";
+import { MAX_PARTITIONS_PER_OFFSET_REQUEST } from "../src/groups/requests.ts";
+import { type GroupCoordinatorRpc, type GroupsEnv, groupDirectoryStub } from "../src/groups/rpc.ts";
+import { metadataStore } from "../src/metadata/store.ts";
+import { partitionStub, type RpcResult } from "../src/partition/rpc.ts";
+import { type ErrorResult, errorResult } from "../src/protocol/errors.ts";
+import {
+  type AssignorName,
+  type ConsumerGroupHeartbeatResponse,
+  type GroupConfigs,
+  type GroupDescription,
+  type GroupListing,
+  type GroupPartitionOffset,
+  type LeaveGroupResponse,
+  type OffsetCommitResponse,
+  type OffsetFetchPartition,
+  type OffsetFetchResponse,
+  type ResetOffsetsResponse,
+  isValidGroupId,
+  rebalanceProtocolOf,
+} from "../src/protocol/groups.ts";
+import type { PartitionDescription } from "../src/protocol/types.ts";
+import { SqliteDurableObject, expected, type Migration } from "./base.ts";
+
+/** Longest the coordinator uses a topic list without asking the metadata store again (ms). */
+export const TOPICS_SNAPSHOT_TTL_MS = 1000;
+/** A call naming a topic the snapshot lacks refreshes it, but not more often than this (ms). */
+const TOPICS_MIN_REFRESH_MS = 100;
+/** Retry delay of a failed push to the group directory (ms). */
+const DIRECTORY_RETRY_MS = 1000;
+/** Most partitions whose log bounds describe reads (each is one partition RPC). */
+const MAX_DESCRIBE_PARTITIONS = 2048;
+
+const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: "group",
+    up(sql) {
+      sql.run(`
+        CREATE TABLE grp (
+          id INTEGER PRIMARY KEY CHECK (id = 1),
+          group_id TEXT NOT NULL,
+          created_ms INTEGER NOT NULL,
+          assignor TEXT NOT NULL,
+          configs TEXT NOT NULL,
+          group_epoch INTEGER NOT NULL,
+          target_epoch INTEGER NOT NULL,
+          subscription_metadata TEXT NOT NULL,
+          empty_since_ms INTEGER
+        );
+        CREATE TABLE members (member_id TEXT PRIMARY KEY, data TEXT NOT NULL) WITHOUT ROWID;
+        CREATE TABLE targets (member_id TEXT PRIMARY KEY, assignment TEXT NOT NULL) WITHOUT ROWID;
+        CREATE TABLE offsets (
+          topic TEXT NOT NULL,
+          partition INTEGER NOT NULL,
+          committed_offset INTEGER NOT NULL,
+          metadata TEXT NOT NULL,
+          commit_ms INTEGER NOT NULL,
+          topic_id TEXT NOT NULL,
+          PRIMARY KEY (topic, partition)
+        ) WITHOUT ROWID;
+        CREATE TABLE schedule (key TEXT PRIMARY KEY, due_ms INTEGER NOT NULL) WITHOUT ROWID;
+      `);
+    },
+  },
+];
+
+type GroupRow = {
+  group_id: string;
+  created_ms: number;
+  assignor: string;
+  configs: string;
+  group_epoch: number;
+  target_epoch: number;
+  subscription_metadata: string;
+  empty_since_ms: number | null;
+};
+type OffsetRow = { topic: string; partition: number; committed_offset: number; metadata: string; commit_ms: number; topic_id: string };
+
+export class GroupCoordinatorDO extends SqliteDurableObject<GroupsEnv> implements GroupCoordinatorRpc {
+  /** The group, or null when it does not exist (never created, deleted, or expired). */
+  #state: GroupState | null = null;
+  /** Mirror of the schedule table: key -> due time (ms). */
+  #schedule = new Map<string, number>();
+  #alarmMs: number | null = null;
+  /** When a failed directory push is retried (a shell timer, in the schedule as `directory`). */
+  #directoryRetryMs: number | null = null;
+  #topicsCache: { snapshot: TopicsSnapshot; fetchedMs: number } | null = null;
+  #topicsInflight: Promise<TopicsSnapshot> | null = null;
+  /** Directory push state: what was last pushed, whether a push runs, the last version used. */
+  #directoryPushed: string | null = null;
+  #directoryPushing = false;
+  #directoryVersion = 0;
+
+  constructor(ctx: DurableObjectState, env: GroupsEnv) {
+    super(ctx, env);
+    this.startUp(MIGRATIONS);
+  }
+
+  protected onStart(): void {
+    this.#state = this.#load();
+    for (const r of this.sql.all<{ key: string; due_ms: number }>("SELECT key, due_ms FROM schedule")) this.#schedule.set(r.key, r.due_ms);
+    if (this.#schedule.has("directory")) this.#directoryRetryMs = this.#schedule.get("directory") ?? null;
+    if (this.#state !== null) {
+      const bad = checkInvariants(this.#state);
+      if (bad !== undefined) throw new Error(`group ${this.#state.groupId}: invariant violated after load: ${bad}`);
+    }
+  }
+
+  // ---- RPC ----
+
+  heartbeat(groupId: string, req: HeartbeatInput): Promise<RpcResult<ConsumerGroupHeartbeatResponse>> {
+    return expected(async () => {
+      const topics = await this.#topics(req.subscribedTopicNames ?? []);
+      const now = Date.now();
+      const state = this.#stateFor(groupId, now);
+      if (!state.ok) return state;
+      const r = coreHeartbeat(state.state, req, { nowMs: now, topics, newMemberId: crypto.randomUUID() });
+      if (!r.ok) return r;
+      this.#persist(r.state);
+      return { ok: true as const, ...r.value, assignment: toWire(r.value.assignment) };
+    });
+  }
+
+  leave(groupId: string, req: LeaveInput): Promise<RpcResult<LeaveGroupResponse>> {
+    return expected(async () => {
+      const topics = await this.#topics();
+      const s = this.#existing(groupId);
+      if (s === null) return errorResult("UNKNOWN_MEMBER_ID", `Member ${req.memberId} is not in group ${groupId}.`);
+      const r = coreLeave(s, req, { nowMs: Date.now(), topics });
+      if (!r.ok) return r;
+      this.#persist(r.state);
+      return { ok: true as const, ...r.value };
+    });
+  }
+
+  commitOffsets(groupId: string, req: CommitInput): Promise<RpcResult<OffsetCommitResponse>> {
+    return expected(async () => {
+      const topics = await this.#topics(req.offsets.map((o) => o.topic), req.offsets);
+      const now = Date.now();
+      const state = this.#stateFor(groupId, now);
+      if (!state.ok) return state;
+      const r = coreCommit(state.state, req, { nowMs: now, topics });
+      if (!r.ok) return r;
+      this.#persist(r.state);
+      return { ok: true as const, offsets: req.offsets.map(({ topic, partition, offset }) => ({ topic, partition, offset })) };
+    });
+  }
+
+  fetchOffsets(groupId: string, req: OffsetFetchInput): Promise<RpcResult<OffsetFetchResponse>> {
+    return expected(async () => {
+      if (!isValidGroupId(groupId)) return errorResult("INVALID_GROUP_ID");
+      const topics = await this.#topics((req.topics ?? []).map((t) => t.topic));
+      const selected = this.#select(req.topics, topics);
+      if (!selected.ok) return selected;
+      const bounds = await this.#bounds(selected.partitions, topics);
+      // Resolve against the state as it is now (after the awaits).
+      const partitions: OffsetFetchPartition[] = selected.partitions.map(({ topic, partition }) => {
+        const b = bounds.get(tpKey(topic, partition));
+        const committed = this.#state === null ? undefined : committedOffset(this.#state, topic, partition, topics);
+        if (b === undefined) {
+          return {
+            topic,
+            partition,
+            offset: null,
+            committedOffset: committed?.offset ?? null,
+            metadata: committed?.metadata ?? null,
+            logStartOffset: 0,
+            logEndOffset: 0,
+            error: { code: "UNKNOWN_TOPIC_OR_PARTITION", message: `Partition ${partition} of ${topic} is not available.` },
+          };
+        }
+        return resolvePosition(topic, partition, committed, b, req.autoOffsetReset);
+      });
+      return { ok: true as const, groupId, partitions };
+    });
+  }
+
+  describe(groupId: string): Promise<RpcResult<GroupDescription>> {
+    return expected(async () => {
+      if (this.#existing(groupId) === null) return errorResult("GROUP_ID_NOT_FOUND", `Group ${groupId} does not exist.`);
+      const topics = await this.#topics();
+      const before = this.#existing(groupId);
+      if (before === null) return errorResult("GROUP_ID_NOT_FOUND", `Group ${groupId} does not exist.`);
+      // Partitions to report: every committed one (of the topic's current incarnation) and
+      // every partition of the subscribed topics.
+      const keys = new Set<string>();
+      for (const k of Object.keys(before.offsets)) {
+        const { topic, partition } = parseTpKey(k);
+        if (committedOffset(before, topic, partition, topics) !== undefined) keys.add(k);
+      }
+      for (const [topic, meta] of Object.entries(before.subscriptionMetadata)) {
+        for (let p = 0; p < meta.partitions; p++) keys.add(tpKey(topic, p));
+      }
+      const list = [...keys].map(parseTpKey).sort((a, b) => (a.topic < b.topic ? -1 : a.topic > b.topic ? 1 : a.partition - b.partition));
+      const bounds = await this.#bounds(list.slice(0, MAX_DESCRIBE_PARTITIONS), topics);
+      const s = this.#existing(groupId);
+      if (s === null) return errorResult("GROUP_ID_NOT_FOUND", `Group ${groupId} does not exist.`);
+      return { ok: true as const, ...describeGroup(s, list, bounds, topics) };
+    });
+  }
+
+  resetOffsets(groupId: string, req: ResetOffsetsInput): Promise<RpcResult<ResetOffsetsResponse>> {
+    return expected(async () => {
+      if (!isValidGroupId(groupId)) return errorResult("INVALID_GROUP_ID");
+      const nonEmpty = () => {
+        const s = this.#existing(groupId);
+        return s !== null && Object.keys(s.members).length > 0
+          ? errorResult("NON_EMPTY_GROUP", `Group ${groupId} has members: stop them before resetting offsets.`, { state: groupStateName(s) })
+          : null;
+      };
+      const early = nonEmpty();
+      if (early) return early;
+      const topics = await this.#topics(req.topics.map((t) => t.topic));
+      const selected = this.#select(req.topics, topics);
+      if (!selected.ok) return selected;
+      const bounds = await this.#bounds(selected.partitions, topics);
+      const targets: { topic: string; partition: number; offset: number }[] = [];
+      for (const { topic, partition } of selected.partitions) {
+        const b = bounds.get(tpKey(topic, partition));
+        if (b === undefined) return errorResult("UNAVAILABLE", `Could not read the log bounds of ${topic} partition ${partition}.`);
+        let offset: number;
+        switch (req.spec.to) {
+          case "earliest":
+            offset = b.logStartOffset;
+            break;
+          case "latest":
+            offset = b.logEndOffset;
+            break;
+          case "offset":
+            offset = Math.min(Math.max(req.spec.offset, b.logStartOffset), b.logEndOffset);
+            break;
+          case "timestamp": {
+            const meta = topics[topic] as TopicMeta;
+            const r = await partitionStub(this.env.PARTITION, meta.topicId, partition).listOffsets({ spec: "timestamp", timestamp: req.spec.timestamp });
+            if (!r.ok) return r;
+            offset = r.offset ?? b.logEndOffset;
+            break;
+          }
+        }
+        targets.push({ topic, partition, offset });
+      }
+      const late = nonEmpty();
+      if (late) return late;
+      const now = Date.now();
+      const state = this.#stateFor(groupId, now);
+      if (!state.ok) return state;
+      const offsets = targets.map((t) => ({ ...t, previousOffset: committedOffset(state.state, t.topic, t.partition, topics)?.offset ?? null }));
+      if (!req.dryRun) {
+        const r = coreReset(state.state, targets, { nowMs: now, topics });
+        if (!r.ok) return r;
+        this.#persist(r.state);
+      }
+      return { ok: true as const, groupId, dryRun: req.dryRun, offsets };
+    });
+  }
+
+  deleteGroup(groupId: string): Promise<RpcResult<object>> {
+    return expected(async () => {
+      const s = this.#existing(groupId);
+      if (s === null) return errorResult("GROUP_ID_NOT_FOUND", `Group ${groupId} does not exist.`);
+      const refused = canDelete(s);
+      if (refused) return refused;
+      this.#destroy();
+      return { ok: true as const };
+    });
+  }
+
+  alterConfigs(groupId: string, configs: Partial<GroupConfigs>): Promise<RpcResult<{ configs: GroupConfigs }>> {
+    return expected(async () => {
+      const state = this.#stateFor(groupId, Date.now());
+      if (!state.ok) return state;
+      const next = coreAlterConfigs(state.state, configs);
+      this.#persist(next);
+      return { ok: true as const, configs: next.configs };
+    });
+  }
+
+  async alarm(): Promise<void> {
+    // The alarm that is running is consumed: whatever is due next must be armed again.
+    this.#alarmMs = null;
+    const now = Date.now();
+    if (this.#directoryRetryMs !== null && this.#directoryRetryMs <= now) {
+      this.#directoryRetryMs = null;
+      this.#directoryPushed = null;
+      this.#syncDirectory();
+    }
+    const due = [...this.#schedule].some(([k, d]) => k !== "directory" && d <= now);
+    if (this.#state !== null && due) {
+      let topics: TopicsSnapshot;
+      try {
+        topics = await this.#topics();
+      } catch (err) {
+        // Expiry must not wait for the metadata store: without it, targets are recomputed
+        // from the metadata of the current subscriptions (no topic changes are seen).
+        console.warn("group coordinator: topic metadata unavailable in alarm", err);
+        topics = this.#state?.subscriptionMetadata ?? {};
+      }
+      const s = this.#state;
+      if (s !== null) {
+        const r = expire(s, { nowMs: Date.now(), topics });
+        if (r.dead) this.#destroy();
+        else if (r.state !== s) this.#persist(r.state);
+        else this.#syncSchedule();
+        return;
+      }
+    }
+    this.#syncSchedule();
+  }
+
+  // ---- state ----
+
+  #existing(groupId: string): GroupState | null {
+    if (this.#state === null) return null;
+    if (this.#state.groupId !== groupId) throw new Error(`group coordinator for ${this.#state.groupId} called for ${groupId}`);
+    return this.#state;
+  }
+
+  /** The group, created empty (not yet persisted) if it does not exist. */
+  #stateFor(groupId: string, nowMs: number): { ok: true; state: GroupState } | ErrorResult {
+    if (!isValidGroupId(groupId)) return errorResult("INVALID_GROUP_ID", `Invalid group id ${JSON.stringify(groupId)}.`);
+    return { ok: true, state: this.#existing(groupId) ?? newGroup(groupId, nowMs) };
+  }
+
+  #load(): GroupState | null {
+    const g = this.sql.first<GroupRow>("SELECT * FROM grp WHERE id = 1");
+    if (g === undefined) return null;
+    const members: Record<string, MemberState> = {};
+    for (const r of this.sql.all<{ member_id: string; data: string }>("SELECT member_id, data FROM members")) {
+      members[r.member_id] = JSON.parse(r.data) as MemberState;
+    }
+    const targetAssignment: Record<string, Assignment> = {};
+    for (const r of this.sql.all<{ member_id: string; assignment: string }>("SELECT member_id, assignment FROM targets")) {
+      targetAssignment[r.member_id] = JSON.parse(r.assignment) as Assignment;
+    }
+    const offsets: Record<string, CommittedOffset> = {};
+    for (const r of this.sql.all<OffsetRow>("SELECT * FROM offsets")) {
+      offsets[tpKey(r.topic, r.partition)] = { offset: r.committed_offset, metadata: r.metadata, commitTimestampMs: r.commit_ms, topicId: r.topic_id };
+    }
+    return {
+      groupId: g.group_id,
+      createdMs: g.created_ms,
+      assignor: g.assignor as AssignorName,
+      configs: JSON.parse(g.configs) as GroupConfigs,
+      groupEpoch: g.group_epoch,
+      targetAssignmentEpoch: g.target_epoch,
+      members,
+      targetAssignment,
+      subscriptionMetadata: JSON.parse(g.subscription_metadata) as Record<string, TopicMeta>,
+      offsets,
+      emptySinceMs: g.empty_since_ms,
+    };
+  }
+
+  /**
+   * Writes what changed between the current state and `next` in one transaction (the core
+   * keeps the identity of unchanged members, targets and offsets), then the schedule, then
+   * re-arms the alarm.
+   */
+  #persist(next: GroupState): void {
+    const bad = checkInvariants(next);
+    if (bad !== undefined) throw new Error(`group ${next.groupId}: invariant violated, not persisted: ${bad}`);
+    const prev = this.#state;
+    this.ctx.storage.transactionSync(() => {
+      if (
+        prev === null ||
+        prev.assignor !== next.assignor ||
+        prev.configs !== next.configs ||
+        prev.groupEpoch !== next.groupEpoch ||
+        prev.targetAssignmentEpoch !== next.targetAssignmentEpoch ||
+        prev.subscriptionMetadata !== next.subscriptionMetadata ||
+        prev.emptySinceMs !== next.emptySinceMs
+      ) {
+        this.sql.run(
+          `INSERT INTO grp (id, group_id, created_ms, assignor, configs, group_epoch, target_epoch, subscription_metadata, empty_since_ms)
+           VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?)
+           ON CONFLICT (id) DO UPDATE SET assignor = excluded.assignor, configs = excluded.configs, group_epoch = excluded.group_epoch,
+             target_epoch = excluded.target_epoch, subscription_metadata = excluded.subscription_metadata, empty_since_ms = excluded.empty_since_ms`,
+          next.groupId,
+          next.createdMs,
+          next.assignor,
+          JSON.stringify(next.configs),
+          next.groupEpoch,
+          next.targetAssignmentEpoch,
+          JSON.stringify(next.subscriptionMetadata),
+          next.emptySinceMs,
+        );
+      }
+      diff(prev?.members ?? {}, next.members, (id, m) => {
+        if (m === undefined) this.sql.run("DELETE FROM members WHERE member_id = ?", id);
+        else this.sql.run("INSERT INTO members (member_id, data) VALUES (?, ?) ON CONFLICT (member_id) DO UPDATE SET data = excluded.data", id, JSON.stringify(m));
+      });
+      diff(prev?.targetAssignment ?? {}, next.targetAssignment, (id, a) => {
+        if (a === undefined) this.sql.run("DELETE FROM targets WHERE member_id = ?", id);
+        else this.sql.run("INSERT INTO targets (member_id, assignment) VALUES (?, ?) ON CONFLICT (member_id) DO UPDATE SET assignment = excluded.assignment", id, JSON.stringify(a));
+      });
+      if (prev?.offsets !== next.offsets) {
+        diff(prev?.offsets ?? {}, next.offsets, (k, o) => {
+          const { topic, partition } = parseTpKey(k);
+          if (o === undefined) this.sql.run("DELETE FROM offsets WHERE topic = ? AND partition = ?", topic, partition);
+          else {
+            this.sql.run(
+              `INSERT INTO offsets (topic, partition, committed_offset, metadata, commit_ms, topic_id) VALUES (?, ?, ?, ?, ?, ?)
+               ON CONFLICT (topic, partition) DO UPDATE SET committed_offset = excluded.committed_offset, metadata = excluded.metadata,
+                 commit_ms = excluded.commit_ms, topic_id = excluded.topic_id`,
+              topic,
+              partition,
+              o.offset,
+              o.metadata,
+              o.commitTimestampMs,
+              o.topicId,
+            );
+          }
+        });
+      }
+      this.#writeSchedule(next);
+    });
+    this.#state = next;
+    this.#armAlarm();
+    this.#syncDirectory();
+  }
+
+  /** Removes the group: every row, the schedule and the alarm (the schema stays). */
+  #destroy(): void {
+    this.ctx.storage.transactionSync(() => {
+      for (const t of ["grp", "members", "targets", "offsets", "schedule"]) this.sql.run(`DELETE FROM ${t}`);
+    });
+    this.#state = null;
+    this.#schedule.clear();
+    this.#directoryRetryMs = null;
+    this.#armAlarm();
+    this.#syncDirectory();
+  }
+
+  /** Brings the schedule table to the core's timers plus the shell's directory retry. */
+  #writeSchedule(s: GroupState | null): void {
+    const want = new Map<string, number>();
+    if (s !== null) for (const t of timers(s)) want.set(t.key, t.dueMs);
+    if (this.#directoryRetryMs !== null) want.set("directory", this.#directoryRetryMs);
+    for (const [k] of this.#schedule) {
+      if (!want.has(k)) {
+        this.sql.run("DELETE FROM schedule WHERE key = ?", k);
+        this.#schedule.delete(k);
+      }
+    }
+    for (const [k, due] of want) {
+      if (this.#schedule.get(k) === due) continue;
+      this.sql.run("INSERT INTO schedule (key, due_ms) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET due_ms = excluded.due_ms", k, due);
+      this.#schedule.set(k, due);
+    }
+  }
+
+  #syncSchedule(): void {
+    this.ctx.storage.transactionSync(() => this.#writeSchedule(this.#state));
+    this.#armAlarm();
+  }
+
+  /** One alarm: the earliest scheduled deadline. */
+  #armAlarm(): void {
+    let earliest: number | null = null;
+    for (const due of this.#schedule.values()) if (earliest === null || due < earliest) earliest = due;
+    if (earliest === this.#alarmMs) return;
+    this.#alarmMs = earliest;
+    if (earliest === null) void this.ctx.storage.deleteAlarm();
+    else void this.ctx.storage.setAlarm(earliest);
+  }
+
+  // ---- directory ----
+
+  #listing(): GroupListing | null {
+    const s = this.#state;
+    if (s === null) return null;
+    return { groupId: s.groupId, state: groupStateName(s), assignor: s.assignor, members: Object.keys(s.members).length };
+  }
+
+  /**
+   * Pushes the group's listing to the directory when it changed, in the background, one push
+   * at a time (the latest listing wins). A failed push is retried from the alarm.
+   */
+  #syncDirectory(): void {
+    if (this.#directoryPushing) return;
+    const groupId = this.#state?.groupId ?? this.#lastGroupId;
+    if (this.#state !== null) this.#lastGroupId = this.#state.groupId;
+    if (groupId === null) return;
+    const listing = this.#listing();
+    const key = JSON.stringify(listing);
+    if (key === this.#directoryPushed) return;
+    this.#directoryPushing = true;
+    // Versions: strictly increasing per group, also across restarts and re-creation (µs clock).
+    const version = (this.#directoryVersion = Math.max(this.#directoryVersion + 1, Date.now() * 1000));
+    const dir = groupDirectoryStub(this.env);
+    void (async () => {
+      try {
+        const r = listing === null ? await dir.remove(groupId, version) : await dir.upsert(listing, version);
+        if (!r.ok) throw new Error(`directory answered ${r.code}`);
+        this.#directoryPushed = key;
+        this.#directoryPushing = false;
+        this.#syncDirectory(); // something may have changed meanwhile
+      } catch (err) {
+        console.warn(`group ${groupId}: directory push failed, retrying`, err);
+        this.#directoryPushing = false;
+        this.#directoryRetryMs = Date.now() + DIRECTORY_RETRY_MS;
+        this.#syncSchedule();
+      }
+    })();
+  }
+
+  #lastGroupId: string | null = null;
+
+  // ---- other objects ----
+
+  /**
+   * Every existing topic (name -> id, partition count), cached for TOPICS_SNAPSHOT_TTL_MS.
+   * Refreshed early when a call names a topic (or partition) the cached list lacks, since it
+   * may have just been created.
+   */
+  async #topics(names: readonly string[] = [], partitions: readonly { topic: string; partition: number }[] = []): Promise<TopicsSnapshot> {
+    const now = Date.now();
+    const c = this.#topicsCache;
+    if (c !== null) {
+      const age = now - c.fetchedMs;
+      const covers = names.every((n) => c.snapshot[n] !== undefined) && partitions.every((p) => (c.snapshot[p.topic]?.partitions ?? 0) > p.partition);
+      if (age < TOPICS_MIN_REFRESH_MS || (age < TOPICS_SNAPSHOT_TTL_MS && covers)) return c.snapshot;
+    }
+    if (this.#topicsInflight === null) {
+      this.#topicsInflight = (async () => {
+        try {
+          const r = await metadataStore(this.env.METADATA).listTopics();
+          if (!r.ok) throw new Error(`metadata store answered ${r.code}`);
+          const snapshot: Record<string, TopicMeta> = {};
+          for (const t of r.topics) snapshot[t.name] = { topicId: t.topicId, partitions: t.partitions };
+          this.#topicsCache = { snapshot, fetchedMs: Date.now() };
+          return snapshot;
+        } finally {
+          this.#topicsInflight = null;
+        }
+      })();
+    }
+    return this.#topicsInflight;
+  }
+
+  /** The partitions a selection names (null = every committed partition), checked against the topics. */
+  #select(sel: TopicSelection | null, topics: TopicsSnapshot): { ok: true; partitions: { topic: string; partition: number }[] } | ErrorResult {
+    const out: { topic: string; partition: number }[] = [];
+    if (sel === null) {
+      const s = this.#state;
+      if (s !== null) {
+        for (const k of Object.keys(s.offsets).sort()) {
+          const { topic, partition } = parseTpKey(k);
+          if (committedOffset(s, topic, partition, topics) !== undefined && topics[topic] !== undefined) out.push({ topic, partition });
+        }
+      }
+    } else {
+      for (const { topic, partitions } of sel) {
+        const meta = topics[topic];
+        if (meta === undefined) return errorResult("UNKNOWN_TOPIC_OR_PARTITION", `Topic ${topic} does not exist.`, { topic });
+        for (const partition of partitions ?? Array.from({ length: meta.partitions }, (_, i) => i)) {
+          if (partition >= meta.partitions) return errorResult("UNKNOWN_TOPIC_OR_PARTITION", `Topic ${topic} has no partition ${partition}.`, { topic, partition });
+          out.push({ topic, partition });
+        }
+      }
+    }
+    if (out.length > MAX_PARTITIONS_PER_OFFSET_REQUEST) {
+      return errorResult("INVALID_REQUEST", `At most ${MAX_PARTITIONS_PER_OFFSET_REQUEST} partitions per request; name the topics and partitions wanted.`);
+    }
+    return { ok: true, partitions: out };
+  }
+
+  /** Log bounds of partitions (missing when the partition is gone or failed). */
+  async #bounds(partitions: readonly { topic: string; partition: number }[], topics: TopicsSnapshot): Promise<Map<string, PartitionDescription>> {
+    const out = new Map<string, PartitionDescription>();
+    await Promise.all(
+      partitions.map(async ({ topic, partition }) => {
+        const meta = topics[topic];
+        if (meta === undefined) return;
+        try {
+          const r = await partitionStub(this.env.PARTITION, meta.topicId, partition).describe();
+          if (r.ok) out.set(tpKey(topic, partition), r.partition);
+        } catch (err) {
+          console.warn(`log bounds of ${topic}/${partition} unavailable`, err);
+        }
+      }),
+    );
+    return out;
+  }
+}
+
+/** Calls `write` for every key whose value changed by identity (undefined = removed). */
+function diff<T>(prev: Readonly<Record<string, T>>, next: Readonly<Record<string, T>>, write: (key: string, value: T | undefined) => void): void {
+  if (prev === next) return;
+  for (const [k, v] of Object.entries(next)) if (prev[k] !== v) write(k, v);
+  for (const k of Object.keys(prev)) if (!(k in next)) write(k, undefined);
+}
+
+/**
+ * Where a member starts reading a partition: the committed offset if it lies within
+ * [logStartOffset, logEndOffset], else the `auto.offset.reset` policy: earliest / latest
+ * (Kafka's consumer semantics), or OFFSET_OUT_OF_RANGE for `none`.
+ * Log end offset = high watermark here (no replication lag yet), so "latest" is the log end.
+ */
+export function resolvePosition(
+  topic: string,
+  partition: number,
+  committed: CommittedOffset | undefined,
+  b: { logStartOffset: number; logEndOffset: number },
+  policy: "earliest" | "latest" | "none",
+): OffsetFetchPartition {
+  const base = {
+    topic,
+    partition,
+    committedOffset: committed?.offset ?? null,
+    metadata: committed?.metadata ?? null,
+    logStartOffset: b.logStartOffset,
+    logEndOffset: b.logEndOffset,
+  };
+  if (committed !== undefined && committed.offset >= b.logStartOffset && committed.offset <= b.logEndOffset) {
+    return { ...base, offset: committed.offset };
+  }
+  if (policy === "none") {
+    const why = committed === undefined ? "no committed offset" : `committed offset ${committed.offset} is outside [${b.logStartOffset}, ${b.logEndOffset}]`;
+    return { ...base, offset: null, error: { code: "OFFSET_OUT_OF_RANGE", message: `Partition ${partition} of ${topic}: ${why} and autoOffsetReset is none.` } };
+  }
+  return { ...base, offset: policy === "earliest" ? b.logStartOffset : b.logEndOffset, reset: policy };
+}
+
+function describeGroup(
+  s: GroupState,
+  partitions: readonly { topic: string; partition: number }[],
+  bounds: ReadonlyMap<string, PartitionDescription>,
+  topics: TopicsSnapshot,
+): GroupDescription {
+  const owners = partitionOwners(s);
+  let totalLag = 0;
+  const offsets: GroupPartitionOffset[] = partitions.map(({ topic, partition }) => {
+    const k = tpKey(topic, partition);
+    const c = committedOffset(s, topic, partition, topics);
+    const b = bounds.get(k);
+    const lag = c !== undefined && b !== undefined ? Math.max(0, b.logEndOffset - c.offset) : null;
+    if (lag !== null) totalLag += lag;
+    return {
+      topic,
+      partition,
+      committedOffset: c?.offset ?? null,
+      metadata: c?.metadata ?? null,
+      memberId: owners.get(k) ?? null,
+      logStartOffset: b?.logStartOffset ?? null,
+      logEndOffset: b?.logEndOffset ?? null,
+      lag,
+    };
+  });
+  const members = Object.values(s.members)
+    .sort((a, b) => a.joinedMs - b.joinedMs || (a.memberId < b.memberId ? -1 : 1))
+    .map((m) => ({
+      memberId: m.memberId,
+      instanceId: m.instanceId,
+      clientId: m.clientId,
+      memberEpoch: m.memberEpoch,
+      state: m.state,
+      leftTemporarily: m.leftTemporarily,
+      subscribedTopicNames: [...m.subscribedTopicNames],
+      subscribedTopicRegex: m.subscribedTopicRegex,
+      assignment: toWire(m.assigned),
+      pendingRevocation: toWire(m.pendingRevocation),
+      targetAssignment: toWire(s.targetAssignment[m.memberId] ?? {}),
+      sessionTimeoutMs: m.sessionTimeoutMs,
+      rebalanceTimeoutMs: m.rebalanceTimeoutMs,
+      lastHeartbeatMs: m.lastHeartbeatMs,
+    }));
+  return {
+    groupId: s.groupId,
+    state: groupStateName(s),
+    assignor: s.assignor,
+    rebalanceProtocol: rebalanceProtocolOf(s.assignor),
+    groupEpoch: s.groupEpoch,
+    targetAssignmentEpoch: s.targetAssignmentEpoch,
+    configs: s.configs,
+    members,
+    offsets,
+    totalLag,
+  };
+}

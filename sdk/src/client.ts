@@ -1,0 +1,386 @@
+/**
+ * Low-level HTTP client: one method per route of docs/PROTOCOL.md, typed with the shared wire
+ * types. No batching, retries or state: the producer, consumer and admin build on it.
+ *
+ * Portable: uses only `fetch`, `AbortController`, `TextEncoder/TextDecoder` and timers, so it
+ * runs on Node >= 22, browsers, Cloudflare Workers, Deno and Bun.
+ */
+import {
+  BATCH_MEDIA_TYPE,
+  type AlterTopicRequest,
+  type CreateTopicRequest,
+  type InitProducerResponse,
+  type JsonProduceRequest,
+  type ListOffsetsResponse,
+  type PartitionBounds,
+  type ProduceResponse,
+  type TopicDescription,
+  type TopicSummary,
+  type AlterGroupRequest,
+  type ConsumerGroupHeartbeatRequest,
+  type ConsumerGroupHeartbeatResponse,
+  type GroupConfigs,
+  type GroupDescription,
+  type LeaveGroupRequest,
+  type LeaveGroupResponse,
+  type ListGroupsResponse,
+  type OffsetCommitRequest,
+  type OffsetCommitResponse,
+  type OffsetFetchRequest,
+  type OffsetFetchResponse,
+  type ResetOffsetsRequest,
+  type ResetOffsetsResponse,
+} from "../../src/protocol/index.ts";
+import { ATTR_CONTROL, CodecError, decodeBatches, type LogRecord } from "../../src/codec/index.ts";
+import { errorFromBody, errorFromNetwork, protocolViolation } from "./errors.ts";
+
+/** Options of {@link EdgelogClient}. */
+export interface EdgelogClientOptions {
+  /** Base URL of the gateway, e.g. `http://127.0.0.1:8787` (a path prefix is kept; routes start with `/v1`). */
+  baseUrl: string;
+  /** The fetch implementation (tests, custom agents, a Worker service binding's `fetch`). @default globalThis.fetch */
+  fetch?: typeof fetch;
+  /** Extra headers sent with every request (e.g. `authorization`). */
+  headers?: Record<string, string>;
+  /**
+   * How long to wait for an answer, in ms, before failing with REQUEST_TIMED_OUT. A long-poll
+   * fetch waits `maxWaitMs` longer. @default 30000
+   */
+  requestTimeoutMs?: number;
+}
+
+/** Per-call options. */
+export interface CallOptions {
+  /** Aborts the request; the call then rejects with `signal.reason` (not an EdgelogClientError). */
+  signal?: AbortSignal;
+}
+
+/** Query of {@link EdgelogClient.fetchRecords}; defaults and bounds are the server's (PROTOCOL.md, Fetch). */
+export interface FetchRequest extends CallOptions {
+  /** First offset wanted. Records below it in the first returned batch are skipped. */
+  offset: number;
+  /** @default 500 (server), max 10000 */
+  maxRecords?: number;
+  /** Stored batch bytes. The first batch is returned even if larger (KIP-74). @default 1 MiB (server), max 16 MiB */
+  maxBytes?: number;
+  /** Long-poll: how long the server may wait for `minBytes`, in ms. @default 0 (server), max 60000 */
+  maxWaitMs?: number;
+  /** @default 1 (server) */
+  minBytes?: number;
+}
+
+/** Answer of {@link EdgelogClient.fetchRecords}: decoded records with offsets in `[offset, nextOffset)`. */
+export interface FetchResult extends PartitionBounds {
+  topic: string;
+  partition: number;
+  records: LogRecord[];
+  /** Offset to fetch next (the requested offset when nothing was returned). */
+  nextOffset: number;
+}
+
+/**
+ * ListOffsets spec (PROTOCOL.md, ListOffsets): `earliest` = log start offset; `latest` = log end
+ * offset; `max_timestamp` = the first record with the largest timestamp (KIP-734);
+ * `{timestamp}` = the first offset whose timestamp is >= it (Kafka's offsetsForTimes).
+ */
+export type OffsetSpec = "earliest" | "latest" | "max_timestamp" | { timestamp: number };
+
+/** @default 30000 ms */
+export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
+
+/** Wire name of the binary fetch bounds headers (PROTOCOL.md, Fetch). */
+export const NEXT_OFFSET_HEADER = "Edgelog-Next-Offset";
+export const HIGH_WATERMARK_HEADER = "Edgelog-High-Watermark";
+export const LOG_START_OFFSET_HEADER = "Edgelog-Log-Start-Offset";
+
+const JSON_MEDIA_TYPE = "application/json";
+
+interface HttpRequest extends CallOptions {
+  method: "GET" | "POST" | "PATCH" | "DELETE";
+  path: string;
+  query?: Record<string, string | number | undefined>;
+  json?: unknown;
+  bytes?: Uint8Array;
+  accept?: string;
+  extraTimeoutMs?: number;
+}
+
+interface HttpAnswer {
+  status: number;
+  headers: Headers;
+  body: Uint8Array;
+}
+
+/**
+ * Path of a topic: `name` or `tenant/namespace/name`, each segment percent-encoded.
+ * Names are not validated here: the server answers INVALID_TOPIC_NAME.
+ */
+export function topicPath(topic: string): string {
+  return `/v1/topics/${topic.split("/").map(encodeURIComponent).join("/")}`;
+}
+
+/** Path of a consumer group. */
+export function groupPath(groupId: string): string {
+  return `/v1/groups/${encodeURIComponent(groupId)}`;
+}
+
+/**
+ * The low-level Edgelog HTTP client. Every method rejects with an {@link EdgelogClientError}
+ * whose code comes from the server's JSON error body (UNAVAILABLE / REQUEST_TIMED_OUT for
+ * network failures), or with `signal.reason` when the caller aborted.
+ */
+export class EdgelogClient {
+  readonly baseUrl: string;
+  readonly requestTimeoutMs: number;
+  readonly #fetch: typeof fetch;
+  readonly #headers: Record<string, string>;
+
+  /** @throws TypeError if `baseUrl` is not an absolute URL. */
+  constructor(options: EdgelogClientOptions) {
+    this.baseUrl = new URL(options.baseUrl).href.replace(/\/+$/, "");
+    this.requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+    // Unbound global fetch throws "Illegal invocation" on Workers: always call it as a global.
+    this.#fetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
+    this.#headers = { ...options.headers };
+  }
+
+  // ---- topics (admin) ----
+
+  /** `POST /v1/topics`. Errors: INVALID_TOPIC_NAME, INVALID_PARTITIONS, INVALID_CONFIG, TOPIC_ALREADY_EXISTS. */
+  async createTopic(request: CreateTopicRequest, options?: CallOptions): Promise<TopicDescription> {
+    return this.#json<TopicDescription>({ method: "POST", path: "/v1/topics", json: request, ...options });
+  }
+
+  /** `GET /v1/topics`: every topic, sorted by full name. */
+  async listTopics(options?: CallOptions): Promise<{ topics: TopicSummary[] }> {
+    return this.#json<{ topics: TopicSummary[] }>({ method: "GET", path: "/v1/topics", ...options });
+  }
+
+  /** `GET /v1/topics/{topic}`: configs and per-partition bounds. Errors: UNKNOWN_TOPIC_OR_PARTITION. */
+  async describeTopic(topic: string, options?: CallOptions): Promise<TopicDescription> {
+    return this.#json<TopicDescription>({ method: "GET", path: topicPath(topic), ...options });
+  }
+
+  /** `PATCH /v1/topics/{topic}`. Errors: UNKNOWN_TOPIC_OR_PARTITION, INVALID_PARTITIONS, PARTITION_DECREASE_NOT_ALLOWED, INVALID_CONFIG. */
+  async alterTopic(topic: string, request: AlterTopicRequest, options?: CallOptions): Promise<TopicDescription> {
+    return this.#json<TopicDescription>({ method: "PATCH", path: topicPath(topic), json: request, ...options });
+  }
+
+  /** `DELETE /v1/topics/{topic}`: removes the topic and its data. Errors: UNKNOWN_TOPIC_OR_PARTITION. */
+  async deleteTopic(topic: string, options?: CallOptions): Promise<void> {
+    await this.#send({ method: "DELETE", path: topicPath(topic), ...options });
+  }
+
+  // ---- produce ----
+
+  /**
+   * JSON produce: `POST /v1/topics/{topic}/records` (server partitions) or, with `partition`,
+   * `POST /v1/topics/{topic}/partitions/{partition}/records`.
+   * Errors: EMPTY_BATCH, RECORD_TOO_LARGE, REQUEST_TOO_LARGE, INVALID_ENCODING, UNKNOWN_TOPIC_OR_PARTITION,
+   * OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH, UNAVAILABLE.
+   */
+  async produce(topic: string, request: JsonProduceRequest, options?: CallOptions & { partition?: number }): Promise<ProduceResponse> {
+    const path = options?.partition === undefined ? `${topicPath(topic)}/records` : `${topicPath(topic)}/partitions/${options.partition}/records`;
+    return this.#json<ProduceResponse>({ method: "POST", path, json: request, signal: options?.signal });
+  }
+
+  /**
+   * Binary produce of one encoded record batch (src/codec, baseOffset 0; producer id, epoch and
+   * base sequence in its header) to one partition. Errors: as {@link produce}, plus INVALID_BATCH.
+   */
+  async produceBatch(topic: string, partition: number, batch: Uint8Array, options?: CallOptions): Promise<ProduceResponse> {
+    return this.#json<ProduceResponse>({
+      method: "POST",
+      path: `${topicPath(topic)}/partitions/${partition}/records`,
+      bytes: batch,
+      ...options,
+    });
+  }
+
+  /** `POST /v1/producers` (Kafka InitProducerId, KIP-98): a new producer id with epoch 0. */
+  async initProducerId(options?: CallOptions): Promise<InitProducerResponse> {
+    return this.#json<InitProducerResponse>({ method: "POST", path: "/v1/producers", json: {}, ...options });
+  }
+
+  // ---- fetch / offsets ----
+
+  /**
+   * Binary fetch (`Accept: application/vnd.edgelog.batch`): decodes the returned record
+   * batches and keeps the records in `[offset, nextOffset)`: the first batch may start below
+   * `offset` (PROTOCOL.md), and control batches are skipped. Bounds come from the
+   * Edgelog-Next-Offset / -High-Watermark / -Log-Start-Offset headers.
+   *
+   * The request timeout is extended by `maxWaitMs`.
+   * Errors: OFFSET_OUT_OF_RANGE (details `{logStartOffset, logEndOffset, highWatermark}`),
+   * UNKNOWN_TOPIC_OR_PARTITION, INVALID_OFFSET, UNAVAILABLE; INTERNAL when the answer breaks the protocol.
+   */
+  async fetchRecords(topic: string, partition: number, request: FetchRequest): Promise<FetchResult> {
+    const answer = await this.#send({
+      method: "GET",
+      path: `${topicPath(topic)}/partitions/${partition}/records`,
+      query: {
+        offset: request.offset,
+        maxRecords: request.maxRecords,
+        maxBytes: request.maxBytes,
+        maxWaitMs: request.maxWaitMs,
+        minBytes: request.minBytes,
+      },
+      accept: BATCH_MEDIA_TYPE,
+      extraTimeoutMs: request.maxWaitMs ?? 0,
+      signal: request.signal,
+    });
+    const nextOffset = offsetHeader(answer, NEXT_OFFSET_HEADER);
+    const highWatermark = offsetHeader(answer, HIGH_WATERMARK_HEADER);
+    const logStartOffset = offsetHeader(answer, LOG_START_OFFSET_HEADER);
+    let batches;
+    try {
+      batches = decodeBatches(answer.body);
+    } catch (e) {
+      if (!(e instanceof CodecError)) throw e;
+      throw protocolViolation(answer.status, `undecodable fetch body: ${e.message}`, { contentType: answer.headers.get("content-type") });
+    }
+    const records: LogRecord[] = [];
+    for (const batch of batches) {
+      if ((batch.header.attributes & ATTR_CONTROL) !== 0) continue;
+      for (const record of batch.records) {
+        if (record.offset >= request.offset && record.offset < nextOffset) records.push(record);
+      }
+    }
+    return { topic, partition, records, nextOffset, highWatermark, logStartOffset };
+  }
+
+  /**
+   * `GET /v1/topics/{topic}/partitions/{partition}/offsets?spec=`. `offset` is null when no
+   * record qualifies (timestamp, max_timestamp). Errors: UNKNOWN_TOPIC_OR_PARTITION, INVALID_OFFSET.
+   */
+  async listOffsets(topic: string, partition: number, spec: OffsetSpec, options?: CallOptions): Promise<ListOffsetsResponse> {
+    const query = typeof spec === "string" ? { spec } : { spec: "timestamp", timestamp: spec.timestamp };
+    return this.#json<ListOffsetsResponse>({
+      method: "GET",
+      path: `${topicPath(topic)}/partitions/${partition}/offsets`,
+      query,
+      ...options,
+    });
+  }
+
+  // ---- consumer groups (PROTOCOL.md, Consumer groups) ----
+
+  /**
+   * `POST /v1/groups/{group}/heartbeat` (KIP-848 ConsumerGroupHeartbeat). Errors: UNKNOWN_MEMBER_ID,
+   * FENCED_MEMBER_EPOCH, INCONSISTENT_GROUP_PROTOCOL, GROUP_MAX_SIZE_REACHED, INVALID_GROUP_ID,
+   * INVALID_REGULAR_EXPRESSION, INVALID_SESSION_TIMEOUT, UNSUPPORTED_ASSIGNOR.
+   */
+  async heartbeat(groupId: string, request: ConsumerGroupHeartbeatRequest, options?: CallOptions): Promise<ConsumerGroupHeartbeatResponse> {
+    return this.#json<ConsumerGroupHeartbeatResponse>({ method: "POST", path: `${groupPath(groupId)}/heartbeat`, json: request, ...options });
+  }
+
+  /** `POST /v1/groups/{group}/leave`. Errors: UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH. */
+  async leaveGroup(groupId: string, request: LeaveGroupRequest, options?: CallOptions): Promise<LeaveGroupResponse> {
+    return this.#json<LeaveGroupResponse>({ method: "POST", path: `${groupPath(groupId)}/leave`, json: request, ...options });
+  }
+
+  /**
+   * `POST /v1/groups/{group}/offsets`: commits (all or none) the next offsets to read.
+   * Errors: STALE_MEMBER_EPOCH, FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID, UNASSIGNED_PARTITION,
+   * UNKNOWN_TOPIC_OR_PARTITION, OFFSET_METADATA_TOO_LARGE.
+   */
+  async commitOffsets(groupId: string, request: OffsetCommitRequest, options?: CallOptions): Promise<OffsetCommitResponse> {
+    return this.#json<OffsetCommitResponse>({ method: "POST", path: `${groupPath(groupId)}/offsets`, json: request, ...options });
+  }
+
+  /**
+   * `POST /v1/groups/{group}/offsets/fetch`: where to start each partition (committed offset,
+   * else `autoOffsetReset`); per-partition `error` OFFSET_OUT_OF_RANGE under "none".
+   */
+  async fetchOffsets(groupId: string, request: OffsetFetchRequest, options?: CallOptions): Promise<OffsetFetchResponse> {
+    return this.#json<OffsetFetchResponse>({ method: "POST", path: `${groupPath(groupId)}/offsets/fetch`, json: request, ...options });
+  }
+
+  /** `GET /v1/groups` (eventually consistent; describe is authoritative). */
+  async listGroups(options?: CallOptions): Promise<ListGroupsResponse> {
+    return this.#json<ListGroupsResponse>({ method: "GET", path: "/v1/groups", ...options });
+  }
+
+  /** `GET /v1/groups/{group}`: state, members, committed offsets and lag. Errors: GROUP_ID_NOT_FOUND. */
+  async describeGroup(groupId: string, options?: CallOptions): Promise<GroupDescription> {
+    return this.#json<GroupDescription>({ method: "GET", path: groupPath(groupId), ...options });
+  }
+
+  /** `PATCH /v1/groups/{group}`: group configs. Errors: INVALID_CONFIG. */
+  async alterGroup(groupId: string, request: AlterGroupRequest, options?: CallOptions): Promise<{ configs: GroupConfigs }> {
+    return this.#json<{ configs: GroupConfigs }>({ method: "PATCH", path: groupPath(groupId), json: request, ...options });
+  }
+
+  /** `POST /v1/groups/{group}/reset-offsets` (only while the group has no members). Errors: NON_EMPTY_GROUP, UNKNOWN_TOPIC_OR_PARTITION. */
+  async resetOffsets(groupId: string, request: ResetOffsetsRequest, options?: CallOptions): Promise<ResetOffsetsResponse> {
+    return this.#json<ResetOffsetsResponse>({ method: "POST", path: `${groupPath(groupId)}/reset-offsets`, json: request, ...options });
+  }
+
+  /** `DELETE /v1/groups/{group}` (only while the group has no members). Errors: GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP. */
+  async deleteGroup(groupId: string, options?: CallOptions): Promise<void> {
+    await this.#send({ method: "DELETE", path: groupPath(groupId), ...options });
+  }
+
+  // ---- transport ----
+
+  async #json<T>(request: HttpRequest): Promise<T> {
+    const answer = await this.#send({ accept: JSON_MEDIA_TYPE, ...request });
+    try {
+      return JSON.parse(new TextDecoder().decode(answer.body)) as T;
+    } catch {
+      throw protocolViolation(answer.status, "the answer is not JSON", { contentType: answer.headers.get("content-type") });
+    }
+  }
+
+  /** One HTTP exchange, body read in full under the timeout. Non-2xx answers become errors from their body. */
+  async #send(request: HttpRequest): Promise<HttpAnswer> {
+    const url = new URL(this.baseUrl + request.path);
+    for (const [k, v] of Object.entries(request.query ?? {})) {
+      if (v !== undefined) url.searchParams.set(k, String(v));
+    }
+    const headers: Record<string, string> = { ...this.#headers };
+    if (request.accept !== undefined) headers["accept"] = request.accept;
+    let body: BodyInit | undefined;
+    if (request.bytes !== undefined) {
+      headers["content-type"] = BATCH_MEDIA_TYPE;
+      body = request.bytes as Uint8Array<ArrayBuffer>;
+    } else if (request.json !== undefined) {
+      headers["content-type"] = JSON_MEDIA_TYPE;
+      body = JSON.stringify(request.json);
+    }
+
+    const callerSignal = request.signal;
+    callerSignal?.throwIfAborted();
+    const controller = new AbortController();
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      controller.abort();
+    }, this.requestTimeoutMs + (request.extraTimeoutMs ?? 0));
+    const onAbort = (): void => controller.abort(callerSignal?.reason);
+    callerSignal?.addEventListener("abort", onAbort, { once: true });
+    try {
+      let res: Response;
+      let bytes: Uint8Array;
+      try {
+        res = await this.#fetch(url.href, { method: request.method, headers, body, signal: controller.signal });
+        bytes = new Uint8Array(await res.arrayBuffer());
+      } catch (e) {
+        if (callerSignal?.aborted) throw callerSignal.reason;
+        throw errorFromNetwork(e, timedOut);
+      }
+      if (res.status < 200 || res.status > 299) throw errorFromBody(res.status, bytes);
+      return { status: res.status, headers: res.headers, body: bytes };
+    } finally {
+      clearTimeout(timer);
+      callerSignal?.removeEventListener("abort", onAbort);
+    }
+  }
+}
+
+function offsetHeader(answer: HttpAnswer, name: string): number {
+  const raw = answer.headers.get(name);
+  const n = raw === null || !/^\d+$/.test(raw.trim()) ? Number.NaN : Number(raw.trim());
+  if (!Number.isSafeInteger(n)) throw protocolViolation(answer.status, `missing or invalid ${name} header`, { header: name, value: raw });
+  return n;
+}

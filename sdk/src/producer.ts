@@ -1,0 +1,483 @@
+/**
+ * The batching, idempotent producer (Kafka's producer model: RecordAccumulator + Sender).
+ *
+ * - Messages are partitioned on the client exactly as the server's topic route does: an
+ *   explicit partition wins; else a non-null key goes to `toPositive(murmur2(key)) % partitions`
+ *   (Java client's default partitioner); else null keys stick to one partition until its batch
+ *   is sealed, then move to the next one (KIP-480 sticky partitioner).
+ * - Per partition, records collect in a batch until `lingerMs` passes or it reaches
+ *   `maxBatchBytes`; a sealed batch is one binary request to the partition route.
+ * - Idempotence (KIP-98, on by default): one producer id from `POST /v1/producers`, a
+ *   sequence counter per partition, a retry resends the identical bytes (same base sequence)
+ *   so the partition recognises a duplicate, and the counter advances only on success.
+ */
+import { MAX_RECORDS_PER_REQUEST, MAX_REQUEST_BYTES, type InitProducerResponse } from "../../src/protocol/index.ts";
+import {
+  BATCH_HEADER_BYTES,
+  encodeBatch,
+  partitionForKey,
+  recordSizeBytes,
+  type BatchHeader,
+  type ProducerRecord,
+  type RecordHeader,
+} from "../../src/codec/index.ts";
+import type { EdgelogClient } from "./client.ts";
+import { EdgelogClientError, protocolViolation } from "./errors.ts";
+import { backoffMs, sleep, withRetries } from "./retry.ts";
+import { toBytes, type Bytes } from "./text.ts";
+
+/** One message to send. */
+export interface Message {
+  /** Key bytes (strings are UTF-8). `null`/absent = null key (spread by the sticky partitioner). */
+  key?: Bytes;
+  /** Value bytes (strings are UTF-8). `null`/absent = null value (a tombstone under compaction); `""` is an empty value. */
+  value?: Bytes;
+  /** Headers, in order; use the array form for duplicate keys (KIP-82). */
+  headers?: Readonly<Record<string, Bytes>> | ReadonlyArray<{ key: string; value: Bytes }>;
+  /** Explicit partition; overrides key partitioning. */
+  partition?: number;
+  /** CreateTime in ms since the epoch. @default Date.now() at send() */
+  timestamp?: number;
+}
+
+/** Argument of {@link Producer.send}. */
+export interface SendRequest {
+  /** `name` or `tenant/namespace/name`. */
+  topic: string;
+  messages: readonly Message[];
+}
+
+/** Where a message was appended (Kafka's RecordMetadata). */
+export interface RecordMetadata {
+  /** The topic as given to send(). */
+  topic: string;
+  partition: number;
+  offset: number;
+  /** The stored timestamp in ms: CreateTime as sent, or the broker's LogAppendTime. */
+  timestamp: number;
+}
+
+/** Producer settings. Names and defaults follow the Kafka producer configs they mirror. */
+export interface ProducerOptions {
+  /** How long a partition's batch waits for more records before it is sent, in ms (linger.ms). @default 5 */
+  lingerMs?: number;
+  /**
+   * Upper bound of one encoded batch (one request), in bytes (batch.size). A single record
+   * larger than this is sent alone. At most MAX_REQUEST_BYTES (8 MiB). @default 1048576
+   */
+  maxBatchBytes?: number;
+  /**
+   * Requests in flight per partition (max.in.flight.requests.per.connection). Must be 1 when
+   * idempotent: a sequence number advances only when its batch succeeded, so the next batch
+   * of a partition can only be built after the previous one is acknowledged, which also keeps
+   * the partition's order across retries. Raise it only with `idempotent: false`, accepting
+   * reordering on retries (as Kafka documents). @default 1
+   */
+  maxInFlight?: number;
+  /** Retries of a batch after a retriable error (UNAVAILABLE, REQUEST_TIMED_OUT, INTERNAL). @default 5 */
+  retries?: number;
+  /** First retry backoff in ms; doubles per attempt, ±20% jitter (KIP-580). @default 100 */
+  retryBackoffMs?: number;
+  /** Cap of the retry backoff in ms (retry.backoff.max.ms). @default 1000 */
+  maxRetryBackoffMs?: number;
+  /** Idempotent produce (enable.idempotence). @default true */
+  idempotent?: boolean;
+  /**
+   * Bytes of records accepted but not yet acknowledged (buffer.memory). When full, send()
+   * waits for space, so a fast source cannot exhaust memory. @default 33554432 (32 MiB)
+   */
+  maxBufferedBytes?: number;
+  /** Age after which a topic's partition count is re-read (metadata.max.age.ms). @default 300000 */
+  metadataMaxAgeMs?: number;
+}
+
+export const PRODUCER_DEFAULTS = {
+  lingerMs: 5,
+  maxBatchBytes: 1024 * 1024,
+  maxInFlight: 1,
+  retries: 5,
+  retryBackoffMs: 100,
+  maxRetryBackoffMs: 1000,
+  idempotent: true,
+  maxBufferedBytes: 32 * 1024 * 1024,
+  metadataMaxAgeMs: 300_000,
+} as const satisfies Required<ProducerOptions>;
+
+/** A record may take up to 8 more bytes inside a batch than alone (wider deltas; see recordSizeBytes). */
+const RECORD_IN_BATCH_SLACK_BYTES = 8;
+/** Kafka's sequence numbers are i32. */
+const MAX_SEQUENCE = 0x7fffffff;
+
+interface PendingMessage {
+  record: ProducerRecord;
+  sizeBytes: number;
+  resolve: (m: RecordMetadata) => void;
+  reject: (e: unknown) => void;
+}
+
+interface Batch {
+  messages: PendingMessage[];
+  /** Upper bound of the encoded size. */
+  sizeBytes: number;
+  producerId: number;
+  baseSequence: number;
+  done: Promise<void>;
+  settle: () => void;
+}
+
+interface PartitionQueue {
+  topic: string;
+  partition: number;
+  open: Batch | undefined;
+  lingerTimer: ReturnType<typeof setTimeout> | undefined;
+  ready: Batch[];
+  inFlight: Set<Batch>;
+}
+
+interface TopicMetadata {
+  partitions: number;
+  maxMessageBytes: number;
+}
+
+interface SequenceState {
+  producerId: number;
+  nextSequence: number;
+}
+
+/**
+ * Sends messages in batches. Create one per application and share it; call {@link close}
+ * before exit so lingering batches are sent.
+ */
+export class Producer {
+  readonly #client: EdgelogClient;
+  readonly #opts: Required<ProducerOptions>;
+  readonly #queues = new Map<string, PartitionQueue>();
+  readonly #metadata = new Map<string, { value: Promise<TopicMetadata>; fetchedAtMs: number }>();
+  readonly #sticky = new Map<string, number>();
+  readonly #sequences = new Map<string, SequenceState>();
+  #identity: Promise<InitProducerResponse> | undefined;
+  /** The resolved value of #identity. */
+  #identityValue: InitProducerResponse | undefined;
+  /** Serialises the enqueue phase of send() calls, so messages keep the order of the calls. */
+  #enqueueChain: Promise<void> = Promise.resolve();
+  #bufferedBytes = 0;
+  #spaceWaiters: Array<() => void> = [];
+  #closed = false;
+
+  /**
+   * @throws RangeError for an out-of-range option (e.g. maxInFlight > 1 with idempotence,
+   *   maxBatchBytes above MAX_REQUEST_BYTES).
+   */
+  constructor(client: EdgelogClient, options: ProducerOptions = {}) {
+    this.#client = client;
+    const opts: Required<ProducerOptions> = { ...PRODUCER_DEFAULTS };
+    for (const [k, v] of Object.entries(options)) if (v !== undefined) (opts as Record<string, unknown>)[k] = v;
+    checkInt("lingerMs", opts.lingerMs, 0, 2 ** 31 - 1);
+    checkInt("maxBatchBytes", opts.maxBatchBytes, BATCH_HEADER_BYTES + 1, MAX_REQUEST_BYTES);
+    checkInt("maxInFlight", opts.maxInFlight, 1, 1000);
+    checkInt("retries", opts.retries, 0, 2 ** 31 - 1);
+    checkInt("retryBackoffMs", opts.retryBackoffMs, 0, 2 ** 31 - 1);
+    checkInt("maxRetryBackoffMs", opts.maxRetryBackoffMs, 0, 2 ** 31 - 1);
+    checkInt("maxBufferedBytes", opts.maxBufferedBytes, 1, Number.MAX_SAFE_INTEGER);
+    checkInt("metadataMaxAgeMs", opts.metadataMaxAgeMs, 0, Number.MAX_SAFE_INTEGER);
+    if (opts.idempotent && opts.maxInFlight !== 1) {
+      throw new RangeError("maxInFlight must be 1 when idempotent (sequence numbers advance only on success); set idempotent: false to pipeline.");
+    }
+    this.#opts = opts;
+  }
+
+  /**
+   * Queues `messages` for `topic` and resolves when all are acknowledged, with one
+   * {@link RecordMetadata} per message, in order. Messages of successive send() calls keep
+   * their order within each partition.
+   *
+   * Errors (rejections): an {@link EdgelogClientError} of the first failed batch: non-retriable
+   * codes at once (RECORD_TOO_LARGE, UNKNOWN_TOPIC_OR_PARTITION, INVALID_BATCH, ...),
+   * retriable ones (UNAVAILABLE, REQUEST_TIMED_OUT, INTERNAL) after `retries` retries. Other
+   * messages of the same call may have been appended. TypeError/RangeError for a malformed
+   * message (nothing is sent); Error when the producer is closed.
+   */
+  async send(request: SendRequest): Promise<RecordMetadata[]> {
+    if (this.#closed) throw new Error("Producer is closed.");
+    const nowMs = Date.now();
+    const inputs = request.messages.map((m) => toProducerRecord(m, nowMs));
+    const deliveries: Promise<RecordMetadata>[] = [];
+    const enqueued = this.#enqueueChain.then(() => this.#enqueue(request.topic, inputs, deliveries));
+    this.#enqueueChain = enqueued.catch(() => undefined);
+    await enqueued;
+    return Promise.all(deliveries);
+  }
+
+  /**
+   * Sends every batch now (ignoring lingerMs) and resolves when all messages passed to send()
+   * before this call are acknowledged or failed. Never rejects: failures reject send().
+   */
+  async flush(): Promise<void> {
+    await this.#enqueueChain;
+    const pending: Promise<void>[] = [];
+    for (const q of this.#queues.values()) {
+      this.#seal(q);
+      for (const b of q.ready) pending.push(b.done);
+      for (const b of q.inFlight) pending.push(b.done);
+    }
+    await Promise.all(pending);
+  }
+
+  /** Flushes, then refuses further sends. Idempotent. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    await this.flush();
+  }
+
+  /** Bytes of records accepted and not yet acknowledged or failed. */
+  get bufferedBytes(): number {
+    return this.#bufferedBytes;
+  }
+
+  // ---- accumulate ----
+
+  async #enqueue(topic: string, records: Array<{ record: ProducerRecord; partition: number | undefined }>, deliveries: Promise<RecordMetadata>[]): Promise<void> {
+    const meta = await this.#topicMetadata(topic);
+    for (const { record, partition: explicit } of records) {
+      const sizeBytes = recordSizeBytes(record) + RECORD_IN_BATCH_SLACK_BYTES;
+      // Back-pressure: wait for acknowledgements to free buffer space (one oversized record may pass alone).
+      while (this.#bufferedBytes > 0 && this.#bufferedBytes + sizeBytes > this.#opts.maxBufferedBytes) {
+        await new Promise<void>((resolve) => this.#spaceWaiters.push(resolve));
+      }
+      let partition: number;
+      if (explicit !== undefined) partition = explicit;
+      else if (record.key !== null) partition = partitionForKey(record.key, meta.partitions);
+      else partition = this.#stickyPartition(topic, meta.partitions);
+      const q = this.#queue(topic, partition);
+      deliveries.push(
+        new Promise<RecordMetadata>((resolve, reject) => {
+          // A record over the topic's max.message.bytes goes alone, so only it fails with RECORD_TOO_LARGE.
+          this.#append(q, { record, sizeBytes, resolve, reject }, sizeBytes - RECORD_IN_BATCH_SLACK_BYTES > meta.maxMessageBytes);
+        }),
+      );
+    }
+  }
+
+  #append(q: PartitionQueue, message: PendingMessage, alone: boolean): void {
+    const open = q.open;
+    if (open !== undefined && (alone || open.sizeBytes + message.sizeBytes > this.#opts.maxBatchBytes || open.messages.length >= MAX_RECORDS_PER_REQUEST)) {
+      this.#seal(q);
+    }
+    let batch = q.open;
+    if (batch === undefined) {
+      batch = newBatch();
+      q.open = batch;
+      q.lingerTimer = setTimeout(() => {
+        q.lingerTimer = undefined;
+        this.#seal(q);
+      }, this.#opts.lingerMs);
+    }
+    batch.messages.push(message);
+    batch.sizeBytes += message.sizeBytes;
+    this.#bufferedBytes += message.sizeBytes;
+    if (alone || batch.sizeBytes >= this.#opts.maxBatchBytes) this.#seal(q);
+  }
+
+  /** Closes the open batch of `q` and hands it to the sender. */
+  #seal(q: PartitionQueue): void {
+    if (q.lingerTimer !== undefined) clearTimeout(q.lingerTimer);
+    q.lingerTimer = undefined;
+    const batch = q.open;
+    if (batch === undefined) return;
+    q.open = undefined;
+    q.ready.push(batch);
+    // KIP-480: null-key records move on to the next partition once the sticky one's batch is done.
+    const sticky = this.#sticky.get(q.topic);
+    if (sticky === q.partition) this.#sticky.set(q.topic, sticky + 1);
+    this.#pump(q);
+  }
+
+  #stickyPartition(topic: string, partitions: number): number {
+    let p = this.#sticky.get(topic);
+    // Random start so that many short-lived producers do not all begin on partition 0.
+    if (p === undefined) p = Math.floor(Math.random() * partitions);
+    p %= partitions;
+    this.#sticky.set(topic, p);
+    return p;
+  }
+
+  #queue(topic: string, partition: number): PartitionQueue {
+    const key = `${partition}/${topic}`;
+    let q = this.#queues.get(key);
+    if (q === undefined) {
+      q = { topic, partition, open: undefined, lingerTimer: undefined, ready: [], inFlight: new Set() };
+      this.#queues.set(key, q);
+    }
+    return q;
+  }
+
+  // ---- send ----
+
+  #pump(q: PartitionQueue): void {
+    while (q.inFlight.size < this.#opts.maxInFlight) {
+      const batch = q.ready.shift();
+      if (batch === undefined) return;
+      q.inFlight.add(batch);
+      void this.#sendBatch(q, batch).finally(() => {
+        q.inFlight.delete(batch);
+        this.#release(batch.sizeBytes - BATCH_HEADER_BYTES); // the records' bytes, as counted by #append
+        batch.settle();
+        this.#pump(q);
+      });
+    }
+  }
+
+  async #sendBatch(q: PartitionQueue, batch: Batch): Promise<void> {
+    const seqKey = `${q.partition}/${q.topic}`;
+    const n = batch.messages.length;
+    try {
+      // Encoded once: every retry resends these exact bytes, same producer id and base sequence,
+      // so a partition that already appended them answers `duplicate` instead of appending twice.
+      const encoded = await this.#encode(seqKey, batch);
+      let attempt = 0;
+      for (;;) {
+        try {
+          const res = await this.#client.produceBatch(q.topic, q.partition, encoded);
+          if (res.records.length !== n) {
+            throw protocolViolation(200, `produce answered ${res.records.length} offsets for ${n} records`);
+          }
+          const seq = this.#sequences.get(seqKey);
+          if (seq !== undefined && batch.producerId >= 0 && seq.producerId === batch.producerId) {
+            seq.nextSequence = batch.baseSequence + n;
+          }
+          for (let i = 0; i < n; i++) {
+            const r = res.records[i]!;
+            batch.messages[i]!.resolve({ topic: q.topic, partition: r.partition, offset: r.offset, timestamp: r.timestamp });
+          }
+          return;
+        } catch (e) {
+          if (e instanceof EdgelogClientError && e.retriable && attempt < this.#opts.retries) {
+            await sleep(backoffMs(attempt, this.#opts.retryBackoffMs, this.#opts.maxRetryBackoffMs));
+            attempt++;
+            continue;
+          }
+          throw e;
+        }
+      }
+    } catch (e) {
+      this.#onBatchFailed(q, batch, e);
+      for (const m of batch.messages) m.reject(e);
+    }
+  }
+
+  /** Builds the batch bytes; for an idempotent producer assigns producer id, epoch and base sequence. */
+  async #encode(seqKey: string, batch: Batch): Promise<Uint8Array> {
+    const records = batch.messages.map((m) => m.record);
+    const header: Partial<BatchHeader> = {};
+    if (this.#opts.idempotent) {
+      let identity = await this.#producerIdentity();
+      let seq = this.#sequences.get(seqKey);
+      if (seq !== undefined && seq.producerId === identity.producerId && seq.nextSequence + records.length - 1 > MAX_SEQUENCE) {
+        // Sequence space of this producer id exhausted on this partition: go on with a new id.
+        this.#forgetIdentity(identity.producerId);
+        identity = await this.#producerIdentity();
+      }
+      if (seq === undefined || seq.producerId !== identity.producerId) {
+        seq = { producerId: identity.producerId, nextSequence: 0 };
+        this.#sequences.set(seqKey, seq);
+      }
+      header.producerId = identity.producerId;
+      header.producerEpoch = identity.producerEpoch;
+      header.baseSequence = seq.nextSequence;
+      batch.producerId = identity.producerId;
+      batch.baseSequence = seq.nextSequence;
+    }
+    return encodeBatch(header, records);
+  }
+
+  #onBatchFailed(q: PartitionQueue, batch: Batch, e: unknown): void {
+    if (!(e instanceof EdgelogClientError)) return;
+    if (e.code === "UNKNOWN_TOPIC_OR_PARTITION") this.#metadata.delete(q.topic);
+    // After an exhausted retriable error the batch may or may not have been appended, and after
+    // OUT_OF_ORDER_SEQUENCE_NUMBER our counter disagrees with the partition's: either way the
+    // sequence of this producer id is unknown, so later batches use a new producer id.
+    if (batch.producerId >= 0 && (e.retriable || e.code === "OUT_OF_ORDER_SEQUENCE_NUMBER")) this.#forgetIdentity(batch.producerId);
+  }
+
+  /** Drops the current producer id if it is `producerId`; the next batch asks for a new one. */
+  #forgetIdentity(producerId: number): void {
+    if (this.#identityValue?.producerId === producerId) {
+      this.#identity = undefined;
+      this.#identityValue = undefined;
+    }
+  }
+
+  #release(bytes: number): void {
+    this.#bufferedBytes -= bytes;
+    const waiters = this.#spaceWaiters;
+    this.#spaceWaiters = [];
+    for (const w of waiters) w();
+  }
+
+  // ---- metadata and identity ----
+
+  #topicMetadata(topic: string): Promise<TopicMetadata> {
+    const cached = this.#metadata.get(topic);
+    if (cached !== undefined && Date.now() - cached.fetchedAtMs < this.#opts.metadataMaxAgeMs) return cached.value;
+    const value = this.#withRetries(() => this.#client.describeTopic(topic)).then((d) => ({
+      partitions: d.partitions,
+      maxMessageBytes: d.configs["max.message.bytes"],
+    }));
+    const entry = { value, fetchedAtMs: Date.now() };
+    this.#metadata.set(topic, entry);
+    value.catch(() => {
+      if (this.#metadata.get(topic) === entry) this.#metadata.delete(topic);
+    });
+    return value;
+  }
+
+  #producerIdentity(): Promise<InitProducerResponse> {
+    if (this.#identity === undefined) {
+      const identity = this.#withRetries(() => this.#client.initProducerId());
+      this.#identity = identity;
+      identity.then(
+        (value) => {
+          if (this.#identity === identity) this.#identityValue = value;
+        },
+        () => {
+          if (this.#identity === identity) this.#identity = undefined;
+        },
+      );
+    }
+    return this.#identity;
+  }
+
+  #withRetries<T>(call: () => Promise<T>): Promise<T> {
+    return withRetries(call, this.#opts);
+  }
+}
+
+function newBatch(): Batch {
+  let settle!: () => void;
+  const done = new Promise<void>((resolve) => {
+    settle = resolve;
+  });
+  return { messages: [], sizeBytes: BATCH_HEADER_BYTES, producerId: -1, baseSequence: -1, done, settle };
+}
+
+/** Validates and converts one message (throws TypeError/RangeError: nothing of the call is sent). */
+function toProducerRecord(m: Message, nowMs: number): { record: ProducerRecord; partition: number | undefined } {
+  if (m.partition !== undefined && !(Number.isInteger(m.partition) && m.partition >= 0)) {
+    throw new RangeError(`partition must be a non-negative integer, got ${m.partition}`);
+  }
+  const timestamp = m.timestamp ?? nowMs;
+  if (!(Number.isSafeInteger(timestamp) && timestamp >= 0)) {
+    throw new RangeError(`timestamp must be a non-negative integer of ms, got ${m.timestamp}`);
+  }
+  const headers: RecordHeader[] = [];
+  if (Array.isArray(m.headers)) {
+    for (const h of m.headers as ReadonlyArray<{ key: string; value: Bytes }>) headers.push({ key: String(h.key), value: toBytes(h.value) });
+  } else if (m.headers !== undefined) {
+    for (const [key, value] of Object.entries(m.headers)) headers.push({ key, value: toBytes(value) });
+  }
+  return { record: { key: toBytes(m.key), value: toBytes(m.value), headers, timestamp }, partition: m.partition };
+}
+
+function checkInt(name: string, v: number, min: number, max: number): void {
+  if (!(Number.isInteger(v) && v >= min && v <= max)) throw new RangeError(`${name} must be an integer in [${min}, ${max}], got ${v}`);
+}

@@ -1,0 +1,47 @@
+/**
+ * The gateway: a hono app. Order matters:
+ *   1. body reader on /v1/* (POST/PUT/PATCH bodies read once, size-limited: REQUEST_TOO_LARGE);
+ *   2. bench gate + body reader on /bench/* (404 unless EDGELOG_BENCH_ROUTES = "1");
+ *   3. routes (specific paths before ambiguous ones, see topicRoute);
+ *   4. notFound -> NOT_FOUND JSON; one onError -> the error table's JSON and HTTP status.
+ */
+import { Hono } from "hono";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+import type { AppEnv } from "./gateway/context.ts";
+import { toEdgelogErrorResponse } from "./gateway/errors.ts";
+import { benchGate } from "./middleware/bench.ts";
+import { bodyReader } from "./middleware/body.ts";
+import { EdgelogError } from "./protocol/errors.ts";
+import { MAX_REQUEST_BYTES, MAX_STORED_BATCH_BYTES } from "./protocol/limits.ts";
+import { benchRoutes } from "./routes/bench.ts";
+import { durableStreamsRoutes } from "./routes/compat/durable-streams.ts";
+import { fetchRoutes } from "./routes/fetch.ts";
+import { groupRoutes } from "./routes/groups.ts";
+import { healthRoutes } from "./routes/health.ts";
+import { produceRoutes } from "./routes/produce.ts";
+import { producerRoutes } from "./routes/producers.ts";
+import { topicRoutes } from "./routes/topics.ts";
+
+export function createApp(): Hono<AppEnv> {
+  const app = new Hono<AppEnv>();
+
+  app.use("/v1/*", bodyReader({ maxBytes: MAX_REQUEST_BYTES }));
+  // A bench row must fit SQLite's 2 MB row limit.
+  app.use("/bench/*", benchGate(), bodyReader({ maxBytes: MAX_STORED_BATCH_BYTES }));
+
+  healthRoutes(app);
+  produceRoutes(app);
+  fetchRoutes(app);
+  topicRoutes(app);
+  producerRoutes(app);
+  groupRoutes(app);
+  benchRoutes(app);
+  durableStreamsRoutes(app);
+
+  app.notFound((c) => c.json(new EdgelogError("NOT_FOUND", `No route for ${c.req.method} ${c.req.path}.`).toBody(), 404));
+  app.onError((err, c) => {
+    const e = toEdgelogErrorResponse(err);
+    return c.json(e.toBody(), e.httpStatus as ContentfulStatusCode);
+  });
+  return app;
+}

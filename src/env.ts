@@ -1,0 +1,20 @@
+/**
+ * Bindings of the Worker (wrangler.toml). The Durable Object namespaces are typed with their
+ * classes so stubs expose the RPC methods.
+ */
+import type { BenchDO } from "../durable-objects/bench.ts";
+import type { MetadataDO } from "../durable-objects/metadata.ts";
+import type { PartitionDO } from "../durable-objects/partition.ts";
+
+export interface Env {
+  /** One object per topic-partition, named `${topicId}/${partition}`. */
+  PARTITION: DurableObjectNamespace<PartitionDO>;
+  /** One object, named "cluster": topics and producer ids. */
+  METADATA: DurableObjectNamespace<MetadataDO>;
+  /** Bench-only: raw single-row inserts, the ceiling a produce is measured against. */
+  BENCH: DurableObjectNamespace<BenchDO>;
+  /** "1" exposes /bench/* routes. @default "0" */
+  EDGELOG_BENCH_ROUTES?: string;
+  /** Durable Streams long-poll timeout in ms (docs/DURABLE-STREAMS.md). @default "20000" */
+  STREAMS_LONG_POLL_TIMEOUT_MS?: string;
+}

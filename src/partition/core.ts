@@ -1,0 +1,316 @@
+/**
+ * Pure core of a partition (no I/O, no Workers imports): the decisions the PartitionDO shell
+ * makes around its SQLite log. The shell loads state, calls these, persists, replies
+ * (shared/STYLE.md "pure cores, thin shells").
+ *
+ * - append validation: batch shape, record sizes against max.message.bytes, timestamps;
+ * - idempotent producers (KIP-98): duplicate / fenced / out-of-order decisions and the
+ *   "last 5 requests" window;
+ * - fetch: offset range check and which stored batches a fetch returns (KIP-74);
+ * - ListOffsets by timestamp over the running-max-timestamp index.
+ */
+import {
+  ATTR_CONTROL,
+  ATTR_LOG_APPEND_TIME,
+  ATTR_TRANSACTIONAL,
+  NO_PRODUCER_ID,
+  recordSizeBytes,
+  type BatchHeader,
+  type LogRecord,
+  type ProducerRecord,
+} from "../codec/index.ts";
+import { errorResult, type ErrorResult } from "../protocol/errors.ts";
+
+// ---------------------------------------------------------------------------------------------
+// Bounds
+// ---------------------------------------------------------------------------------------------
+
+/** Offsets of a partition's log; stored records are [logStartOffset, logEndOffset). */
+export interface LogBounds {
+  logStartOffset: number;
+  logEndOffset: number;
+  /** Equals logEndOffset while a partition has a single replica (acks are local commits). */
+  highWatermark: number;
+}
+
+/**
+ * A fetch may start anywhere in [logStartOffset, logEndOffset] (logEndOffset = "wait for the
+ * next record").
+ * @returns OFFSET_OUT_OF_RANGE with the bounds in details, or null when the offset is valid.
+ */
+export function checkFetchOffset(offset: number, b: LogBounds): ErrorResult | null {
+  if (offset >= b.logStartOffset && offset <= b.logEndOffset) return null;
+  return errorResult("OFFSET_OUT_OF_RANGE", `Offset ${offset} is outside [${b.logStartOffset}, ${b.logEndOffset}].`, {
+    offset,
+    logStartOffset: b.logStartOffset,
+    logEndOffset: b.logEndOffset,
+    highWatermark: b.highWatermark,
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Append validation
+// ---------------------------------------------------------------------------------------------
+
+/** Attribute bits a producer may not set: the partition owns the timestamp type; transactions and control batches are not supported yet. */
+const PRODUCER_FORBIDDEN_ATTRIBUTES = ATTR_LOG_APPEND_TIME | ATTR_TRANSACTIONAL | ATTR_CONTROL;
+
+/** One decoded produce batch, as the shell hands it to {@link validateAppend}. */
+export interface DecodedProduceBatch {
+  header: BatchHeader;
+  records: LogRecord[];
+}
+
+/** Producer fields of a whole produce request (one or more batches with contiguous sequences). */
+export interface ProducerAppend {
+  producerId: number;
+  producerEpoch: number;
+  baseSequence: number;
+  recordCount: number;
+}
+
+export interface ValidatedAppend {
+  /** Producer fields, or null for a non-idempotent request (producer id -1). */
+  producer: ProducerAppend | null;
+  recordCount: number;
+  /** Largest record timestamp of the request (CreateTime). */
+  maxTimestamp: number;
+}
+
+const INT32_MAX = 0x7fffffff;
+const INT16_MAX = 0x7fff;
+
+/**
+ * Validates a produce request (its batches in order) before anything is written.
+ * Checks, in order: non-empty, batch shape (dense offsets, no forbidden attribute bits),
+ * producer fields (all batches the same producer id/epoch, sequences contiguous),
+ * timestamps (non-negative integers), record sizes (recordSizeBytes <= maxMessageBytes).
+ * @returns the request summary, or the first error (EMPTY_BATCH, INVALID_BATCH,
+ *   INVALID_PRODUCER_ID, INVALID_TIMESTAMP, RECORD_TOO_LARGE with details
+ *   {index, sizeBytes, maxMessageBytes}; index counts records across the whole request).
+ */
+export function validateAppend(batches: readonly DecodedProduceBatch[], maxMessageBytes: number): ValidatedAppend | ErrorResult {
+  let recordCount = 0;
+  let maxTimestamp = -1;
+  const first = batches[0]?.header;
+  if (first === undefined) return errorResult("EMPTY_BATCH");
+  for (const { header: h, records } of batches) {
+    if (h.recordCount === 0 || records.length === 0) return errorResult("EMPTY_BATCH");
+    if (h.lastOffsetDelta !== h.recordCount - 1) {
+      return errorResult("INVALID_BATCH", `A produced batch must have dense offsets: lastOffsetDelta ${h.lastOffsetDelta} with ${h.recordCount} records.`);
+    }
+    if ((h.attributes & PRODUCER_FORBIDDEN_ATTRIBUTES) !== 0) {
+      return errorResult("INVALID_BATCH", `Batch attributes ${h.attributes} set bits a producer may not set (timestamp type, transactional, control).`);
+    }
+    if (h.producerId !== first.producerId || h.producerEpoch !== first.producerEpoch) {
+      return errorResult("INVALID_PRODUCER_ID", "All batches of one request must carry the same producer id and epoch.");
+    }
+    if (h.producerId !== NO_PRODUCER_ID && h.baseSequence !== first.baseSequence + recordCount) {
+      return errorResult("INVALID_PRODUCER_ID", "The batches of one request must have contiguous sequence numbers.");
+    }
+    for (const r of records) {
+      const index = recordCount++;
+      if (!Number.isSafeInteger(r.timestamp) || r.timestamp < 0) {
+        return errorResult("INVALID_TIMESTAMP", `Record ${index} has timestamp ${r.timestamp}: a non-negative integer of ms is required.`, { index, timestamp: r.timestamp });
+      }
+      if (r.timestamp > maxTimestamp) maxTimestamp = r.timestamp;
+      const sizeBytes = recordSizeBytes(r);
+      if (sizeBytes > maxMessageBytes) {
+        return errorResult("RECORD_TOO_LARGE", `Record ${index} is ${sizeBytes} bytes, over max.message.bytes ${maxMessageBytes}.`, { index, sizeBytes, maxMessageBytes });
+      }
+    }
+  }
+  let producer: ProducerAppend | null = null;
+  if (first.producerId !== NO_PRODUCER_ID) {
+    const bad = checkProducerFields(first.producerId, first.producerEpoch, first.baseSequence, recordCount);
+    if (bad !== null) return bad;
+    producer = { producerId: first.producerId, producerEpoch: first.producerEpoch, baseSequence: first.baseSequence, recordCount };
+  }
+  return { producer, recordCount, maxTimestamp };
+}
+
+/**
+ * Range checks of idempotent-producer fields (shared with the gateway's JSON validation).
+ * Sequences do not wrap (Kafka wraps at 2^31-1): a producer that gets there re-initialises.
+ * @returns INVALID_PRODUCER_ID naming the field, or null.
+ */
+export function checkProducerFields(producerId: unknown, producerEpoch: unknown, baseSequence: unknown, recordCount: number): ErrorResult | null {
+  if (typeof producerId !== "number" || !Number.isSafeInteger(producerId) || producerId < 0) {
+    return errorResult("INVALID_PRODUCER_ID", "producerId must be a non-negative integer.", { field: "producerId" });
+  }
+  if (typeof producerEpoch !== "number" || !Number.isInteger(producerEpoch) || producerEpoch < 0 || producerEpoch > INT16_MAX) {
+    return errorResult("INVALID_PRODUCER_ID", `producerEpoch must be an integer in [0, ${INT16_MAX}].`, { field: "producerEpoch" });
+  }
+  if (typeof baseSequence !== "number" || !Number.isInteger(baseSequence) || baseSequence < 0 || baseSequence + recordCount - 1 > INT32_MAX) {
+    return errorResult("INVALID_PRODUCER_ID", `baseSequence must be an integer >= 0 with baseSequence + records - 1 <= ${INT32_MAX}.`, { field: "baseSequence" });
+  }
+  return null;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Idempotent producers (KIP-98)
+// ---------------------------------------------------------------------------------------------
+
+/** How many recent requests per producer a partition remembers for duplicate detection (Kafka: 5 in-flight). */
+export const PRODUCER_BATCHES_KEPT = 5;
+
+/** One remembered request of a producer. */
+export interface ProducerBatchEntry {
+  producerEpoch: number;
+  baseSequence: number;
+  lastSequence: number;
+  firstOffset: number;
+  lastOffset: number;
+}
+
+/** What a partition keeps per producer id. */
+export interface ProducerState {
+  producerEpoch: number;
+  lastSequence: number;
+  /** Oldest first, at most {@link PRODUCER_BATCHES_KEPT}. */
+  batches: ProducerBatchEntry[];
+}
+
+export type SequenceDecision = { kind: "append" } | { kind: "duplicate"; entry: ProducerBatchEntry } | { kind: "error"; error: ErrorResult };
+
+/**
+ * Decides what to do with an idempotent request (docs/PROTOCOL.md "Idempotent producers"):
+ * - no state yet: the request must start at sequence 0;
+ * - lower epoch: INVALID_PRODUCER_EPOCH (fenced);
+ * - higher epoch: must start at sequence 0;
+ * - same epoch: a kept request with the same (epoch, base sequence, record count) is a
+ *   duplicate; otherwise base sequence must be last sequence + 1.
+ * Errors: OUT_OF_ORDER_SEQUENCE_NUMBER with details {expectedSequence}.
+ */
+export function checkSequence(state: ProducerState | undefined, req: ProducerAppend): SequenceDecision {
+  const lastSequence = req.baseSequence + req.recordCount - 1;
+  const outOfOrder = (expectedSequence: number): SequenceDecision => ({
+    kind: "error",
+    error: errorResult("OUT_OF_ORDER_SEQUENCE_NUMBER", `Expected sequence ${expectedSequence} for producer ${req.producerId}, got ${req.baseSequence}.`, {
+      expectedSequence,
+      baseSequence: req.baseSequence,
+    }),
+  });
+  if (state === undefined || req.producerEpoch > state.producerEpoch) {
+    return req.baseSequence === 0 ? { kind: "append" } : outOfOrder(0);
+  }
+  if (req.producerEpoch < state.producerEpoch) {
+    return {
+      kind: "error",
+      error: errorResult("INVALID_PRODUCER_EPOCH", `Producer ${req.producerId} epoch ${req.producerEpoch} is fenced by epoch ${state.producerEpoch}.`, {
+        producerEpoch: req.producerEpoch,
+        currentEpoch: state.producerEpoch,
+      }),
+    };
+  }
+  for (const entry of state.batches) {
+    if (entry.producerEpoch === req.producerEpoch && entry.baseSequence === req.baseSequence && entry.lastSequence === lastSequence) {
+      return { kind: "duplicate", entry };
+    }
+  }
+  return req.baseSequence === state.lastSequence + 1 ? { kind: "append" } : outOfOrder(state.lastSequence + 1);
+}
+
+/** The producer state after appending `req` at [firstOffset, lastOffset]. A new epoch forgets the old epoch's requests. */
+export function applyProducerAppend(state: ProducerState | undefined, req: ProducerAppend, firstOffset: number, lastOffset: number): ProducerState {
+  const lastSequence = req.baseSequence + req.recordCount - 1;
+  const kept = state !== undefined && state.producerEpoch === req.producerEpoch ? state.batches : [];
+  const entry: ProducerBatchEntry = { producerEpoch: req.producerEpoch, baseSequence: req.baseSequence, lastSequence, firstOffset, lastOffset };
+  return {
+    producerEpoch: req.producerEpoch,
+    lastSequence,
+    batches: [...kept, entry].slice(-PRODUCER_BATCHES_KEPT),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Append planning
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * Per-record timestamps a produce answer reports: under LogAppendTime the broker time for
+ * all, else each record's own (CreateTime).
+ */
+export function appendTimestamps(records: readonly ProducerRecord[], logAppendTime: number | null): number[] {
+  return records.map((r) => logAppendTime ?? r.timestamp);
+}
+
+/** Running maximum timestamp after a batch: monotone over offsets, so it can be indexed. */
+export function nextRunningMaxTimestamp(previous: number, batchMaxTimestamp: number): number {
+  return batchMaxTimestamp > previous ? batchMaxTimestamp : previous;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fetch
+// ---------------------------------------------------------------------------------------------
+
+/** What the fetch planner needs of a stored batch row. */
+export interface StoredBatchRef {
+  baseOffset: number;
+  lastOffset: number;
+  sizeBytes: number;
+}
+
+export interface FetchLimits {
+  offset: number;
+  /** Stop adding batches once this many records at or after `offset` are covered. */
+  maxRecords: number;
+  /** Stop before a batch that would take the total over this (the first batch always goes: KIP-74). */
+  maxBytes: number;
+}
+
+export interface FetchPlan<T> {
+  batches: T[];
+  /** Sum of sizeBytes of `batches`. */
+  bytes: number;
+  /** Records at or after `offset` in `batches`. */
+  records: number;
+  /** Last offset of the last batch + 1, or `offset` when no batch qualifies. */
+  nextOffset: number;
+}
+
+/**
+ * Chooses which stored batches (in offset order, starting with the one that holds `offset`)
+ * a fetch returns. Reads `rows` lazily and stops as soon as a limit is reached, so the
+ * caller can pass a database cursor.
+ */
+export function planFetch<T extends StoredBatchRef>(rows: Iterable<T>, limits: FetchLimits): FetchPlan<T> {
+  const batches: T[] = [];
+  let bytes = 0;
+  let records = 0;
+  let nextOffset = limits.offset;
+  for (const row of rows) {
+    if (row.lastOffset < limits.offset) continue;
+    if (batches.length > 0 && (bytes + row.sizeBytes > limits.maxBytes || records >= limits.maxRecords)) break;
+    batches.push(row);
+    bytes += row.sizeBytes;
+    records += row.lastOffset - Math.max(row.baseOffset, limits.offset) + 1;
+    nextOffset = row.lastOffset + 1;
+    if (records >= limits.maxRecords || bytes >= limits.maxBytes) break;
+  }
+  return { batches, bytes, records, nextOffset };
+}
+
+// ---------------------------------------------------------------------------------------------
+// ListOffsets by timestamp
+// ---------------------------------------------------------------------------------------------
+
+export interface OffsetAndTimestamp {
+  offset: number;
+  timestamp: number;
+}
+
+/**
+ * The first record of `records` (one batch, offset order) with offset >= minOffset and
+ * timestamp >= `timestamp`, or null. With the running-max index the batch searched is the
+ * first one whose running max reaches `timestamp`, so the first match here is the first in
+ * the whole log even when timestamps are not monotonic.
+ */
+export function firstAtOrAfterTimestamp(records: readonly LogRecord[], timestamp: number, minOffset: number): OffsetAndTimestamp | null {
+  for (const r of records) {
+    if (r.offset >= minOffset && r.timestamp >= timestamp) return { offset: r.offset, timestamp: r.timestamp };
+  }
+  return null;
+}
+
+export type ListOffsetsSpec = { spec: "earliest" } | { spec: "latest" } | { spec: "max_timestamp" } | { spec: "timestamp"; timestamp: number };

@@ -1,0 +1,96 @@
+/**
+ * RPC interface of a partition Durable Object (durable-objects/partition.ts), as the gateway
+ * and the metadata store call it. Expected outcomes are typed results (`{ok: true, ...}` or an
+ * {@link ErrorResult}); a thrown error is a bug or a platform failure.
+ *
+ * Addressing: one object per topic-partition, named `${topicId}/${partition}` (the topic id,
+ * not the name, so deleting and re-creating a topic gives fresh objects starting at offset 0).
+ */
+import type { ErrorResult } from "../protocol/errors.ts";
+import type { PartitionDescription, TopicConfigs } from "../protocol/types.ts";
+import type { ListOffsetsSpec } from "./core.ts";
+
+/** The name a partition's Durable Object is addressed by. */
+export function partitionObjectName(topicId: string, partition: number): string {
+  return `${topicId}/${partition}`;
+}
+
+export type Ok<T> = { ok: true } & T;
+export type RpcResult<T> = Ok<T> | ErrorResult;
+
+export interface PartitionInit {
+  /** Full topic name `tenant/namespace/topic`, for logs and answers. */
+  topic: string;
+  topicId: string;
+  partition: number;
+  configs: TopicConfigs;
+}
+
+export interface AppendRequest {
+  /**
+   * Encoded record batches (src/codec/batch.ts, baseOffset 0), appended in one transaction
+   * as one produce request: if several, they must carry the same producer id/epoch and
+   * contiguous sequences. The partition rewrites each header (offsets, leader epoch,
+   * LogAppendTime) in place and stores the bytes; a batch over MAX_STORED_BATCH_BYTES is
+   * split first.
+   */
+  batches: Uint8Array[];
+}
+
+export interface AppendOk {
+  /** Offset of the first record of the request. Records got baseOffset..lastOffset in order. */
+  baseOffset: number;
+  lastOffset: number;
+  /** Per record, in request order: the stored timestamp (CreateTime or LogAppendTime). */
+  timestamps: number[];
+  /** True when this was a retry of a remembered idempotent request: nothing was appended and the offsets are the original ones. */
+  duplicate: boolean;
+  logStartOffset: number;
+  highWatermark: number;
+}
+
+export interface FetchRequest {
+  /** First offset wanted; must be in [logStartOffset, logEndOffset]. */
+  offset: number;
+  /** Stop adding stored batches once this many records at or after `offset` are covered. */
+  maxRecords: number;
+  /** Stored batch bytes; the first batch is returned even if larger (KIP-74). */
+  maxBytes: number;
+  /** Long-poll up to this long (ms, capped at FETCH_MAX_WAIT_MS_LIMIT) while fewer than minBytes are available. */
+  maxWaitMs: number;
+  minBytes: number;
+}
+
+export interface FetchOk {
+  /** Whole stored batches in offset order; the first may start below `offset`. */
+  batches: Uint8Array[];
+  /** Last offset of the last batch + 1, or the requested offset when `batches` is empty. */
+  nextOffset: number;
+  logStartOffset: number;
+  highWatermark: number;
+  logEndOffset: number;
+}
+
+export interface ListOffsetsOk {
+  offset: number | null;
+  /** Timestamp of the record at `offset` for the timestamp specs; null otherwise or when none. */
+  timestamp: number | null;
+}
+
+/** The RPC methods of PartitionDO (named so none collides with the DO's HTTP `fetch`). */
+export interface PartitionRpc {
+  init(req: PartitionInit): Promise<RpcResult<object>>;
+  updateConfigs(configs: TopicConfigs): Promise<RpcResult<object>>;
+  destroy(): Promise<RpcResult<object>>;
+  append(req: AppendRequest): Promise<RpcResult<AppendOk>>;
+  fetchRecords(req: FetchRequest): Promise<RpcResult<FetchOk>>;
+  listOffsets(spec: ListOffsetsSpec): Promise<RpcResult<ListOffsetsOk>>;
+  describe(): Promise<RpcResult<{ partition: PartitionDescription }>>;
+}
+
+/** The stub of a partition, typed by {@link PartitionRpc}. */
+export function partitionStub<T extends Rpc.DurableObjectBranded | undefined>(ns: DurableObjectNamespace<T>, topicId: string, partition: number): PartitionRpc {
+  // The namespace's own stub type wraps results in Rpc.Result<>; the plain interface is what
+  // callers need and what the class implements (checked in durable-objects/partition.ts).
+  return ns.getByName(partitionObjectName(topicId, partition)) as unknown as PartitionRpc;
+}

@@ -1,0 +1,22 @@
+/**
+ * Bench-only routes (gated by the benchGate middleware, see src/app.ts):
+ * - `GET /bench/noop`: the gateway's floor, no Durable Object;
+ * - `POST /bench/raw-insert/{name}`: the body inserted as one SQLite row by BenchDO `name`,
+ *   the ceiling a produce is compared against in the same run.
+ */
+import type { Hono } from "hono";
+import type { AppEnv } from "../gateway/context.ts";
+import type { BenchDO } from "../../durable-objects/bench.ts";
+import { toEdgelogError } from "../protocol/errors.ts";
+
+export function benchRoutes(app: Hono<AppEnv>): void {
+  app.get("/bench/noop", (c) => c.text("ok"));
+
+  app.post("/bench/raw-insert/:name", async (c) => {
+    // Typed by the class's own method (the namespace's stub type wraps results in Rpc.Result<>).
+    const bench = c.env.BENCH.getByName(c.req.param("name")) as unknown as Pick<BenchDO, "insert">;
+    const r = await bench.insert(c.get("body"));
+    if (!r.ok) throw toEdgelogError(r);
+    return c.json({ id: r.id, bytes: r.bytes });
+  });
+}

@@ -1,0 +1,103 @@
+/**
+ * Consumer groups (docs/PROTOCOL.md "Consumer groups"). Each route validates its input and
+ * makes one call to the group's coordinator object (or the group directory, for the list).
+ *
+ * Membership:  POST /v1/groups/{group}/heartbeat, POST /v1/groups/{group}/leave
+ * Offsets:     POST /v1/groups/{group}/offsets (commit), POST /v1/groups/{group}/offsets/fetch,
+ *              GET /v1/groups/{group}/offsets?topic=&autoOffsetReset=
+ * Admin:       GET /v1/groups, GET | PATCH | DELETE /v1/groups/{group},
+ *              POST /v1/groups/{group}/reset-offsets
+ */
+import type { Hono } from "hono";
+import type { AppContext, AppEnv } from "../gateway/context.ts";
+import { jsonBody } from "../gateway/http.ts";
+import {
+  parseAutoOffsetReset,
+  parseCommit,
+  parseGroupConfigs,
+  parseGroupId,
+  parseHeartbeat,
+  parseLeave,
+  parseOffsetFetch,
+  parseResetOffsets,
+  parseTopicSelection,
+} from "../groups/requests.ts";
+import { type GroupCoordinatorRpc, type GroupsEnv, groupCoordinatorStub, groupDirectoryStub } from "../groups/rpc.ts";
+import type { RpcResult } from "../partition/rpc.ts";
+import { toEdgelogError } from "../protocol/errors.ts";
+
+function env(c: AppContext): GroupsEnv {
+  // The group namespaces are bound in wrangler.toml; their types live in src/groups/rpc.ts.
+  return c.env as GroupsEnv;
+}
+
+function coordinator(c: AppContext): { groupId: string; stub: GroupCoordinatorRpc } {
+  const groupId = parseGroupId(c.req.param("group"));
+  return { groupId, stub: groupCoordinatorStub(env(c), groupId) };
+}
+
+/** The value of an RPC result without its `ok` flag, or the error thrown. */
+function unwrap<T extends object>(r: RpcResult<T>): T {
+  if (!r.ok) throw toEdgelogError(r);
+  const { ok: _ok, ...rest } = r;
+  return rest as unknown as T;
+}
+
+export function groupRoutes(app: Hono<AppEnv>): void {
+  app.get("/v1/groups", async (c) => c.json(unwrap(await groupDirectoryStub(env(c)).list())));
+
+  app.post("/v1/groups/:group/heartbeat", async (c) => {
+    const req = parseHeartbeat(jsonBody(c));
+    const { groupId, stub } = coordinator(c);
+    return c.json(unwrap(await stub.heartbeat(groupId, req)));
+  });
+
+  app.post("/v1/groups/:group/leave", async (c) => {
+    const req = parseLeave(jsonBody(c));
+    const { groupId, stub } = coordinator(c);
+    return c.json(unwrap(await stub.leave(groupId, req)));
+  });
+
+  app.post("/v1/groups/:group/offsets", async (c) => {
+    const req = parseCommit(jsonBody(c));
+    const { groupId, stub } = coordinator(c);
+    return c.json(unwrap(await stub.commitOffsets(groupId, req)));
+  });
+
+  app.post("/v1/groups/:group/offsets/fetch", async (c) => {
+    const req = parseOffsetFetch(jsonBody(c));
+    const { groupId, stub } = coordinator(c);
+    return c.json(unwrap(await stub.fetchOffsets(groupId, req)));
+  });
+
+  app.get("/v1/groups/:group/offsets", async (c) => {
+    const names = c.req.queries("topic") ?? [];
+    const topics = names.length === 0 ? null : parseTopicSelection(names.map((topic) => ({ topic })), "topic");
+    const autoOffsetReset = parseAutoOffsetReset(c.req.query("autoOffsetReset"));
+    const { groupId, stub } = coordinator(c);
+    return c.json(unwrap(await stub.fetchOffsets(groupId, { topics, autoOffsetReset })));
+  });
+
+  app.post("/v1/groups/:group/reset-offsets", async (c) => {
+    const req = parseResetOffsets(jsonBody(c));
+    const { groupId, stub } = coordinator(c);
+    return c.json(unwrap(await stub.resetOffsets(groupId, req)));
+  });
+
+  app.get("/v1/groups/:group", async (c) => {
+    const { groupId, stub } = coordinator(c);
+    return c.json(unwrap(await stub.describe(groupId)));
+  });
+
+  app.patch("/v1/groups/:group", async (c) => {
+    const configs = parseGroupConfigs(jsonBody(c));
+    const { groupId, stub } = coordinator(c);
+    return c.json(unwrap(await stub.alterConfigs(groupId, configs)));
+  });
+
+  app.delete("/v1/groups/:group", async (c) => {
+    const { groupId, stub } = coordinator(c);
+    unwrap(await stub.deleteGroup(groupId));
+    return c.body(null, 204);
+  });
+}

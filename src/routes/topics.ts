@@ -1,0 +1,77 @@
+/**
+ * Topic admin: `POST /v1/topics`, `GET /v1/topics`, and `GET | PATCH | DELETE /v1/topics/{topic}`.
+ * Each is one call to the metadata store; writes invalidate this isolate's topic cache.
+ */
+import type { Hono } from "hono";
+import type { AppEnv } from "../gateway/context.ts";
+import { asObject, jsonBody, topicRoute } from "../gateway/http.ts";
+import { topicCache } from "../gateway/topics.ts";
+import { metadataStore } from "../metadata/store.ts";
+import { EdgelogError, toEdgelogError } from "../protocol/errors.ts";
+import { parseTopicName } from "../protocol/names.ts";
+
+function optionalNumber(body: Record<string, unknown>, field: string): number | undefined {
+  const v = body[field];
+  if (v === undefined) return undefined;
+  if (typeof v !== "number") throw new EdgelogError("INVALID_REQUEST", `${field} must be a number.`, { field });
+  return v;
+}
+
+function optionalConfigs(body: Record<string, unknown>): Record<string, unknown> | undefined {
+  const v = body.configs;
+  if (v === undefined || v === null) return undefined;
+  return asObject(v, "configs");
+}
+
+export function topicRoutes(app: Hono<AppEnv>): void {
+  app.post("/v1/topics", async (c) => {
+    const body = asObject(jsonBody(c), "body");
+    if (typeof body.name !== "string") throw new EdgelogError("INVALID_REQUEST", "name must be a string.", { field: "name" });
+    const partitions = optionalNumber(body, "partitions");
+    const configs = optionalConfigs(body);
+    const r = await metadataStore(c.env.METADATA).createTopic({
+      name: body.name,
+      ...(partitions !== undefined ? { partitions } : {}),
+      ...(configs !== undefined ? { configs } : {}),
+    });
+    if (!r.ok) throw toEdgelogError(r);
+    topicCache.invalidate(r.topic.name);
+    return c.json(r.topic, 201);
+  });
+
+  app.get("/v1/topics", async (c) => {
+    const r = await metadataStore(c.env.METADATA).listTopics();
+    if (!r.ok) throw toEdgelogError(r);
+    return c.json({ topics: r.topics });
+  });
+
+  topicRoute(app, "GET", "", async (c, name) => {
+    const r = await metadataStore(c.env.METADATA).describeTopic(name);
+    if (!r.ok) throw toEdgelogError(r);
+    return c.json(r.topic);
+  });
+
+  topicRoute(app, "PATCH", "", async (c, name) => {
+    const body = asObject(jsonBody(c), "body");
+    const partitions = optionalNumber(body, "partitions");
+    const configs = optionalConfigs(body);
+    const full = parseTopicName(name).full;
+    topicCache.invalidate(full);
+    const r = await metadataStore(c.env.METADATA).alterTopic(full, {
+      ...(partitions !== undefined ? { partitions } : {}),
+      ...(configs !== undefined ? { configs } : {}),
+    });
+    topicCache.invalidate(full);
+    if (!r.ok) throw toEdgelogError(r);
+    return c.json(r.topic);
+  });
+
+  topicRoute(app, "DELETE", "", async (c, name) => {
+    const full = parseTopicName(name).full;
+    topicCache.invalidate(full);
+    const r = await metadataStore(c.env.METADATA).deleteTopic(full);
+    topicCache.invalidate(full);
+    if (!r.ok) throw toEdgelogError(r);
+    return c.body(null, 204);
+  });
+}

@@ -1,0 +1,209 @@
+/**
+ * Consumer groups end to end: a real `wrangler dev` server, a 6-partition topic loaded with the
+ * real GitHub webhook example payloads (@octokit/webhooks-examples), and three SDK group
+ * consumers, each its own process (test/e2e/group-member.ts). One is SIGKILLed midway.
+ *
+ * Checked: every record is processed at least once; every record processed twice was processed
+ * first by the killed member at or after its last committed offset (the uncommitted window),
+ * and a survivor resumed that partition exactly at that committed offset; in the end the group
+ * has no lag.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { GroupDescription } from "../../src/protocol/index.ts";
+import { ROOT, randomTopic, startDevServer, type DevServer } from "./dev-server.ts";
+
+interface WebhookExample {
+  name: string;
+  examples: unknown[];
+}
+
+const PARTITIONS = 6;
+/** How many times the example set is produced (329 examples each). */
+const ROUNDS = 3;
+const MESSAGE_DELAY_MS = 4;
+const SESSION_TIMEOUT_MS = 2500;
+const AUTO_COMMIT_MS = 500;
+
+let server: DevServer;
+
+beforeAll(async () => {
+  server = await startDevServer();
+});
+
+afterAll(async () => {
+  await server?.dispose();
+});
+
+function webhookExamples(): { event: string; payload: unknown }[] {
+  const require = createRequire(import.meta.url);
+  const path = require.resolve("@octokit/webhooks-examples/api.github.com/index.json");
+  const all = JSON.parse(readFileSync(path, "utf8")) as WebhookExample[];
+  return all.flatMap((w) => w.examples.map((payload) => ({ event: w.name, payload })));
+}
+
+async function http(method: string, path: string, body?: unknown): Promise<unknown> {
+  const res = await fetch(`${server.baseUrl}${path}`, {
+    method,
+    headers: body === undefined ? {} : { "content-type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
+  return text === "" ? null : JSON.parse(text);
+}
+
+interface Line {
+  name: string;
+  t: number;
+  ev: string;
+  p?: number;
+  o?: number;
+  memberId?: string;
+  offsets?: { topic: string; partition: number; offset: number }[];
+  message?: string;
+}
+
+class Member {
+  readonly lines: Line[] = [];
+  readonly child: ChildProcess;
+  readonly exited: Promise<number | null>;
+  #buf = "";
+  stderr = "";
+
+  readonly name: string;
+
+  constructor(name: string, group: string, topic: string) {
+    this.name = name;
+    this.child = spawn(process.execPath, [join(ROOT, "test/e2e/group-member.ts"), server.baseUrl, group, topic, name, String(MESSAGE_DELAY_MS), String(SESSION_TIMEOUT_MS), String(AUTO_COMMIT_MS)], {
+      cwd: ROOT,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    this.child.stdout?.on("data", (d: Buffer) => {
+      this.#buf += d.toString();
+      let nl: number;
+      while ((nl = this.#buf.indexOf("\n")) >= 0) {
+        const line = this.#buf.slice(0, nl);
+        this.#buf = this.#buf.slice(nl + 1);
+        if (line.trim() !== "") this.lines.push(JSON.parse(line) as Line);
+      }
+    });
+    this.child.stderr?.on("data", (d: Buffer) => {
+      this.stderr += d.toString();
+    });
+    this.exited = new Promise((r) => this.child.once("exit", (code) => r(code)));
+  }
+
+  messages(): Line[] {
+    return this.lines.filter((l) => l.ev === "msg");
+  }
+
+  memberId(): string | undefined {
+    return this.lines.find((l) => l.ev === "member")?.memberId;
+  }
+}
+
+async function waitFor(what: string, cond: () => boolean | Promise<boolean>, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await cond()) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+describe("consumer groups e2e", () => {
+  it("three members share the webhook topic; one is killed midway; at-least-once with duplicates only in the uncommitted window", async () => {
+    const topic = randomTopic("webhooks");
+    const group = `e2e-${topic}`;
+    await http("POST", "/v1/topics", { name: topic, partitions: PARTITIONS });
+    await http("PATCH", `/v1/groups/${group}`, { configs: { "heartbeat.interval.ms": 250 } });
+
+    // Load the topic: the real payloads, keyed by event name (the server partitions by key).
+    const examples = webhookExamples();
+    expect(examples.length).toBeGreaterThan(300);
+    const records = Array.from({ length: ROUNDS }, (_, round) =>
+      examples.map((e, i) => ({ key: e.event, value: e.payload, headers: [{ key: "x-github-event", value: e.event }, { key: "seq", value: round * examples.length + i }] })),
+    ).flat();
+    const ends = new Array<number>(PARTITIONS).fill(0);
+    for (let i = 0; i < records.length; i += 100) {
+      const r = (await http("POST", `/v1/topics/${topic}/records`, { keyEncoding: "string", valueEncoding: "json", records: records.slice(i, i + 100) })) as {
+        records: { partition: number; offset: number }[];
+      };
+      for (const x of r.records) ends[x.partition] = Math.max(ends[x.partition] as number, x.offset + 1);
+    }
+    expect(ends.reduce((a, b) => a + b, 0)).toBe(records.length);
+
+    const [a, b, c] = ["A", "B", "C"].map((n) => new Member(n, group, topic)) as [Member, Member, Member];
+    try {
+      // Midway: B has processed a good part of its share.
+      await waitFor("B to process 60 records", () => b.messages().length >= 60);
+      const victimId = b.memberId() as string;
+      b.child.kill("SIGKILL");
+      const killedAt = Date.now();
+      await b.exited;
+      // B is dead but still a member until its session expires: its committed offsets are final.
+      const atKill = (await http("GET", `/v1/groups/${group}`)) as GroupDescription;
+      const victim = atKill.members.find((m) => m.memberId === victimId);
+      expect(victim, `B (${victimId}) is still a member right after the kill`).toBeDefined();
+      const victimPartitions = [...(victim?.assignment ?? []), ...(victim?.pendingRevocation ?? [])].flatMap((tp) => tp.partitions);
+      expect(victimPartitions.length).toBeGreaterThan(0);
+      const committedAtKill = new Map(atKill.offsets.map((o) => [o.partition, o.committedOffset ?? 0]));
+
+      // The survivors take over after B's session timeout and finish the topic.
+      const processed = (): Map<string, string[]> => {
+        const seen = new Map<string, string[]>();
+        for (const m of [a, b, c]) for (const l of m.messages()) seen.set(`${l.p}:${l.o}`, [...(seen.get(`${l.p}:${l.o}`) ?? []), m.name]);
+        return seen;
+      };
+      await waitFor("every record processed", () => ends.every((end, p) => Array.from({ length: end }, (_, o) => processed().has(`${p}:${o}`)).every(Boolean)), 90_000);
+
+      // Graceful stop of the survivors: they commit and leave.
+      for (const m of [a, c]) m.child.kill("SIGTERM");
+      expect(await a.exited).toBe(0);
+      expect(await c.exited).toBe(0);
+
+      // At least once: every offset of every partition was processed.
+      const seen = processed();
+      for (let p = 0; p < PARTITIONS; p++) for (let o = 0; o < (ends[p] as number); o++) expect(seen.has(`${p}:${o}`), `${p}:${o}`).toBe(true);
+
+      // Duplicates only in the uncommitted window of the killed member.
+      const bLast = new Map<number, number>();
+      for (const l of b.messages()) bLast.set(l.p as number, Math.max(bLast.get(l.p as number) ?? -1, l.o as number));
+      let duplicates = 0;
+      for (const [k, names] of seen) {
+        if (names.length === 1) continue;
+        duplicates++;
+        const [p, o] = k.split(":").map(Number) as [number, number];
+        expect(names.sort(), `duplicate ${k}`).toHaveLength(2);
+        expect(names, `duplicate ${k} involves the killed member`).toContain("B");
+        expect(victimPartitions, `duplicate ${k} is on a partition B owned at the kill`).toContain(p);
+        expect(o, `duplicate ${k} is at or after B's last commit`).toBeGreaterThanOrEqual(committedAtKill.get(p) ?? 0);
+        const when = b.messages().find((l) => l.p === p && l.o === o)?.t as number;
+        expect(killedAt - when, `duplicate ${k} was processed by B within the auto-commit window before the kill`).toBeLessThan(AUTO_COMMIT_MS + 1500);
+      }
+      // Each of B's partitions was resumed by a survivor exactly at B's committed offset.
+      for (const p of victimPartitions) {
+        const after = [a, c].flatMap((m) => m.messages().filter((l) => l.p === p && l.t > killedAt)).sort((x, y) => (x.t - y.t) || ((x.o as number) - (y.o as number)));
+        const committed = committedAtKill.get(p) ?? 0;
+        if (committed < (ends[p] as number)) expect(after[0]?.o, `partition ${p} resumed at the committed offset`).toBe(committed);
+        expect(committed).toBeLessThanOrEqual((bLast.get(p) ?? -1) + 1);
+      }
+      expect(duplicates).toBeLessThanOrEqual(records.length / 3);
+
+      // Survivors committed everything and left: no lag.
+      await waitFor("group empty with no lag", async () => {
+        const d = (await http("GET", `/v1/groups/${group}`)) as GroupDescription;
+        return d.state === "Empty" && d.totalLag === 0;
+      }, 15_000);
+      const final = (await http("GET", `/v1/groups/${group}`)) as GroupDescription;
+      expect(final.offsets.map((o) => o.committedOffset)).toEqual(ends);
+    } finally {
+      for (const m of [a, b, c]) if (m.child.exitCode === null) m.child.kill("SIGKILL");
+      for (const m of [a, b, c]) if (m.stderr !== "") console.warn(`${m.name} stderr:\n${m.stderr}`);
+    }
+  });
+});

@@ -1,0 +1,175 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { decodeBatch, encodeBatch, type LogRecord, type ProducerRecord } from "../../src/codec/index.ts";
+import {
+  PRODUCER_BATCHES_KEPT,
+  applyProducerAppend,
+  checkFetchOffset,
+  checkSequence,
+  firstAtOrAfterTimestamp,
+  nextRunningMaxTimestamp,
+  planFetch,
+  validateAppend,
+  type ProducerAppend,
+  type ProducerState,
+} from "../../src/partition/core.ts";
+
+const rec = (timestamp: number, value = "v"): ProducerRecord => ({ key: null, value: new TextEncoder().encode(value), headers: [], timestamp });
+
+function decoded(header: Parameters<typeof encodeBatch>[0], records: ProducerRecord[]) {
+  const d = decodeBatch(encodeBatch(header, records));
+  return { header: d.header, records: d.records };
+}
+
+describe("checkFetchOffset", () => {
+  const b = { logStartOffset: 2, logEndOffset: 5, highWatermark: 5 };
+  it("accepts [logStartOffset, logEndOffset]", () => {
+    for (const o of [2, 3, 5]) expect(checkFetchOffset(o, b)).toBeNull();
+  });
+  it("rejects outside with the bounds", () => {
+    for (const offset of [0, 1, 6]) {
+      expect(checkFetchOffset(offset, b)).toEqual({
+        ok: false,
+        code: "OFFSET_OUT_OF_RANGE",
+        message: `Offset ${offset} is outside [2, 5].`,
+        details: { offset, logStartOffset: 2, logEndOffset: 5, highWatermark: 5 },
+      });
+    }
+  });
+});
+
+describe("validateAppend", () => {
+  it("summarises a valid request", () => {
+    const v = validateAppend([decoded({}, [rec(5), rec(9), rec(1)]), decoded({}, [rec(3)])], 1000);
+    expect(v).toEqual({ producer: null, recordCount: 4, maxTimestamp: 9 });
+  });
+  it("reports RECORD_TOO_LARGE with the index across batches", () => {
+    const v = validateAppend([decoded({}, [rec(1)]), decoded({}, [rec(1), rec(1, "x".repeat(100))])], 50);
+    expect(v).toMatchObject({ ok: false, code: "RECORD_TOO_LARGE", details: { index: 2, maxMessageBytes: 50 } });
+  });
+  it("rejects negative timestamps, empty batches, forbidden attributes, mixed producers", () => {
+    expect(validateAppend([decoded({}, [rec(-1)])], 1000)).toMatchObject({ code: "INVALID_TIMESTAMP", details: { index: 0, timestamp: -1 } });
+    expect(validateAppend([], 1000)).toMatchObject({ code: "EMPTY_BATCH" });
+    expect(validateAppend([decoded({}, [])], 1000)).toMatchObject({ code: "EMPTY_BATCH" });
+    expect(validateAppend([decoded({ attributes: 0x08 }, [rec(1)])], 1000)).toMatchObject({ code: "INVALID_BATCH" });
+    expect(validateAppend([decoded({ attributes: 0x20 }, [rec(1)])], 1000)).toMatchObject({ code: "INVALID_BATCH" });
+    expect(
+      validateAppend([decoded({ producerId: 1, producerEpoch: 0, baseSequence: 0 }, [rec(1)]), decoded({ producerId: 2, producerEpoch: 0, baseSequence: 1 }, [rec(1)])], 1000),
+    ).toMatchObject({ code: "INVALID_PRODUCER_ID" });
+    expect(
+      validateAppend([decoded({ producerId: 1, producerEpoch: 0, baseSequence: 0 }, [rec(1)]), decoded({ producerId: 1, producerEpoch: 0, baseSequence: 5 }, [rec(1)])], 1000),
+    ).toMatchObject({ code: "INVALID_PRODUCER_ID" });
+  });
+  it("carries the producer fields of a request split into contiguous batches", () => {
+    const v = validateAppend(
+      [decoded({ producerId: 7, producerEpoch: 2, baseSequence: 10 }, [rec(1), rec(2)]), decoded({ producerId: 7, producerEpoch: 2, baseSequence: 12 }, [rec(3)])],
+      1000,
+    );
+    expect(v).toEqual({ producer: { producerId: 7, producerEpoch: 2, baseSequence: 10, recordCount: 3 }, recordCount: 3, maxTimestamp: 3 });
+  });
+});
+
+describe("idempotent producer state machine", () => {
+  const req = (producerEpoch: number, baseSequence: number, recordCount = 1): ProducerAppend => ({ producerId: 1, producerEpoch, baseSequence, recordCount });
+
+  it("a new producer starts at 0", () => {
+    expect(checkSequence(undefined, req(0, 0))).toEqual({ kind: "append" });
+    expect(checkSequence(undefined, req(0, 1))).toMatchObject({ kind: "error", error: { code: "OUT_OF_ORDER_SEQUENCE_NUMBER", details: { expectedSequence: 0 } } });
+  });
+
+  it("duplicates, gaps, fencing and epoch bumps", () => {
+    let s: ProducerState | undefined;
+    s = applyProducerAppend(s, req(0, 0, 3), 10, 12);
+    s = applyProducerAppend(s, req(0, 3, 2), 13, 14);
+    expect(s).toEqual({
+      producerEpoch: 0,
+      lastSequence: 4,
+      batches: [
+        { producerEpoch: 0, baseSequence: 0, lastSequence: 2, firstOffset: 10, lastOffset: 12 },
+        { producerEpoch: 0, baseSequence: 3, lastSequence: 4, firstOffset: 13, lastOffset: 14 },
+      ],
+    });
+    expect(checkSequence(s, req(0, 0, 3))).toEqual({ kind: "duplicate", entry: s.batches[0] });
+    expect(checkSequence(s, req(0, 5))).toEqual({ kind: "append" });
+    expect(checkSequence(s, req(0, 6))).toMatchObject({ kind: "error", error: { code: "OUT_OF_ORDER_SEQUENCE_NUMBER", details: { expectedSequence: 5 } } });
+    expect(checkSequence(s, req(0, 0, 2))).toMatchObject({ kind: "error", error: { code: "OUT_OF_ORDER_SEQUENCE_NUMBER" } });
+    expect(checkSequence({ ...s, producerEpoch: 1 }, req(0, 5))).toMatchObject({ kind: "error", error: { code: "INVALID_PRODUCER_EPOCH" } });
+    expect(checkSequence(s, req(1, 5))).toMatchObject({ kind: "error", error: { details: { expectedSequence: 0 } } });
+    expect(checkSequence(s, req(1, 0))).toEqual({ kind: "append" });
+    // A new epoch forgets the old epoch's requests.
+    expect(applyProducerAppend(s, req(1, 0), 15, 15).batches).toEqual([{ producerEpoch: 1, baseSequence: 0, lastSequence: 0, firstOffset: 15, lastOffset: 15 }]);
+  });
+
+  it(`keeps the last ${PRODUCER_BATCHES_KEPT} requests`, () => {
+    fc.assert(
+      fc.property(fc.array(fc.integer({ min: 1, max: 4 }), { minLength: 1, maxLength: 20 }), (counts) => {
+        let s: ProducerState | undefined;
+        let seq = 0;
+        let offset = 0;
+        for (const n of counts) {
+          expect(checkSequence(s, req(0, seq, n))).toEqual({ kind: "append" });
+          s = applyProducerAppend(s, req(0, seq, n), offset, offset + n - 1);
+          seq += n;
+          offset += n;
+        }
+        expect(s!.batches.length).toBe(Math.min(counts.length, PRODUCER_BATCHES_KEPT));
+        expect(s!.lastSequence).toBe(seq - 1);
+        for (const b of s!.batches) expect(checkSequence(s, req(0, b.baseSequence, b.lastSequence - b.baseSequence + 1))).toEqual({ kind: "duplicate", entry: b });
+      }),
+    );
+  });
+});
+
+describe("planFetch", () => {
+  const rows = [
+    { baseOffset: 0, lastOffset: 4, sizeBytes: 100 },
+    { baseOffset: 5, lastOffset: 5, sizeBytes: 50 },
+    { baseOffset: 6, lastOffset: 9, sizeBytes: 70 },
+  ];
+  it("always returns the first batch (KIP-74)", () => {
+    expect(planFetch(rows, { offset: 0, maxRecords: 100, maxBytes: 1 })).toEqual({ batches: [rows[0]], bytes: 100, records: 5, nextOffset: 5 });
+  });
+  it("stops before the batch that would exceed maxBytes", () => {
+    expect(planFetch(rows, { offset: 0, maxRecords: 100, maxBytes: 219 }).batches).toEqual([rows[0], rows[1]]);
+    expect(planFetch(rows, { offset: 0, maxRecords: 100, maxBytes: 220 }).batches).toEqual(rows);
+  });
+  it("counts only records at or after offset toward maxRecords", () => {
+    expect(planFetch(rows, { offset: 3, maxRecords: 2, maxBytes: 1000 })).toEqual({ batches: [rows[0]], bytes: 100, records: 2, nextOffset: 5 });
+    expect(planFetch(rows, { offset: 3, maxRecords: 3, maxBytes: 1000 })).toEqual({ batches: [rows[0], rows[1]], bytes: 150, records: 3, nextOffset: 6 });
+  });
+  it("skips rows before the offset and reads no further than needed", () => {
+    let read = 0;
+    function* lazy() {
+      for (const r of rows) {
+        read++;
+        yield r;
+      }
+    }
+    expect(planFetch(lazy(), { offset: 5, maxRecords: 1, maxBytes: 1000 }).batches).toEqual([rows[1]]);
+    expect(read).toBe(2);
+    expect(planFetch([], { offset: 7, maxRecords: 1, maxBytes: 1 })).toEqual({ batches: [], bytes: 0, records: 0, nextOffset: 7 });
+  });
+});
+
+describe("timestamp lookup over the running max", () => {
+  it("finds the first offset with timestamp >= T for any timestamps (model check)", () => {
+    fc.assert(
+      fc.property(fc.array(fc.array(fc.integer({ min: 0, max: 50 }), { minLength: 1, maxLength: 4 }), { minLength: 1, maxLength: 8 }), fc.integer({ min: 0, max: 55 }), (batches, target) => {
+        // Build the log as the partition does: running max per batch.
+        let offset = 0;
+        let running = -1;
+        const log: { running: number; records: LogRecord[] }[] = [];
+        for (const ts of batches) {
+          const records = ts.map((timestamp) => ({ key: null, value: null, headers: [], timestamp, offset: offset++ }));
+          running = nextRunningMaxTimestamp(running, Math.max(...ts));
+          log.push({ running, records });
+        }
+        const all = log.flatMap((b) => b.records);
+        const expected = all.find((r) => r.timestamp >= target);
+        const batch = log.find((b) => b.running >= target);
+        const got = batch === undefined ? null : firstAtOrAfterTimestamp(batch.records, target, 0);
+        expect(got).toEqual(expected === undefined ? null : { offset: expected.offset, timestamp: expected.timestamp });
+      }),
+    );
+  });
+});

@@ -1,0 +1,60 @@
+/**
+ * Helpers for the workers tests: every request goes through the real gateway (SELF.fetch)
+ * to the real Durable Objects. Each test uses its own random topic names.
+ */
+import { SELF } from "cloudflare:test";
+import { expect } from "vitest";
+import type { ErrorBody, ErrorCode, JsonFetchResponse, ProduceResponse, TopicDescription } from "../../src/protocol/index.ts";
+
+const BASE = "http://edgelog.test";
+
+/** A fresh topic name, unique per call. */
+export function randomTopic(prefix = "t"): string {
+  return `${prefix}-${crypto.randomUUID()}`;
+}
+
+export function call(path: string, init?: RequestInit): Promise<Response> {
+  return SELF.fetch(`${BASE}${path}`, init);
+}
+
+export function json(method: string, path: string, body: unknown): Promise<Response> {
+  return call(path, { method, headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+}
+
+/** Asserts the error body shape and code; returns the error for further checks. */
+export async function expectError(res: Response, code: ErrorCode, status: number): Promise<ErrorBody["error"]> {
+  const text = await res.text();
+  expect({ status: res.status, code: (JSON.parse(text) as ErrorBody).error?.code }).toEqual({ status, code });
+  return (JSON.parse(text) as ErrorBody).error;
+}
+
+export async function createTopic(name: string, partitions = 1, configs?: Record<string, unknown>): Promise<TopicDescription> {
+  const res = await json("POST", "/v1/topics", { name, partitions, ...(configs ? { configs } : {}) });
+  expect(res.status).toBe(201);
+  return (await res.json()) as TopicDescription;
+}
+
+export async function describe(name: string): Promise<TopicDescription> {
+  const res = await call(`/v1/topics/${name}`);
+  expect(res.status).toBe(200);
+  return (await res.json()) as TopicDescription;
+}
+
+/** High watermark of every partition, in partition order. */
+export async function highWatermarks(name: string): Promise<number[]> {
+  return (await describe(name)).partitionDetails.map((p) => p.highWatermark);
+}
+
+export async function produce(path: string, body: unknown): Promise<ProduceResponse> {
+  const res = await json("POST", path, body);
+  const text = await res.text();
+  expect(res.status, text).toBe(200);
+  return JSON.parse(text) as ProduceResponse;
+}
+
+export async function fetchJson(topic: string, partition: number, query: string): Promise<JsonFetchResponse> {
+  const res = await call(`/v1/topics/${topic}/partitions/${partition}/records?${query}`);
+  const text = await res.text();
+  expect(res.status, text).toBe(200);
+  return JSON.parse(text) as JsonFetchResponse;
+}

@@ -1,0 +1,224 @@
+import { env } from "cloudflare:test";
+import { describe as suite, expect, it } from "vitest";
+import { encodeBatch } from "../../src/codec/index.ts";
+import { createApp } from "../../src/app.ts";
+import { DEFAULT_TOPIC_CONFIGS, utf8, type InitProducerResponse, type TopicDescription, type TopicSummary } from "../../src/protocol/index.ts";
+import { call, createTopic, describe, expectError, highWatermarks, json, produce, randomTopic } from "./helpers.ts";
+
+async function listNames(): Promise<string[]> {
+  const res = await call("/v1/topics");
+  expect(res.status).toBe(200);
+  return ((await res.json()) as { topics: TopicSummary[] }).topics.map((t) => t.name);
+}
+
+suite("gateway basics", () => {
+  it("GET /v1/health answers ok", async () => {
+    const res = await call("/v1/health");
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ ok: true });
+  });
+
+  it("an unknown route answers NOT_FOUND as JSON", async () => {
+    const res = await call("/v1/nope");
+    const e = await expectError(res, "NOT_FOUND", 404);
+    expect(e.retriable).toBe(false);
+    expect(res.headers.get("content-type")).toContain("application/json");
+  });
+
+  it("bench routes: noop, and one raw row insert per call", async () => {
+    const noop = await call("/bench/noop");
+    expect(noop.status).toBe(200);
+    const name = randomTopic("bench");
+    const body = new Uint8Array(1000).fill(7);
+    const a = await call(`/bench/raw-insert/${name}`, { method: "POST", body });
+    expect(await a.json()).toEqual({ id: 1, bytes: 1000 });
+    const b = await call(`/bench/raw-insert/${name}`, { method: "POST", body: new Uint8Array(10) });
+    expect(await b.json()).toEqual({ id: 2, bytes: 10 });
+  });
+
+  it("bench routes are NOT_FOUND unless EDGELOG_BENCH_ROUTES is 1", async () => {
+    const app = createApp();
+    const res = await app.fetch(new Request("http://x/bench/noop"), { ...env, EDGELOG_BENCH_ROUTES: "0" });
+    await expectError(res, "NOT_FOUND", 404);
+  });
+
+  it("POST /v1/producers hands out a new id each call, epoch 0", async () => {
+    const a = (await (await call("/v1/producers", { method: "POST" })).json()) as InitProducerResponse;
+    const b = (await (await call("/v1/producers", { method: "POST" })).json()) as InitProducerResponse;
+    expect(a.producerEpoch).toBe(0);
+    expect(b.producerEpoch).toBe(0);
+    expect(b.producerId).toBeGreaterThan(a.producerId);
+  });
+});
+
+suite("topics", () => {
+  it("creates a topic with defaults and describes every partition", async () => {
+    const name = randomTopic();
+    const created = await createTopic(name, 3);
+    expect(created.name).toBe(`public/default/${name}`);
+    expect(created.topic).toBe(name);
+    expect(created.tenant).toBe("public");
+    expect(created.namespace).toBe("default");
+    expect(created.partitions).toBe(3);
+    expect(created.configs).toEqual(DEFAULT_TOPIC_CONFIGS);
+    expect(created.topicId).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
+    const d = await describe(name);
+    expect(d.partitionDetails).toEqual(
+      [0, 1, 2].map((partition) => ({ partition, logStartOffset: 0, highWatermark: 0, logEndOffset: 0, recordCount: 0, bytes: 0 })),
+    );
+    expect(d.topicId).toBe(created.topicId);
+    expect(d.createdAt).toBe(created.createdAt);
+  });
+
+  it("defaults to one partition", async () => {
+    const name = randomTopic();
+    const res = await json("POST", "/v1/topics", { name });
+    expect(res.status).toBe(201);
+    expect(((await res.json()) as TopicDescription).partitions).toBe(1);
+  });
+
+  it("describe counts records and stored bytes", async () => {
+    const name = randomTopic();
+    await createTopic(name, 2);
+    await produce(`/v1/topics/${name}/partitions/1/records`, { records: [{ key: "k", value: "v", timestamp: 1_700_000_000_000 }] });
+    const expectedBytes = encodeBatch({}, [{ key: utf8("k"), value: utf8("v"), headers: [], timestamp: 1_700_000_000_000 }]).length;
+    const d = await describe(name);
+    expect(d.partitionDetails[1]).toEqual({ partition: 1, logStartOffset: 0, highWatermark: 1, logEndOffset: 1, recordCount: 1, bytes: expectedBytes });
+    expect(d.partitionDetails[0]).toEqual({ partition: 0, logStartOffset: 0, highWatermark: 0, logEndOffset: 0, recordCount: 0, bytes: 0 });
+  });
+
+  it("both path forms and a %2F-encoded name address the same topic", async () => {
+    const topic = randomTopic();
+    const created = await createTopic(`acme/prod/${topic}`, 1);
+    expect(created.name).toBe(`acme/prod/${topic}`);
+    const long = (await (await call(`/v1/topics/acme/prod/${topic}`)).json()) as TopicDescription;
+    const encoded = (await (await call(`/v1/topics/${encodeURIComponent(`acme/prod/${topic}`)}`)).json()) as TopicDescription;
+    expect(long.topicId).toBe(created.topicId);
+    expect(encoded.topicId).toBe(created.topicId);
+    // The short name means public/default/<topic>, a different (absent) topic.
+    await expectError(await call(`/v1/topics/${topic}`), "UNKNOWN_TOPIC_OR_PARTITION", 404);
+    // Produce and fetch on the long form.
+    const p = await produce(`/v1/topics/acme/prod/${topic}/records`, { records: [{ value: "x" }] });
+    expect(p.topic).toBe(`acme/prod/${topic}`);
+    expect(p.records.map((r) => r.offset)).toEqual([0]);
+    const f = await call(`/v1/topics/acme/prod/${topic}/partitions/0/records?offset=0`);
+    expect(((await f.json()) as { records: { value: unknown }[] }).records.map((r) => r.value)).toEqual(["x"]);
+  });
+
+  it("the ambiguous `{tenant}/partitions/{n}/records` path is the partition route; %2F reaches the other topic", async () => {
+    const tenant = `tn${crypto.randomUUID().slice(0, 8)}`;
+    await createTopic(`${tenant}/partitions/0`, 1);
+    // Read as: topic `${tenant}` (absent), partition 0.
+    await expectError(await json("POST", `/v1/topics/${tenant}/partitions/0/records`, { records: [{ value: "v" }] }), "UNKNOWN_TOPIC_OR_PARTITION", 404);
+    const p = await produce(`/v1/topics/${encodeURIComponent(`${tenant}/partitions/0`)}/records`, { records: [{ value: "v" }] });
+    expect(p.topic).toBe(`${tenant}/partitions/0`);
+    expect(p.records.map((r) => r.offset)).toEqual([0]);
+  });
+
+  it("lists topics sorted by full name", async () => {
+    const a = `zz-${randomTopic()}`;
+    const b = `aa-${randomTopic()}`;
+    await createTopic(a);
+    await createTopic(b);
+    const names = await listNames();
+    expect(names).toContain(`public/default/${a}`);
+    expect(names).toContain(`public/default/${b}`);
+    expect(names).toEqual([...names].sort());
+  });
+
+  it("rejects invalid names and creates nothing", async () => {
+    const before = await listNames();
+    for (const name of ["", "a b", ".", "..", "x".repeat(250), "a/b", "a/b/c/d", "t/./x", "ä"]) {
+      await expectError(await json("POST", "/v1/topics", { name }), "INVALID_TOPIC_NAME", 400);
+    }
+    const e = await expectError(await json("POST", "/v1/topics", { name: 7 }), "INVALID_REQUEST", 400);
+    expect(e.details).toEqual({ field: "name" });
+    expect(await listNames()).toEqual(before);
+  });
+
+  it("rejects invalid configs and partition counts and creates nothing", async () => {
+    const name = randomTopic();
+    await expectError(await json("POST", "/v1/topics", { name, configs: { "no.such.config": 1 } }), "INVALID_CONFIG", 400);
+    await expectError(await json("POST", "/v1/topics", { name, configs: { "max.message.bytes": 0 } }), "INVALID_CONFIG", 400);
+    await expectError(await json("POST", "/v1/topics", { name, configs: { "message.timestamp.type": "Now" } }), "INVALID_CONFIG", 400);
+    await expectError(await json("POST", "/v1/topics", { name, configs: { "cleanup.policy": 3 } }), "INVALID_CONFIG", 400);
+    await expectError(await json("POST", "/v1/topics", { name, partitions: 0 }), "INVALID_PARTITIONS", 400);
+    await expectError(await json("POST", "/v1/topics", { name, partitions: 1025 }), "INVALID_PARTITIONS", 400);
+    await expectError(await json("POST", "/v1/topics", { name, partitions: 1.5 }), "INVALID_PARTITIONS", 400);
+    const e = await expectError(await json("POST", "/v1/topics", { name, partitions: "3" }), "INVALID_REQUEST", 400);
+    expect(e.details).toEqual({ field: "partitions" });
+    await expectError(await json("POST", "/v1/topics", { name, configs: [] }), "INVALID_REQUEST", 400);
+    await expectError(await call(`/v1/topics/${name}`), "UNKNOWN_TOPIC_OR_PARTITION", 404);
+  });
+
+  it("accepts decimal-string config values", async () => {
+    const name = randomTopic();
+    const t = await createTopic(name, 1, { "max.message.bytes": "2048", "message.timestamp.type": "LogAppendTime" });
+    expect(t.configs).toEqual({ ...DEFAULT_TOPIC_CONFIGS, "max.message.bytes": 2048, "message.timestamp.type": "LogAppendTime" });
+  });
+
+  it("rejects a second create of the same name", async () => {
+    const name = randomTopic();
+    const first = await createTopic(name);
+    await expectError(await json("POST", "/v1/topics", { name, partitions: 5 }), "TOPIC_ALREADY_EXISTS", 409);
+    const d = await describe(name);
+    expect(d.topicId).toBe(first.topicId);
+    expect(d.partitions).toBe(1);
+  });
+
+  it("PATCH increases partitions, rejects a decrease, same count is a no-op", async () => {
+    const name = randomTopic();
+    await createTopic(name, 2);
+    const grown = await json("PATCH", `/v1/topics/${name}`, { partitions: 4 });
+    expect(grown.status).toBe(200);
+    expect(((await grown.json()) as TopicDescription).partitionDetails.map((p) => p.partition)).toEqual([0, 1, 2, 3]);
+    // The new partitions take records.
+    const p = await produce(`/v1/topics/${name}/partitions/3/records`, { records: [{ value: "x" }] });
+    expect(p.records).toEqual([{ partition: 3, offset: 0, timestamp: p.records[0]!.timestamp }]);
+    const e = await expectError(await json("PATCH", `/v1/topics/${name}`, { partitions: 3 }), "PARTITION_DECREASE_NOT_ALLOWED", 400);
+    expect(e.details).toEqual({ partitions: 4 });
+    const same = await json("PATCH", `/v1/topics/${name}`, { partitions: 4 });
+    expect(same.status).toBe(200);
+    expect((await describe(name)).partitions).toBe(4);
+    expect(await highWatermarks(name)).toEqual([0, 0, 0, 1]);
+    await expectError(await json("PATCH", `/v1/topics/${name}`, { partitions: 2000 }), "INVALID_PARTITIONS", 400);
+    await expectError(await json("PATCH", `/v1/topics/${randomTopic()}`, { partitions: 2 }), "UNKNOWN_TOPIC_OR_PARTITION", 404);
+  });
+
+  it("PATCH configs reaches the partitions (enforced there for binary batches)", async () => {
+    const name = randomTopic();
+    await createTopic(name, 2);
+    const res = await json("PATCH", `/v1/topics/${name}`, { configs: { "max.message.bytes": 100 } });
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as TopicDescription).configs["max.message.bytes"]).toBe(100);
+    // The gateway does not look inside binary batches: the partition enforces its own copy.
+    const batch = encodeBatch({}, [{ key: null, value: new Uint8Array(200), headers: [], timestamp: 1 }]);
+    const bin = await call(`/v1/topics/${name}/partitions/1/records`, {
+      method: "POST",
+      headers: { "content-type": "application/vnd.edgelog.batch" },
+      body: batch,
+    });
+    const e = await expectError(bin, "RECORD_TOO_LARGE", 413);
+    // 1 attributes + 1 timestampDelta + 1 offsetDelta + 1 null key + 2+200 value + 1 header count = 207, + 2 length prefix.
+    expect(e.details).toEqual({ index: 0, sizeBytes: 209, maxMessageBytes: 100 });
+    expect(await highWatermarks(name)).toEqual([0, 0]);
+  });
+
+  it("DELETE removes the topic; re-creating it starts every partition at offset 0", async () => {
+    const name = randomTopic();
+    const first = await createTopic(name, 2);
+    await produce(`/v1/topics/${name}/partitions/0/records`, { records: [{ value: "a" }, { value: "b" }] });
+    const del = await call(`/v1/topics/${name}`, { method: "DELETE" });
+    expect(del.status).toBe(204);
+    await expectError(await call(`/v1/topics/${name}`), "UNKNOWN_TOPIC_OR_PARTITION", 404);
+    await expectError(await json("POST", `/v1/topics/${name}/records`, { records: [{ value: "c" }] }), "UNKNOWN_TOPIC_OR_PARTITION", 404);
+    await expectError(await call(`/v1/topics/${name}`, { method: "DELETE" }), "UNKNOWN_TOPIC_OR_PARTITION", 404);
+    expect(await listNames()).not.toContain(`public/default/${name}`);
+
+    const second = await createTopic(name, 2);
+    expect(second.topicId).not.toBe(first.topicId);
+    expect(await highWatermarks(name)).toEqual([0, 0]);
+    const p = await produce(`/v1/topics/${name}/partitions/0/records`, { records: [{ value: "c" }] });
+    expect(p.records.map((r) => r.offset)).toEqual([0]);
+  });
+});
