@@ -20,7 +20,7 @@
  * - offsets((topic, partition) PK, committed_offset, metadata, commit_ms, topic_id);
  * - schedule(key PK, due_ms): `session:<member>`, `rebalance:<member>`, `offsets`, `directory`.
  */
-import { checkInvariants, commitOffsets as coreCommit, committedOffset, expire, groupStateName, heartbeat as coreHeartbeat, leave as coreLeave, newGroup, partitionOwners, resetOffsets as coreReset, timers, alterConfigs as coreAlterConfigs, canDelete, type CommitInput, type CommittedOffset, type GroupState, type HeartbeatInput, type LeaveInput, type MemberState, type TopicMeta, type TopicsSnapshot } from "../src/groups/coordinator-core.ts";
+import { checkInvariants, commitOffsets as coreCommit, committedOffset, expire, resolvePosition, groupStateName, heartbeat as coreHeartbeat, leave as coreLeave, newGroup, partitionOwners, resetOffsets as coreReset, timers, alterConfigs as coreAlterConfigs, canDelete, type CommitInput, type CommittedOffset, type GroupState, type HeartbeatInput, type LeaveInput, type MemberState, type TopicMeta, type TopicsSnapshot } from "../src/groups/coordinator-core.ts";
 import { type Assignment, parseTpKey, toWire, tpKey } from "../src/groups/assignment.ts";
 import type { OffsetFetchInput, ResetOffsetsInput, TopicSelection } from "../src/groups/requests.ts";
 import { MAX_PARTITIONS_PER_OFFSET_REQUEST } from "../src/groups/requests.ts";
@@ -614,37 +614,6 @@ function diff<T>(prev: Readonly<Record<string, T>>, next: Readonly<Record<string
   if (prev === next) return;
   for (const [k, v] of Object.entries(next)) if (prev[k] !== v) write(k, v);
   for (const k of Object.keys(prev)) if (!(k in next)) write(k, undefined);
-}
-
-/**
- * Where a member starts reading a partition: the committed offset if it lies within
- * [logStartOffset, logEndOffset], else the `auto.offset.reset` policy: earliest / latest
- * (Kafka's consumer semantics), or OFFSET_OUT_OF_RANGE for `none`.
- * Log end offset = high watermark here (no replication lag yet), so "latest" is the log end.
- */
-export function resolvePosition(
-  topic: string,
-  partition: number,
-  committed: CommittedOffset | undefined,
-  b: { logStartOffset: number; logEndOffset: number },
-  policy: "earliest" | "latest" | "none",
-): OffsetFetchPartition {
-  const base = {
-    topic,
-    partition,
-    committedOffset: committed?.offset ?? null,
-    metadata: committed?.metadata ?? null,
-    logStartOffset: b.logStartOffset,
-    logEndOffset: b.logEndOffset,
-  };
-  if (committed !== undefined && committed.offset >= b.logStartOffset && committed.offset <= b.logEndOffset) {
-    return { ...base, offset: committed.offset };
-  }
-  if (policy === "none") {
-    const why = committed === undefined ? "no committed offset" : `committed offset ${committed.offset} is outside [${b.logStartOffset}, ${b.logEndOffset}]`;
-    return { ...base, offset: null, error: { code: "OFFSET_OUT_OF_RANGE", message: `Partition ${partition} of ${topic}: ${why} and autoOffsetReset is none.` } };
-  }
-  return { ...base, offset: policy === "earliest" ? b.logStartOffset : b.logEndOffset, reset: policy };
 }
 
 function describeGroup(

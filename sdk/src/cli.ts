@@ -9,6 +9,7 @@
  * `run()` wires them to process.stdin/stdout.
  */
 import process from "node:process";
+import type { Readable } from "node:stream";
 import { parseArgs } from "node:util";
 import { EdgelogError, encodeBase64, type GroupDescription, type ListGroupsResponse, type ResetOffsetsResponse, type ResetOffsetsSpec, type TopicDescription, type TopicSummary } from "../../src/protocol/index.ts";
 import { Admin, type TopicConfigInput } from "./admin.ts";
@@ -302,29 +303,38 @@ function headerPairs(items: readonly string[] | undefined): Array<[string, strin
  * empty line. Lines are copies, independent of the input chunks.
  */
 export class LineSplitter {
+  /** Bytes of an unfinished line, from earlier chunks. */
   #rest: Uint8Array[] = [];
 
-  /** Feeds a chunk; returns the lines it completed. */
+  /** Feeds a chunk; returns the lines it completed (views of one copy of the chunk). */
   push(chunk: Uint8Array): Uint8Array[] {
     const lines: Uint8Array[] = [];
+    let nl = chunk.indexOf(0x0a);
+    if (nl === -1) {
+      if (chunk.length > 0) this.#rest.push(chunk.slice());
+      return lines;
+    }
+    // One copy per chunk, not per line: lines are views of it (cheap for many short lines).
+    const own = chunk.slice();
     let start = 0;
-    for (let nl = chunk.indexOf(0x0a); nl !== -1; nl = chunk.indexOf(0x0a, start)) {
-      lines.push(this.#take(chunk.subarray(start, nl)));
+    if (this.#rest.length > 0) {
+      lines.push(concat([...this.#rest, own.subarray(0, nl)]));
+      this.#rest = [];
+      start = nl + 1;
+      nl = own.indexOf(0x0a, start);
+    }
+    for (; nl !== -1; nl = own.indexOf(0x0a, start)) {
+      lines.push(own.subarray(start, nl));
       start = nl + 1;
     }
-    if (start < chunk.length) this.#rest.push(chunk.slice(start));
+    if (start < own.length) this.#rest.push(own.subarray(start));
     return lines;
   }
 
   /** Ends the stream; returns the last line if the input did not end with a newline. */
   end(): Uint8Array | undefined {
     if (this.#rest.length === 0) return undefined;
-    return this.#take(new Uint8Array(0));
-  }
-
-  #take(tail: Uint8Array): Uint8Array {
-    if (this.#rest.length === 0) return tail.slice();
-    const line = concat([...this.#rest, tail]);
+    const line = concat(this.#rest);
     this.#rest = [];
     return line;
   }
@@ -538,15 +548,21 @@ async function produce(client: EdgelogClient, cmd: Extract<Command, { kind: "pro
         () => undefined,
         (e: unknown) => {
           failure ??= e;
+          // Stop reading at once, also when stdin is an idle terminal or pipe.
+          (stdin as Partial<Readable>).destroy?.();
         },
       ),
     );
     while (window.length > PRODUCE_WINDOW_SENDS) await window.shift();
   };
-  for await (const chunk of stdin) {
-    const lines = splitter.push(chunk);
-    if (lines.length > 0) await submit(lines);
-    if (failure !== undefined) break;
+  try {
+    for await (const chunk of stdin) {
+      const lines = splitter.push(chunk);
+      if (lines.length > 0) await submit(lines);
+      if (failure !== undefined) break;
+    }
+  } catch (e) {
+    if (failure === undefined) throw e; // else: the premature close we caused
   }
   const last = splitter.end();
   if (last !== undefined && failure === undefined) await submit([last]);

@@ -108,11 +108,34 @@ const RECORD_IN_BATCH_SLACK_BYTES = 8;
 /** Kafka's sequence numbers are i32. */
 const MAX_SEQUENCE = 0x7fffffff;
 
+/** One send() call: settles once every one of its messages is acknowledged or failed. */
+interface SendCall {
+  results: RecordMetadata[];
+  /** Messages not yet acknowledged or failed. */
+  pending: number;
+  /** The first failure. */
+  error: unknown;
+  resolve: (results: RecordMetadata[]) => void;
+  reject: (e: unknown) => void;
+}
+
+/** A queued message; no promise per message, so a large backlog stays cheap. */
 interface PendingMessage {
   record: ProducerRecord;
   sizeBytes: number;
-  resolve: (m: RecordMetadata) => void;
-  reject: (e: unknown) => void;
+  call: SendCall;
+  /** Index of the message in its send() call. */
+  index: number;
+}
+
+function settle(m: PendingMessage, result: RecordMetadata | undefined, error: unknown): void {
+  const call = m.call;
+  if (result !== undefined) call.results[m.index] = result;
+  else if (call.error === undefined) call.error = error;
+  if (--call.pending === 0) {
+    if (call.error === undefined) call.resolve(call.results);
+    else call.reject(call.error);
+  }
 }
 
 interface Batch {
@@ -130,6 +153,8 @@ interface PartitionQueue {
   partition: number;
   open: Batch | undefined;
   lingerTimer: ReturnType<typeof setTimeout> | undefined;
+  /** The open batch has waited lingerMs: the sender may take it. */
+  lingerExpired: boolean;
   ready: Batch[];
   inFlight: Set<Batch>;
 }
@@ -189,9 +214,10 @@ export class Producer {
   /**
    * Queues `messages` for `topic` and resolves when all are acknowledged, with one
    * {@link RecordMetadata} per message, in order. Messages of successive send() calls keep
-   * their order within each partition.
+   * their order within each partition. Settles only when every message of the call is
+   * acknowledged or failed.
    *
-   * Errors (rejections): an {@link EdgelogClientError} of the first failed batch: non-retriable
+   * Errors (rejections): the {@link EdgelogClientError} of the first failed batch: non-retriable
    * codes at once (RECORD_TOO_LARGE, UNKNOWN_TOPIC_OR_PARTITION, INVALID_BATCH, ...),
    * retriable ones (UNAVAILABLE, REQUEST_TIMED_OUT, INTERNAL) after `retries` retries. Other
    * messages of the same call may have been appended. TypeError/RangeError for a malformed
@@ -201,11 +227,15 @@ export class Producer {
     if (this.#closed) throw new Error("Producer is closed.");
     const nowMs = Date.now();
     const inputs = request.messages.map((m) => toProducerRecord(m, nowMs));
-    const deliveries: Promise<RecordMetadata>[] = [];
-    const enqueued = this.#enqueueChain.then(() => this.#enqueue(request.topic, inputs, deliveries));
+    if (inputs.length === 0) return [];
+    let call!: SendCall;
+    const delivered = new Promise<RecordMetadata[]>((resolve, reject) => {
+      call = { results: new Array<RecordMetadata>(inputs.length), pending: inputs.length, error: undefined, resolve, reject };
+    });
+    const enqueued = this.#enqueueChain.then(() => this.#enqueue(request.topic, inputs, call));
     this.#enqueueChain = enqueued.catch(() => undefined);
     await enqueued;
-    return Promise.all(deliveries);
+    return delivered;
   }
 
   /**
@@ -236,12 +266,20 @@ export class Producer {
 
   // ---- accumulate ----
 
-  async #enqueue(topic: string, records: Array<{ record: ProducerRecord; partition: number | undefined }>, deliveries: Promise<RecordMetadata>[]): Promise<void> {
+  async #enqueue(topic: string, records: Array<{ record: ProducerRecord; partition: number | undefined }>, call: SendCall): Promise<void> {
     const meta = await this.#topicMetadata(topic);
-    for (const { record, partition: explicit } of records) {
+    for (const [index, { record, partition: explicit }] of records.entries()) {
       const sizeBytes = recordSizeBytes(record) + RECORD_IN_BATCH_SLACK_BYTES;
       // Back-pressure: wait for acknowledgements to free buffer space (one oversized record may pass alone).
       while (this.#bufferedBytes > 0 && this.#bufferedBytes + sizeBytes > this.#opts.maxBufferedBytes) {
+        // A full buffer makes every open batch sendable now, as Kafka's accumulator does when
+        // memory is exhausted: waiting out lingerMs would only stall the caller.
+        for (const other of this.#queues.values()) {
+          if (other.open !== undefined) {
+            other.lingerExpired = true;
+            this.#pump(other);
+          }
+        }
         await new Promise<void>((resolve) => this.#spaceWaiters.push(resolve));
       }
       let partition: number;
@@ -249,12 +287,8 @@ export class Producer {
       else if (record.key !== null) partition = partitionForKey(record.key, meta.partitions);
       else partition = this.#stickyPartition(topic, meta.partitions);
       const q = this.#queue(topic, partition);
-      deliveries.push(
-        new Promise<RecordMetadata>((resolve, reject) => {
-          // A record over the topic's max.message.bytes goes alone, so only it fails with RECORD_TOO_LARGE.
-          this.#append(q, { record, sizeBytes, resolve, reject }, sizeBytes - RECORD_IN_BATCH_SLACK_BYTES > meta.maxMessageBytes);
-        }),
-      );
+      // A record over the topic's max.message.bytes goes alone, so only it fails with RECORD_TOO_LARGE.
+      this.#append(q, { record, sizeBytes, call, index }, sizeBytes - RECORD_IN_BATCH_SLACK_BYTES > meta.maxMessageBytes);
     }
   }
 
@@ -267,9 +301,11 @@ export class Producer {
     if (batch === undefined) {
       batch = newBatch();
       q.open = batch;
+      q.lingerExpired = false;
       q.lingerTimer = setTimeout(() => {
         q.lingerTimer = undefined;
-        this.#seal(q);
+        q.lingerExpired = true;
+        this.#pump(q);
       }, this.#opts.lingerMs);
     }
     batch.messages.push(message);
@@ -278,18 +314,22 @@ export class Producer {
     if (alone || batch.sizeBytes >= this.#opts.maxBatchBytes) this.#seal(q);
   }
 
-  /** Closes the open batch of `q` and hands it to the sender. */
+  /** Closes the open batch of `q` (no more records join it) and lets the sender take it. */
   #seal(q: PartitionQueue): void {
+    this.#close(q);
+    this.#pump(q);
+  }
+
+  #close(q: PartitionQueue): void {
     if (q.lingerTimer !== undefined) clearTimeout(q.lingerTimer);
     q.lingerTimer = undefined;
     const batch = q.open;
     if (batch === undefined) return;
     q.open = undefined;
     q.ready.push(batch);
-    // KIP-480: null-key records move on to the next partition once the sticky one's batch is done.
+    // KIP-480: null-key records move on to the next partition once the sticky one's batch is closed.
     const sticky = this.#sticky.get(q.topic);
     if (sticky === q.partition) this.#sticky.set(q.topic, sticky + 1);
-    this.#pump(q);
   }
 
   #stickyPartition(topic: string, partitions: number): number {
@@ -305,7 +345,7 @@ export class Producer {
     const key = `${partition}/${topic}`;
     let q = this.#queues.get(key);
     if (q === undefined) {
-      q = { topic, partition, open: undefined, lingerTimer: undefined, ready: [], inFlight: new Set() };
+      q = { topic, partition, open: undefined, lingerTimer: undefined, lingerExpired: false, ready: [], inFlight: new Set() };
       this.#queues.set(key, q);
     }
     return q;
@@ -313,8 +353,14 @@ export class Producer {
 
   // ---- send ----
 
+  /**
+   * Sends ready batches while the partition has room in flight. As in Kafka's accumulator, the
+   * open batch is taken only once its linger expired, and keeps filling (up to maxBatchBytes)
+   * while the previous request is in flight, so a busy partition sends few large batches.
+   */
   #pump(q: PartitionQueue): void {
     while (q.inFlight.size < this.#opts.maxInFlight) {
+      if (q.ready.length === 0 && q.open !== undefined && q.lingerExpired) this.#close(q);
       const batch = q.ready.shift();
       if (batch === undefined) return;
       q.inFlight.add(batch);
@@ -347,7 +393,7 @@ export class Producer {
           }
           for (let i = 0; i < n; i++) {
             const r = res.records[i]!;
-            batch.messages[i]!.resolve({ topic: q.topic, partition: r.partition, offset: r.offset, timestamp: r.timestamp });
+            settle(batch.messages[i]!, { topic: q.topic, partition: r.partition, offset: r.offset, timestamp: r.timestamp }, undefined);
           }
           return;
         } catch (e) {
@@ -361,7 +407,7 @@ export class Producer {
       }
     } catch (e) {
       this.#onBatchFailed(q, batch, e);
-      for (const m of batch.messages) m.reject(e);
+      for (const m of batch.messages) settle(m, undefined, e);
     }
   }
 

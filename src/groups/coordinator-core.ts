@@ -25,6 +25,7 @@ import { type ErrorResult, errorResult } from "../protocol/errors.ts";
 import {
   type AssignorName,
   type GroupConfigs,
+  type OffsetFetchPartition,
   type GroupStateName,
   type MemberReconcileState,
   DEFAULT_ASSIGNOR,
@@ -664,6 +665,37 @@ export function committedOffset(s: GroupState, topic: string, partition: number,
   const meta = topics[topic];
   if (meta !== undefined && meta.topicId !== o.topicId) return undefined;
   return o;
+}
+
+/**
+ * Where a member starts reading a partition: the committed offset if it lies within
+ * [logStartOffset, logEndOffset], else the `auto.offset.reset` policy: earliest / latest
+ * (Kafka's consumer semantics), or OFFSET_OUT_OF_RANGE for `none`.
+ * Log end offset = high watermark here (no replication lag yet), so "latest" is the log end.
+ */
+export function resolvePosition(
+  topic: string,
+  partition: number,
+  committed: CommittedOffset | undefined,
+  b: { logStartOffset: number; logEndOffset: number },
+  policy: "earliest" | "latest" | "none",
+): OffsetFetchPartition {
+  const base = {
+    topic,
+    partition,
+    committedOffset: committed?.offset ?? null,
+    metadata: committed?.metadata ?? null,
+    logStartOffset: b.logStartOffset,
+    logEndOffset: b.logEndOffset,
+  };
+  if (committed !== undefined && committed.offset >= b.logStartOffset && committed.offset <= b.logEndOffset) {
+    return { ...base, offset: committed.offset };
+  }
+  if (policy === "none") {
+    const why = committed === undefined ? "no committed offset" : `committed offset ${committed.offset} is outside [${b.logStartOffset}, ${b.logEndOffset}]`;
+    return { ...base, offset: null, error: { code: "OFFSET_OUT_OF_RANGE", message: `Partition ${partition} of ${topic}: ${why} and autoOffsetReset is none.` } };
+  }
+  return { ...base, offset: policy === "earliest" ? b.logStartOffset : b.logEndOffset, reset: policy };
 }
 
 /** Overwrites committed offsets (admin reset-offsets); only while the group has no members. */

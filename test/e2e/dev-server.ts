@@ -69,7 +69,8 @@ export async function startDevServer(opts: DevServerOptions = {}): Promise<DevSe
     for (const [k, v] of Object.entries(opts.vars ?? {})) args.push("--var", `${k}:${v}`);
     child = spawn(WRANGLER, args, {
       cwd: ROOT,
-      env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "true", NO_COLOR: "1" },
+      // The project's own Node (npm package `node`) first on PATH: wrangler needs Node >= 22.
+      env: { ...process.env, PATH: `${join(ROOT, "node_modules/.bin")}:${process.env.PATH ?? ""}`, WRANGLER_SEND_METRICS: "false", CI: "true", NO_COLOR: "1" },
       stdio: ["ignore", "pipe", "pipe"],
       detached: true,
     });
@@ -77,7 +78,7 @@ export async function startDevServer(opts: DevServerOptions = {}): Promise<DevSe
     child.stderr?.on("data", (d: Buffer) => { out += d.toString(); });
     const deadline = Date.now() + (opts.startTimeoutMs ?? 90_000);
     while (Date.now() < deadline) {
-      if (child.exitCode !== null) throw new Error(`wrangler dev exited with ${child.exitCode}:\n${out}`);
+      if (child.exitCode !== null || child.signalCode !== null) throw new Error(`wrangler dev exited with ${child.exitCode}:\n${out}`);
       try {
         const r = await fetch(`${baseUrl}/v1/health`);
         if (r.ok) return;
@@ -91,7 +92,7 @@ export async function startDevServer(opts: DevServerOptions = {}): Promise<DevSe
 
   const signal = async (sig: NodeJS.Signals) => {
     const c = child;
-    if (!c || c.exitCode !== null || c.pid === undefined) return;
+    if (!c || c.exitCode !== null || c.signalCode !== null || c.pid === undefined) return;
     const exited = new Promise<void>((r) => c.once("exit", () => r()));
     try { process.kill(-c.pid, sig); } catch { /* already gone */ }
     const timer = setTimeout(() => { try { process.kill(-(c.pid as number), "SIGKILL"); } catch { /* gone */ } }, 5000);

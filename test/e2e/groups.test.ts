@@ -8,7 +8,7 @@
  * and a survivor resumed that partition exactly at that committed offset; in the end the group
  * has no lag.
  */
-import { type ChildProcess, spawn } from "node:child_process";
+import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
@@ -24,7 +24,7 @@ interface WebhookExample {
 const PARTITIONS = 6;
 /** How many times the example set is produced (329 examples each). */
 const ROUNDS = 3;
-const MESSAGE_DELAY_MS = 4;
+const MESSAGE_DELAY_MS = 8;
 const SESSION_TIMEOUT_MS = 2500;
 const AUTO_COMMIT_MS = 500;
 
@@ -139,8 +139,17 @@ describe("consumer groups e2e", () => {
 
     const [a, b, c] = ["A", "B", "C"].map((n) => new Member(n, group, topic)) as [Member, Member, Member];
     try {
-      // Midway: B has processed a good part of its share.
-      await waitFor("B to process 60 records", () => b.messages().length >= 60);
+      // Midway: the group is Stable with partitions on every member, and B has processed part
+      // of its share and committed at least once since.
+      await waitFor("a Stable group with partitions on every member", async () => {
+        const d = (await http("GET", `/v1/groups/${group}`)) as GroupDescription;
+        return d.state === "Stable" && d.members.length === 3 && d.members.every((m) => m.assignment.length > 0);
+      });
+      const stableAt = Date.now();
+      await waitFor("B to process and commit", () => {
+        const commits = b.lines.filter((l) => l.ev === "commit" && l.t > stableAt);
+        return commits.length >= 1 && b.messages().filter((l) => l.t > stableAt).length >= 40;
+      });
       const victimId = b.memberId() as string;
       b.child.kill("SIGKILL");
       const killedAt = Date.now();
@@ -205,5 +214,48 @@ describe("consumer groups e2e", () => {
       for (const m of [a, b, c]) if (m.child.exitCode === null) m.child.kill("SIGKILL");
       for (const m of [a, b, c]) if (m.stderr !== "") console.warn(`${m.name} stderr:\n${m.stderr}`);
     }
+  });
+});
+
+/** Runs the `edgelog` CLI; resolves with its exit code and output. */
+function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [join(ROOT, "sdk/bin/edgelog.js"), "--url", server.baseUrl, ...args], { cwd: ROOT }, (err, stdout, stderr) => {
+      resolve({ code: err === null ? 0 : typeof err.code === "number" ? err.code : 1, stdout, stderr });
+    });
+  });
+}
+
+describe("consumer groups from the CLI", () => {
+  it("consume -g resumes from the committed offsets; groups list, describe, reset-offsets, delete", async () => {
+    const topic = randomTopic("cli");
+    const group = `cli-${topic}`;
+    await http("POST", "/v1/topics", { name: topic, partitions: 1 });
+    await http("POST", `/v1/topics/${topic}/records`, { records: ["a", "b", "c", "d", "e"].map((value) => ({ value })) });
+
+    const first = await cli(["consume", topic, "-g", group, "--from-beginning", "-n", "3"]);
+    expect(first).toMatchObject({ code: 0, stdout: "a\nb\nc\n" });
+    const second = await cli(["consume", topic, "-g", group, "-n", "2"]);
+    expect(second).toMatchObject({ code: 0, stdout: "d\ne\n" });
+
+    const described = await cli(["groups", "describe", group]);
+    expect(described.code).toBe(0);
+    expect(described.stdout).toContain("State: Empty");
+    expect(described.stdout).toMatch(new RegExp(`${topic}\\s+0\\s+5\\s+5\\s+0`));
+    const listed = await cli(["groups", "list"]);
+    expect(listed.stdout).toMatch(new RegExp(`${group}\\s+Empty`));
+
+    const dry = await cli(["groups", "reset-offsets", group, "--topic", topic, "--to-offset", "1"]);
+    expect(dry.stdout).toContain("Dry run");
+    expect(((await http("GET", `/v1/groups/${group}`)) as GroupDescription).offsets[0]?.committedOffset).toBe(5);
+    const reset = await cli(["groups", "reset-offsets", group, "--topic", topic, "--to-offset", "1", "--execute"]);
+    expect(reset.code).toBe(0);
+    const third = await cli(["consume", topic, "-g", group, "-n", "4"]);
+    expect(third.stdout).toBe("b\nc\nd\ne\n");
+
+    expect((await cli(["groups", "delete", group])).code).toBe(0);
+    const gone = await cli(["groups", "describe", group]);
+    expect(gone.code).toBe(1);
+    expect(gone.stderr).toContain("GROUP_ID_NOT_FOUND");
   });
 });

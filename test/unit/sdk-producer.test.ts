@@ -45,6 +45,28 @@ describe("batching", () => {
     expect((await sent).map((m) => m.offset)).toEqual([0]);
   });
 
+  it("keeps filling a partition's open batch while its previous request is in flight (as Kafka's accumulator)", async () => {
+    const server = new FakeServer();
+    server.addTopic("t", 1);
+    let release!: () => void;
+    const gate = new Promise<void>((r) => {
+      release = r;
+    });
+    let produces = 0;
+    const gated: typeof fetch = async (input, init) => {
+      if (init?.method === "POST" && String(input).endsWith("/records") && ++produces === 1) await gate;
+      return server.fetch(input, init);
+    };
+    const producer = new Producer(new EdgelogClient({ baseUrl: "http://x", fetch: gated }), { ...FAST, lingerMs: 1 });
+    const first = producer.send({ topic: "t", messages: [{ value: "a" }] });
+    await new Promise((r) => setTimeout(r, 20)); // the first request is now held in flight
+    const later = ["b", "c", "d"].map((value) => producer.send({ topic: "t", messages: [{ value }] }));
+    await new Promise((r) => setTimeout(r, 20)); // well past lingerMs
+    release();
+    await Promise.all([first, ...later]);
+    expect(server.produced.map((b) => b.records.map((r) => text(r.value)))).toEqual([["a"], ["b", "c", "d"]]);
+  });
+
   it("seals a batch when the next record would exceed maxBatchBytes", async () => {
     const value = "x".repeat(100);
     const perRecord = recordSizeBytes({ key: null, value: utf8(value), headers: [], timestamp: 0 }) + 8;
@@ -69,6 +91,16 @@ describe("batching", () => {
     expect(((await big) as EdgelogClientError).code).toBe("RECORD_TOO_LARGE");
     expect((await after).map((m) => m.offset)).toEqual([1]);
     expect(server.produced.map((b) => b.records.length)).toEqual([1, 1, 1]);
+  });
+
+  it("a send() with one failing message rejects with its error once the others are appended", async () => {
+    const server = new FakeServer();
+    server.addTopic("t", 1, 200);
+    const producer = new Producer(new EdgelogClient({ baseUrl: "http://x", fetch: server.fetch }), { ...FAST, lingerMs: 60_000 });
+    const sent = producer.send({ topic: "t", messages: [{ value: "a" }, { value: "x".repeat(300) }, { value: "b" }] }).catch((e: unknown) => e);
+    await producer.flush();
+    expect(((await sent) as EdgelogClientError).code).toBe("RECORD_TOO_LARGE");
+    expect(server.log("t", 0).records.map((r) => text(r.value))).toEqual(["a", "b"]);
   });
 
   it("rejects maxBatchBytes above the server's request limit and maxInFlight > 1 with idempotence", () => {
@@ -299,6 +331,17 @@ describe("flush, close and memory", () => {
     // At most two ~1 KB records fit in 2500 bytes, so no request carried more than two.
     expect(Math.max(...server.produced.map((b) => b.records.length))).toBeLessThanOrEqual(2);
     expect(producer.bufferedBytes).toBe(0);
+  });
+
+  it("a full buffer sends lingering batches at once instead of waiting lingerMs", async () => {
+    const value = "x".repeat(1000);
+    const { server, producer } = setup(1, { lingerMs: 60_000, maxBufferedBytes: 2500 });
+    const started = Date.now();
+    const sends = Array.from({ length: 5 }, () => producer.send({ topic: "t", messages: [{ value }] }));
+    await Promise.all(sends.slice(0, 3)); // the third needed space: the first batch went out without linger
+    expect(Date.now() - started).toBeLessThan(5000);
+    await producer.close();
+    expect(server.log("t", 0).records.length).toBe(5);
   });
 });
 
