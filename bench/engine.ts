@@ -7,7 +7,7 @@ import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { Miniflare } from "miniflare";
+import { Miniflare, convertV4MiniflareOptions } from "miniflare";
 
 export const ROOT = resolve(import.meta.dirname, "..");
 
@@ -42,15 +42,20 @@ export async function startEngine(): Promise<Engine> {
   const cfg = readWranglerToml();
   const durableObjects: Record<string, { className: string; useSQLite: boolean }> = {};
   for (const [binding, className] of Object.entries(cfg.durableObjects)) durableObjects[binding] = { className, useSQLite: true };
-  const mf = new Miniflare({
-    modules: [{ type: "ESModule", path: join(outdir, "index.js"), contents: readFileSync(join(outdir, "index.js"), "utf8") }],
-    modulesRoot: outdir,
-    compatibilityDate: cfg.compatibilityDate,
-    compatibilityFlags: cfg.compatibilityFlags,
-    durableObjects,
-    bindings: { EDGELOG_BENCH_ROUTES: "1" },
-    resourcePersistencePath: stateDir,
-  } as ConstructorParameters<typeof Miniflare>[0]);
+  // Miniflare 5 takes a new options shape; convertV4MiniflareOptions maps the classic
+  // single-worker shape (modules, durableObjects, bindings) onto it.
+  const mf = new Miniflare(
+    convertV4MiniflareOptions({
+      name: "edgelog",
+      modules: [{ type: "ESModule", path: join(outdir, "index.js"), contents: readFileSync(join(outdir, "index.js"), "utf8") }],
+      modulesRoot: outdir,
+      compatibilityDate: cfg.compatibilityDate,
+      compatibilityFlags: cfg.compatibilityFlags,
+      durableObjects,
+      bindings: { EDGELOG_BENCH_ROUTES: "1" },
+      durableObjectsPersist: stateDir,
+    } as unknown as Parameters<typeof convertV4MiniflareOptions>[0]),
+  );
   await mf.ready;
   const dispatch = (async (input: RequestInfo | URL, init?: RequestInit) => {
     const req = new Request(input as RequestInfo, init);

@@ -18,7 +18,7 @@
  * - members(member_id PK, data JSON of MemberState);
  * - targets(member_id PK, assignment JSON);
  * - offsets((topic, partition) PK, committed_offset, metadata, commit_ms, topic_id);
- * - schedule(key PK, due_ms): `session:<member>`, `rebalance:<member>`, `offsets`, `directory`.
+ * - schedule(key PK, due_ms): `session:<member>`, `rebalance:<member>`, `offsets`, `directory:<group>`.
  */
 import { checkInvariants, commitOffsets as coreCommit, committedOffset, expire, resolvePosition, groupStateName, heartbeat as coreHeartbeat, leave as coreLeave, newGroup, partitionOwners, resetOffsets as coreReset, timers, alterConfigs as coreAlterConfigs, canDelete, type CommitInput, type CommittedOffset, type GroupState, type HeartbeatInput, type LeaveInput, type MemberState, type TopicMeta, type TopicsSnapshot } from "../src/groups/coordinator-core.ts";
 import { type Assignment, parseTpKey, toWire, tpKey } from "../src/groups/assignment.ts";
@@ -52,6 +52,8 @@ export const TOPICS_SNAPSHOT_TTL_MS = 1000;
 const TOPICS_MIN_REFRESH_MS = 100;
 /** Retry delay of a failed push to the group directory (ms). */
 const DIRECTORY_RETRY_MS = 1000;
+/** Schedule key of a directory push retry: `directory:<groupId>` (the group id survives eviction). */
+const DIRECTORY_KEY_PREFIX = "directory:";
 /** Most partitions whose log bounds describe reads (each is one partition RPC). */
 const MAX_DESCRIBE_PARTITIONS = 2048;
 
@@ -115,6 +117,8 @@ export class GroupCoordinatorDO extends SqliteDurableObject<GroupsEnv> implement
   #directoryPushed: string | null = null;
   #directoryPushing = false;
   #directoryVersion = 0;
+  /** The group id after the group was deleted (for the directory's tombstone). */
+  #lastGroupId: string | null = null;
 
   constructor(ctx: DurableObjectState, env: GroupsEnv) {
     super(ctx, env);
@@ -124,7 +128,12 @@ export class GroupCoordinatorDO extends SqliteDurableObject<GroupsEnv> implement
   protected onStart(): void {
     this.#state = this.#load();
     for (const r of this.sql.all<{ key: string; due_ms: number }>("SELECT key, due_ms FROM schedule")) this.#schedule.set(r.key, r.due_ms);
-    if (this.#schedule.has("directory")) this.#directoryRetryMs = this.#schedule.get("directory") ?? null;
+    for (const [k, due] of this.#schedule) {
+      if (!k.startsWith(DIRECTORY_KEY_PREFIX)) continue;
+      // A directory push failed before the object was evicted: retry it for that group.
+      this.#directoryRetryMs = due;
+      this.#lastGroupId = k.slice(DIRECTORY_KEY_PREFIX.length);
+    }
     if (this.#state !== null) {
       const bad = checkInvariants(this.#state);
       if (bad !== undefined) throw new Error(`group ${this.#state.groupId}: invariant violated after load: ${bad}`);
@@ -309,7 +318,7 @@ export class GroupCoordinatorDO extends SqliteDurableObject<GroupsEnv> implement
       this.#directoryPushed = null;
       this.#syncDirectory();
     }
-    const due = [...this.#schedule].some(([k, d]) => k !== "directory" && d <= now);
+    const due = [...this.#schedule].some(([k, d]) => !k.startsWith(DIRECTORY_KEY_PREFIX) && d <= now);
     if (this.#state !== null && due) {
       let topics: TopicsSnapshot;
       try {
@@ -446,6 +455,7 @@ export class GroupCoordinatorDO extends SqliteDurableObject<GroupsEnv> implement
 
   /** Removes the group: every row, the schedule and the alarm (the schema stays). */
   #destroy(): void {
+    this.#lastGroupId = this.#state?.groupId ?? this.#lastGroupId;
     this.ctx.storage.transactionSync(() => {
       for (const t of ["grp", "members", "targets", "offsets", "schedule"]) this.sql.run(`DELETE FROM ${t}`);
     });
@@ -460,7 +470,8 @@ export class GroupCoordinatorDO extends SqliteDurableObject<GroupsEnv> implement
   #writeSchedule(s: GroupState | null): void {
     const want = new Map<string, number>();
     if (s !== null) for (const t of timers(s)) want.set(t.key, t.dueMs);
-    if (this.#directoryRetryMs !== null) want.set("directory", this.#directoryRetryMs);
+    const groupId = s?.groupId ?? this.#lastGroupId;
+    if (this.#directoryRetryMs !== null && groupId !== null) want.set(`${DIRECTORY_KEY_PREFIX}${groupId}`, this.#directoryRetryMs);
     for (const [k] of this.#schedule) {
       if (!want.has(k)) {
         this.sql.run("DELETE FROM schedule WHERE key = ?", k);
@@ -529,7 +540,6 @@ export class GroupCoordinatorDO extends SqliteDurableObject<GroupsEnv> implement
     })();
   }
 
-  #lastGroupId: string | null = null;
 
   // ---- other objects ----
 

@@ -12,7 +12,7 @@
  * Decisions are the pure functions of src/streams/; this shell loads state, calls them, and
  * writes the records and the state they describe in one transaction (via the host's append).
  */
-import { encodeBatch, decodeBatch, type ProducerRecord } from "../src/codec/index.ts";
+import { encodeBatch, type ProducerRecord } from "../src/codec/index.ts";
 import type { Env } from "../src/env.ts";
 import { metadataStore } from "../src/metadata/store.ts";
 import { partitionStub, type AppendOk, type RpcResult } from "../src/partition/rpc.ts";
@@ -22,6 +22,7 @@ import { createMatches } from "../src/streams/create.ts";
 import { expiryDeadlineMs, forkExpiry, isExpired, remainingLifetimeMs, touchPersistIntervalMs } from "../src/streams/expiry.ts";
 import { contentTypesMatch, DEFAULT_CONTENT_TYPE, isJsonContentType } from "../src/streams/headers.ts";
 import { concatValues, formatJsonArray, resolveSubOffset, splitBody } from "../src/streams/records.ts";
+import { forEachValue } from "../src/streams/values.ts";
 import type {
   AppendStreamOk,
   AppendStreamRequest,
@@ -656,18 +657,21 @@ export class PartitionStreams implements StreamRpc {
   #readOwn(from: number, end: number, maxBytes: number, bytes: number, values: (Uint8Array | null)[]): number {
     let next = from;
     if (from >= end) return next;
+    let full = false;
     for (const b of this.#host.batchesFrom(from)) {
-      if (b.baseOffset >= end) break;
-      const { records } = decodeBatch(b.data, 0, { verifyCrc: false });
-      for (const r of records) {
-        if (r.offset < next) continue;
-        if (r.offset >= end) return next;
-        const len = r.value?.length ?? 0;
-        if (values.length > 0 && bytes + len > maxBytes) return next;
-        values.push(r.value);
+      if (b.baseOffset >= end || full) break;
+      forEachValue(b.data, (offset, value) => {
+        if (offset < next) return true;
+        const len = value?.length ?? 0;
+        if (offset >= end || (values.length > 0 && bytes + len > maxBytes)) {
+          full = true;
+          return false;
+        }
+        values.push(value);
         bytes += len;
-        next = r.offset + 1;
-      }
+        next = offset + 1;
+        return true;
+      });
     }
     return next;
   }
@@ -683,8 +687,10 @@ export class PartitionStreams implements StreamRpc {
     }
     const values: (Uint8Array | null)[] = [];
     for (const b of this.#host.batchesFrom(anchor)) {
-      const { records } = decodeBatch(b.data, 0, { verifyCrc: false });
-      for (const r of records) if (r.offset >= anchor && r.offset < cap) values.push(r.value);
+      forEachValue(b.data, (offset, value) => {
+        // Copies: these cross an RPC boundary, and a view would drag its whole row along.
+        if (offset >= anchor && offset < cap) values.push(value === null ? null : value.slice());
+      });
       break;
     }
     return { ok: true, values };

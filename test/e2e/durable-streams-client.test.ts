@@ -90,7 +90,8 @@ describe("the official client against Edgelog", () => {
     expect(chunks.join("")).toBe("abc");
     expect(live.streamClosed).toBe(true);
     const head = await handle.head();
-    expect(head.streamClosed).toBe(true);
+    expect(head.exists && head.streamClosed).toBe(true);
+    expect(head.exists && head.offset).toBe(token(3));
   });
 
   it("keeps streams, their closure and producer state across a dev-server restart", async () => {
