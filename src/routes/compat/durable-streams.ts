@@ -38,7 +38,7 @@ export const DEFAULT_LONG_POLL_TIMEOUT_MS = 20_000;
 const LONG_POLL_TIMEOUT_MIN_MS = 100;
 const LONG_POLL_TIMEOUT_MAX_MS = 60_000;
 /** Value bytes per read answer (the first record always goes in). */
-export const READ_MAX_BYTES = 1024 * 1024;
+export const READ_MAX_BYTES = 4 * 1024 * 1024;
 /** An SSE connection is closed after this long so clients reconnect through CDNs (protocol 10.2). */
 export const SSE_CONNECTION_MAX_MS = 60_000;
 
