@@ -18,8 +18,8 @@ function workerdPids(): number[] {
 }
 function wcpu(pids: number[]): number {
   let t = 0;
-  for (const p of pids) { const s = readFileSync(`/proc/${p}/stat`, "utf8").split(") ")[1]!.split(" "); t += Number(s[11]) + Number(s[12]); }
-  return t * 10; // ms
+  for (const p of pids) for (const th of readdirSync(`/proc/${p}/task`)) { try { t += Number(readFileSync(`/proc/${p}/task/${th}/schedstat`, "utf8").split(" ")[0]); } catch {} }
+  return t / 1e6; // ms
 }
 async function closedLoop(total: number, conc: number, fn: (i: number) => Promise<void>) {
   let next = 0; const t0 = performance.now();
@@ -37,12 +37,16 @@ await client.createTopic({ name: "t2", partitions: 6 });
 await client.createTopic({ name: "t3", partitions: 6 });
 for (let i = 0; i < 50; i++) await ok(await f(`${BASE}/bench/noop`));
 const only = process.argv[2]?.split(",");
+const results = new Map<string, { rate: number[]; w: number[]; nd: number[] }>();
 async function phase(name: string, n: number, conc: number, fn: (i: number) => Promise<void>, bytesPer = 0) {
   if (only && !only.includes(name)) return;
   await closedLoop(Math.min(50, n), conc, fn);
   const c0 = wcpu(pids); const n0 = process.cpuUsage();
   const secs = await closedLoop(n, conc, fn);
   const c1 = wcpu(pids); const n1 = process.cpuUsage(n0);
+  const e = results.get(name) ?? { rate: [], w: [], nd: [] }; results.set(name, e);
+  e.rate.push(n / secs); e.w.push((c1 - c0) / n); e.nd.push((n1.user + n1.system) / 1000 / n);
+  if (process.env.QUIET) return;
   console.log(`${name.padEnd(20)} ${(n / secs).toFixed(0).padStart(6)} req/s ${bytesPer ? ((n * bytesPer) / 1e6 / secs).toFixed(1) + " MB/s" : ""}  workerd ${((c1 - c0) / n).toFixed(2)} ms/req  node ${((n1.user + n1.system) / 1000 / n).toFixed(2)} ms/req  wall ${secs.toFixed(2)}s`);
 }
 const N = Number(process.env.N ?? 2000);
@@ -53,6 +57,7 @@ const tinyBatch = encodeBatch({}, [{ key: null, value: tiny, headers: [], timest
 const recs = Array.from({ length: 255 }, (_, j) => ({ key: new TextEncoder().encode(`k${j}`), value: new Uint8Array(1024).fill(97), headers: [], timestamp: Date.now() }));
 const seq = [0, 0, 0, 0, 0, 0];
 const { producerId } = await client.initProducerId();
+for (let round = 0; round < Number(process.env.ROUNDS ?? 1); round++)
 for (const ph of (process.env.PHASES ?? "noop,raw-tiny,json-single,bin-single,raw-big,bin-big,bin-big-idem").split(",")) {
   if (ph === "noop") await phase(ph, N, 8, async () => ok(await f(`${BASE}/bench/noop`)));
   if (ph === "raw-tiny") await phase(ph, N, 8, async (i) => ok(await f(`${BASE}/bench/raw-insert/q${i % 6}`, { method: "POST", body: tiny })));
@@ -68,4 +73,7 @@ for (const ph of (process.env.PHASES ?? "noop,raw-tiny,json-single,bin-single,ra
     console.log(`${ph.padEnd(20)} ${(n / secs).toFixed(0).padStart(6)} req/s ${((n * 262144) / 1e6 / secs).toFixed(1)} MB/s  workerd ${((c1 - c0) / n).toFixed(2)} ms/req  node ${((n1.user + n1.system) / 1000 / n).toFixed(2)} ms/req  (node includes encode)`);
   }
 }
+const med = (a: number[]) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)]!;
+const noop = results.get("noop");
+for (const [k, e] of results) console.log(`MEDIAN ${k.padEnd(14)} ${med(e.rate).toFixed(0).padStart(6)} req/s  workerd ${med(e.w).toFixed(2)} ms  node ${med(e.nd).toFixed(2)} ms  ${noop ? "ratio/noop " + (med(e.rate) / med(noop.rate)).toFixed(2) : ""}  rounds ${e.rate.map((x) => x.toFixed(0)).join(",")}`);
 await engine.dispose();

@@ -106,15 +106,17 @@ export class MetadataDO extends SqliteDurableObject<Env> implements TopicMetadat
 
   getTopic(name: string): Promise<RpcResult<{ topic: TopicSummary }>> {
     return expected(() => {
-      const row = this.#row(parseTopicName(name).full);
-      return row === undefined ? unknownTopic(name) : { ok: true as const, topic: toSummary(row) };
+      const full = parseTopicName(name).full;
+      const row = this.#row(full);
+      return row === undefined ? unknownTopic(full) : { ok: true as const, topic: toSummary(row) };
     });
   }
 
   describeTopic(name: string): Promise<RpcResult<{ topic: TopicDescription }>> {
     return expected(async () => {
-      const row = this.#row(parseTopicName(name).full);
-      if (row === undefined) return unknownTopic(name);
+      const full = parseTopicName(name).full;
+      const row = this.#row(full);
+      if (row === undefined) return unknownTopic(full);
       return this.#describe(toSummary(row));
     });
   }
@@ -124,7 +126,7 @@ export class MetadataDO extends SqliteDurableObject<Env> implements TopicMetadat
       const full = parseTopicName(name).full;
       return this.#serial(async () => {
         const row = this.#row(full);
-        if (row === undefined) return unknownTopic(name);
+        if (row === undefined) return unknownTopic(full);
         const current = toSummary(row);
         const configs = mergeTopicConfigs(current.configs, req.configs);
         const partitions = req.partitions === undefined ? current.partitions : checkPartitions(req.partitions);
@@ -154,7 +156,7 @@ export class MetadataDO extends SqliteDurableObject<Env> implements TopicMetadat
       const full = parseTopicName(name).full;
       return this.#serial(async () => {
         const row = this.#row(full);
-        if (row === undefined) return unknownTopic(name);
+        if (row === undefined) return unknownTopic(full);
         // Row first: from here on no gateway can resolve the topic (beyond its cache bound),
         // then each partition deletes its storage and refuses later calls.
         this.sql.run("DELETE FROM topics WHERE name = ?", full);

@@ -12,11 +12,12 @@
  * Decisions are the pure functions of src/streams/; this shell loads state, calls them, and
  * writes the records and the state they describe in one transaction (via the host's append).
  */
-import { encodeBatch, type ProducerRecord } from "../src/codec/index.ts";
+import { encodeBatch, splitRecords, type ProducerRecord } from "../src/codec/index.ts";
 import type { Env } from "../src/env.ts";
 import { metadataStore } from "../src/metadata/store.ts";
 import { partitionStub, type AppendOk, type RpcResult } from "../src/partition/rpc.ts";
 import { errorResult, type ErrorResult } from "../src/protocol/errors.ts";
+import { MAX_STORED_BATCH_BYTES } from "../src/protocol/limits.ts";
 import { decideAppend, type ClosedBy, type ProducerState } from "../src/streams/append.ts";
 import { createMatches } from "../src/streams/create.ts";
 import { expiryDeadlineMs, forkExpiry, isExpired, remainingLifetimeMs, touchPersistIntervalMs } from "../src/streams/expiry.ts";
@@ -210,11 +211,12 @@ export class PartitionStreams implements StreamRpc {
   async dsCreate(req: CreateStreamRequest): Promise<RpcResult<CreateStreamOk>> {
     const log = this.#host.log();
     if (log === null) return unknownPartition();
+    const nowMs = Date.now();
     const existing = this.#meta;
     if (existing !== null) {
       if (existing.path !== req.path) return errorResult("STREAM_CONFLICT", "This topic backs another stream path.");
       if (existing.softDeleted) return errorResult("STREAM_CONFLICT", "The stream at this path was deleted but forks still reference it.");
-      if (this.#expired(existing, req.nowMs)) {
+      if (this.#expired(existing, nowMs)) {
         await this.#expire();
         // The caller re-creates the topic and asks again.
         return unknownPartition();
@@ -259,7 +261,7 @@ export class PartitionStreams implements StreamRpc {
       ttlSeconds: expiry.ttlSeconds,
       expiresAtMs: expiry.expiresAtMs,
       expiryInherited: fork !== null && requested.ttlSeconds === null && requested.expiresAtMs === null && (expiry.ttlSeconds !== null || expiry.expiresAtMs !== null),
-      lastAccessMs: req.nowMs,
+      lastAccessMs: nowMs,
       closed: req.closed,
       closedBy: null,
       streamSeq: null,
@@ -277,15 +279,20 @@ export class PartitionStreams implements StreamRpc {
       visibleStart: fork === null ? log.logStartOffset : fork.source.visibleStart,
       refCount: 0,
       softDeleted: false,
-      createdAtMs: req.nowMs,
+      createdAtMs: nowMs,
     };
     const values: Uint8Array[] = [];
-    if (fork?.source.prefix != null) values.push(fork.source.prefix);
-    if (meta.json) values.push(...(req.messages ?? []));
-    else if (req.body !== null && req.body.length > 0) values.push(...splitBody(req.body, maxValueBytes(log)));
+    const prefix = fork?.source.prefix ?? null;
+    if (prefix !== null) values.push(prefix);
+    if (meta.json) {
+      if (req.messages === null && req.body !== null && req.body.length > 0) throw new Error("a JSON stream was created with an unparsed body");
+      values.push(...(req.messages ?? []));
+    } else if (req.body !== null && req.body.length > 0) {
+      values.push(...splitBody(req.body, maxValueBytes(log)));
+    }
     const write = (): void => this.#writeRow(meta);
     if (values.length > 0) {
-      const r = this.#host.appendBatches([encodeValues(values, req.nowMs)], write);
+      const r = this.#host.appendBatches(encodeValues(values, nowMs), write);
       if (!r.ok) return r;
     } else {
       this.#host.transaction(write);
@@ -297,16 +304,17 @@ export class PartitionStreams implements StreamRpc {
     return { ok: true, status: "created", ...this.#facts(meta, after), ttlSeconds: meta.ttlSeconds, expiresAtMs: meta.expiresAtMs };
   }
 
-  async dsHead(path: string, nowMs: number): Promise<RpcResult<HeadStreamOk>> {
-    const g = await this.#gate(path, nowMs, false);
+  async dsHead(path: string): Promise<RpcResult<HeadStreamOk>> {
+    const g = await this.#gate(path, false);
     if (!g.ok) return g;
     return { ok: true, ...this.#facts(g.meta, g.log), ttlSeconds: g.meta.ttlSeconds, expiresAtMs: g.meta.expiresAtMs };
   }
 
   async dsAppend(req: AppendStreamRequest): Promise<RpcResult<AppendStreamOk>> {
-    const g = await this.#gate(req.path, req.nowMs, true);
+    const g = await this.#gate(req.path, true);
     if (!g.ok) return g;
     const { meta, log } = g;
+    const nowMs = Date.now();
     // From here on nothing awaits: decide and write in one turn of the object.
     const producer =
       req.producer === null
@@ -357,7 +365,7 @@ export class PartitionStreams implements StreamRpc {
           req.producer.id,
           d.producer.epoch,
           d.producer.lastSeq,
-          req.nowMs,
+          nowMs,
         );
       }
       if (next.closed !== meta.closed || next.streamSeq !== meta.streamSeq) {
@@ -372,7 +380,7 @@ export class PartitionStreams implements StreamRpc {
       }
     };
     if (values.length > 0) {
-      const r = this.#host.appendBatches([encodeValues(values, req.nowMs)], write);
+      const r = this.#host.appendBatches(encodeValues(values, nowMs), write);
       if (!r.ok) return r;
     } else {
       this.#host.transaction(write);
@@ -395,19 +403,20 @@ export class PartitionStreams implements StreamRpc {
     let start: number | null = null;
     let waited = false;
     for (;;) {
-      const g = await this.#gate(req.path, Date.now(), true);
+      const g = await this.#gate(req.path, true);
       if (!g.ok) return g;
       const { meta, log } = g;
       if (start === null) {
-        if (req.from.kind === "beginning") start = meta.visibleStart;
+        // A fork's reads reach back into its source; otherwise the log's own start (retention moves it).
+        const firstReadable = meta.fork !== null ? meta.visibleStart : log.logStartOffset;
+        if (req.from.kind === "beginning") start = firstReadable;
         else if (req.from.kind === "now") start = log.logEndOffset;
         else start = req.from.offset;
         if (start > log.logEndOffset) {
           return errorResult("INVALID_OFFSET", "The offset is beyond the tail of the stream.", { tail: log.logEndOffset });
         }
-        const ownStart = meta.fork?.forkOffset ?? log.logStartOffset;
-        if (start < meta.visibleStart || (start >= ownStart && start < log.logStartOffset)) {
-          return errorResult("OFFSET_GONE", "The offset is before the earliest retained position.", { logStartOffset: meta.visibleStart });
+        if (start < firstReadable || (meta.fork !== null && start >= meta.fork.forkOffset && start < log.logStartOffset)) {
+          return errorResult("OFFSET_GONE", "The offset is before the earliest retained position.", { logStartOffset: firstReadable });
         }
       }
       const values: (Uint8Array | null)[] = [];
@@ -445,8 +454,8 @@ export class PartitionStreams implements StreamRpc {
     }
   }
 
-  async dsDelete(path: string, nowMs: number): Promise<RpcResult<DeleteStreamOk>> {
-    const g = await this.#gate(path, nowMs, false);
+  async dsDelete(path: string): Promise<RpcResult<DeleteStreamOk>> {
+    const g = await this.#gate(path, false);
     if (!g.ok) return g;
     if (g.meta.refCount > 0) {
       this.#setSoftDeleted();
@@ -460,7 +469,7 @@ export class PartitionStreams implements StreamRpc {
     const log = this.#host.log();
     const m0 = this.#meta;
     if (log === null || m0 === null || m0.path !== req.path) return errorResult("STREAM_NOT_FOUND", "The fork source does not exist.");
-    if (!m0.softDeleted && this.#expired(m0, req.nowMs)) await this.#expire();
+    if (!m0.softDeleted && this.#expired(m0, Date.now())) await this.#expire();
     const meta = this.#meta;
     if (meta === null) return errorResult("STREAM_NOT_FOUND", "The fork source does not exist.");
     if (meta.softDeleted) return errorResult("STREAM_CONFLICT", "The fork source was deleted (it is kept only for its existing forks).");
@@ -545,7 +554,8 @@ export class PartitionStreams implements StreamRpc {
    * expired (expiring it now if it is) and not be soft-deleted. Reads and writes reset a
    * sliding TTL (`touch`); HEAD and DELETE do not.
    */
-  async #gate(path: string, nowMs: number, touch: boolean): Promise<Gate> {
+  async #gate(path: string, touch: boolean): Promise<Gate> {
+    const nowMs = Date.now();
     const log = this.#host.log();
     if (log === null) return unknownPartition();
     let meta = this.#meta;
@@ -732,10 +742,13 @@ function maxValueBytes(log: LogView): number {
   return Math.max(4, log.maxMessageBytes - RECORD_OVERHEAD_BYTES);
 }
 
-/** One record batch of bare records (no key, no headers) with the broker's time. */
-function encodeValues(values: readonly Uint8Array[], nowMs: number): Uint8Array {
+/**
+ * Record batches of bare records (no key, no headers, the broker's time), each small enough
+ * to be one stored row, so the partition stores them as they are instead of re-encoding.
+ */
+function encodeValues(values: readonly Uint8Array[], nowMs: number): Uint8Array[] {
   const records: ProducerRecord[] = values.map((value) => ({ key: null, value, headers: [], timestamp: nowMs }));
-  return encodeBatch({}, records);
+  return splitRecords(records, MAX_STORED_BATCH_BYTES).map((group) => encodeBatch({}, group));
 }
 
 function unknownPartition(): ErrorResult {

@@ -420,8 +420,8 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
   dsCreate(req: CreateStreamRequest): Promise<RpcResult<CreateStreamOk>> {
     return this.#streams.dsCreate(req);
   }
-  dsHead(path: string, nowMs: number): Promise<RpcResult<HeadStreamOk>> {
-    return this.#streams.dsHead(path, nowMs);
+  dsHead(path: string): Promise<RpcResult<HeadStreamOk>> {
+    return this.#streams.dsHead(path);
   }
   dsAppend(req: AppendStreamRequest): Promise<RpcResult<AppendStreamOk>> {
     return this.#streams.dsAppend(req);
@@ -429,8 +429,8 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
   dsRead(req: ReadStreamRequest): Promise<RpcResult<ReadStreamOk>> {
     return this.#streams.dsRead(req);
   }
-  dsDelete(path: string, nowMs: number): Promise<RpcResult<DeleteStreamOk>> {
-    return this.#streams.dsDelete(path, nowMs);
+  dsDelete(path: string): Promise<RpcResult<DeleteStreamOk>> {
+    return this.#streams.dsDelete(path);
   }
   dsForkSource(req: ForkSourceRequest): Promise<RpcResult<ForkSourceOk>> {
     return this.#streams.dsForkSource(req);

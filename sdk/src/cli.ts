@@ -17,6 +17,7 @@ import { EdgelogClient } from "./client.ts";
 import { Consumer, type ConsumerRecord, type OffsetResetPolicy, type TopicPartition } from "./consumer.ts";
 import { GroupConsumer } from "./group-consumer.ts";
 import { Producer, type Message } from "./producer.ts";
+import { toText } from "./text.ts";
 
 /** Where the CLI connects when neither --url nor EDGELOG_URL is given (wrangler dev's default). */
 export const DEFAULT_URL = "http://127.0.0.1:8787";
@@ -394,7 +395,7 @@ export interface FormatOptions {
  */
 export function formatRecord(r: ConsumerRecord, o: FormatOptions): Uint8Array {
   if (o.json) {
-    const enc = (b: Uint8Array | null): string | null => (b === null ? null : o.encoding === "base64" ? encodeBase64(b) : new TextDecoder().decode(b));
+    const enc = (b: Uint8Array | null): string | null => (b === null ? null : o.encoding === "base64" ? encodeBase64(b) : toText(b));
     const line = JSON.stringify({
       partition: r.partition,
       offset: r.offset,
@@ -535,6 +536,8 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
 }
 
 async function produce(client: EdgelogClient, cmd: Extract<Command, { kind: "produce" }>, stdin: AsyncIterable<Uint8Array>): Promise<void> {
+  // Like kafka-console-producer: a missing topic fails at once, also when stdin is empty.
+  await client.describeTopic(cmd.topic);
   const producer = new Producer(client);
   const separator = cmd.keySeparator === undefined ? undefined : encoder.encode(cmd.keySeparator);
   const headers = cmd.headers.map(([key, value]) => ({ key, value }));

@@ -32,7 +32,7 @@ import {
   type ResetOffsetsResponse,
 } from "../../src/protocol/index.ts";
 import { ATTR_CONTROL, CodecError, decodeBatches, type LogRecord } from "../../src/codec/index.ts";
-import { errorFromBody, errorFromNetwork, protocolViolation } from "./errors.ts";
+import { EdgelogClientError, errorFromBody, errorFromNetwork, protocolViolation } from "./errors.ts";
 
 /** Options of {@link EdgelogClient}. */
 export interface EdgelogClientOptions {
@@ -113,15 +113,33 @@ interface HttpAnswer {
 
 /**
  * Path of a topic: `name` or `tenant/namespace/name`, each segment percent-encoded.
- * Names are not validated here: the server answers INVALID_TOPIC_NAME.
+ * Names are otherwise not validated here (the server answers INVALID_TOPIC_NAME), except for
+ * segments that a URL would resolve away: `.` and `..` (also when percent-encoded, per the
+ * WHATWG URL standard) would turn `deleteTopic("../groups/g")` into `DELETE /v1/groups/g`,
+ * and an empty segment would address another route.
+ * @throws EdgelogClientError INVALID_TOPIC_NAME (httpStatus 0: nothing was sent).
  */
 export function topicPath(topic: string): string {
-  return `/v1/topics/${topic.split("/").map(encodeURIComponent).join("/")}`;
+  const segments = topic.split("/");
+  if (segments.some(isUnsafeSegment)) {
+    throw new EdgelogClientError("INVALID_TOPIC_NAME", `Invalid topic name ${JSON.stringify(topic)}: use "topic" or "tenant/namespace/topic", no empty, "." or ".." part.`, { httpStatus: 0 });
+  }
+  return `/v1/topics/${segments.map(encodeURIComponent).join("/")}`;
 }
 
-/** Path of a consumer group. */
+/**
+ * Path of a consumer group.
+ * @throws EdgelogClientError INVALID_GROUP_ID for "", "." and ".." (see {@link topicPath}).
+ */
 export function groupPath(groupId: string): string {
+  if (isUnsafeSegment(groupId)) {
+    throw new EdgelogClientError("INVALID_GROUP_ID", `Invalid group id ${JSON.stringify(groupId)}.`, { httpStatus: 0 });
+  }
   return `/v1/groups/${encodeURIComponent(groupId)}`;
+}
+
+function isUnsafeSegment(segment: string): boolean {
+  return segment === "" || segment === "." || segment === "..";
 }
 
 /**

@@ -7,7 +7,8 @@
 export type Bytes = string | Uint8Array | null;
 
 const encoder = new TextEncoder();
-const decoder = new TextDecoder();
+/** ignoreBOM: a leading U+FEFF is data, kept as the server's JSON answers keep it (src/protocol/encoding.ts). */
+const decoder = new TextDecoder("utf-8", { fatal: false, ignoreBOM: true });
 
 /** UTF-8 bytes of a string; a Uint8Array as is; `null`/`undefined` as `null` (not empty). */
 export function toBytes(v: Bytes | undefined): Uint8Array | null {

@@ -94,7 +94,7 @@ export type CacheKind =
 export function cacheControl(kind: CacheKind, remainingLifetimeMs: number | null = null): string {
   switch (kind) {
     case "data": {
-      const cap = remainingLifetimeMs === null ? READ_MAX_AGE_S : Math.max(0, Math.floor(remainingLifetimeMs / 1000));
+      const cap = remainingLifetimeMs === null ? READ_MAX_AGE_S : Math.max(0, Math.round(remainingLifetimeMs / 1000));
       const maxAge = Math.min(READ_MAX_AGE_S, cap);
       return maxAge === 0 ? "no-store" : `public, max-age=${maxAge}, stale-while-revalidate=${READ_SWR_S}`;
     }

@@ -1,8 +1,9 @@
 /**
  * RPC contract between the Durable Streams routes (src/routes/compat/durable-streams.ts)
  * and the stream state of a partition object (durable-objects/partition-streams.ts).
- * Offsets are Edgelog offsets; expected failures are {@link ErrorResult}s whose `details`
- * carry what the answer's headers need (see each method).
+ * Offsets are Edgelog offsets; times are the partition object's clock (expiry, TTL, record
+ * timestamps); expected failures are {@link ErrorResult}s whose `details` carry what the
+ * answer's headers need (see each method).
  *
  * Pure module: types only.
  */
@@ -32,7 +33,6 @@ export interface CreateStreamRequest extends ExpiryConfig {
   /** JSON streams: the initial messages (route-validated). */
   messages: Uint8Array[] | null;
   fork: ForkCreate | null;
-  nowMs: number;
 }
 
 /** What the fork's partition needs, as resolved (and referenced) by the source's `dsForkSource`. */
@@ -62,7 +62,6 @@ export interface ForkSourceRequest {
   subOffset: number;
   /** The fork request's Content-Type (null = inherit); a mismatch is refused before any reference is taken. */
   contentType: string | null;
-  nowMs: number;
 }
 
 export interface ForkSourceOk {
@@ -91,7 +90,6 @@ export interface AppendStreamRequest {
   close: boolean;
   streamSeq: string | null;
   producer: ProducerHeaders | null;
-  nowMs: number;
 }
 
 /**
@@ -114,7 +112,6 @@ export interface ReadStreamRequest {
   maxBytes: number;
   /** Wait up to this long (ms) for data when at the tail of an open stream; 0 = catch-up. */
   waitMs: number;
-  nowMs: number;
 }
 
 export type ReadStreamOk = StreamFacts & {
@@ -159,10 +156,10 @@ export interface DeleteStreamOk {
 /** The stream RPC methods of PartitionDO. */
 export interface StreamRpc {
   dsCreate(req: CreateStreamRequest): Promise<RpcResult<CreateStreamOk>>;
-  dsHead(path: string, nowMs: number): Promise<RpcResult<HeadStreamOk>>;
+  dsHead(path: string): Promise<RpcResult<HeadStreamOk>>;
   dsAppend(req: AppendStreamRequest): Promise<RpcResult<AppendStreamOk>>;
   dsRead(req: ReadStreamRequest): Promise<RpcResult<ReadStreamOk>>;
-  dsDelete(path: string, nowMs: number): Promise<RpcResult<DeleteStreamOk>>;
+  dsDelete(path: string): Promise<RpcResult<DeleteStreamOk>>;
   dsForkSource(req: ForkSourceRequest): Promise<RpcResult<ForkSourceOk>>;
   dsRelease(path: string): Promise<RpcResult<object>>;
   dsReadRange(req: ReadRangeRequest): Promise<RpcResult<ReadRangeOk>>;

@@ -52,8 +52,9 @@ describe("ETags", () => {
 describe("cacheControl", () => {
   it("caches data chunks up to 60 s or the remaining lifetime, never tails, heads or errors", () => {
     expect(cacheControl("data")).toBe("public, max-age=60, stale-while-revalidate=300");
-    expect(cacheControl("data", 10_500)).toBe("public, max-age=10, stale-while-revalidate=300");
-    expect(cacheControl("data", 999)).toBe("no-store");
+    expect(cacheControl("data", 10_400)).toBe("public, max-age=10, stale-while-revalidate=300");
+    expect(cacheControl("data", 29_990)).toBe("public, max-age=30, stale-while-revalidate=300");
+    expect(cacheControl("data", 499)).toBe("no-store");
     expect(cacheControl("tail")).toBe("no-store");
     expect(cacheControl("head")).toBe("no-store");
     expect(cacheControl("none")).toBe("no-store");

@@ -203,7 +203,6 @@ async function createStream(c: AppContext): Promise<Response> {
   const h = parseCreateHeaders((n) => c.req.header(n) ?? null);
   if (isError(h)) return badRequest(c, h.error, t.topic);
   const body = c.get("body");
-  const nowMs = Date.now();
 
   // 1. A fork validates its fork point on the source and takes a reference there first, so
   //    the source cannot disappear under the new fork. Everything below releases it on failure.
@@ -212,8 +211,9 @@ async function createStream(c: AppContext): Promise<Response> {
     const src = parseForkSource(h.fork.source, new URL(c.req.url).origin);
     if (!src.ok) return badRequest(c, `Stream-Forked-From: ${src.message}`, t.topic);
     const sourceTopic = await topicNameForPath(src.path);
-    const { anchor, subOffset } = { anchor: h.fork.offset, subOffset: h.fork.subOffset };
-    const r = await onStream(c, sourceTopic, (stub) => stub.dsForkSource({ path: src.path, anchor, subOffset, contentType: h.contentType, nowMs }));
+    const anchor = h.fork.offset;
+    const subOffset = h.fork.subOffset;
+    const r = await onStream(c, sourceTopic, (stub) => stub.dsForkSource({ path: src.path, anchor, subOffset, contentType: h.contentType }));
     if (!r.ok) return errorResponse(c, r.code === "STREAM_GONE" ? errorResult("STREAM_CONFLICT", r.message) : r, t.topic);
     fork = {
       sourcePath: src.path,
@@ -246,15 +246,14 @@ async function createStream(c: AppContext): Promise<Response> {
   // 3. The topic, then the stream on its partition. A partition that answers
   //    UNKNOWN_TOPIC_OR_PARTITION was deleted (or just expired): make the topic again.
   let result: RpcResult<CreateStreamOk> | null = null;
-  let topicId = "";
   for (let attempt = 0; attempt < 3 && result === null; attempt++) {
     const topic = await ensureTopic(c, t.topic);
     if (!topic.ok) {
+      if (topic.code === "UNKNOWN_TOPIC_OR_PARTITION") continue; // deleted between create and get
       await release();
       return errorResponse(c, topic, t.topic);
     }
-    topicId = topic.topic.topicId;
-    const r = await stubOf(c, topicId).dsCreate({
+    const r = await stubOf(c, topic.topic.topicId).dsCreate({
       path: t.path,
       contentType: h.contentType,
       ttlSeconds: h.ttlSeconds,
@@ -263,7 +262,6 @@ async function createStream(c: AppContext): Promise<Response> {
       body: messages === null ? body : null,
       messages,
       fork,
-      nowMs,
     });
     if (!r.ok && r.code === "UNKNOWN_TOPIC_OR_PARTITION") {
       topicCache.invalidate(t.topic);
@@ -324,9 +322,8 @@ async function appendStream(c: AppContext): Promise<Response> {
     if (m.ok) messages = m.messages;
     else bodyError = { code: m.reason === "invalid-json" ? "INVALID_JSON" : "EMPTY_BATCH", message: m.message };
   }
-  const nowMs = Date.now();
   const r = await onStream(c, t.topic, (stub) =>
-    stub.dsAppend({ path: t.path, contentType: h.contentType, body, messages, bodyError, close: h.close, streamSeq: h.streamSeq, producer: h.producer, nowMs }),
+    stub.dsAppend({ path: t.path, contentType: h.contentType, body, messages, bodyError, close: h.close, streamSeq: h.streamSeq, producer: h.producer }),
   );
   if (!r.ok) return errorResponse(c, r, t.topic);
   const headers: Record<string, string> = { [H.nextOffset]: encodeOffset(r.tail), [TOPIC_HEADER]: t.topic, "cache-control": cacheControl("none") };
@@ -343,7 +340,7 @@ async function appendStream(c: AppContext): Promise<Response> {
 async function deleteStream(c: AppContext): Promise<Response> {
   const t = await target(c);
   if (t instanceof Response) return t;
-  const r = await onStream(c, t.topic, (stub) => stub.dsDelete(t.path, Date.now()));
+  const r = await onStream(c, t.topic, (stub) => stub.dsDelete(t.path));
   topicCache.invalidate(t.topic);
   if (!r.ok) return errorResponse(c, r, t.topic);
   return new Response(null, { status: 204, headers: { [TOPIC_HEADER]: t.topic } });
@@ -369,7 +366,7 @@ async function readStream(c: AppContext): Promise<Response> {
   if (live === "sse") return sseStream(c, t, spec, clientCursor);
 
   const waitMs = live === "long-poll" ? longPollTimeoutMs(c) : 0;
-  const r = await onStream(c, t.topic, (stub) => stub.dsRead({ path: t.path, from: spec, maxBytes: READ_MAX_BYTES, waitMs, nowMs: Date.now() }));
+  const r = await onStream(c, t.topic, (stub) => stub.dsRead({ path: t.path, from: spec, maxBytes: READ_MAX_BYTES, waitMs }));
   if (!r.ok) return errorResponse(c, r, t.topic);
 
   if (live === "long-poll") {
@@ -403,7 +400,7 @@ function outcome(r: ReadStreamOk): ReadOutcome {
 }
 
 async function headStream(c: AppContext, t: Target): Promise<Response> {
-  const r = await onStream(c, t.topic, (stub) => stub.dsHead(t.path, Date.now()));
+  const r = await onStream(c, t.topic, (stub) => stub.dsHead(t.path));
   if (!r.ok) return errorResponse(c, r, t.topic);
   const headers: Record<string, string> = {
     "content-type": r.contentType,
@@ -425,7 +422,7 @@ async function headStream(c: AppContext, t: Target): Promise<Response> {
  */
 async function sseStream(c: AppContext, t: Target, spec: OffsetSpec, clientCursor: string | null): Promise<Response> {
   const started = Date.now();
-  const first = await onStream(c, t.topic, (stub) => stub.dsRead({ path: t.path, from: spec, maxBytes: READ_MAX_BYTES, waitMs: 0, nowMs: started }));
+  const first = await onStream(c, t.topic, (stub) => stub.dsRead({ path: t.path, from: spec, maxBytes: READ_MAX_BYTES, waitMs: 0 }));
   if (!first.ok) return errorResponse(c, first, t.topic);
   const encoding = isSseText(first.contentType) ? "text" : "base64";
   const stub = stubOf(c, first.topic.topicId);
@@ -434,6 +431,15 @@ async function sseStream(c: AppContext, t: Target, spec: OffsetSpec, clientCurso
   const writer = writable.getWriter();
   const utf8 = new TextEncoder();
 
+  /** Writes a frame; false once the client is gone (the write fails), which ends the loop. */
+  const send = async (frame: string): Promise<boolean> => {
+    try {
+      await writer.write(utf8.encode(frame));
+      return true;
+    } catch {
+      return false;
+    }
+  };
   const loop = async (): Promise<void> => {
     let r: ReadStreamOk = first;
     for (;;) {
@@ -448,8 +454,7 @@ async function sseStream(c: AppContext, t: Target, spec: OffsetSpec, clientCurso
         if (r.upToDate) control.upToDate = true;
       }
       frame += sseControlEvent(control);
-      await writer.write(utf8.encode(frame));
-      if (eof) return;
+      if (!(await send(frame)) || eof) return;
       const leftMs = SSE_CONNECTION_MAX_MS - (Date.now() - started);
       if (leftMs <= 0) return;
       const next = await stub.dsRead({
@@ -457,17 +462,14 @@ async function sseStream(c: AppContext, t: Target, spec: OffsetSpec, clientCurso
         from: { kind: "offset", offset: r.nextOffset },
         maxBytes: READ_MAX_BYTES,
         waitMs: r.upToDate ? Math.min(timeoutMs, leftMs) : 0,
-        nowMs: Date.now(),
       });
+      // The stream was deleted (or expired) meanwhile: end the connection; a reconnect gets the 404/410.
       if (!next.ok) return;
       r = next;
     }
   };
   const done = loop()
-    .catch((err: unknown) => {
-      // A client that went away makes the write fail: that ends the loop, nothing to report.
-      if (!(err instanceof TypeError)) console.warn("SSE stream ended with an error", err);
-    })
+    .catch((err: unknown) => console.warn("SSE stream ended with an error", err))
     .finally(() => writer.close().catch(() => undefined));
   c.executionCtx.waitUntil(done);
 
