@@ -12,8 +12,9 @@
  * fixed number of appends in flight), catch-up read throughput (one reader following
  * Stream-Next-Offset from -1 to the tail, then several readers at once), and long-poll wake
  * latency (a long-poll waiting at the tail, then one append: time from sending the append
- * to the long-poll's answer). The reference runs twice, with its default gzip and without,
- * and each ratio is taken against its better figure.
+ * to the long-poll's answer). The reference runs with its default gzip and without (per
+ * round, its better figure counts); the servers take turns over 3 rounds and each figure is
+ * the median, so load from elsewhere on the machine falls on all of them alike.
  *
  * Run: `npm run bench -- --only streams [--quick]`, or `node bench/durable-streams.ts [--quick]`.
  */
@@ -142,7 +143,7 @@ async function wakeLatency(t: Target, path: string, rounds: number): Promise<num
 }
 
 async function measure(t: Target, quick: boolean): Promise<Results> {
-  const id = Date.now().toString(36);
+  const id = `${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
   const n1k = quick ? 1_000 : 5_000;
   const n16k = quick ? 300 : 1_500;
   const a1 = await appendThroughput(t, `bench-1k-${id}`, 1024, n1k);
@@ -171,7 +172,7 @@ function fmt(n: number): string {
  * Prints one table: Edgelog, reference, Edgelog/reference. For latencies the ratio is
  * reference/Edgelog, so above 1 always means Edgelog is better.
  */
-function print(e: Results, r: Results, quick: boolean): void {
+function print(e: Results, r: Results, quick: boolean, rounds: number): void {
   const rows: [string, number, number, string, "higher" | "lower", number | null][] = [
     ["append, 1 KiB bodies", e.append1k, r.append1k, "MB/s", "higher", 0.8],
     ["append, 1 KiB bodies", e.appendReqs1k, r.appendReqs1k, "appends/s", "higher", 0.8],
@@ -182,7 +183,7 @@ function print(e: Results, r: Results, quick: boolean): void {
     ["long-poll wake latency p50", e.wakeP50, r.wakeP50, "ms", "lower", null],
     ["long-poll wake latency p99", e.wakeP99, r.wakeP99, "ms", "lower", null],
   ];
-  console.log(`\n## Durable Streams: Edgelog vs @durable-streams/server (file-backed), ${quick ? "quick" : "full"} run\n`);
+  console.log(`\n## Durable Streams: Edgelog vs @durable-streams/server (file-backed), ${quick ? "quick" : "full"} run, median of ${rounds} round(s)\n`);
   console.log(
     `Appends: one stream, ${APPEND_CONCURRENCY} in flight, random bodies. Edgelog through Miniflare dispatchFetch (workerd); reference over HTTP on 127.0.0.1, the better of its runs with and without gzip.\n`,
   );
@@ -195,51 +196,75 @@ function print(e: Results, r: Results, quick: boolean): void {
   }
 }
 
-/** Per measurement, the reference's better figure of its two configurations (higher, or lower for latencies). */
+/** Per measurement, the better of two figures (higher, or lower for latencies). */
 function bestOf(a: Results, b: Results): Results {
-  const hi = (x: number, y: number) => Math.max(x, y);
-  const lo = (x: number, y: number) => Math.min(x, y);
+  return combine([a, b], (xs, lowerIsBetter) => (lowerIsBetter ? Math.min(...xs) : Math.max(...xs)));
+}
+
+/** Per measurement, the median of the rounds (robust to a round disturbed by other load). */
+function medianOf(rounds: Results[]): Results {
+  return combine(rounds, (xs) => {
+    const s = [...xs].sort((a, b) => a - b);
+    const mid = Math.floor(s.length / 2);
+    return s.length % 2 === 1 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
+  });
+}
+
+function combine(rs: Results[], f: (xs: number[], lowerIsBetter: boolean) => number): Results {
+  const pick = (k: keyof Results, lower = false) => f(rs.map((r) => r[k]), lower);
   return {
-    append1k: hi(a.append1k, b.append1k),
-    appendReqs1k: hi(a.appendReqs1k, b.appendReqs1k),
-    append16k: hi(a.append16k, b.append16k),
-    read1k: hi(a.read1k, b.read1k),
-    read16k: hi(a.read16k, b.read16k),
-    readParallel: hi(a.readParallel, b.readParallel),
-    wakeP50: lo(a.wakeP50, b.wakeP50),
-    wakeP99: lo(a.wakeP99, b.wakeP99),
+    append1k: pick("append1k"),
+    appendReqs1k: pick("appendReqs1k"),
+    append16k: pick("append16k"),
+    read1k: pick("read1k"),
+    read16k: pick("read16k"),
+    readParallel: pick("readParallel"),
+    wakeP50: pick("wakeP50", true),
+    wakeP99: pick("wakeP99", true),
   };
 }
 
-async function measureReference(quick: boolean, compression: boolean): Promise<Results> {
+/** A reference server, file-backed (dataDir), otherwise with its defaults unless `compression` is off. */
+async function startReference(compression: boolean): Promise<{ target: Target; stop(): Promise<void> }> {
   const dataDir = mkdtempSync(join(tmpdir(), "ds-reference-"));
-  // File-backed (dataDir), otherwise the reference's defaults (30 s long-poll; gzip answers of
-  // 1 KiB or more when the client accepts it, which Node's fetch does) unless `compression` is off.
-  const reference = new DurableStreamTestServer({ port: 0, host: "127.0.0.1", dataDir, compression });
-  const url = await reference.start();
-  try {
-    return await measure({ name: `reference${compression ? "" : " (no gzip)"}`, fetch, base: url }, quick);
-  } finally {
-    await reference.stop();
-    rmSync(dataDir, { recursive: true, force: true });
-  }
+  // Defaults: 30 s long-poll; gzip for answers of 1 KiB or more when the client accepts it (Node's fetch does).
+  const server = new DurableStreamTestServer({ port: 0, host: "127.0.0.1", dataDir, compression });
+  const url = await server.start();
+  return {
+    target: { name: `reference${compression ? "" : " (no gzip)"}`, fetch, base: url },
+    stop: async () => {
+      await server.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
 }
 
 /**
- * Runs the measurements and prints the table. The reference runs twice, with its default gzip
- * and without (the bodies are random, so gzip only costs it CPU): each ratio is against its
- * better figure. Each server runs alone on the machine.
+ * Runs the measurements and prints the table. The three servers (Edgelog; the reference with
+ * its default gzip and without: the bodies are random, so gzip only costs it CPU) are measured
+ * one after another, in rounds (3, or 1 with `quick`), so that load from elsewhere on the
+ * machine falls on all of them alike. Per round the reference counts with its better
+ * configuration; each figure is the median over the rounds.
  * @param opts.edgelog an already running Edgelog to measure instead of starting bench/engine.ts
  */
 export async function run(opts: { quick: boolean; edgelog?: Target }): Promise<void> {
-  const refDefault = await measureReference(opts.quick, true);
-  const refPlain = await measureReference(opts.quick, false);
+  const rounds = opts.quick ? 1 : 3;
+  const refGzip = await startReference(true);
+  const refPlain = await startReference(false);
   const engine = opts.edgelog === undefined ? await startEngine() : null;
+  const edgelog = opts.edgelog ?? { name: "Edgelog", fetch: (engine as NonNullable<typeof engine>).fetch, base: EDGELOG_BASE };
   try {
-    const e = await measure(opts.edgelog ?? { name: "Edgelog", fetch: (engine as NonNullable<typeof engine>).fetch, base: EDGELOG_BASE }, opts.quick);
-    print(e, bestOf(refDefault, refPlain), opts.quick);
+    const e: Results[] = [];
+    const r: Results[] = [];
+    for (let i = 0; i < rounds; i++) {
+      r.push(bestOf(await measure(refGzip.target, opts.quick), await measure(refPlain.target, opts.quick)));
+      e.push(await measure(edgelog, opts.quick));
+    }
+    print(medianOf(e), medianOf(r), opts.quick, rounds);
   } finally {
     await engine?.dispose();
+    await refGzip.stop();
+    await refPlain.stop();
   }
 }
 

@@ -100,7 +100,8 @@ interface PartitionState {
   buffer: LogRecord[];
   /** nextOffset of the fetch that filled `buffer`. */
   bufferNextOffset: number;
-  inFlight: { abort: AbortController; pollId: number } | undefined;
+  /** The fetch in flight: the poll it belongs to, and when the server's long-poll of it ends (ms). */
+  inFlight: { abort: AbortController; pollId: number; waitEndsAtMs: number } | undefined;
   highWatermark: number | undefined;
   logStartOffset: number | undefined;
   failures: number;
@@ -218,7 +219,10 @@ export class Consumer {
   /**
    * Waits up to `maxWaitMs` for records of any assigned partition and returns at most
    * `maxRecords` of them (per partition in offset order), advancing positions. Returns [] when
-   * nothing arrived in time. Partitions are fetched in parallel, each with its own long-poll.
+   * nothing arrived in time. Every assigned partition's fetch answers within the call (one this
+   * poll started, or one an earlier poll left in flight whose long-poll ends by this deadline),
+   * so a loop of `poll({maxWaitMs: 0})` that answers [] has caught up. Partitions are fetched in
+   * parallel, each with its own long-poll.
    *
    * Errors: OFFSET_OUT_OF_RANGE with `autoOffsetReset: "none"`, UNKNOWN_TOPIC_OR_PARTITION and
    * other non-retriable codes at once; retriable codes (UNAVAILABLE, REQUEST_TIMED_OUT,
@@ -235,6 +239,16 @@ export class Consumer {
     const deadlineMs = Date.now() + opts.maxWaitMs;
     const states = [...this.#states.values()];
     await Promise.all(states.filter((s) => s.position === undefined).map((s) => this.#reset(s)));
+    // A fetch an earlier poll left in flight is this poll's fetch of that partition when its
+    // long-poll ends by this poll's deadline: wait for its answer like for our own. Else poll(0)
+    // right after a poll that returned early (another partition had records) would answer []
+    // without having asked the server, and "[] from poll(0)" would not mean "caught up".
+    for (const st of states) {
+      if (st.inFlight !== undefined && st.inFlight.pollId !== pollId && st.inFlight.waitEndsAtMs <= deadlineMs) {
+        st.inFlight.pollId = pollId;
+        st.fetchedInPoll = pollId;
+      }
+    }
 
     for (;;) {
       const records = this.#drain(states, opts.maxRecords);
@@ -327,7 +341,7 @@ export class Consumer {
     const abort = new AbortController();
     const epoch = st.epoch;
     const offset = st.position!;
-    st.inFlight = { abort, pollId };
+    st.inFlight = { abort, pollId, waitEndsAtMs: Date.now() + opts.maxWaitMs };
     const done = (apply: () => void | Promise<void>): Promise<void> | void => {
       if (st.epoch !== epoch || st.inFlight?.abort !== abort) return; // seeked or unassigned meanwhile
       st.inFlight = undefined;

@@ -1,12 +1,14 @@
 /**
  * SDK and CLI edges found in QA: topic and group names that a URL would resolve away (path
- * traversal to another route), a leading U+FEFF that text decoding dropped, and `edgelog
- * produce` to a missing topic with nothing on stdin.
+ * traversal to another route), a leading U+FEFF that text decoding dropped, `edgelog
+ * produce` to a missing topic with nothing on stdin, and poll(0) answering [] while a fetch
+ * of an earlier poll was still in flight (so "[] from poll(0)" did not mean "caught up").
  */
 import { Readable, Writable } from "node:stream";
 import { describe, expect, it } from "vitest";
 import { formatRecord, main, type CliIo } from "../../sdk/src/cli.ts";
 import { EdgelogClient, groupPath, topicPath } from "../../sdk/src/client.ts";
+import { Consumer } from "../../sdk/src/consumer.ts";
 import { EdgelogClientError } from "../../sdk/src/errors.ts";
 import { toText } from "../../sdk/src/text.ts";
 import { FakeServer, utf8 } from "./sdk-fake-server.ts";
@@ -90,5 +92,34 @@ describe("edgelog produce to a missing topic", () => {
     const p = io(server, ["a\nb\n"]);
     expect(await main(["produce", "logs"], p.value)).toBe(0);
     expect(server.log("logs", 0).records.map((r) => toText(r.value))).toEqual(["a", "b"]);
+  });
+});
+
+describe("Consumer.poll({maxWaitMs: 0}) answers [] only when every partition was asked", () => {
+  it("waits for a fetch an earlier poll left in flight instead of answering [] without data", async () => {
+    const server = new FakeServer();
+    server.addTopic("t", 2);
+    server.append("t", 0, [{ key: null, value: utf8("slow"), headers: [], timestamp: 1 }]);
+    server.append("t", 1, [{ key: null, value: utf8("fast"), headers: [], timestamp: 1 }]);
+    // Partition 0's fetches answer 150 ms late; everything else at once.
+    const slowFetch: typeof fetch = async (input, init) => {
+      const url = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
+      if (/\/partitions\/0\/records/.test(url)) await new Promise((r) => setTimeout(r, 150));
+      return server.fetch(input, init);
+    };
+    const consumer = new Consumer(new EdgelogClient({ baseUrl: "http://x", fetch: slowFetch }));
+    consumer.assign([
+      { topic: "t", partition: 0 },
+      { topic: "t", partition: 1 },
+    ]);
+    await consumer.seekToBeginning();
+    const seen: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      const batch = await consumer.poll({ maxWaitMs: 0 });
+      if (batch.length === 0) break;
+      seen.push(...batch.map((r) => `${r.partition}:${toText(r.value)}`));
+    }
+    expect(seen).toEqual(["1:fast", "0:slow"]);
+    consumer.close();
   });
 });

@@ -37,8 +37,14 @@ export const DEFAULT_LONG_POLL_TIMEOUT_MS = 20_000;
 /** Bounds of STREAMS_LONG_POLL_TIMEOUT_MS. */
 const LONG_POLL_TIMEOUT_MIN_MS = 100;
 const LONG_POLL_TIMEOUT_MAX_MS = 60_000;
-/** Value bytes per read answer (the first record always goes in). */
-export const READ_MAX_BYTES = 4 * 1024 * 1024;
+/**
+ * Value bytes per catch-up answer (the first record always goes in). Large, because a
+ * catch-up reader wants the backlog in as few round trips as possible; half the 32 MiB limit
+ * of one Durable Object RPC answer.
+ */
+export const READ_MAX_BYTES = 16 * 1024 * 1024;
+/** Value bytes per live answer (long-poll, one SSE data event): live readers want it soon, not big. */
+export const LIVE_READ_MAX_BYTES = 1024 * 1024;
 /** An SSE connection is closed after this long so clients reconnect through CDNs (protocol 10.2). */
 export const SSE_CONNECTION_MAX_MS = 60_000;
 
@@ -366,7 +372,7 @@ async function readStream(c: AppContext): Promise<Response> {
   if (live === "sse") return sseStream(c, t, spec, clientCursor);
 
   const waitMs = live === "long-poll" ? longPollTimeoutMs(c) : 0;
-  const r = await onStream(c, t.topic, (stub) => stub.dsRead({ path: t.path, from: spec, maxBytes: READ_MAX_BYTES, waitMs }));
+  const r = await onStream(c, t.topic, (stub) => stub.dsRead({ path: t.path, from: spec, maxBytes: live === null ? READ_MAX_BYTES : LIVE_READ_MAX_BYTES, waitMs }));
   if (!r.ok) return errorResponse(c, r, t.topic);
 
   if (live === "long-poll") {
@@ -422,7 +428,7 @@ async function headStream(c: AppContext, t: Target): Promise<Response> {
  */
 async function sseStream(c: AppContext, t: Target, spec: OffsetSpec, clientCursor: string | null): Promise<Response> {
   const started = Date.now();
-  const first = await onStream(c, t.topic, (stub) => stub.dsRead({ path: t.path, from: spec, maxBytes: READ_MAX_BYTES, waitMs: 0 }));
+  const first = await onStream(c, t.topic, (stub) => stub.dsRead({ path: t.path, from: spec, maxBytes: LIVE_READ_MAX_BYTES, waitMs: 0 }));
   if (!first.ok) return errorResponse(c, first, t.topic);
   const encoding = isSseText(first.contentType) ? "text" : "base64";
   const stub = stubOf(c, first.topic.topicId);
@@ -460,7 +466,7 @@ async function sseStream(c: AppContext, t: Target, spec: OffsetSpec, clientCurso
       const next = await stub.dsRead({
         path: t.path,
         from: { kind: "offset", offset: r.nextOffset },
-        maxBytes: READ_MAX_BYTES,
+        maxBytes: LIVE_READ_MAX_BYTES,
         waitMs: r.upToDate ? Math.min(timeoutMs, leftMs) : 0,
       });
       // The stream was deleted (or expired) meanwhile: end the connection; a reconnect gets the 404/410.
