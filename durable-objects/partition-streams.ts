@@ -23,6 +23,7 @@ import { createMatches } from "../src/streams/create.ts";
 import { expiryDeadlineMs, forkExpiry, isExpired, remainingLifetimeMs, touchPersistIntervalMs } from "../src/streams/expiry.ts";
 import { contentTypesMatch, DEFAULT_CONTENT_TYPE, isJsonContentType } from "../src/streams/headers.ts";
 import { concatValues, formatJsonArray, resolveSubOffset, splitBody } from "../src/streams/records.ts";
+import { ValueCache } from "../src/streams/value-cache.ts";
 import { forEachValue } from "../src/streams/values.ts";
 import type {
   AppendStreamOk,
@@ -113,6 +114,12 @@ export interface PartitionHost {
 /** Bytes of a record's framing kept free when a body is cut into values (recordSizeBytes of a bare record is < 32). */
 const RECORD_OVERHEAD_BYTES = 64;
 
+/**
+ * Budget of the tail cache of recently appended values (src/streams/value-cache.ts). Modest,
+ * because several objects may share an isolate's 128 MB (developers.cloudflare.com/workers/platform/limits).
+ */
+export const STREAM_CACHE_MAX_BYTES = 8 * 1024 * 1024;
+
 interface ForkState {
   sourcePath: string;
   sourceTopic: string;
@@ -173,6 +180,8 @@ export class PartitionStreams implements StreamRpc {
   readonly #sql: Sql;
   readonly #env: Env;
   #meta: StreamMeta | null = null;
+  /** Values of the latest records appended through the stream API, served to readers without SQLite. */
+  readonly #cache = new ValueCache(STREAM_CACHE_MAX_BYTES);
   /** last_access_ms as stored (the in-memory value may be newer, see touchPersistIntervalMs). */
   #storedAccessMs = 0;
 
@@ -192,6 +201,7 @@ export class PartitionStreams implements StreamRpc {
   /** Forgets the in-memory state (the partition's storage was deleted). */
   reset(): void {
     this.#meta = null;
+    this.#cache.reset();
   }
 
   /**
@@ -286,14 +296,15 @@ export class PartitionStreams implements StreamRpc {
     if (prefix !== null) values.push(prefix);
     if (meta.json) {
       if (req.messages === null && req.body !== null && req.body.length > 0) throw new Error("a JSON stream was created with an unparsed body");
-      values.push(...(req.messages ?? []));
+      for (const m of req.messages ?? []) values.push(m);
     } else if (req.body !== null && req.body.length > 0) {
-      values.push(...splitBody(req.body, maxValueBytes(log)));
+      for (const v of splitBody(req.body, maxValueBytes(log))) values.push(v);
     }
     const write = (): void => this.#writeRow(meta);
     if (values.length > 0) {
       const r = this.#host.appendBatches(encodeValues(values, nowMs), write);
       if (!r.ok) return r;
+      this.#cache.append(r.baseOffset, values);
     } else {
       this.#host.transaction(write);
     }
@@ -382,6 +393,7 @@ export class PartitionStreams implements StreamRpc {
     if (values.length > 0) {
       const r = this.#host.appendBatches(encodeValues(values, nowMs), write);
       if (!r.ok) return r;
+      this.#cache.append(r.baseOffset, values);
     } else {
       this.#host.transaction(write);
     }
@@ -423,17 +435,21 @@ export class PartitionStreams implements StreamRpc {
       let next = start;
       let bytes = 0;
       if (meta.fork !== null && next < meta.fork.forkOffset) {
-        const r = await this.#sourceOf(meta.fork).dsReadRange({ from: next, end: meta.fork.forkOffset, maxBytes: req.maxBytes });
+        const r = await this.#sourceOf(meta.fork).dsReadRange({ from: next, end: meta.fork.forkOffset, maxBytes: req.maxBytes, maxRecords: req.maxRecords });
         if (!r.ok) return r.code === "UNKNOWN_TOPIC_OR_PARTITION" ? errorResult("OFFSET_GONE", "The fork's source data is gone.") : r;
-        values.push(...r.values);
+        for (const v of r.values) {
+          values.push(v);
+          bytes += v?.length ?? 0;
+        }
         next = r.nextOffset;
-        for (const v of r.values) bytes += v?.length ?? 0;
       }
       // Re-read the state: the source read awaited.
       const m = this.#meta;
       const l = this.#host.log();
       if (m === null || l === null || m.path !== meta.path) return errorResult("STREAM_NOT_FOUND", "The stream was deleted.");
-      if (meta.fork === null || next >= meta.fork.forkOffset) next = this.#readOwn(next, l.logEndOffset, req.maxBytes, bytes, values);
+      if ((meta.fork === null || next >= meta.fork.forkOffset) && values.length < req.maxRecords) {
+        next = this.#readOwn(next, l.logEndOffset, req.maxBytes, req.maxRecords, bytes, values);
+      }
       const remainingMs = deadline - Date.now();
       if (values.length === 0 && next === l.logEndOffset && !m.closed && remainingMs > 0) {
         waited = true;
@@ -525,14 +541,20 @@ export class PartitionStreams implements StreamRpc {
     let next = req.from;
     let bytes = 0;
     if (meta.fork !== null && next < meta.fork.forkOffset) {
-      const r = await this.#sourceOf(meta.fork).dsReadRange({ from: next, end: Math.min(end, meta.fork.forkOffset), maxBytes: req.maxBytes });
+      const r = await this.#sourceOf(meta.fork).dsReadRange({ from: next, end: Math.min(end, meta.fork.forkOffset), maxBytes: req.maxBytes, maxRecords: req.maxRecords });
       if (!r.ok) return r;
-      values.push(...r.values);
+      for (const v of r.values) {
+        values.push(v);
+        bytes += v?.length ?? 0;
+      }
       next = r.nextOffset;
-      for (const v of r.values) bytes += v?.length ?? 0;
     }
-    if (meta.fork === null || next >= meta.fork.forkOffset) next = this.#readOwn(next, end, req.maxBytes, bytes, values);
-    return { ok: true, values, nextOffset: next };
+    if ((meta.fork === null || next >= meta.fork.forkOffset) && values.length < req.maxRecords) {
+      next = this.#readOwn(next, end, req.maxBytes, req.maxRecords, bytes, values);
+    }
+    // An RPC answer carries a view's whole buffer: copy views into larger buffers (a stored row, a request body).
+    const own = values.map((v) => (v === null || v.byteLength === v.buffer.byteLength ? v : v.slice()));
+    return { ok: true, values: own, nextOffset: next };
   }
 
   async dsBoundaryValues(req: BoundaryValuesRequest): Promise<RpcResult<{ values: (Uint8Array | null)[] }>> {
@@ -660,20 +682,25 @@ export class PartitionStreams implements StreamRpc {
 
   /**
    * Appends to `values` the values of this partition's own records in [from, end), stopping
-   * before `maxBytes` of values would be exceeded (the first record always goes in).
+   * before `maxBytes` of values would be exceeded (the first record always goes in) or at
+   * `maxRecords` values: from the tail cache while it holds them, then from the stored batches.
    * @param bytes value bytes already collected
    * @returns the offset after the last record taken
    */
-  #readOwn(from: number, end: number, maxBytes: number, bytes: number, values: (Uint8Array | null)[]): number {
-    let next = from;
-    if (from >= end) return next;
+  #readOwn(from: number, end: number, maxBytes: number, maxRecords: number, bytes: number, values: (Uint8Array | null)[]): number {
+    if (from >= end) return from;
+    const before = values.length;
+    let next = this.#cache.read(from, Math.min(end, from + maxRecords - values.length), maxBytes, bytes, values);
+    for (let i = before; i < values.length; i++) bytes += values[i]?.length ?? 0;
+    // Done, or stopped by maxBytes inside the cache: nothing more to read from storage.
+    if (next >= end || values.length >= maxRecords || (next > from && next < this.#cache.end)) return next;
     let full = false;
-    for (const b of this.#host.batchesFrom(from)) {
+    for (const b of this.#host.batchesFrom(next)) {
       if (b.baseOffset >= end || full) break;
       forEachValue(b.data, (offset, value) => {
         if (offset < next) return true;
         const len = value?.length ?? 0;
-        if (offset >= end || (values.length > 0 && bytes + len > maxBytes)) {
+        if (offset >= end || values.length >= maxRecords || (values.length > 0 && bytes + len > maxBytes)) {
           full = true;
           return false;
         }

@@ -260,53 +260,93 @@ export function encodeBatch(header: Partial<BatchHeader>, records: ProducerRecor
   if (recordsLength > MAX_RECORDS_BYTES) throw new CodecError(`records section of ${recordsLength} bytes exceeds 4 GiB`);
   const total = BATCH_HEADER_BYTES + recordsLength;
 
-  // Pass 2: write.
-  const w = new ByteWriter(total);
-  w.u8(BATCH_MAGIC);
-  w.u16(attributes);
-  w.i64(baseOffset);
-  w.i32(n - 1);
-  w.i64(baseTimestamp);
-  w.i64(maxTimestamp);
-  w.i64(producerId);
-  w.i16(producerEpoch);
-  w.i32(baseSequence);
-  w.i32(partitionLeaderEpoch);
-  w.i32(n);
-  w.u32(0); // crc, patched below
-  w.u32(recordsLength);
+  // Pass 2: write into the exact-size buffer. Every value was range-checked by pass 1 (sizes
+  // throw on what cannot be encoded), so the writes below need no checks and no growth.
+  const buf = new Uint8Array(total);
+  const view = new DataView(buf.buffer);
+  buf[OFF_MAGIC] = BATCH_MAGIC;
+  view.setUint16(OFF_ATTRIBUTES, attributes);
+  view.setBigInt64(OFF_BASE_OFFSET, BigInt(baseOffset));
+  view.setInt32(OFF_LAST_OFFSET_DELTA, n - 1);
+  view.setBigInt64(OFF_BASE_TIMESTAMP, BigInt(baseTimestamp));
+  view.setBigInt64(OFF_MAX_TIMESTAMP, BigInt(maxTimestamp));
+  view.setBigInt64(OFF_PRODUCER_ID, BigInt(producerId));
+  view.setInt16(OFF_PRODUCER_EPOCH, producerEpoch);
+  view.setInt32(OFF_BASE_SEQUENCE, baseSequence);
+  view.setInt32(OFF_PARTITION_LEADER_EPOCH, partitionLeaderEpoch);
+  view.setInt32(OFF_RECORD_COUNT, n);
+  view.setUint32(OFF_RECORDS_LENGTH, recordsLength);
 
+  let p = BATCH_HEADER_BYTES;
   let k = 0; // index into keyLens
   for (let i = 0; i < n; i++) {
     const r = records[i]!;
-    w.varint(bodies[i]!);
-    w.u8(0); // record attributes: unused in v2, always 0
-    w.varlong(r.timestamp - baseTimestamp);
-    w.varint(i);
-    writeNullableBytes(w, r.key);
-    writeNullableBytes(w, r.value);
+    p = putVarint(buf, p, bodies[i]!);
+    buf[p++] = 0; // record attributes: unused in v2, always 0
+    p = putVarlong(buf, p, r.timestamp - baseTimestamp);
+    p = putVarint(buf, p, i);
+    p = putNullableBytes(buf, p, r.key);
+    p = putNullableBytes(buf, p, r.value);
     const headers = r.headers;
-    w.varint(headers.length);
+    p = putVarint(buf, p, headers.length);
     for (let j = 0; j < headers.length; j++) {
       const h = headers[j]!;
-      w.varint(keyLens[k++]!);
-      w.utf8(h.key);
-      writeNullableBytes(w, h.value);
+      const keyLength = keyLens[k++]!;
+      p = putVarint(buf, p, keyLength);
+      p = putUtf8(buf, p, h.key, keyLength);
+      p = putNullableBytes(buf, p, h.value);
     }
   }
   // Invariant: pass 1 and pass 2 agree byte for byte (a mismatch is a codec bug, not bad input).
-  if (w.pos !== total) throw new Error(`encodeBatch size mismatch: computed ${total}, wrote ${w.pos}`);
-  w.setU32At(OFF_CRC, crc32c(w.buf, BATCH_HEADER_BYTES, total));
-  return w.finish();
+  if (p !== total) throw new Error(`encodeBatch size mismatch: computed ${total}, wrote ${p}`);
+  view.setUint32(OFF_CRC, crc32c(buf, BATCH_HEADER_BYTES, total));
+  return buf;
 }
 
-function writeNullableBytes(w: ByteWriter, b: Uint8Array | null): void {
-  if (b === null) {
-    w.varint(-1);
-  } else {
-    w.varint(b.length);
-    w.bytes(b);
+/** Writes the zigzag varint of an int32 `n` at `buf[p]`; returns the next position. Unchecked: see encodeBatch. */
+function putVarint(buf: Uint8Array, p: number, n: number): number {
+  let u = ((n << 1) ^ (n >> 31)) >>> 0;
+  while (u >= 0x80) {
+    buf[p++] = (u & 0x7f) | 0x80;
+    u >>>= 7;
   }
+  buf[p++] = u;
+  return p;
+}
+
+/** Writes the zigzag varlong of a safe integer `n` at `buf[p]`; returns the next position. */
+function putVarlong(buf: Uint8Array, p: number, n: number): number {
+  if ((n | 0) === n) return putVarint(buf, p, n);
+  // Wider than int32 (rare: timestamp deltas over ~24 days): the general writer.
+  const w = new ByteWriter(10);
+  w.varlong(n);
+  const bytes = w.finish();
+  buf.set(bytes, p);
+  return p + bytes.length;
+}
+
+function putNullableBytes(buf: Uint8Array, p: number, b: Uint8Array | null): number {
+  if (b === null) {
+    buf[p] = 1; // zigzag(-1)
+    return p + 1;
+  }
+  p = putVarint(buf, p, b.length);
+  buf.set(b, p);
+  return p + b.length;
+}
+
+const utf8Encoder = new TextEncoder();
+
+/** Writes `s` as UTF-8 (`length` bytes, measured by utf8Length) at `buf[p]`; returns the next position. */
+function putUtf8(buf: Uint8Array, p: number, s: string, length: number): number {
+  // As many bytes as UTF-16 units only when every unit is ASCII (anything else takes 2-3 bytes
+  // per unit): the usual header key. Otherwise TextEncoder, which, like utf8Length, turns a
+  // lone surrogate into U+FFFD (3 bytes).
+  if (length === s.length) {
+    for (let i = 0; i < length; i++) buf[p + i] = s.charCodeAt(i);
+    return p + length;
+  }
+  return p + utf8Encoder.encodeInto(s, buf.subarray(p, p + length)).written;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -468,6 +508,134 @@ export function decodeBatch(
 ): { header: BatchHeader; records: LogRecord[]; totalBytes: number } {
   checkPos(buf, pos);
   return decodeAt(buf, viewOf(buf), pos, opts?.verifyCrc ?? true);
+}
+
+/** A batch checked as {@link decodeBatch} checks it, with only the per-record facts a partition needs. */
+export interface BatchScan {
+  header: BatchHeader;
+  /** Bytes of the whole batch (header + records section). */
+  totalBytes: number;
+  /** Per record, in order: its timestamp, as decodeBatch reports it (LogAppendTime: maxTimestamp). */
+  timestamps: number[];
+  /** Per record, in order: {@link recordSizeBytes} of the record decodeBatch would return. */
+  recordBytes: number[];
+}
+
+/**
+ * Checks the batch at `buf[pos]` exactly as {@link decodeBatch} does (same framing, CRC,
+ * record and UTF-8 checks, same CodecError cases) but materialises no records: no key, value
+ * or header copies, no record objects. This is what a partition needs to validate and store a
+ * produced batch whose bytes it keeps as they are (it never reads keys or values).
+ *
+ * recordBytes are computed from the lengths as stored, canonically (minimal varints), so they
+ * equal recordSizeBytes(decodeBatch(...).records[i]) even for a batch written with
+ * non-minimal varints.
+ *
+ * @param pos byte offset of the batch in `buf` @default 0
+ * @param opts.verifyCrc check the records CRC-32C @default true
+ * @throws CodecError / RangeError exactly when decodeBatch would.
+ */
+export function scanBatch(buf: Uint8Array, pos = 0, opts?: DecodeOptions): BatchScan {
+  checkPos(buf, pos);
+  const h = readHeader(buf, viewOf(buf), pos);
+  if ((h.attributes & ATTR_COMPRESSION_MASK) !== 0) {
+    throw new CodecError(`unsupported compression ${h.attributes & ATTR_COMPRESSION_MASK}`);
+  }
+  const start = pos + BATCH_HEADER_BYTES;
+  const end = start + h.recordsLength;
+  if (opts?.verifyCrc ?? true) {
+    const actual = crc32c(buf, start, end);
+    if (actual !== h.crc) throw new CodecError(`batch CRC mismatch at offset ${pos}: stored ${h.crc}, computed ${actual}`);
+  }
+
+  const logAppendTime = (h.attributes & ATTR_LOG_APPEND_TIME) !== 0;
+  const { baseTimestamp, maxTimestamp, lastOffsetDelta, recordCount } = h;
+  const reader = new ByteReader(buf, start, end);
+  const timestamps = new Array<number>(recordCount);
+  const recordBytes = new Array<number>(recordCount);
+  let prevOffsetDelta = -1;
+  for (let i = 0; i < recordCount; i++) {
+    const length = reader.varint();
+    if (length < 0 || length > end - reader.pos) {
+      throw new CodecError(`record ${i} length ${length} outside the records section (${end - reader.pos} bytes left)`);
+    }
+    const recordEnd = reader.pos + length;
+    reader.end = recordEnd; // no field may read into the next record
+    const attributes = reader.i8();
+    if (attributes !== 0) throw new CodecError(`record ${i} has attributes ${attributes}, expected 0`);
+    const timestampDelta = reader.varlong();
+    const offsetDelta = reader.varint();
+    if (offsetDelta <= prevOffsetDelta || offsetDelta > lastOffsetDelta) {
+      throw new CodecError(`record ${i} offsetDelta ${offsetDelta} not in (${prevOffsetDelta}, ${lastOffsetDelta}]`);
+    }
+    prevOffsetDelta = offsetDelta;
+    // positionFreeBytes of the decoded record: key, value, header count, headers.
+    let positionFree = skipNullableBytes(reader, "key") + skipNullableBytes(reader, "value");
+    const headerCount = reader.varint();
+    if (headerCount < 0) throw new CodecError(`record ${i} header count ${headerCount}`);
+    positionFree += varintSize(headerCount);
+    for (let j = 0; j < headerCount; j++) {
+      const keyLength = reader.varint();
+      if (keyLength < 0) throw new CodecError(`record ${i} header ${j} key length ${keyLength}`);
+      reader.utf8(keyLength); // validates the key as decodeBatch does; valid UTF-8 re-encodes to keyLength bytes
+      positionFree += varintSize(keyLength) + keyLength + skipNullableBytes(reader, "header value");
+    }
+    if (reader.pos !== recordEnd) {
+      throw new CodecError(`record ${i} has ${recordEnd - reader.pos} bytes of trailing garbage`);
+    }
+    reader.end = end;
+    const timestamp = logAppendTime ? maxTimestamp : baseTimestamp + timestampDelta;
+    if (!Number.isSafeInteger(timestamp)) throw new CodecError(`record ${i} timestamp beyond safe-integer range`);
+    timestamps[i] = timestamp;
+    const body = bodyBytes(positionFree, 0, 0);
+    recordBytes[i] = varintSize(body) + body;
+  }
+  if (reader.pos !== end) throw new CodecError(`${end - reader.pos} bytes of trailing garbage after ${recordCount} records`);
+
+  const header: BatchHeader = {
+    baseOffset: h.baseOffset,
+    lastOffsetDelta,
+    baseTimestamp,
+    maxTimestamp,
+    producerId: h.producerId,
+    producerEpoch: h.producerEpoch,
+    baseSequence: h.baseSequence,
+    partitionLeaderEpoch: h.partitionLeaderEpoch,
+    attributes: h.attributes,
+    recordCount,
+  };
+  return { header, totalBytes: h.totalBytes, timestamps, recordBytes };
+}
+
+/** Skips nullable bytes (length -1 = null); returns their size as a canonical encoding would write them. */
+function skipNullableBytes(r: ByteReader, what: string): number {
+  const len = r.varint();
+  if (len === -1) return 1;
+  if (len < -1) throw new CodecError(`invalid ${what} length ${len}`);
+  r.skip(len);
+  return varintSize(len) + len;
+}
+
+/**
+ * Checks the framing of the batch at `buf[pos]` (as {@link decodeBatchHeader}) and its
+ * records CRC-32C, without parsing the records: the cheap integrity check a gateway runs on
+ * a client's batch before handing the bytes to a partition that then skips the CRC
+ * (`scanBatch(..., {verifyCrc: false})`).
+ *
+ * @returns the decoded header (with totalBytes).
+ * @throws CodecError on a framing error, compression bits, or a CRC mismatch (the messages
+ *   and the order of decodeBatch).
+ */
+export function verifyBatchCrc(buf: Uint8Array, pos = 0): DecodedBatchHeader {
+  const h = decodeBatchHeader(buf, pos);
+  // Same order of checks as decodeBatch: framing, compression, CRC.
+  if ((h.attributes & ATTR_COMPRESSION_MASK) !== 0) {
+    throw new CodecError(`unsupported compression ${h.attributes & ATTR_COMPRESSION_MASK}`);
+  }
+  const start = pos + BATCH_HEADER_BYTES;
+  const actual = crc32c(buf, start, start + h.recordsLength);
+  if (actual !== h.crc) throw new CodecError(`batch CRC mismatch at offset ${pos}: stored ${h.crc}, computed ${actual}`);
+  return h;
 }
 
 /**

@@ -30,9 +30,11 @@ export {
   encodeBatch,
   recordSizeBytes,
   rewriteBatchHeader,
+  scanBatch,
   splitRecords,
+  verifyBatchCrc,
 } from "./batch.ts";
-export type { BatchHeaderPatch, DecodeOptions, DecodedBatch, DecodedBatchHeader } from "./batch.ts";
+export type { BatchHeaderPatch, BatchScan, DecodeOptions, DecodedBatch, DecodedBatchHeader } from "./batch.ts";
 
 // ---- checksum ----
 export { crc32c } from "./crc32c.ts";

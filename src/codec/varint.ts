@@ -413,6 +413,12 @@ export class ByteReader {
     throw new CodecError(`varlong at offset ${start} longer than 10 bytes`);
   }
 
+  /** Advances past `n` bytes without reading them. @throws CodecError if truncated. */
+  skip(n: number): void {
+    this.need(n);
+    this.pos += n;
+  }
+
   /** `n` bytes as a fresh copy (never a view into `buf`). @throws CodecError if truncated. */
   bytesCopy(n: number): Uint8Array {
     this.need(n);

@@ -11,7 +11,6 @@
  */
 import {
   NO_PRODUCER_ID,
-  recordSizeBytes,
   type BatchHeader,
   type LogRecord,
   type ProducerRecord,
@@ -58,10 +57,17 @@ export function checkFetchOffset(offset: number, b: LogBounds): ErrorResult | nu
  */
 const PRODUCER_FORBIDDEN_ATTRIBUTES = 0xffff;
 
-/** One decoded produce batch, as the shell hands it to {@link validateAppend}. */
+/**
+ * What {@link validateAppend} needs of one produced batch: its header and, per record, the
+ * timestamp and recordSizeBytes. `scanBatch` (src/codec) yields exactly this without
+ * materialising the records.
+ */
 export interface DecodedProduceBatch {
   header: BatchHeader;
-  records: LogRecord[];
+  /** Per record, in order: timestamp in ms. */
+  timestamps: readonly number[];
+  /** Per record, in order: recordSizeBytes (compared with max.message.bytes). */
+  recordBytes: readonly number[];
 }
 
 /** Producer fields of a whole produce request (one or more batches with contiguous sequences). */
@@ -97,8 +103,8 @@ export function validateAppend(batches: readonly DecodedProduceBatch[], maxMessa
   let maxTimestamp = -1;
   const first = batches[0]?.header;
   if (first === undefined) return errorResult("EMPTY_BATCH");
-  for (const { header: h, records } of batches) {
-    if (h.recordCount === 0 || records.length === 0) return errorResult("EMPTY_BATCH");
+  for (const { header: h, timestamps, recordBytes } of batches) {
+    if (h.recordCount === 0 || timestamps.length === 0) return errorResult("EMPTY_BATCH");
     if (h.lastOffsetDelta !== h.recordCount - 1) {
       return errorResult("INVALID_BATCH", `A produced batch must have dense offsets: lastOffsetDelta ${h.lastOffsetDelta} with ${h.recordCount} records.`);
     }
@@ -111,13 +117,14 @@ export function validateAppend(batches: readonly DecodedProduceBatch[], maxMessa
     if (h.producerId !== NO_PRODUCER_ID && h.baseSequence !== first.baseSequence + recordCount) {
       return errorResult("INVALID_PRODUCER_ID", "The batches of one request must have contiguous sequence numbers.");
     }
-    for (const r of records) {
+    for (let i = 0; i < timestamps.length; i++) {
       const index = recordCount++;
-      if (!Number.isSafeInteger(r.timestamp) || r.timestamp < 0) {
-        return errorResult("INVALID_TIMESTAMP", `Record ${index} has timestamp ${r.timestamp}: a non-negative integer of ms is required.`, { index, timestamp: r.timestamp });
+      const timestamp = timestamps[i]!;
+      if (!Number.isSafeInteger(timestamp) || timestamp < 0) {
+        return errorResult("INVALID_TIMESTAMP", `Record ${index} has timestamp ${timestamp}: a non-negative integer of ms is required.`, { index, timestamp });
       }
-      if (r.timestamp > maxTimestamp) maxTimestamp = r.timestamp;
-      const sizeBytes = recordSizeBytes(r);
+      if (timestamp > maxTimestamp) maxTimestamp = timestamp;
+      const sizeBytes = recordBytes[i]!;
       if (sizeBytes > maxMessageBytes) {
         return errorResult("RECORD_TOO_LARGE", `Record ${index} is ${sizeBytes} bytes, over max.message.bytes ${maxMessageBytes}.`, { index, sizeBytes, maxMessageBytes });
       }

@@ -35,6 +35,13 @@ export interface AppendRequest {
    * split first.
    */
   batches: Uint8Array[];
+  /**
+   * The caller already checked every batch's CRC-32C (the gateway does for a client's binary
+   * batch; a batch the caller encoded itself is correct by construction), so the partition
+   * skips recomputing it. It still checks the framing and every record. The bytes cross a
+   * Durable Object RPC, which does not alter them. @default false
+   */
+  crcVerified?: boolean;
 }
 
 export interface AppendOk {

@@ -110,6 +110,8 @@ export interface ReadStreamRequest {
   from: OffsetSpec;
   /** Stop adding records once this many value bytes are collected (the first record always). */
   maxBytes: number;
+  /** And at this many records. */
+  maxRecords: number;
   /** Wait up to this long (ms) for data when at the tail of an open stream; 0 = catch-up. */
   waitMs: number;
 }
@@ -133,6 +135,7 @@ export interface ReadRangeRequest {
   /** Exclusive bound (the reader's fork offset). */
   end: number;
   maxBytes: number;
+  maxRecords: number;
 }
 
 export interface ReadRangeOk {

@@ -13,7 +13,9 @@ import {
   encodeBatch,
   recordSizeBytes,
   rewriteBatchHeader,
+  scanBatch,
   splitRecords,
+  verifyBatchCrc,
   type BatchHeader,
   type LogRecord,
   type ProducerRecord,
@@ -503,6 +505,92 @@ describe("corruption and truncation", () => {
     const at = section.indexOf(0xc3); // first byte of "é"
     section[at] = 0xff;
     expect(() => decodeBatch(reframe(buf, section))).toThrow(/invalid UTF-8/);
+  });
+});
+
+describe("scanBatch", () => {
+  /** The outcome of a check: the facts scanBatch reports, or the error message. */
+  function viaDecode(buf: Uint8Array, verifyCrc: boolean): unknown {
+    try {
+      const d = decodeBatch(buf, 0, { verifyCrc });
+      return { header: d.header, totalBytes: d.totalBytes, timestamps: d.records.map((r) => r.timestamp), recordBytes: d.records.map(recordSizeBytes) };
+    } catch (e) {
+      return { error: String(e), codec: e instanceof CodecError };
+    }
+  }
+  function viaScan(buf: Uint8Array, verifyCrc: boolean): unknown {
+    try {
+      return scanBatch(buf, 0, { verifyCrc });
+    } catch (e) {
+      return { error: String(e), codec: e instanceof CodecError };
+    }
+  }
+
+  it("reports the header, timestamps and recordSizeBytes that decodeBatch yields", () => {
+    fc.assert(
+      fc.property(headerFieldsArb, recordsArb, fc.boolean(), (fields, records, logAppendTime) => {
+        const buf = encodeBatch(fields, records);
+        if (logAppendTime) rewriteBatchHeader(buf, { attributes: fields.attributes | ATTR_LOG_APPEND_TIME, maxTimestamp: 1234 });
+        expect(viaScan(buf, true)).toEqual(viaDecode(buf, true));
+      }),
+    );
+  });
+
+  it("throws exactly when decodeBatch throws, with the same error, for any corrupted or truncated byte", () => {
+    fc.assert(
+      fc.property(recordsArb, fc.nat(), fc.integer({ min: 1, max: 255 }), fc.nat(), (records, at, mask, cut) => {
+        const good = encodeBatch({}, records);
+        const flipped = good.slice();
+        flipped[at % flipped.length]! ^= mask;
+        const truncated = good.slice(0, cut % good.length);
+        for (const buf of [flipped, truncated]) {
+          // Without the CRC the structural checks are reached; with it the CRC check comes first.
+          expect(viaScan(buf, false)).toEqual(viaDecode(buf, false));
+          expect(viaScan(buf, true)).toEqual(viaDecode(buf, true));
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it("agrees with decodeBatch on hand-made malformed records sections", () => {
+    const records = [rec("k1", "v1", 10, [["h", "x"], ["h", null]]), rec(null, "", 5), rec("", null, 20, [["é", "y"]])];
+    const buf = encodeBatch({}, records);
+    const section = buf.subarray(BATCH_HEADER_BYTES);
+    for (let len = 0; len <= section.length; len++) {
+      const framed = reframe(buf, section.subarray(0, len));
+      expect(viaScan(framed, true)).toEqual(viaDecode(framed, true));
+    }
+    const badUtf8 = section.slice();
+    badUtf8[badUtf8.indexOf(0xc3)] = 0xff;
+    expect(viaScan(reframe(buf, badUtf8), true)).toMatchObject({ error: expect.stringMatching(/invalid UTF-8/) });
+  });
+
+  it("sizes records canonically even when lengths use non-minimal varints", () => {
+    // One record, key "k" with its length 1 written as the 2-byte varint 0x82 0x00.
+    const section = Uint8Array.of(0x12, 0x00, 0x00, 0x00, 0x82, 0x00, 0x6b, 0x02, 0x76, 0x00);
+    const buf = reframe(encodeBatch({}, [rec("k", "v", 1)]), section);
+    const scan = scanBatch(buf);
+    expect(scan.recordBytes).toEqual([recordSizeBytes(rec("k", "v", 1))]);
+    expect(scan.recordBytes).toEqual(decodeBatch(buf).records.map(recordSizeBytes));
+  });
+});
+
+describe("verifyBatchCrc", () => {
+  it("returns the header of an intact batch and rejects any flipped records byte", () => {
+    fc.assert(
+      fc.property(recordsArb, fc.nat(), fc.integer({ min: 1, max: 255 }), (records, at, mask) => {
+        const buf = encodeBatch({}, records);
+        expect(verifyBatchCrc(buf)).toEqual(decodeBatchHeader(buf));
+        buf[BATCH_HEADER_BYTES + (at % (buf.length - BATCH_HEADER_BYTES))]! ^= mask;
+        expect(() => verifyBatchCrc(buf)).toThrow(/CRC mismatch/);
+      }),
+    );
+  });
+
+  it("rejects a truncated batch as decodeBatchHeader does", () => {
+    const buf = encodeBatch({}, [rec("k", "v", 1)]);
+    expect(() => verifyBatchCrc(buf.subarray(0, buf.length - 1))).toThrow(/truncated batch/);
   });
 });
 

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { decodeBatch, encodeBatch, type LogRecord, type ProducerRecord } from "../../src/codec/index.ts";
+import { encodeBatch, scanBatch, type LogRecord, type ProducerRecord } from "../../src/codec/index.ts";
 import {
   PRODUCER_BATCHES_KEPT,
   applyProducerAppend,
@@ -17,8 +17,7 @@ import {
 const rec = (timestamp: number, value = "v"): ProducerRecord => ({ key: null, value: new TextEncoder().encode(value), headers: [], timestamp });
 
 function decoded(header: Parameters<typeof encodeBatch>[0], records: ProducerRecord[]) {
-  const d = decodeBatch(encodeBatch(header, records));
-  return { header: d.header, records: d.records };
+  return scanBatch(encodeBatch(header, records));
 }
 
 describe("checkFetchOffset", () => {

@@ -14,6 +14,7 @@ import { StaleTopicError, topicCache, withTopic } from "../../gateway/topics.ts"
 import { metadataStore } from "../../metadata/store.ts";
 import { partitionStub, type RpcResult } from "../../partition/rpc.ts";
 import { EdgelogError, ERRORS, errorResult, type ErrorCode, type ErrorResult } from "../../protocol/errors.ts";
+import { MAX_RECORDS_PER_REQUEST } from "../../protocol/limits.ts";
 import type { TopicSummary } from "../../protocol/types.ts";
 import {
   DEFAULT_CONTENT_TYPE,
@@ -45,6 +46,8 @@ const LONG_POLL_TIMEOUT_MAX_MS = 60_000;
 export const READ_MAX_BYTES = 16 * 1024 * 1024;
 /** Value bytes per live answer (long-poll, one SSE data event): live readers want it soon, not big. */
 export const LIVE_READ_MAX_BYTES = 1024 * 1024;
+/** Records (JSON messages) per answer, and per append: bounds the per-record memory of tiny messages. */
+export const MAX_RECORDS_PER_CALL = MAX_RECORDS_PER_REQUEST;
 /** An SSE connection is closed after this long so clients reconnect through CDNs (protocol 10.2). */
 export const SSE_CONNECTION_MAX_MS = 60_000;
 
@@ -189,6 +192,10 @@ function errorResponse(c: AppContext, r: ErrorResult, topic: string | null): Res
   return new Response(body, { status, headers });
 }
 
+function tooManyMessages(c: AppContext, count: number, topic: string): Response {
+  return errorResponse(c, errorResult("REQUEST_TOO_LARGE", `At most ${MAX_RECORDS_PER_CALL} JSON messages per request, got ${count}.`), topic);
+}
+
 function badRequest(c: AppContext, message: string, topic: string | null = null): Response {
   return errorResponse(c, errorResult("INVALID_REQUEST", message), topic);
 }
@@ -245,6 +252,10 @@ async function createStream(c: AppContext): Promise<Response> {
     if (!m.ok) {
       await release();
       return errorResponse(c, errorResult(m.reason === "invalid-json" ? "INVALID_JSON" : "EMPTY_BATCH", m.message), t.topic);
+    }
+    if (m.messages.length > MAX_RECORDS_PER_CALL) {
+      await release();
+      return tooManyMessages(c, m.messages.length, t.topic);
     }
     messages = m.messages;
   }
@@ -325,8 +336,9 @@ async function appendStream(c: AppContext): Promise<Response> {
   let bodyError: { code: ErrorCode; message: string } | null = null;
   if (body.length > 0 && h.contentType !== null && isJsonContentType(h.contentType)) {
     const m = jsonMessages(body, false);
-    if (m.ok) messages = m.messages;
-    else bodyError = { code: m.reason === "invalid-json" ? "INVALID_JSON" : "EMPTY_BATCH", message: m.message };
+    if (!m.ok) bodyError = { code: m.reason === "invalid-json" ? "INVALID_JSON" : "EMPTY_BATCH", message: m.message };
+    else if (m.messages.length > MAX_RECORDS_PER_CALL) return tooManyMessages(c, m.messages.length, t.topic);
+    else messages = m.messages;
   }
   const r = await onStream(c, t.topic, (stub) =>
     stub.dsAppend({ path: t.path, contentType: h.contentType, body, messages, bodyError, close: h.close, streamSeq: h.streamSeq, producer: h.producer }),
@@ -372,7 +384,7 @@ async function readStream(c: AppContext): Promise<Response> {
   if (live === "sse") return sseStream(c, t, spec, clientCursor);
 
   const waitMs = live === "long-poll" ? longPollTimeoutMs(c) : 0;
-  const r = await onStream(c, t.topic, (stub) => stub.dsRead({ path: t.path, from: spec, maxBytes: live === null ? READ_MAX_BYTES : LIVE_READ_MAX_BYTES, waitMs }));
+  const r = await onStream(c, t.topic, (stub) => stub.dsRead({ path: t.path, from: spec, maxBytes: live === null ? READ_MAX_BYTES : LIVE_READ_MAX_BYTES, maxRecords: MAX_RECORDS_PER_CALL, waitMs }));
   if (!r.ok) return errorResponse(c, r, t.topic);
 
   if (live === "long-poll") {
@@ -428,7 +440,7 @@ async function headStream(c: AppContext, t: Target): Promise<Response> {
  */
 async function sseStream(c: AppContext, t: Target, spec: OffsetSpec, clientCursor: string | null): Promise<Response> {
   const started = Date.now();
-  const first = await onStream(c, t.topic, (stub) => stub.dsRead({ path: t.path, from: spec, maxBytes: LIVE_READ_MAX_BYTES, waitMs: 0 }));
+  const first = await onStream(c, t.topic, (stub) => stub.dsRead({ path: t.path, from: spec, maxBytes: LIVE_READ_MAX_BYTES, maxRecords: MAX_RECORDS_PER_CALL, waitMs: 0 }));
   if (!first.ok) return errorResponse(c, first, t.topic);
   const encoding = isSseText(first.contentType) ? "text" : "base64";
   const stub = stubOf(c, first.topic.topicId);
@@ -467,6 +479,7 @@ async function sseStream(c: AppContext, t: Target, spec: OffsetSpec, clientCurso
         path: t.path,
         from: { kind: "offset", offset: r.nextOffset },
         maxBytes: LIVE_READ_MAX_BYTES,
+        maxRecords: MAX_RECORDS_PER_CALL,
         waitMs: r.upToDate ? Math.min(timeoutMs, leftMs) : 0,
       });
       // The stream was deleted (or expired) meanwhile: end the connection; a reconnect gets the 404/410.
