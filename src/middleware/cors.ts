@@ -1,0 +1,37 @@
+/**
+ * CORS for the native API, so browsers on other origins can use the SDK (it needs only
+ * `fetch`). Built on hono's `cors` middleware. The Durable Streams routes set their own
+ * headers (protocol section 12.7), so they are skipped here.
+ */
+import type { MiddlewareHandler } from "hono";
+import { cors } from "hono/cors";
+import type { AppEnv } from "../gateway/context.ts";
+
+export interface CorsOptions {
+  /** Allowed origins. @default "*" */
+  origin: string | string[];
+  /** Path prefixes that handle CORS themselves. */
+  skipPrefixes: readonly string[];
+  /** Preflight cache lifetime in seconds. @default 86400 */
+  maxAgeSeconds: number;
+}
+
+const DEFAULTS: CorsOptions = { origin: "*", skipPrefixes: [], maxAgeSeconds: 86_400 };
+
+/** Response headers a browser client must be able to read (binary fetch bounds). */
+export const EXPOSED_HEADERS = ["Edgelog-Next-Offset", "Edgelog-High-Watermark", "Edgelog-Log-Start-Offset"];
+
+export function corsMiddleware(options: Partial<CorsOptions> = {}): MiddlewareHandler<AppEnv> {
+  const { origin, skipPrefixes, maxAgeSeconds } = { ...DEFAULTS, ...options };
+  const handler = cors({
+    origin,
+    allowMethods: ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"],
+    allowHeaders: ["Content-Type", "Accept", "Authorization"],
+    exposeHeaders: EXPOSED_HEADERS,
+    maxAge: maxAgeSeconds,
+  });
+  return async (c, next) => {
+    if (skipPrefixes.some((p) => c.req.path.startsWith(p))) return next();
+    return handler(c, next);
+  };
+}

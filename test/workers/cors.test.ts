@@ -1,0 +1,22 @@
+import { SELF } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+
+describe("CORS on the native API", () => {
+  it("answers a preflight with the allowed methods and headers, without touching state", async () => {
+    const res = await SELF.fetch("http://edgelog.test/v1/topics", {
+      method: "OPTIONS",
+      headers: { Origin: "https://app.example", "Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "content-type" },
+    });
+    expect(res.status).toBe(204);
+    expect(res.headers.get("access-control-allow-origin")).toBe("*");
+    expect(res.headers.get("access-control-allow-methods")).toContain("POST");
+    expect(res.headers.get("access-control-allow-headers")?.toLowerCase()).toContain("content-type");
+  });
+
+  it("exposes the binary fetch bounds headers on normal answers", async () => {
+    const res = await SELF.fetch("http://edgelog.test/v1/health", { headers: { Origin: "https://app.example" } });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("access-control-allow-origin")).toBe("*");
+    expect(res.headers.get("access-control-expose-headers")).toBe("Edgelog-Next-Offset,Edgelog-High-Watermark,Edgelog-Log-Start-Offset");
+  });
+});
