@@ -15,7 +15,10 @@ function workerdPids(): number[] {
 function wcpu(pids: number[]): number { let t = 0; for (const p of pids) for (const th of readdirSync(`/proc/${p}/task`)) { try { t += Number(readFileSync(`/proc/${p}/task/${th}/schedstat`, "utf8").split(" ")[0]); } catch {} } return t / 1e6; }
 async function closedLoop(total: number, conc: number, fn: (i: number) => Promise<void>) { let next = 0; await Promise.all(Array.from({ length: conc }, async () => { while (next < total) { const i = next++; await fn(i); } })); }
 async function ok(res: Response) { if (!res.ok) throw new Error(`HTTP ${res.status}: ${await res.text()}`); await res.arrayBuffer(); }
-const engine = await startEngine(); const f = engine.fetch; const pids = workerdPids();
+const engine = await startEngine();
+let inflight = 0; let last = performance.now(); let area = 0; let idle = 0;
+const tick = () => { const now = performance.now(); area += inflight * (now - last); if (inflight === 0) idle += now - last; last = now; };
+const f = (async (input: RequestInfo | URL, init?: RequestInit) => { tick(); inflight++; try { return await engine.fetch(input, init); } finally { tick(); inflight--; } }) as typeof fetch; const pids = workerdPids();
 if (pids.length === 0) throw new Error("no workerd");
 const client = new EdgelogClient({ baseUrl: BASE, fetch: f });
 const partitions = 6; const BATCH = 256 * 1024; const value = new Uint8Array(1024).fill(97);
@@ -24,7 +27,9 @@ for (let i = 0; i < 20; i++) await ok(await f(`${BASE}/bench/noop`));
 const R = new Map<string, { rate: number[]; w: number[]; n: number[] }>();
 async function measure(name: string, units: number, fn: () => Promise<void>) {
   const w0 = wcpu(pids); const n0 = process.cpuUsage(); const t0 = performance.now();
+  tick(); area = 0; idle = 0;
   await fn();
+  tick(); const el = performance.now() - t0; if (process.env.INFLIGHT) console.log(`${name}: mean in flight ${(area / el).toFixed(2)}, idle ${(100 * idle / el).toFixed(1)}%`);
   const secs = (performance.now() - t0) / 1000; const n1 = process.cpuUsage(n0); const w1 = wcpu(pids);
   const e = R.get(name) ?? { rate: [], w: [], n: [] }; R.set(name, e);
   e.rate.push(units / secs); e.w.push((w1 - w0) / units); e.n.push((n1.user + n1.system) / 1000 / units);

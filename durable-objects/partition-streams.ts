@@ -462,7 +462,7 @@ export class PartitionStreams implements StreamRpc {
         startOffset: start,
         nextOffset: next,
         count: values.length,
-        body: m.json ? formatJsonArray(values) : concatValues(values),
+        body: (this.#env as unknown as Record<string, string>).PROTO_STREAM === "1" && req.waitMs === 0 && !m.json && values.length > 64 ? streamValues(values) : m.json ? formatJsonArray(values) : concatValues(values),
         upToDate: next === l.logEndOffset,
         remainingLifetimeMs: remainingLifetimeMs(m, m.lastAccessMs, Date.now()),
         timedOut: waited && values.length === 0,
@@ -780,4 +780,21 @@ function encodeValues(values: readonly Uint8Array[], nowMs: number): Uint8Array[
 
 function unknownPartition(): ErrorResult {
   return errorResult("UNKNOWN_TOPIC_OR_PARTITION", "This partition does not exist (never created, or its topic was deleted).");
+}
+
+function streamValues(values: (Uint8Array | null)[]): ReadableStream<Uint8Array> {
+  let i = 0;
+  let total = 0;
+  for (const v of values) total += v?.length ?? 0;
+  const CHUNK = 1 << 20;
+  const rs = new ReadableStream<Uint8Array>({
+    pull(c) {
+      if (i >= values.length) { c.close(); return; }
+      const part: (Uint8Array | null)[] = [];
+      let n = 0;
+      while (i < values.length && (n === 0 || n + (values[i]?.length ?? 0) <= CHUNK)) { const v = values[i++] ?? null; part.push(v); n += v?.length ?? 0; }
+      c.enqueue(concatValues(part));
+    },
+  });
+  return rs.pipeThrough(new FixedLengthStream(total));
 }

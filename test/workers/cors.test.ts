@@ -19,4 +19,11 @@ describe("CORS on the native API", () => {
     expect(res.headers.get("access-control-allow-origin")).toBe("*");
     expect(res.headers.get("access-control-expose-headers")).toBe("Edgelog-Next-Offset,Edgelog-High-Watermark,Edgelog-Log-Start-Offset");
   });
+
+  it("adds no CORS headers to a request without Origin (a server, the CLI, curl): nothing for a browser to check", async () => {
+    const res = await SELF.fetch("http://edgelog.test/v1/health");
+    expect(res.status).toBe(200);
+    expect(res.headers.get("access-control-allow-origin")).toBeNull();
+    expect(res.headers.get("access-control-expose-headers")).toBeNull();
+  });
 });
