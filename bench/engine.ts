@@ -1,7 +1,9 @@
 /**
  * Runs the real Edgelog Worker and its Durable Objects in workerd through Miniflare's API
  * directly (no `wrangler dev` proxy, which costs several times the request rate), with the
- * same bundle `wrangler deploy` would upload. Requests go through `mf.dispatchFetch`.
+ * same bundle `wrangler deploy` would upload. Requests go through `mf.dispatchFetch`, or
+ * over plain HTTP to `url`: a loopback socket that workerd serves with the Worker itself
+ * (Miniflare's `unsafeDirectSockets`), without Miniflare's dev-only entry worker in front.
  */
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -27,6 +29,12 @@ export interface Engine {
   mf: Miniflare;
   /** A `fetch` that dispatches into the Worker (for the SDK's `fetch` option). */
   fetch: typeof fetch;
+  /**
+   * `http://127.0.0.1:{port}`: the Worker's own socket in workerd. Requests to it skip
+   * Miniflare's entry worker (dev-only routing, logging, error pages: an extra Worker hop
+   * that re-streams every body, several ms per MB of answer), which production does not have.
+   */
+  url: string;
   dispose(): Promise<void>;
 }
 
@@ -54,9 +62,11 @@ export async function startEngine(): Promise<Engine> {
       durableObjects,
       bindings: { EDGELOG_BENCH_ROUTES: "1" },
       durableObjectsPersist: stateDir,
+      unsafeDirectSockets: [{ host: "127.0.0.1", port: 0 }],
     } as unknown as Parameters<typeof convertV4MiniflareOptions>[0]),
   );
   await mf.ready;
+  const url = (await mf.unsafeGetDirectURL("edgelog")).toString().replace(/\/$/, "");
   const dispatch = (async (input: RequestInfo | URL, init?: RequestInit) => {
     const req = new Request(input as RequestInfo, init);
     const res = await mf.dispatchFetch(req.url, {
@@ -69,6 +79,7 @@ export async function startEngine(): Promise<Engine> {
   return {
     mf,
     fetch: dispatch,
+    url,
     dispose: async () => {
       await mf.dispose();
       rmSync(outdir, { recursive: true, force: true });

@@ -22,8 +22,9 @@ import { decideAppend, type ClosedBy, type ProducerState } from "../src/streams/
 import { createMatches } from "../src/streams/create.ts";
 import { expiryDeadlineMs, forkExpiry, isExpired, remainingLifetimeMs, touchPersistIntervalMs } from "../src/streams/expiry.ts";
 import { contentTypesMatch, DEFAULT_CONTENT_TYPE, isJsonContentType } from "../src/streams/headers.ts";
-import { concatValues, formatJsonArray, resolveSubOffset, splitBody } from "../src/streams/records.ts";
-import { ValueCache } from "../src/streams/value-cache.ts";
+import { BodyBuilder, cacheSeparator, chunkPieces, concatPieces, piecesLength } from "../src/streams/body.ts";
+import { ByteCache } from "../src/streams/byte-cache.ts";
+import { resolveSubOffset, splitBody } from "../src/streams/records.ts";
 import { forEachValue } from "../src/streams/values.ts";
 import type {
   AppendStreamOk,
@@ -115,10 +116,40 @@ export interface PartitionHost {
 const RECORD_OVERHEAD_BYTES = 64;
 
 /**
- * Budget of the tail cache of recently appended values (src/streams/value-cache.ts). Modest,
+ * Budget of the tail cache of recently appended values (src/streams/byte-cache.ts). Modest,
  * because several objects may share an isolate's 128 MB (developers.cloudflare.com/workers/platform/limits).
  */
 export const STREAM_CACHE_MAX_BYTES = 8 * 1024 * 1024;
+
+/**
+ * Value bytes one read takes from storage at most (the first record always): they are held
+ * in memory until the answer is sent. Cached bytes cost nothing extra (the answer passes views
+ * of the cache on), so they count only against the request's own maxBytes.
+ */
+export const STORAGE_READ_MAX_BYTES = 16 * 1024 * 1024;
+/**
+ * Largest answer sent as one buffer in the RPC result (a Durable Object RPC answer is
+ * limited to 32 MiB); readers that accept a streamed body get larger ones.
+ */
+export const RPC_BODY_MAX_BYTES = 16 * 1024 * 1024;
+/** Answers from this size on go as a stream when the reader accepts one (`ReadStreamRequest.stream`). */
+export const STREAM_BODY_MIN_BYTES = 256 * 1024;
+/** Chunks of a streamed answer: runs of small values are copied into chunks of about this size... */
+const BODY_CHUNK_BYTES = 1024 * 1024;
+/** ...and views of at least this size (ranges of the tail cache, large values) go as they are. */
+const BODY_DIRECT_BYTES = 64 * 1024;
+
+/** Where a read collects records (see #readOwn). */
+interface ReadSink {
+  /** Records collected so far (in this answer). */
+  readonly count: number;
+  /** Bytes collected so far. */
+  readonly bytes: number;
+  /** One value read from storage (a view into its stored batch). */
+  addValue(value: Uint8Array | null): void;
+  /** Records [from, next), which the tail cache holds. */
+  addCached(from: number, next: number): void;
+}
 
 interface ForkState {
   sourcePath: string;
@@ -180,8 +211,8 @@ export class PartitionStreams implements StreamRpc {
   readonly #sql: Sql;
   readonly #env: Env;
   #meta: StreamMeta | null = null;
-  /** Values of the latest records appended through the stream API, served to readers without SQLite. */
-  readonly #cache = new ValueCache(STREAM_CACHE_MAX_BYTES);
+  /** Bytes of the latest records appended through the stream API, served to readers without SQLite. */
+  readonly #cache = new ByteCache(STREAM_CACHE_MAX_BYTES);
   /** last_access_ms as stored (the in-memory value may be newer, see touchPersistIntervalMs). */
   #storedAccessMs = 0;
 
@@ -304,7 +335,7 @@ export class PartitionStreams implements StreamRpc {
     if (values.length > 0) {
       const r = this.#host.appendBatches(encodeValues(values, nowMs), write);
       if (!r.ok) return r;
-      this.#cache.append(r.baseOffset, values);
+      this.#cache.append(r.baseOffset, values, cacheSeparator(meta.json));
     } else {
       this.#host.transaction(write);
     }
@@ -393,7 +424,7 @@ export class PartitionStreams implements StreamRpc {
     if (values.length > 0) {
       const r = this.#host.appendBatches(encodeValues(values, nowMs), write);
       if (!r.ok) return r;
-      this.#cache.append(r.baseOffset, values);
+      this.#cache.append(r.baseOffset, values, cacheSeparator(meta.json));
     } else {
       this.#host.transaction(write);
     }
@@ -412,6 +443,7 @@ export class PartitionStreams implements StreamRpc {
 
   async dsRead(req: ReadStreamRequest): Promise<RpcResult<ReadStreamOk>> {
     const deadline = Date.now() + Math.max(0, req.waitMs);
+    const maxBytes = req.stream === true ? req.maxBytes : Math.min(req.maxBytes, RPC_BODY_MAX_BYTES);
     let start: number | null = null;
     let waited = false;
     for (;;) {
@@ -431,41 +463,55 @@ export class PartitionStreams implements StreamRpc {
           return errorResult("OFFSET_GONE", "The offset is before the earliest retained position.", { logStartOffset: firstReadable });
         }
       }
-      const values: (Uint8Array | null)[] = [];
+      const body = new BodyBuilder(meta.json);
       let next = start;
-      let bytes = 0;
       if (meta.fork !== null && next < meta.fork.forkOffset) {
-        const r = await this.#sourceOf(meta.fork).dsReadRange({ from: next, end: meta.fork.forkOffset, maxBytes: req.maxBytes, maxRecords: req.maxRecords });
+        const r = await this.#sourceOf(meta.fork).dsReadRange({ from: next, end: meta.fork.forkOffset, maxBytes, maxRecords: req.maxRecords });
         if (!r.ok) return r.code === "UNKNOWN_TOPIC_OR_PARTITION" ? errorResult("OFFSET_GONE", "The fork's source data is gone.") : r;
-        for (const v of r.values) {
-          values.push(v);
-          bytes += v?.length ?? 0;
-        }
+        for (const v of r.values) body.addValue(v);
         next = r.nextOffset;
       }
       // Re-read the state: the source read awaited.
       const m = this.#meta;
       const l = this.#host.log();
       if (m === null || l === null || m.path !== meta.path) return errorResult("STREAM_NOT_FOUND", "The stream was deleted.");
-      if ((meta.fork === null || next >= meta.fork.forkOffset) && values.length < req.maxRecords) {
-        next = this.#readOwn(next, l.logEndOffset, req.maxBytes, req.maxRecords, bytes, values);
+      if ((meta.fork === null || next >= meta.fork.forkOffset) && body.count < req.maxRecords) {
+        const cache = this.#cache;
+        const sink: ReadSink = {
+          get count() {
+            return body.count;
+          },
+          get bytes() {
+            return body.bytes;
+          },
+          addValue: (v) => body.addValue(v),
+          addCached: (from, to) => {
+            const views: Uint8Array[] = [];
+            cache.views(from, to, views);
+            body.addStored(views, to - from);
+          },
+        };
+        next = this.#readOwn(next, l.logEndOffset, maxBytes, req.maxRecords, sink);
       }
       const remainingMs = deadline - Date.now();
-      if (values.length === 0 && next === l.logEndOffset && !m.closed && remainingMs > 0) {
+      if (body.count === 0 && next === l.logEndOffset && !m.closed && remainingMs > 0) {
         waited = true;
         await this.#host.nextAppend(remainingMs);
         continue;
       }
+      const pieces = body.finish();
+      const bodyBytes = piecesLength(pieces);
       return {
         ok: true,
         ...this.#facts(m, l),
         startOffset: start,
         nextOffset: next,
-        count: values.length,
-        body: (this.#env as unknown as Record<string, string>).PROTO_STREAM === "1" && req.waitMs === 0 && !m.json && values.length > 64 ? streamValues(values) : m.json ? formatJsonArray(values) : concatValues(values),
+        count: body.count,
+        body: req.stream === true && bodyBytes >= STREAM_BODY_MIN_BYTES ? bodyStream(pieces) : concatPieces(pieces),
+        bodyBytes,
         upToDate: next === l.logEndOffset,
         remainingLifetimeMs: remainingLifetimeMs(m, m.lastAccessMs, Date.now()),
-        timedOut: waited && values.length === 0,
+        timedOut: waited && body.count === 0,
       };
     }
   }
@@ -550,11 +596,30 @@ export class PartitionStreams implements StreamRpc {
       next = r.nextOffset;
     }
     if ((meta.fork === null || next >= meta.fork.forkOffset) && values.length < req.maxRecords) {
-      next = this.#readOwn(next, end, req.maxBytes, req.maxRecords, bytes, values);
+      const cache = this.#cache;
+      const sink: ReadSink = {
+        get count() {
+          return values.length;
+        },
+        get bytes() {
+          return bytes;
+        },
+        // An RPC answer carries a view's whole buffer: copy views into larger buffers (a stored row).
+        addValue: (v) => {
+          values.push(v === null || v.byteLength === v.buffer.byteLength ? v : v.slice());
+          bytes += v?.length ?? 0;
+        },
+        addCached: (from, to) => {
+          for (let o = from; o < to; o++) {
+            const v = cache.value(o);
+            values.push(v);
+            bytes += v.length;
+          }
+        },
+      };
+      next = this.#readOwn(next, end, Math.min(req.maxBytes, RPC_BODY_MAX_BYTES), req.maxRecords, sink);
     }
-    // An RPC answer carries a view's whole buffer: copy views into larger buffers (a stored row, a request body).
-    const own = values.map((v) => (v === null || v.byteLength === v.buffer.byteLength ? v : v.slice()));
-    return { ok: true, values: own, nextOffset: next };
+    return { ok: true, values, nextOffset: next };
   }
 
   async dsBoundaryValues(req: BoundaryValuesRequest): Promise<RpcResult<{ values: (Uint8Array | null)[] }>> {
@@ -681,34 +746,47 @@ export class PartitionStreams implements StreamRpc {
   }
 
   /**
-   * Appends to `values` the values of this partition's own records in [from, end), stopping
-   * before `maxBytes` of values would be exceeded (the first record always goes in) or at
-   * `maxRecords` values: from the tail cache while it holds them, then from the stored batches.
-   * @param bytes value bytes already collected
+   * Collects into `out` this partition's own records in [from, end): from the tail cache
+   * while it holds them, else from the stored batches (up to where the cache starts, then from
+   * the cache again). Stops before `maxBytes` would be exceeded (counting what `out` holds
+   * already; its first record always goes in), at `maxRecords` records in `out`, or before
+   * more than {@link STORAGE_READ_MAX_BYTES} of values were read from storage.
    * @returns the offset after the last record taken
    */
-  #readOwn(from: number, end: number, maxBytes: number, maxRecords: number, bytes: number, values: (Uint8Array | null)[]): number {
-    if (from >= end) return from;
-    const before = values.length;
-    let next = this.#cache.read(from, Math.min(end, from + maxRecords - values.length), maxBytes, bytes, values);
-    for (let i = before; i < values.length; i++) bytes += values[i]?.length ?? 0;
-    // Done, or stopped by maxBytes inside the cache: nothing more to read from storage.
-    if (next >= end || values.length >= maxRecords || (next > from && next < this.#cache.end)) return next;
-    let full = false;
-    for (const b of this.#host.batchesFrom(next)) {
-      if (b.baseOffset >= end || full) break;
-      forEachValue(b.data, (offset, value) => {
-        if (offset < next) return true;
-        const len = value?.length ?? 0;
-        if (offset >= end || values.length >= maxRecords || (values.length > 0 && bytes + len > maxBytes)) {
-          full = true;
-          return false;
-        }
-        values.push(value);
-        bytes += len;
-        next = offset + 1;
-        return true;
-      });
+  #readOwn(from: number, end: number, maxBytes: number, maxRecords: number, out: ReadSink): number {
+    const cache = this.#cache;
+    let next = from;
+    let storageBytes = 0;
+    while (next < end && out.count < maxRecords) {
+      const cached = cache.span(next, Math.min(end, next + maxRecords - out.count), maxBytes - out.bytes, out.count === 0);
+      if (cached > next) {
+        out.addCached(next, cached);
+        next = cached;
+        // Stopped inside the cache by maxBytes or maxRecords: the answer is full.
+        if (next < end && next < cache.end) return next;
+        continue;
+      }
+      // From storage, up to where the cache takes over.
+      const stop = cache.start > next && cache.end > cache.start ? Math.min(end, cache.start) : end;
+      let full = false;
+      for (const b of this.#host.batchesFrom(next)) {
+        if (b.baseOffset >= stop || full) break;
+        forEachValue(b.data, (offset, value) => {
+          if (offset < next) return true;
+          if (offset >= stop) return false;
+          const len = value?.length ?? 0;
+          if (out.count >= maxRecords || (out.count > 0 && (out.bytes + len > maxBytes || storageBytes + len > STORAGE_READ_MAX_BYTES))) {
+            full = true;
+            return false;
+          }
+          out.addValue(value);
+          storageBytes += len;
+          next = offset + 1;
+          return true;
+        });
+      }
+      // Full, or the stored batches end before `stop` (nothing more to read).
+      if (next < stop) return next;
     }
     return next;
   }
@@ -782,19 +860,21 @@ function unknownPartition(): ErrorResult {
   return errorResult("UNKNOWN_TOPIC_OR_PARTITION", "This partition does not exist (never created, or its topic was deleted).");
 }
 
-function streamValues(values: (Uint8Array | null)[]): ReadableStream<Uint8Array> {
-  let i = 0;
-  let total = 0;
-  for (const v of values) total += v?.length ?? 0;
-  const CHUNK = 1 << 20;
-  const rs = new ReadableStream<Uint8Array>({
-    pull(c) {
-      if (i >= values.length) { c.close(); return; }
-      const part: (Uint8Array | null)[] = [];
-      let n = 0;
-      while (i < values.length && (n === 0 || n + (values[i]?.length ?? 0) <= CHUNK)) { const v = values[i++] ?? null; part.push(v); n += v?.length ?? 0; }
-      c.enqueue(concatValues(part));
+/**
+ * A streamed answer body: the pieces in chunks (src/streams/body.ts), produced as the reader
+ * pulls them, so the first bytes leave before the last are copied and large views of the
+ * tail cache are never copied in this object.
+ */
+function bodyStream(pieces: readonly Uint8Array[]): ReadableStream<Uint8Array> {
+  const chunks = chunkPieces(pieces, BODY_CHUNK_BYTES, BODY_DIRECT_BYTES);
+  return new ReadableStream<Uint8Array>(
+    {
+      pull(controller) {
+        const c = chunks.next();
+        if (c.done === true) controller.close();
+        else controller.enqueue(c.value);
+      },
     },
-  });
-  return rs.pipeThrough(new FixedLengthStream(total));
+    { highWaterMark: 0 },
+  );
 }

@@ -11,6 +11,8 @@
  *   byte (no JSON.parse/stringify round trip), so numbers beyond 2^53 keep their digits.
  *   A read returns `[` + values joined by `,` + `]`.
  *
+ * Read answers are assembled in src/streams/body.ts.
+ *
  * Pure module: no Workers imports.
  */
 
@@ -131,45 +133,6 @@ export function splitBody(body: Uint8Array, maxValueBytes: number): Uint8Array[]
     out.push(body.subarray(start, end));
     start = end;
   }
-  return out;
-}
-
-/** Concatenates record values (a null value contributes no bytes). */
-export function concatValues(values: readonly (Uint8Array | null)[]): Uint8Array {
-  let n = 0;
-  for (const v of values) n += v?.length ?? 0;
-  const out = new Uint8Array(n);
-  let pos = 0;
-  for (const v of values) {
-    if (v !== null) {
-      out.set(v, pos);
-      pos += v.length;
-    }
-  }
-  return out;
-}
-
-const NULL_JSON = utf8.encode("null");
-
-/**
- * The JSON-mode body of a read: `[v0,v1,...]`. A null or empty value (possible only for
- * records produced through the native API) reads as `null`; any other value is copied
- * verbatim, so a native producer writing to a JSON stream must write one JSON value per
- * record (`valueEncoding: "json"` does).
- */
-export function formatJsonArray(values: readonly (Uint8Array | null)[]): Uint8Array {
-  let n = 2 + Math.max(0, values.length - 1);
-  for (const v of values) n += v === null || v.length === 0 ? NULL_JSON.length : v.length;
-  const out = new Uint8Array(n);
-  out[0] = 0x5b;
-  let pos = 1;
-  values.forEach((v, i) => {
-    if (i > 0) out[pos++] = 0x2c;
-    const b = v === null || v.length === 0 ? NULL_JSON : v;
-    out.set(b, pos);
-    pos += b.length;
-  });
-  out[pos] = 0x5d;
   return out;
 }
 

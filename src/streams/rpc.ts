@@ -114,6 +114,12 @@ export interface ReadStreamRequest {
   maxRecords: number;
   /** Wait up to this long (ms) for data when at the tail of an open stream; 0 = catch-up. */
   waitMs: number;
+  /**
+   * The caller accepts the body as a stream: large answers (from 256 KiB) then come as a
+   * `ReadableStream` of chunks, which may exceed the 16 MiB a one-buffer answer is held to.
+   * Default false: the body is one buffer.
+   */
+  stream?: boolean;
 }
 
 export type ReadStreamOk = StreamFacts & {
@@ -121,8 +127,13 @@ export type ReadStreamOk = StreamFacts & {
   nextOffset: number;
   /** Records returned. */
   count: number;
-  /** Formatted body: concatenated values, or a JSON array for JSON streams. */
-  body: Uint8Array;
+  /**
+   * Formatted body: concatenated values, or a JSON array for JSON streams. A stream only when
+   * the request set `stream` (then consume or cancel it).
+   */
+  body: Uint8Array | ReadableStream<Uint8Array>;
+  /** Length of `body` in bytes. */
+  bodyBytes: number;
   upToDate: boolean;
   remainingLifetimeMs: number | null;
   /** True when the read waited and nothing came (long-poll 204). */

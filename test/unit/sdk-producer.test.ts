@@ -79,6 +79,25 @@ describe("batching", () => {
     for (const b of server.produced) expect(b.bytes.length).toBeLessThanOrEqual(maxBatchBytes);
   });
 
+  it("starts a filled batch's request while a large send() is still being accumulated", async () => {
+    const value = "x".repeat(100);
+    const perRecord = recordSizeBytes({ key: null, value: utf8(value), headers: [], timestamp: 0 }) + 8;
+    const server = new FakeServer();
+    server.addTopic("t", 1);
+    let bufferedAtFirstProduce: number | undefined;
+    let producer!: Producer;
+    const watching: typeof fetch = async (input, init) => {
+      if (init?.method === "POST" && String(input).endsWith("/records")) bufferedAtFirstProduce ??= producer.bufferedBytes;
+      return server.fetch(input, init);
+    };
+    producer = new Producer(new EdgelogClient({ baseUrl: "http://x", fetch: watching }), { ...FAST, lingerMs: 60_000, maxBatchBytes: BATCH_HEADER_BYTES + 10 * perRecord });
+    const sent = producer.send({ topic: "t", messages: Array.from({ length: 1000 }, () => ({ value })) });
+    await producer.flush();
+    expect((await sent).map((m) => m.offset)).toEqual(Array.from({ length: 1000 }, (_, i) => i));
+    // The first request left as soon as its batch was full (10 records), not after all 1000.
+    expect(bufferedAtFirstProduce).toBe(10 * perRecord);
+  });
+
   it("sends a record larger than the topic's max.message.bytes alone, so only it fails", async () => {
     const server = new FakeServer();
     server.addTopic("t", 1, 200);

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { concatValues, formatJsonArray, jsonMessages, resolveSubOffset, splitBody } from "../../src/streams/records.ts";
+import { jsonMessages, resolveSubOffset, splitBody } from "../../src/streams/records.ts";
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
@@ -48,13 +48,6 @@ describe("jsonMessages", () => {
   });
 });
 
-describe("formatJsonArray", () => {
-  it("frames values as one JSON array, null and empty values as null", () => {
-    expect(dec.decode(formatJsonArray([]))).toBe("[]");
-    expect(dec.decode(formatJsonArray([enc.encode(`{"a":1}`), null, new Uint8Array(0), enc.encode(`2`)]))).toBe(`[{"a":1},null,null,2]`);
-  });
-});
-
 describe("splitBody", () => {
   it("returns the body itself when it fits", () => {
     const b = enc.encode("hello");
@@ -84,12 +77,6 @@ describe("splitBody", () => {
         for (const c of chunks) expect(c.length).toBeLessThanOrEqual(max);
       }),
     );
-  });
-});
-
-describe("concatValues", () => {
-  it("concatenates, skipping nulls", () => {
-    expect(dec.decode(concatValues([enc.encode("ab"), null, enc.encode("c")]))).toBe("abc");
   });
 });
 

@@ -120,6 +120,114 @@ suite("durable streams: reads across the tail cache and storage", () => {
   });
 });
 
+suite("durable streams: large catch-up reads (streamed answers)", () => {
+  const MiB = 1024 * 1024;
+  const pattern = (n: number, seed: number) => {
+    const b = new Uint8Array(n);
+    for (let i = 0; i < n; i++) b[i] = (i * 31 + seed * 17) % 251;
+    return b;
+  };
+  const same = (a: Uint8Array, b: Uint8Array) => a.length === b.length && a.findIndex((x, i) => x !== b[i]) === -1;
+
+  /** Reads from `offset` following Stream-Next-Offset to the tail; returns the bytes and the answers. */
+  async function readToTail(path: string, offset: string): Promise<{ bytes: Uint8Array; answers: Response[] }> {
+    const parts: Uint8Array[] = [];
+    const answers: Response[] = [];
+    for (;;) {
+      const r = await stream(`${path}?offset=${offset}`);
+      expect(r.status).toBe(200);
+      const b = new Uint8Array(await r.arrayBuffer());
+      parts.push(b);
+      answers.push(r);
+      offset = r.headers.get("Stream-Next-Offset") as string;
+      if (r.headers.get("Stream-Up-To-Date") === "true") break;
+    }
+    const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+    let pos = 0;
+    for (const p of parts) {
+      out.set(p, pos);
+      pos += p.length;
+    }
+    return { bytes: out, answers };
+  }
+
+  it("reads a byte stream larger than the tail cache, from storage then the cache, in one answer", async () => {
+    const id = randomTopic("large");
+    await put(id, { "content-type": "application/octet-stream" });
+    const appends = Array.from({ length: 40 }, (_, i) => pattern(256 * 1024 + i, i)); // ~10 MiB: the first ~2 MiB only in storage
+    for (const a of appends) expect((await post(id, { "content-type": "application/octet-stream" }, a)).status).toBe(204);
+    const all = new Uint8Array(appends.reduce((n, a) => n + a.length, 0));
+    let pos = 0;
+    const starts: number[] = [];
+    for (const a of appends) {
+      starts.push(pos);
+      all.set(a, pos);
+      pos += a.length;
+    }
+    const { bytes, answers } = await readToTail(id, "-1");
+    expect(answers.length).toBe(1);
+    expect(same(bytes, all)).toBe(true);
+    // From inside storage, at the seam, and inside the cache.
+    for (const from of [3, 7, 8, 9, 30, 39]) {
+      const r = await readToTail(id, token(from));
+      expect(same(r.bytes, all.subarray(starts[from]))).toBe(true);
+    }
+  });
+
+  it("follows Stream-Next-Offset over several answers when the backlog exceeds one", async () => {
+    const id = randomTopic("backlog");
+    await put(id, { "content-type": "application/octet-stream" });
+    const appends = Array.from({ length: 26 }, (_, i) => pattern(MiB - 100, i)); // 26 MiB: 16 MiB from storage per answer at most
+    for (const a of appends) expect((await post(id, { "content-type": "application/octet-stream" }, a)).status).toBe(204);
+    const { bytes, answers } = await readToTail(id, "-1");
+    expect(answers.length).toBe(2);
+    expect(bytes.length).toBe(26 * (MiB - 100));
+    for (let i = 0; i < appends.length; i++) expect(same(bytes.subarray(i * (MiB - 100), (i + 1) * (MiB - 100)), appends[i] as Uint8Array)).toBe(true);
+  });
+
+  it("frames a large JSON stream as one array across storage and the cache", async () => {
+    const id = randomTopic("bigjson");
+    await put(id, { "content-type": "application/json" });
+    const messages: unknown[] = [];
+    for (let batch = 0; batch < 25; batch++) {
+      const msgs = Array.from({ length: 40 }, (_, i) => ({ n: batch * 40 + i, pad: "x".repeat(9000 + i) }));
+      messages.push(...msgs);
+      expect((await post(id, { "content-type": "application/json" }, JSON.stringify(msgs))).status).toBe(204);
+    }
+    const whole = await readToTail(id, "-1");
+    expect(whole.answers.length).toBe(1);
+    expect(JSON.parse(new TextDecoder().decode(whole.bytes))).toEqual(messages);
+    for (const from of [1, 150, 999]) {
+      const r = await stream(`${id}?offset=${token(from)}`);
+      expect(JSON.parse(await r.text())).toEqual(messages.slice(from));
+    }
+  });
+
+  it("answers 304 to a revalidation of a streamed answer", async () => {
+    const id = randomTopic("etag-big");
+    await put(id, { "content-type": "application/octet-stream" }, pattern(MiB, 1));
+    const first = await stream(`${id}?offset=-1`);
+    expect((await first.arrayBuffer()).byteLength).toBe(MiB);
+    const again = await stream(`${id}?offset=-1`, { headers: { "If-None-Match": first.headers.get("ETag") as string } });
+    expect(again.status).toBe(304);
+  });
+
+  it("reads a fork over its large source's range and its own records", async () => {
+    const src = randomTopic("bigsrc");
+    await put(src, { "content-type": "application/octet-stream" });
+    const a = pattern(3 * MiB, 2);
+    expect((await post(src, { "content-type": "application/octet-stream" }, a)).status).toBe(204);
+    const fork = `${src}-fork`;
+    expect((await put(fork, { "Stream-Forked-From": `/v1/stream/${src}` })).status).toBe(201);
+    const b = pattern(MiB, 3);
+    expect((await post(fork, { "content-type": "application/octet-stream" }, b)).status).toBe(204);
+    const { bytes } = await readToTail(fork, "-1");
+    expect(bytes.length).toBe(a.length + b.length);
+    expect(same(bytes.subarray(0, a.length), a)).toBe(true);
+    expect(same(bytes.subarray(a.length), b)).toBe(true);
+  });
+});
+
 suite("durable streams: caching headers", () => {
   it("caches data chunks, never the tail or HEAD, and changes the ETag on close", async () => {
     const id = randomTopic("etag");

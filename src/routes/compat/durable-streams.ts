@@ -40,10 +40,14 @@ const LONG_POLL_TIMEOUT_MIN_MS = 100;
 const LONG_POLL_TIMEOUT_MAX_MS = 60_000;
 /**
  * Value bytes per catch-up answer (the first record always goes in). Large, because a
- * catch-up reader wants the backlog in as few round trips as possible; half the 32 MiB limit
- * of one Durable Object RPC answer.
+ * catch-up reader wants the backlog in as few round trips as possible (the protocol sets no
+ * limit; the reference server answers with everything). Large answers come from the
+ * partition as a stream of chunks, passed on as they arrive, so they are not held to the
+ * 32 MiB of one Durable Object RPC answer; the partition also reads at most 16 MiB of it from
+ * storage per answer (STORAGE_READ_MAX_BYTES in durable-objects/partition-streams.ts), the
+ * rest being its in-memory tail cache.
  */
-export const READ_MAX_BYTES = 16 * 1024 * 1024;
+export const READ_MAX_BYTES = 32 * 1024 * 1024;
 /** Value bytes per live answer (long-poll, one SSE data event): live readers want it soon, not big. */
 export const LIVE_READ_MAX_BYTES = 1024 * 1024;
 /** Records (JSON messages) per answer, and per append: bounds the per-record memory of tiny messages. */
@@ -384,7 +388,11 @@ async function readStream(c: AppContext): Promise<Response> {
   if (live === "sse") return sseStream(c, t, spec, clientCursor);
 
   const waitMs = live === "long-poll" ? longPollTimeoutMs(c) : 0;
-  const r = await onStream(c, t.topic, (stub) => stub.dsRead({ path: t.path, from: spec, maxBytes: live === null ? READ_MAX_BYTES : LIVE_READ_MAX_BYTES, maxRecords: MAX_RECORDS_PER_CALL, waitMs }));
+  // Catch-up answers may come as a stream (large ones); live answers are one buffer (SSE frames them).
+  const catchUp = live === null;
+  const r = await onStream(c, t.topic, (stub) =>
+    stub.dsRead({ path: t.path, from: spec, maxBytes: catchUp ? READ_MAX_BYTES : LIVE_READ_MAX_BYTES, maxRecords: MAX_RECORDS_PER_CALL, waitMs, stream: catchUp }),
+  );
   if (!r.ok) return errorResponse(c, r, t.topic);
 
   if (live === "long-poll") {
@@ -399,9 +407,18 @@ async function readStream(c: AppContext): Promise<Response> {
   const { headers, etag } = readHeaders(outcome(r), { now: spec.kind === "now", cursor: null });
   headers[TOPIC_HEADER] = t.topic;
   if (etag !== null && ifNoneMatchHits(c.req.header("if-none-match") ?? null, etag)) {
+    if (r.body instanceof ReadableStream) await r.body.cancel();
     return new Response(null, { status: 304, headers });
   }
-  return new Response(r.body, { status: 200, headers });
+  // A streamed body keeps its exact length (Content-Length), as a one-buffer body has.
+  const body = r.body instanceof ReadableStream ? r.body.pipeThrough(new FixedLengthStream(r.bodyBytes)) : r.body;
+  return new Response(body, { status: 200, headers });
+}
+
+/** The body of a live read (long-poll, SSE), which never asks for a streamed body. */
+function bufferBody(r: ReadStreamOk): Uint8Array {
+  if (r.body instanceof ReadableStream) throw new Error("a live read answered with a streamed body");
+  return r.body;
 }
 
 function outcome(r: ReadStreamOk): ReadOutcome {
@@ -462,7 +479,7 @@ async function sseStream(c: AppContext, t: Target, spec: OffsetSpec, clientCurso
     let r: ReadStreamOk = first;
     for (;;) {
       let frame = "";
-      if (r.count > 0) frame += sseDataEvent(r.body, encoding);
+      if (r.count > 0) frame += sseDataEvent(bufferBody(r), encoding);
       const eof = r.closed && r.upToDate;
       const control: SseControl = { streamNextOffset: encodeOffset(r.nextOffset) };
       if (eof) {
