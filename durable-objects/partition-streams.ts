@@ -23,7 +23,7 @@ import { createMatches } from "../src/streams/create.ts";
 import { expiryDeadlineMs, forkExpiry, isExpired, remainingLifetimeMs, touchPersistIntervalMs } from "../src/streams/expiry.ts";
 import { contentTypesMatch, DEFAULT_CONTENT_TYPE, isJsonContentType } from "../src/streams/headers.ts";
 import { BodyBuilder, cacheSeparator, chunkPieces, concatPieces, piecesLength } from "../src/streams/body.ts";
-import { ByteCache } from "../src/streams/byte-cache.ts";
+import { ByteCache, RECORD_OVERHEAD_BYTES as CACHE_RECORD_OVERHEAD_BYTES } from "../src/streams/byte-cache.ts";
 import { resolveSubOffset, splitBody } from "../src/streams/records.ts";
 import { forEachValue } from "../src/streams/values.ts";
 import type {
@@ -138,6 +138,16 @@ export const STREAM_BODY_MIN_BYTES = 256 * 1024;
 const BODY_CHUNK_BYTES = 1024 * 1024;
 /** ...and views of at least this size (ranges of the tail cache, large values) go as they are. */
 const BODY_DIRECT_BYTES = 64 * 1024;
+
+/**
+ * The stored batches from the one holding `?` on, in offset order: PartitionDO's batchesFrom
+ * (durable-objects/partition.ts, the owner of the `batches` table), reduced to the one column
+ * a stream read needs and read with a raw cursor. Reading rows as objects with four columns
+ * cost ~7 us per row, which dominated reads from storage (one row per stream append).
+ */
+const BATCH_DATA_FROM = `SELECT data FROM batches
+  WHERE base_offset >= COALESCE((SELECT base_offset FROM batches WHERE base_offset <= ? ORDER BY base_offset DESC LIMIT 1), 0)
+  ORDER BY base_offset`;
 
 /** Where a read collects records (see #readOwn). */
 interface ReadSink {
@@ -766,29 +776,58 @@ export class PartitionStreams implements StreamRpc {
         if (next < end && next < cache.end) return next;
         continue;
       }
-      // From storage, up to where the cache takes over.
+      // From storage, up to where the cache takes over. While the cache is empty (the object
+      // just started, or a native append reset it), what a read takes from storage up to the
+      // log's end refills it, so the readers that follow are served from memory.
       const stop = cache.start > next && cache.end > cache.start ? Math.min(end, cache.start) : end;
-      let full = false;
-      for (const b of this.#host.batchesFrom(next)) {
-        if (b.baseOffset >= stop || full) break;
-        forEachValue(b.data, (offset, value) => {
+      const runStart = next;
+      let refill: (Uint8Array | null)[] | null = cache.end === cache.start ? [] : null;
+      let done = false;
+      for (const row of this.#sql.iterateRaw<[ArrayBuffer]>(BATCH_DATA_FROM, next)) {
+        forEachValue(new Uint8Array(row[0]), (offset, value) => {
           if (offset < next) return true;
-          if (offset >= stop) return false;
           const len = value?.length ?? 0;
-          if (out.count >= maxRecords || (out.count > 0 && (out.bytes + len > maxBytes || storageBytes + len > STORAGE_READ_MAX_BYTES))) {
-            full = true;
+          if (offset >= stop || out.count >= maxRecords || (out.count > 0 && (out.bytes + len > maxBytes || storageBytes + len > STORAGE_READ_MAX_BYTES))) {
+            done = true;
             return false;
           }
           out.addValue(value);
+          if (refill !== null) {
+            if (offset === runStart + refill.length) refill.push(value);
+            else refill = null; // not contiguous (never expected): no refill
+          }
           storageBytes += len;
           next = offset + 1;
           return true;
         });
+        if (done) break;
       }
+      if (refill !== null && refill.length > 0 && next === this.#host.log()?.logEndOffset) this.#refillCache(runStart, refill);
       // Full, or the stored batches end before `stop` (nothing more to read).
       if (next < stop) return next;
     }
     return next;
+  }
+
+  /**
+   * Fills the empty tail cache with the last of `values` (records `from`, `from + 1`, ...,
+   * up to the log's end) that fit its budget. Values of native records may be null, which the
+   * cache cannot hold: then it starts after the last null.
+   */
+  #refillCache(from: number, values: readonly (Uint8Array | null)[]): void {
+    const meta = this.#meta;
+    if (meta === null) return;
+    const separator = cacheSeparator(meta.json);
+    let k = values.length;
+    let bytes = 0;
+    while (k > 0) {
+      const v = values[k - 1];
+      if (v === null || v === undefined) break;
+      bytes += v.length + separator.length + CACHE_RECORD_OVERHEAD_BYTES;
+      if (bytes > STREAM_CACHE_MAX_BYTES) break;
+      k--;
+    }
+    if (k < values.length) this.#cache.append(from + k, values.slice(k) as Uint8Array[], separator);
   }
 
   /** Values from `anchor` to the end of the record batch holding it, capped at `end` (sub-offset forks). */

@@ -13,6 +13,7 @@ import {
   type JsonProduceRequest,
   type ListOffsetsResponse,
   type PartitionBounds,
+  type ProduceAcceptedResponse,
   type ProduceResponse,
   type TopicDescription,
   type TopicSummary,
@@ -194,24 +195,42 @@ export class EdgelogClient {
   /**
    * JSON produce: `POST /v1/topics/{topic}/records` (server partitions) or, with `partition`,
    * `POST /v1/topics/{topic}/partitions/{partition}/records`.
+   * `acks` (PROTOCOL.md, Produce): "all" (the default) and 1 answer offsets once the append is
+   * durable; 0 answers `{topic, accepted}` once the request is validated, before the append,
+   * which may still fail unreported.
    * Errors: EMPTY_BATCH, RECORD_TOO_LARGE, REQUEST_TOO_LARGE, INVALID_ENCODING, UNKNOWN_TOPIC_OR_PARTITION,
    * OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH, UNAVAILABLE.
    */
-  async produce(topic: string, request: JsonProduceRequest, options?: CallOptions & { partition?: number }): Promise<ProduceResponse> {
+  async produce(topic: string, request: JsonProduceRequest, options: CallOptions & { partition?: number; acks: 0 }): Promise<ProduceAcceptedResponse>;
+  async produce(topic: string, request: JsonProduceRequest, options?: CallOptions & { partition?: number; acks?: "all" | 1 }): Promise<ProduceResponse>;
+  async produce(
+    topic: string,
+    request: JsonProduceRequest,
+    options?: CallOptions & { partition?: number; acks?: ProduceAcks },
+  ): Promise<ProduceResponse | ProduceAcceptedResponse> {
     const path = options?.partition === undefined ? `${topicPath(topic)}/records` : `${topicPath(topic)}/partitions/${options.partition}/records`;
-    return this.#json<ProduceResponse>({ method: "POST", path, json: request, signal: options?.signal });
+    return this.#json<ProduceResponse>({ method: "POST", path, query: acksQuery(options?.acks), json: request, signal: options?.signal });
   }
 
   /**
    * Binary produce of one encoded record batch (src/codec, baseOffset 0; producer id, epoch and
-   * base sequence in its header) to one partition. Errors: as {@link produce}, plus INVALID_BATCH.
+   * base sequence in its header) to one partition. `acks` as {@link produce}.
+   * Errors: as {@link produce}, plus INVALID_BATCH.
    */
-  async produceBatch(topic: string, partition: number, batch: Uint8Array, options?: CallOptions): Promise<ProduceResponse> {
+  async produceBatch(topic: string, partition: number, batch: Uint8Array, options: CallOptions & { acks: 0 }): Promise<ProduceAcceptedResponse>;
+  async produceBatch(topic: string, partition: number, batch: Uint8Array, options?: CallOptions & { acks?: "all" | 1 }): Promise<ProduceResponse>;
+  async produceBatch(
+    topic: string,
+    partition: number,
+    batch: Uint8Array,
+    options?: CallOptions & { acks?: ProduceAcks },
+  ): Promise<ProduceResponse | ProduceAcceptedResponse> {
     return this.#json<ProduceResponse>({
       method: "POST",
       path: `${topicPath(topic)}/partitions/${partition}/records`,
+      query: acksQuery(options?.acks),
       bytes: batch,
-      ...options,
+      signal: options?.signal,
     });
   }
 
@@ -394,6 +413,14 @@ export class EdgelogClient {
       callerSignal?.removeEventListener("abort", onAbort);
     }
   }
+}
+
+/** Kafka's producer `acks`: 0 (no answer awaited), 1 or "all" (same promise here: one replica per partition). */
+export type ProduceAcks = "all" | 1 | 0;
+
+/** The `acks` query parameter; absent for the default ("all"). */
+function acksQuery(acks: ProduceAcks | undefined): Record<string, string> | undefined {
+  return acks === undefined || acks === "all" ? undefined : { acks: String(acks) };
 }
 
 function offsetHeader(answer: HttpAnswer, name: string): number {

@@ -13,7 +13,7 @@ export type { NewTopic, TopicChanges, TopicConfigInput } from "./admin.ts";
 
 // ---- producer ----
 export { Producer, PRODUCER_DEFAULTS } from "./producer.ts";
-export type { Message, ProducerOptions, RecordMetadata, SendRequest } from "./producer.ts";
+export type { Message, ProduceAcks, ProducerOptions, RecordMetadata, SendRequest } from "./producer.ts";
 
 // ---- consumer ----
 export { Consumer, CONSUMER_DEFAULTS } from "./consumer.ts";
@@ -99,6 +99,7 @@ export type {
   PartitionBounds,
   PartitionDescription,
   ProduceRecordResult,
+  ProduceAcceptedResponse,
   ProduceResponse,
   TimestampType,
   TopicConfigs,

@@ -10,6 +10,9 @@
  * - Idempotence (KIP-98, on by default): one producer id from `POST /v1/producers`, a
  *   sequence counter per partition, a retry resends the identical bytes (same base sequence)
  *   so the partition recognises a duplicate, and the counter advances only on success.
+ *   A partition that answers OUT_OF_ORDER_SEQUENCE_NUMBER expecting sequence 0 has no state
+ *   for this producer id (a new incarnation: the topic was deleted and re-created): the
+ *   partition's sequence restarts at 0 and the batch is resent once (in the spirit of KIP-360).
  */
 import { MAX_RECORDS_PER_REQUEST, MAX_REQUEST_BYTES, type InitProducerResponse } from "../../src/protocol/index.ts";
 import {
@@ -21,7 +24,7 @@ import {
   type ProducerRecord,
   type RecordHeader,
 } from "../../src/codec/index.ts";
-import type { EdgelogClient } from "./client.ts";
+import type { EdgelogClient, ProduceAcks } from "./client.ts";
 import { EdgelogClientError, protocolViolation } from "./errors.ts";
 import { backoffMs, sleep, withRetries } from "./retry.ts";
 import { toBytes, type Bytes } from "./text.ts";
@@ -52,10 +55,16 @@ export interface RecordMetadata {
   /** The topic as given to send(). */
   topic: string;
   partition: number;
+  /** The record's offset; -1 with `acks: 0` (the server answers before the append, as Kafka's). */
   offset: number;
-  /** The stored timestamp in ms: CreateTime as sent, or the broker's LogAppendTime. */
+  /**
+   * The stored timestamp in ms: CreateTime as sent, or the broker's LogAppendTime. With
+   * `acks: 0`, the CreateTime as sent (the broker's time is not known).
+   */
   timestamp: number;
 }
+
+export type { ProduceAcks };
 
 /** Producer settings. Names and defaults follow the Kafka producer configs they mirror. */
 export interface ProducerOptions {
@@ -80,8 +89,16 @@ export interface ProducerOptions {
   retryBackoffMs?: number;
   /** Cap of the retry backoff in ms (retry.backoff.max.ms). @default 1000 */
   maxRetryBackoffMs?: number;
-  /** Idempotent produce (enable.idempotence). @default true */
+  /** Idempotent produce (enable.idempotence). Not with `acks: 0` (Kafka requires acks=all). @default true */
   idempotent?: boolean;
+  /**
+   * When the server answers (acks; docs/PROTOCOL.md, Produce): "all" and 1 (the same promise
+   * here, one replica per partition) after the append is durable; 0 once the request is
+   * validated, before the append, which may then fail or be lost unreported: send() resolves
+   * with offset -1 for every message. 0 needs `idempotent: false` (there is no answer to
+   * advance a sequence on: RangeError otherwise). @default "all"
+   */
+  acks?: ProduceAcks;
   /**
    * Bytes of records accepted but not yet acknowledged (buffer.memory). When full, send()
    * waits for space, so a fast source cannot exhaust memory. @default 33554432 (32 MiB)
@@ -99,6 +116,7 @@ export const PRODUCER_DEFAULTS = {
   retryBackoffMs: 100,
   maxRetryBackoffMs: 1000,
   idempotent: true,
+  acks: "all",
   maxBufferedBytes: 32 * 1024 * 1024,
   metadataMaxAgeMs: 300_000,
 } as const satisfies Required<ProducerOptions>;
@@ -210,6 +228,10 @@ export class Producer {
     if (opts.idempotent && opts.maxInFlight !== 1) {
       throw new RangeError("maxInFlight must be 1 when idempotent (sequence numbers advance only on success); set idempotent: false to pipeline.");
     }
+    if (opts.acks !== "all" && opts.acks !== 1 && opts.acks !== 0) throw new RangeError(`acks must be "all", 1 or 0, got ${String(opts.acks)}`);
+    // Kafka requires acks=all for idempotence; acks 1 promises the same as "all" here (one
+    // replica per partition), so only acks 0, which never sees the sequence acknowledged, is refused.
+    if (opts.idempotent && opts.acks === 0) throw new RangeError('acks 0 needs idempotent: false (idempotence requires acknowledged appends, as Kafka\'s acks "all").');
     this.#opts = opts;
   }
 
@@ -390,11 +412,18 @@ export class Producer {
     try {
       // Encoded once: every retry resends these exact bytes, same producer id and base sequence,
       // so a partition that already appended them answers `duplicate` instead of appending twice.
-      const encoded = await this.#encode(seqKey, batch);
+      let encoded = await this.#encode(seqKey, batch);
       let attempt = 0;
+      let sequenceReset = false;
       for (;;) {
         try {
-          const res = await this.#client.produceBatch(q.topic, q.partition, encoded);
+          if (this.#opts.acks === 0) {
+            const res = await this.#client.produceBatch(q.topic, q.partition, encoded, { acks: 0 });
+            if (res.accepted !== n) throw protocolViolation(202, `produce accepted ${res.accepted} of ${n} records`);
+            for (const m of batch.messages) settle(m, { topic: q.topic, partition: q.partition, offset: -1, timestamp: m.record.timestamp }, undefined);
+            return;
+          }
+          const res = await this.#client.produceBatch(q.topic, q.partition, encoded, { acks: this.#opts.acks });
           if (res.records.length !== n) {
             throw protocolViolation(200, `produce answered ${res.records.length} offsets for ${n} records`);
           }
@@ -411,6 +440,15 @@ export class Producer {
           if (e instanceof EdgelogClientError && e.retriable && attempt < this.#opts.retries) {
             await sleep(backoffMs(attempt, this.#opts.retryBackoffMs, this.#opts.maxRetryBackoffMs));
             attempt++;
+            continue;
+          }
+          if (!sequenceReset && isNewIncarnation(batch, e)) {
+            // KIP-360 spirit: the partition has no state for this producer id (expected 0, we
+            // sent more), so nothing of ours is there to duplicate or reorder: restart its
+            // sequence at 0 and resend once. Any other disagreement stays fatal for the batch.
+            sequenceReset = true;
+            this.#sequences.set(seqKey, { producerId: batch.producerId, nextSequence: 0 });
+            encoded = await this.#encode(seqKey, batch);
             continue;
           }
           throw e;
@@ -507,6 +545,21 @@ export class Producer {
   #withRetries<T>(call: () => Promise<T>): Promise<T> {
     return withRetries(call, this.#opts);
   }
+}
+
+/**
+ * OUT_OF_ORDER_SEQUENCE_NUMBER with details.expectedSequence 0 for a batch sent with a later
+ * sequence: the partition knows nothing of this producer id (e.g. the topic was deleted and
+ * re-created), not a gap in what it does know.
+ */
+function isNewIncarnation(batch: Batch, e: unknown): boolean {
+  return (
+    e instanceof EdgelogClientError &&
+    e.code === "OUT_OF_ORDER_SEQUENCE_NUMBER" &&
+    e.details?.["expectedSequence"] === 0 &&
+    batch.producerId >= 0 &&
+    batch.baseSequence > 0
+  );
 }
 
 /**

@@ -32,6 +32,25 @@ export interface ParseOptions {
   allowProducer: boolean;
 }
 
+/** The fields a JSON produce request, record and header may carry (JsonProduceRequest, JsonProduceRecord, JsonHeader). */
+const REQUEST_FIELDS: ReadonlySet<string> = new Set(["records", "keyEncoding", "valueEncoding", "producerId", "producerEpoch", "baseSequence"]);
+const RECORD_FIELDS: ReadonlySet<string> = new Set(["key", "value", "headers", "partition", "timestamp"]);
+const HEADER_FIELDS: ReadonlySet<string> = new Set(["key", "value"]);
+
+/**
+ * Rejects a field the protocol does not define: a misspelt `vlaue` would otherwise store a
+ * null value and answer 200, silently losing the caller's data.
+ * @throws EdgelogError INVALID_REQUEST, details.field = `${at}.${name}` (or `name` at the top level).
+ */
+function checkKnownFields(o: Record<string, unknown>, known: ReadonlySet<string>, at: string | null): void {
+  for (const name of Object.keys(o)) {
+    if (!known.has(name)) {
+      const field = at === null ? name : `${at}.${name}`;
+      throw new EdgelogError("INVALID_REQUEST", `Unknown field ${field}.`, { field });
+    }
+  }
+}
+
 function encodingField(body: Record<string, unknown>, name: string): Encoding {
   const v = body[name];
   if (v === undefined || v === null) return "string";
@@ -41,12 +60,13 @@ function encodingField(body: Record<string, unknown>, name: string): Encoding {
 
 /**
  * Validates a JSON produce body and turns it into records.
- * @throws EdgelogError INVALID_REQUEST (wrong type; the message and details.field name the
- *   field), INVALID_ENCODING (malformed base64), INVALID_TIMESTAMP, EMPTY_BATCH,
+ * @throws EdgelogError INVALID_REQUEST (wrong type or unknown field; the message and
+ *   details.field name the field), INVALID_ENCODING (malformed base64), INVALID_TIMESTAMP, EMPTY_BATCH,
  *   INVALID_PRODUCER_ID.
  */
 export function parseProduceRequest(json: unknown, o: ParseOptions): ParsedProduceRequest {
   const body = asObject(json, "body");
+  checkKnownFields(body, REQUEST_FIELDS, null);
   const keyEncoding = encodingField(body, "keyEncoding");
   const valueEncoding = encodingField(body, "valueEncoding");
   const list = body.records;
@@ -61,6 +81,7 @@ export function parseProduceRequest(json: unknown, o: ParseOptions): ParsedProdu
   for (let i = 0; i < list.length; i++) {
     const at = `records[${i}]`;
     const r = asObject(list[i], at);
+    checkKnownFields(r, RECORD_FIELDS, at);
     const key = encodeField(r.key, keyEncoding, `${at}.key`);
     const value = encodeField(r.value, valueEncoding, `${at}.value`);
     const headers: RecordHeader[] = [];
@@ -69,6 +90,7 @@ export function parseProduceRequest(json: unknown, o: ParseOptions): ParsedProdu
       for (let j = 0; j < r.headers.length; j++) {
         const hAt = `${at}.headers[${j}]`;
         const h = asObject(r.headers[j], hAt);
+        checkKnownFields(h, HEADER_FIELDS, hAt);
         if (typeof h.key !== "string") throw new EdgelogError("INVALID_REQUEST", `${hAt}.key must be a string.`, { field: `${hAt}.key` });
         if (utf8(h.key).length > MAX_HEADER_KEY_BYTES) {
           throw new EdgelogError("INVALID_REQUEST", `${hAt}.key is longer than ${MAX_HEADER_KEY_BYTES} bytes.`, { field: `${hAt}.key` });

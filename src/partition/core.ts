@@ -16,6 +16,7 @@ import {
   type ProducerRecord,
 } from "../codec/index.ts";
 import { errorResult, type ErrorResult } from "../protocol/errors.ts";
+import { MAX_RECORDS_PER_REQUEST } from "../protocol/limits.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Bounds
@@ -93,8 +94,10 @@ const INT16_MAX = 0x7fff;
  * Validates a produce request (its batches in order) before anything is written.
  * Checks, in order: non-empty, batch shape (dense offsets, no forbidden attribute bits),
  * producer fields (all batches the same producer id/epoch, sequences contiguous),
- * timestamps (non-negative integers), record sizes (recordSizeBytes <= maxMessageBytes).
- * @returns the request summary, or the first error (EMPTY_BATCH, INVALID_BATCH,
+ * timestamps (non-negative integers), record sizes (recordSizeBytes <= maxMessageBytes),
+ * at most MAX_RECORDS_PER_REQUEST records.
+ * @returns the request summary, or the first error (EMPTY_BATCH, INVALID_BATCH, INVALID_REQUEST
+ *   with details {field: "recordCount", recordCount, maxRecords},
  *   INVALID_PRODUCER_ID, INVALID_TIMESTAMP, RECORD_TOO_LARGE with details
  *   {index, sizeBytes, maxMessageBytes}; index counts records across the whole request).
  */
@@ -129,6 +132,15 @@ export function validateAppend(batches: readonly DecodedProduceBatch[], maxMessa
         return errorResult("RECORD_TOO_LARGE", `Record ${index} is ${sizeBytes} bytes, over max.message.bytes ${maxMessageBytes}.`, { index, sizeBytes, maxMessageBytes });
       }
     }
+  }
+  // Checked once the records were scanned, so a header whose recordCount disagrees with its
+  // records stays INVALID_BATCH. The JSON path checks the same bound before encoding.
+  if (recordCount > MAX_RECORDS_PER_REQUEST) {
+    return errorResult("INVALID_REQUEST", `At most ${MAX_RECORDS_PER_REQUEST} records per request, got ${recordCount}.`, {
+      field: "recordCount",
+      recordCount,
+      maxRecords: MAX_RECORDS_PER_REQUEST,
+    });
   }
   let producer: ProducerAppend | null = null;
   if (first.producerId !== NO_PRODUCER_ID) {

@@ -71,6 +71,16 @@ export interface ProduceResponse {
   duplicate?: boolean;
 }
 
+/**
+ * Answer `202` of a produce with `acks=0`: the request was valid and handed to the partition,
+ * which may still fail or lose it; no offsets (docs/PROTOCOL.md, Produce).
+ */
+export interface ProduceAcceptedResponse {
+  topic: string;
+  /** Records in the request. */
+  accepted: number;
+}
+
 /** A record in a JSON fetch response. */
 export interface JsonFetchedRecord {
   partition: number;

@@ -9,7 +9,8 @@
  * per partition, in parallel; results combined in request order.
  */
 import type { Hono } from "hono";
-import { CodecError, verifyBatchCrc } from "../codec/index.ts";
+import { CodecError, scanBatch, verifyBatchCrc } from "../codec/index.ts";
+import { validateAppend } from "../partition/core.ts";
 import type { Env } from "../env.ts";
 import type { AppContext, AppEnv } from "../gateway/context.ts";
 import { jsonBody, mediaType, partitionParam, topicRoute } from "../gateway/http.ts";
@@ -25,7 +26,7 @@ import {
 import { checkPartition, partitionError, withTopic } from "../gateway/topics.ts";
 import { partitionStub, type AppendOk } from "../partition/rpc.ts";
 import { EdgelogError, toEdgelogError, type ErrorResult } from "../protocol/errors.ts";
-import { BATCH_MEDIA_TYPE, type ProduceRecordResult, type ProduceResponse, type TopicSummary } from "../protocol/types.ts";
+import { BATCH_MEDIA_TYPE, type ProduceAcceptedResponse, type ProduceRecordResult, type ProduceResponse, type TopicSummary } from "../protocol/types.ts";
 
 /**
  * Round-robin position per topic for null-key records, local to this isolate (so the spread
@@ -46,32 +47,68 @@ export function produceRoutes(app: Hono<AppEnv>): void {
 }
 
 async function produceTopic(c: AppContext, name: string): Promise<Response> {
+  const acks = acksParam(c);
   const req = parseProduceRequest(jsonBody(c), { nowMs: Date.now(), allowProducer: false });
-  const answer = await withTopic(c.env, name, async (topic) => {
+  return withTopic(c.env, name, async (topic) => {
     checkRecordSizes(req.records, topic.configs["max.message.bytes"]);
     for (const p of req.partitions) if (p !== undefined) checkPartition(topic, p);
     const partitions = choosePartitions(req.records, req.partitions, topic.partitions, () => nextRoundRobin(topic.name));
-    return appendGroups(c.env, topic, groupByPartition(req.records, partitions), null, req.records.length);
+    const append = () => appendGroups(c.env, topic, groupByPartition(req.records, partitions), null, req.records.length);
+    if (acks === "0") return fireAndForget(c, topic, req.records.length, append);
+    return c.json(await append());
   });
-  return c.json(answer);
 }
 
 async function producePartition(c: AppContext, name: string): Promise<Response> {
+  const acks = acksParam(c);
   const partition = partitionParam(c);
-  if (mediaType(c) === BATCH_MEDIA_TYPE) return produceBinary(c, name, partition);
+  if (mediaType(c) === BATCH_MEDIA_TYPE) return produceBinary(c, name, partition, acks);
   const req = parseProduceRequest(jsonBody(c), { nowMs: Date.now(), allowProducer: true });
   req.partitions.forEach((p, i) => {
     if (p !== undefined && p !== partition) {
       throw new EdgelogError("INVALID_REQUEST", `records[${i}].partition is ${p} on the route of partition ${partition}.`, { field: `records[${i}].partition` });
     }
   });
-  const answer = await withTopic(c.env, name, async (topic) => {
+  return withTopic(c.env, name, async (topic) => {
     checkPartition(topic, partition);
     checkRecordSizes(req.records, topic.configs["max.message.bytes"]);
     const group: PartitionGroup = { partition, indexes: req.records.map((_, i) => i), records: req.records };
-    return appendGroups(c.env, topic, [group], req.producer, req.records.length);
+    const append = () => appendGroups(c.env, topic, [group], req.producer, req.records.length);
+    if (acks === "0") return fireAndForget(c, topic, req.records.length, append);
+    return c.json(await append());
   });
-  return c.json(answer);
+}
+
+/**
+ * The `acks` query parameter (Kafka's producer `acks`). "all" and "1" promise the same here:
+ * a partition has one replica (the platform replicates its storage), so the leader's durable
+ * commit is every replica's. See docs/ARCHITECTURE.md, "What an ack promises".
+ * @default "all"
+ * @throws EdgelogError INVALID_REQUEST with details.field "acks".
+ */
+function acksParam(c: AppContext): ProduceAcks {
+  const v = c.req.query("acks");
+  if (v === undefined || v === "all") return "all";
+  if (v === "1" || v === "0") return v;
+  throw new EdgelogError("INVALID_REQUEST", `acks must be "all", "1" or "0", got ${JSON.stringify(v)}.`, { field: "acks" });
+}
+
+type ProduceAcks = "all" | "1" | "0";
+
+/**
+ * acks=0: the request was validated in full by the caller; the append runs after the answer
+ * (waitUntil keeps the isolate alive for it). Its failure is logged and never reported: the
+ * client asked not to wait (Kafka's acks=0 promise).
+ */
+function fireAndForget(c: AppContext, topic: TopicSummary, accepted: number, append: () => Promise<unknown>): Response {
+  c.executionCtx.waitUntil(
+    append().then(
+      () => undefined,
+      (err: unknown) => console.warn("acks=0 append failed", topic.name, err instanceof EdgelogError ? err.code : err),
+    ),
+  );
+  const body: ProduceAcceptedResponse = { topic: topic.name, accepted };
+  return c.json(body, 202);
 }
 
 /**
@@ -79,22 +116,39 @@ async function producePartition(c: AppContext, name: string): Promise<Response> 
  * (per-byte work that scales out with gateways instead of queueing on the partition's single
  * thread); the partition checks everything else and stores it.
  */
-async function produceBinary(c: AppContext, name: string, partition: number): Promise<Response> {
+async function produceBinary(c: AppContext, name: string, partition: number, acks: ProduceAcks): Promise<Response> {
   const bytes = c.get("body");
-  const answer = await withTopic(c.env, name, async (topic) => {
+  return withTopic(c.env, name, async (topic) => {
     checkPartition(topic, partition);
+    // The partition checks the rest, including at most MAX_RECORDS_PER_REQUEST records
+    // (validateAppend), which under acks=0 the gateway checks itself.
+    let recordCount: number;
     try {
-      verifyBatchCrc(bytes);
+      if (acks === "0") {
+        // No answer will come back from the partition: check here everything the partition
+        // would check without its state (framing, CRC, records, attributes, timestamps,
+        // sizes, record count), so only state-dependent failures (sequence, epoch) go unreported.
+        const scan = scanBatch(bytes, 0);
+        if (scan.totalBytes !== bytes.length) throw new EdgelogError("INVALID_BATCH", `${bytes.length - scan.totalBytes} bytes after the record batch.`);
+        const v = validateAppend([scan], topic.configs["max.message.bytes"]);
+        if ("code" in v) throw toEdgelogError(v);
+        recordCount = v.recordCount;
+      } else {
+        recordCount = verifyBatchCrc(bytes).recordCount;
+      }
     } catch (err) {
       if (err instanceof CodecError) throw new EdgelogError("INVALID_BATCH", err.message);
       throw err;
     }
-    const r = await partitionStub(c.env.PARTITION, topic.topicId, partition).append({ batches: [bytes], crcVerified: true });
-    if (!r.ok) throw partitionError(r);
-    const records: ProduceRecordResult[] = r.timestamps.map((timestamp, k) => ({ partition, offset: r.baseOffset + k, timestamp }));
-    return produceResponse(topic, records, r.duplicate);
+    const append = async (): Promise<ProduceResponse> => {
+      const r = await partitionStub(c.env.PARTITION, topic.topicId, partition).append({ batches: [bytes], crcVerified: true });
+      if (!r.ok) throw partitionError(r);
+      const records: ProduceRecordResult[] = r.timestamps.map((timestamp, k) => ({ partition, offset: r.baseOffset + k, timestamp }));
+      return produceResponse(topic, records, r.duplicate);
+    };
+    if (acks === "0") return fireAndForget(c, topic, recordCount, append);
+    return c.json(await append());
   });
-  return c.json(answer);
 }
 
 /**

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { decodeBatch, partitionForKey } from "../../src/codec/index.ts";
 import { choosePartitions, encodeForPartition, groupByPartition, parseProduceRequest } from "../../src/gateway/produce-request.ts";
+import { EdgelogError } from "../../src/protocol/errors.ts";
 import { MAX_STORED_BATCH_BYTES, utf8 } from "../../src/protocol/index.ts";
 
 const opts = { nowMs: 123, allowProducer: true };
@@ -23,6 +24,51 @@ describe("parseProduceRequest", () => {
     const body = { producerId: 4, producerEpoch: 1, baseSequence: 7, records: [{ value: "a" }] };
     expect(parseProduceRequest(body, opts).producer).toEqual({ producerId: 4, producerEpoch: 1, baseSequence: 7 });
     expect(() => parseProduceRequest(body, { ...opts, allowProducer: false })).toThrow(/partition route/);
+  });
+});
+
+describe("parseProduceRequest: unknown fields", () => {
+  const rejection = (body: unknown): { code: string; message: string; details: unknown } => {
+    try {
+      parseProduceRequest(body, opts);
+    } catch (e) {
+      if (e instanceof EdgelogError) return { code: e.code, message: e.message, details: e.details };
+      throw e;
+    }
+    throw new Error("accepted");
+  };
+
+  it("rejects a misspelt record field instead of storing a null value", () => {
+    expect(rejection({ records: [{ value: "ok" }, { vlaue: "x" }] })).toEqual({
+      code: "INVALID_REQUEST",
+      message: "Unknown field records[1].vlaue.",
+      details: { field: "records[1].vlaue" },
+    });
+  });
+
+  it("rejects an unknown request field and an unknown header field", () => {
+    expect(rejection({ records: [{ value: "x" }], valueEncodign: "json" })).toEqual({
+      code: "INVALID_REQUEST",
+      message: "Unknown field valueEncodign.",
+      details: { field: "valueEncodign" },
+    });
+    expect(rejection({ records: [{ value: "x", headers: [{ key: "h", vale: "v" }] }] })).toEqual({
+      code: "INVALID_REQUEST",
+      message: "Unknown field records[0].headers[0].vale.",
+      details: { field: "records[0].headers[0].vale" },
+    });
+  });
+
+  it("accepts every documented field", () => {
+    const body = {
+      keyEncoding: "string",
+      valueEncoding: "string",
+      producerId: 1,
+      producerEpoch: 0,
+      baseSequence: 0,
+      records: [{ key: "k", value: "v", headers: [{ key: "h", value: "x" }], partition: 0, timestamp: 5 }],
+    };
+    expect(parseProduceRequest(body, opts).records).toEqual([{ key: utf8("k"), value: utf8("v"), headers: [{ key: "h", value: utf8("x") }], timestamp: 5 }]);
   });
 });
 

@@ -42,6 +42,16 @@ describe("validateAppend", () => {
     const v = validateAppend([decoded({}, [rec(5), rec(9), rec(1)]), decoded({}, [rec(3)])], 1000);
     expect(v).toEqual({ producer: null, recordCount: 4, maxTimestamp: 9 });
   });
+  it("counts records across batches against MAX_RECORDS_PER_REQUEST (100 000)", () => {
+    const half = Array.from({ length: 50_000 }, () => rec(1));
+    expect(validateAppend([decoded({}, half), decoded({}, half)], 1000)).toEqual({ producer: null, recordCount: 100_000, maxTimestamp: 1 });
+    expect(validateAppend([decoded({}, half), decoded({}, [...half, rec(1)])], 1000)).toEqual({
+      ok: false,
+      code: "INVALID_REQUEST",
+      message: "At most 100000 records per request, got 100001.",
+      details: { field: "recordCount", recordCount: 100_001, maxRecords: 100_000 },
+    });
+  });
   it("reports RECORD_TOO_LARGE with the index across batches", () => {
     const v = validateAppend([decoded({}, [rec(1)]), decoded({}, [rec(1), rec(1, "x".repeat(100))])], 50);
     expect(v).toMatchObject({ ok: false, code: "RECORD_TOO_LARGE", details: { index: 2, maxMessageBytes: 50 } });

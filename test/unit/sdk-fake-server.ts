@@ -36,8 +36,8 @@ export interface ProducedBatch {
 /** What the server does with the next produce request. */
 export type ProduceStep =
   | "ok"
-  /** Answer this error without appending (a rejected request changes no state). */
-  | { code: ErrorCode; status?: number }
+  /** Answer this error (with these details) without appending (a rejected request changes no state). */
+  | { code: ErrorCode; status?: number; details?: Record<string, unknown> }
   /** Append, then answer this error: the acknowledgement is lost (tests idempotent retries). */
   | { code: ErrorCode; appendFirst: true }
   /** Answer a raw non-JSON body with this status. */
@@ -167,7 +167,7 @@ export class FakeServer {
     const partition = Number(m[2]);
     const log = topic.partitions[partition];
     if (log === undefined) throw new HttpError("UNKNOWN_TOPIC_OR_PARTITION");
-    if (m[3] === "records" && method === "POST") return this.#produce(topicName, partition, headers, body);
+    if (m[3] === "records" && method === "POST") return this.#produce(topicName, partition, query, headers, body);
     if (m[3] === "records") return this.#fetch(log, query, headers, signal);
     return this.#offsets(topicName, partition, log, query);
   }
@@ -194,7 +194,7 @@ export class FakeServer {
     };
   }
 
-  #produce(topic: string, partition: number, headers: Headers, body: Uint8Array): Response {
+  #produce(topic: string, partition: number, query: URLSearchParams, headers: Headers, body: Uint8Array): Response {
     if (headers.get("content-type") !== BATCH_MEDIA_TYPE) throw new HttpError("UNSUPPORTED_MEDIA_TYPE");
     const decoded = decodeBatches(body);
     if (decoded.length !== 1) throw new HttpError("INVALID_BATCH");
@@ -202,7 +202,7 @@ export class FakeServer {
     this.produced.push({ topic, partition, header, records, bytes: body });
     const step = this.produceScript.shift() ?? "ok";
     if (step !== "ok" && "rawStatus" in step) return new Response(step.rawBody, { status: step.rawStatus, headers: { "content-type": "text/html" } });
-    if (step !== "ok" && !("appendFirst" in step)) return errorResponse(step.code, step.status ?? ERRORS[step.code].httpStatus);
+    if (step !== "ok" && !("appendFirst" in step)) return errorResponse(step.code, step.status ?? ERRORS[step.code].httpStatus, step.details);
     const t = this.topics.get(topic)!;
     for (const [index, r] of records.entries()) {
       const sizeBytes = recordSizeBytes(r);
@@ -210,6 +210,9 @@ export class FakeServer {
     }
     const out = this.#append(topic, partition, body);
     if (step !== "ok") return errorResponse(step.code, ERRORS[step.code].httpStatus);
+    // acks=0 (PROTOCOL.md): 202 without offsets. Appended before answering here, which the
+    // real gateway does not promise; tests only read the log after flush().
+    if (query.get("acks") === "0") return json(202, { topic, accepted: records.length });
     return json(200, out.duplicate ? { topic, records: out.results, duplicate: true } : { topic, records: out.results });
   }
 

@@ -293,6 +293,84 @@ describe("idempotence (KIP-98)", () => {
   });
 });
 
+describe("a re-created topic (new partition incarnation, KIP-360 spirit)", () => {
+  it("resets the partition's sequence to 0 and resends once when the partition expects sequence 0", async () => {
+    const server = new FakeServer();
+    server.addTopic("t", 1);
+    const client = new EdgelogClient({ baseUrl: "http://x", fetch: server.fetch });
+    const producer = new Producer(client, FAST);
+    await producer.send({ topic: "t", messages: [{ value: "a" }, { value: "b" }] });
+    await client.deleteTopic("t");
+    await client.createTopic({ name: "t", partitions: 1 });
+    const after = await producer.send({ topic: "t", messages: [{ value: "c" }] });
+    const next = await producer.send({ topic: "t", messages: [{ value: "d" }] });
+    expect(after.map((m) => m.offset)).toEqual([0]);
+    expect(next.map((m) => m.offset)).toEqual([1]);
+    expect(server.produced.map((b) => [b.header.producerId, b.header.baseSequence, b.records.length])).toEqual([
+      [1000, 0, 2],
+      [1000, 2, 1],
+      [1000, 0, 1],
+      [1000, 1, 1],
+    ]);
+    expect(server.log("t", 0).records.map((r) => text(r.value))).toEqual(["c", "d"]);
+    expect(server.count("POST", /^\/v1\/producers$/)).toBe(1);
+  });
+
+  it("resends only once: a second expected-0 answer fails the batch", async () => {
+    const { server, producer } = setup();
+    await producer.send({ topic: "t", messages: [{ value: "a" }] });
+    const fresh = { code: "OUT_OF_ORDER_SEQUENCE_NUMBER" as const, details: { expectedSequence: 0, baseSequence: 1 } };
+    server.produceScript = [fresh, fresh];
+    const err = await producer.send({ topic: "t", messages: [{ value: "b" }] }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(EdgelogClientError);
+    expect((err as EdgelogClientError).code).toBe("OUT_OF_ORDER_SEQUENCE_NUMBER");
+    expect(server.produced.map((b) => b.header.baseSequence)).toEqual([0, 1, 0]);
+  });
+
+  it("keeps any other OUT_OF_ORDER_SEQUENCE_NUMBER fatal for the batch, with no resend", async () => {
+    const { server, producer } = setup();
+    await producer.send({ topic: "t", messages: [{ value: "a" }] });
+    server.produceScript = [{ code: "OUT_OF_ORDER_SEQUENCE_NUMBER", details: { expectedSequence: 3, baseSequence: 1 } }];
+    const err = await producer.send({ topic: "t", messages: [{ value: "b" }] }).catch((e: unknown) => e);
+    expect((err as EdgelogClientError).code).toBe("OUT_OF_ORDER_SEQUENCE_NUMBER");
+    await producer.send({ topic: "t", messages: [{ value: "c" }] });
+    expect(server.produced.map((b) => [b.header.producerId, b.header.baseSequence])).toEqual([
+      [1000, 0],
+      [1000, 1],
+      [1001, 0],
+    ]);
+  });
+});
+
+describe("acks", () => {
+  it("acks 0 sends ?acks=0 and resolves with offset -1, the chosen partition and the CreateTime", async () => {
+    const { server, producer } = setup(1, { acks: 0, idempotent: false });
+    const sent = await producer.send({ topic: "t", messages: [{ value: "a", timestamp: 7 }, { value: "b", timestamp: 8 }] });
+    expect(sent).toEqual([
+      { topic: "t", partition: 0, offset: -1, timestamp: 7 },
+      { topic: "t", partition: 0, offset: -1, timestamp: 8 },
+    ]);
+    expect(server.requests.filter((r) => r.method === "POST").map((r) => r.query.get("acks"))).toEqual(["0"]);
+  });
+
+  it("acks 1 sends ?acks=1 and answers offsets; the default sends no acks parameter", async () => {
+    const one = setup(1, { acks: 1 });
+    expect((await one.producer.send({ topic: "t", messages: [{ value: "a" }] })).map((m) => m.offset)).toEqual([0]);
+    expect(one.server.requests.filter((r) => /records$/.test(r.path)).map((r) => r.query.get("acks"))).toEqual(["1"]);
+    const all = setup();
+    await all.producer.send({ topic: "t", messages: [{ value: "a" }] });
+    expect(all.server.requests.filter((r) => /records$/.test(r.path)).map((r) => r.query.get("acks"))).toEqual([null]);
+  });
+
+  it("acks 0 needs idempotent: false (RangeError), and unknown values are refused", () => {
+    const client = new EdgelogClient({ baseUrl: "http://x", fetch: new FakeServer().fetch });
+    expect(() => new Producer(client, { acks: 0 })).toThrow(RangeError);
+    expect(() => new Producer(client, { acks: 1 })).not.toThrow();
+    expect(() => new Producer(client, { acks: 2 as 1, idempotent: false })).toThrow(/acks must be "all", 1 or 0, got 2/);
+    expect(() => new Producer(client, { acks: 0, idempotent: false })).not.toThrow();
+  });
+});
+
 describe("message encoding", () => {
   it("keeps null distinct from empty, strings as UTF-8, headers ordered with duplicates, explicit timestamps", async () => {
     const { server, producer } = setup();
