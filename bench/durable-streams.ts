@@ -16,6 +16,8 @@
  * - durability: both answer an append only once it is on disk: Edgelog after the Durable
  *   Object's SQLite commit (workerd fsyncs it; the output gate holds the answer), the
  *   reference after fdatasync;
+ * - processes: each server runs in its own process (workerd; a Node process for each
+ *   reference, bench/ds-reference-server.ts), none in the bench client's;
  * - interleaving: the servers take turns in short slices (appends in fifths, one catch-up
  *   read each in rotating order, long-polls in blocks), so load from elsewhere on the
  *   machine falls on all of them alike. Catch-up figures are medians over repeated reads.
@@ -32,10 +34,9 @@
  *
  * Run: `npm run bench -- --only streams [--quick]`, or `node bench/durable-streams.ts [--quick]`.
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { spawn } from "node:child_process";
 import { join } from "node:path";
-import { DurableStreamTestServer } from "@durable-streams/server";
+import { createInterface } from "node:readline";
 import { startEngine } from "./engine.ts";
 
 export interface Target {
@@ -280,17 +281,26 @@ function medianOf(rounds: Results[]): Results {
   };
 }
 
-/** A reference server, file-backed (dataDir), otherwise with its defaults unless `compression` is off. */
+/**
+ * A reference server, file-backed (dataDir), otherwise with its defaults unless `compression`
+ * is off, in a Node process of its own (bench/ds-reference-server.ts).
+ */
 async function startReference(compression: boolean): Promise<{ target: Target; stop(): Promise<void> }> {
-  const dataDir = mkdtempSync(join(tmpdir(), "ds-reference-"));
-  // Defaults: 30 s long-poll; gzip for answers of 1 KiB or more when the client accepts it (Node's fetch does).
-  const server = new DurableStreamTestServer({ port: 0, host: "127.0.0.1", dataDir, compression });
-  const url = await server.start();
+  const child = spawn(process.execPath, [join(import.meta.dirname, "ds-reference-server.ts"), ...(compression ? [] : ["--no-compression"])], {
+    stdio: ["pipe", "pipe", "inherit"],
+  });
+  const exited = new Promise<void>((res) => child.once("exit", () => res()));
+  const url = await new Promise<string>((res, rej) => {
+    child.once("exit", (code) => rej(new Error(`reference server exited (${code}) before listening`)));
+    createInterface({ input: child.stdout }).on("line", (line) => {
+      if (line.startsWith("{")) res((JSON.parse(line) as { url: string }).url);
+    });
+  });
   return {
-    target: { name: `reference${compression ? " (gzip)" : ""}`, fetch, base: url.replace(/\/$/, "") },
+    target: { name: `reference${compression ? " (gzip)" : ""}`, fetch, base: url },
     stop: async () => {
-      await server.stop();
-      rmSync(dataDir, { recursive: true, force: true });
+      child.stdin.end();
+      await exited;
     },
   };
 }

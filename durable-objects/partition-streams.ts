@@ -22,7 +22,7 @@ import { decideAppend, type ClosedBy, type ProducerState } from "../src/streams/
 import { createMatches } from "../src/streams/create.ts";
 import { expiryDeadlineMs, forkExpiry, isExpired, remainingLifetimeMs, touchPersistIntervalMs } from "../src/streams/expiry.ts";
 import { contentTypesMatch, DEFAULT_CONTENT_TYPE, isJsonContentType } from "../src/streams/headers.ts";
-import { BodyBuilder, cacheSeparator, chunkPieces, concatPieces, piecesLength } from "../src/streams/body.ts";
+import { answerPieces, cacheSeparator, chunkPieces, concatPieces, piecesLength, type AnswerPart } from "../src/streams/body.ts";
 import { ByteCache, RECORD_OVERHEAD_BYTES as CACHE_RECORD_OVERHEAD_BYTES } from "../src/streams/byte-cache.ts";
 import { resolveSubOffset, splitBody } from "../src/streams/records.ts";
 import { forEachValue } from "../src/streams/values.ts";
@@ -122,12 +122,6 @@ const RECORD_OVERHEAD_BYTES = 64;
 export const STREAM_CACHE_MAX_BYTES = 8 * 1024 * 1024;
 
 /**
- * Value bytes one read takes from storage at most (the first record always): they are held
- * in memory until the answer is sent. Cached bytes cost nothing extra (the answer passes views
- * of the cache on), so they count only against the request's own maxBytes.
- */
-export const STORAGE_READ_MAX_BYTES = 16 * 1024 * 1024;
-/**
  * Largest answer sent as one buffer in the RPC result (a Durable Object RPC answer is
  * limited to 32 MiB); readers that accept a streamed body get larger ones.
  */
@@ -138,27 +132,38 @@ export const STREAM_BODY_MIN_BYTES = 256 * 1024;
 const BODY_CHUNK_BYTES = 1024 * 1024;
 /** ...and views of at least this size (ranges of the tail cache, large values) go as they are. */
 const BODY_DIRECT_BYTES = 64 * 1024;
+/** Stored batches read per SQLite query while a streamed answer is sent: about this many bytes. */
+const STORAGE_GROUP_BYTES = 1024 * 1024;
 
 /**
- * The stored batches from the one holding `?` on, in offset order: PartitionDO's batchesFrom
- * (durable-objects/partition.ts, the owner of the `batches` table), reduced to the one column
- * a stream read needs and read with a raw cursor. Reading rows as objects with four columns
- * cost ~7 us per row, which dominated reads from storage (one row per stream append).
+ * The stored batches from the one holding `?` on, in offset order, without their data: the
+ * `batches` table of PartitionDO (durable-objects/partition.ts, which owns it; this is its
+ * batchesFrom query), read-only, with a raw cursor. A read plans from these, then reads the
+ * data of the batches it keeps (BATCH_DATA_RANGE), group by group as the answer is sent.
+ * Rows as objects cost ~7 us each, most of a read from storage (one row per stream append).
  */
-const BATCH_DATA_FROM = `SELECT data FROM batches
+const BATCH_META_FROM = `SELECT base_offset, last_offset, size_bytes FROM batches
   WHERE base_offset >= COALESCE((SELECT base_offset FROM batches WHERE base_offset <= ? ORDER BY base_offset DESC LIMIT 1), 0)
   ORDER BY base_offset`;
+const BATCH_DATA_RANGE = "SELECT base_offset, data FROM batches WHERE base_offset >= ? AND base_offset <= ? ORDER BY base_offset";
 
-/** Where a read collects records (see #readOwn). */
-interface ReadSink {
-  /** Records collected so far (in this answer). */
-  readonly count: number;
-  /** Bytes collected so far. */
-  readonly bytes: number;
-  /** One value read from storage (a view into its stored batch). */
-  addValue(value: Uint8Array | null): void;
-  /** Records [from, next), which the tail cache holds. */
-  addCached(from: number, next: number): void;
+/** A stored batch a read takes records [first, end) of. */
+interface PlannedBatch {
+  base: number;
+  first: number;
+  end: number;
+  /** Its stored size (prorated when only part of it is taken): an upper bound of the bytes it adds. */
+  bytes: number;
+}
+
+/** A run of a read's own records: in the tail cache (views taken), or in storage (read when sent). */
+type OwnPart = { kind: "cache"; from: number; to: number; pieces: Uint8Array[] } | { kind: "storage"; from: number; to: number; batches: PlannedBatch[] };
+
+/** What a read takes: its parts in order, how many records, and (an upper bound of) how many bytes. */
+interface ReadPlan {
+  parts: OwnPart[];
+  count: number;
+  bytes: number;
 }
 
 interface ForkState {
@@ -473,55 +478,68 @@ export class PartitionStreams implements StreamRpc {
           return errorResult("OFFSET_GONE", "The offset is before the earliest retained position.", { logStartOffset: firstReadable });
         }
       }
-      const body = new BodyBuilder(meta.json);
+      const answer: AnswerPart[] = [];
+      let count = 0;
+      let bytes = 0;
       let next = start;
       if (meta.fork !== null && next < meta.fork.forkOffset) {
         const r = await this.#sourceOf(meta.fork).dsReadRange({ from: next, end: meta.fork.forkOffset, maxBytes, maxRecords: req.maxRecords });
         if (!r.ok) return r.code === "UNKNOWN_TOPIC_OR_PARTITION" ? errorResult("OFFSET_GONE", "The fork's source data is gone.") : r;
-        for (const v of r.values) body.addValue(v);
+        answer.push({ kind: "values", values: r.values });
+        count += r.values.length;
+        for (const v of r.values) bytes += v?.length ?? 0;
         next = r.nextOffset;
       }
       // Re-read the state: the source read awaited.
       const m = this.#meta;
       const l = this.#host.log();
       if (m === null || l === null || m.path !== meta.path) return errorResult("STREAM_NOT_FOUND", "The stream was deleted.");
-      if ((meta.fork === null || next >= meta.fork.forkOffset) && body.count < req.maxRecords) {
-        const cache = this.#cache;
-        const sink: ReadSink = {
-          get count() {
-            return body.count;
-          },
-          get bytes() {
-            return body.bytes;
-          },
-          addValue: (v) => body.addValue(v),
-          addCached: (from, to) => {
-            const views: Uint8Array[] = [];
-            cache.views(from, to, views);
-            body.addStored(views, to - from);
-          },
-        };
-        next = this.#readOwn(next, l.logEndOffset, maxBytes, req.maxRecords, sink);
+      let lazy = false;
+      if ((meta.fork === null || next >= meta.fork.forkOffset) && count < req.maxRecords) {
+        const plan: ReadPlan = { parts: [], count, bytes };
+        next = this.#planOwn(next, l.logEndOffset, maxBytes, req.maxRecords, plan);
+        count = plan.count;
+        bytes = plan.bytes;
+        const refill = this.#cache.end === this.#cache.start && next === l.logEndOffset;
+        for (const part of plan.parts) {
+          if (part.kind === "cache") {
+            answer.push({ kind: "stored", pieces: part.pieces });
+          } else {
+            answer.push({ kind: "values", values: this.#storedValues(part.batches, refill && part.to === next ? part.from : null) });
+            lazy = true;
+          }
+        }
       }
       const remainingMs = deadline - Date.now();
-      if (body.count === 0 && next === l.logEndOffset && !m.closed && remainingMs > 0) {
+      if (count === 0 && next === l.logEndOffset && !m.closed && remainingMs > 0) {
         waited = true;
         await this.#host.nextAppend(remainingMs);
         continue;
       }
-      const pieces = body.finish();
-      const bodyBytes = piecesLength(pieces);
+      // Large answers to readers that take a stream are produced as they are sent (values
+      // from storage read group by group); the others are formatted here, in this event.
+      const streamed = req.stream === true && bytes >= STREAM_BODY_MIN_BYTES;
+      let body: Uint8Array | ReadableStream<Uint8Array>;
+      let bodyBytes: number | null;
+      if (streamed && lazy) {
+        body = bodyStream(answerPieces(answer, m.json));
+        bodyBytes = null;
+      } else {
+        const pieces = [...answerPieces(answer, m.json)];
+        bodyBytes = piecesLength(pieces);
+        body = streamed ? bodyStream(pieces) : concatPieces(pieces);
+      }
       return {
         ok: true,
         ...this.#facts(m, l),
         startOffset: start,
         nextOffset: next,
-        count: body.count,
-        body: req.stream === true && bodyBytes >= STREAM_BODY_MIN_BYTES ? bodyStream(pieces) : concatPieces(pieces),
+        count,
+        body,
         bodyBytes,
         upToDate: next === l.logEndOffset,
         remainingLifetimeMs: remainingLifetimeMs(m, m.lastAccessMs, Date.now()),
-        timedOut: waited && body.count === 0,
+        timedOut: waited && count === 0,
       };
     }
   }
@@ -606,28 +624,16 @@ export class PartitionStreams implements StreamRpc {
       next = r.nextOffset;
     }
     if ((meta.fork === null || next >= meta.fork.forkOffset) && values.length < req.maxRecords) {
-      const cache = this.#cache;
-      const sink: ReadSink = {
-        get count() {
-          return values.length;
-        },
-        get bytes() {
-          return bytes;
-        },
-        // An RPC answer carries a view's whole buffer: copy views into larger buffers (a stored row).
-        addValue: (v) => {
-          values.push(v === null || v.byteLength === v.buffer.byteLength ? v : v.slice());
-          bytes += v?.length ?? 0;
-        },
-        addCached: (from, to) => {
-          for (let o = from; o < to; o++) {
-            const v = cache.value(o);
-            values.push(v);
-            bytes += v.length;
-          }
-        },
-      };
-      next = this.#readOwn(next, end, Math.min(req.maxBytes, RPC_BODY_MAX_BYTES), req.maxRecords, sink);
+      const plan: ReadPlan = { parts: [], count: values.length, bytes };
+      next = this.#planOwn(next, end, Math.min(req.maxBytes, RPC_BODY_MAX_BYTES), req.maxRecords, plan);
+      for (const part of plan.parts) {
+        if (part.kind === "cache") {
+          for (let o = part.from; o < part.to; o++) values.push(this.#cache.value(o));
+        } else {
+          // An RPC answer carries a view's whole buffer: copy views into larger buffers (a stored row).
+          for (const v of this.#storedValues(part.batches, null)) values.push(v === null || v.byteLength === v.buffer.byteLength ? v : v.slice());
+        }
+      }
     }
     return { ok: true, values, nextOffset: next };
   }
@@ -756,78 +762,104 @@ export class PartitionStreams implements StreamRpc {
   }
 
   /**
-   * Collects into `out` this partition's own records in [from, end): from the tail cache
-   * while it holds them, else from the stored batches (up to where the cache starts, then from
-   * the cache again). Stops before `maxBytes` would be exceeded (counting what `out` holds
-   * already; its first record always goes in), at `maxRecords` records in `out`, or before
-   * more than {@link STORAGE_READ_MAX_BYTES} of values were read from storage.
-   * @returns the offset after the last record taken
+   * Plans the read of this partition's own records from `from` on, below `end`, into `plan`:
+   * from the tail cache while it holds them (views taken now), else from the stored batches
+   * (up to where the cache starts, then from the cache again), which are only listed here and
+   * read when the answer is produced. Stops before `maxBytes` would be exceeded (counting what
+   * `plan` holds already; its first record, or first stored batch, always goes in; a stored
+   * batch counts its stored size, an upper bound of what it adds), or at `maxRecords` records.
+   * @returns the offset after the last record planned
    */
-  #readOwn(from: number, end: number, maxBytes: number, maxRecords: number, out: ReadSink): number {
+  #planOwn(from: number, end: number, maxBytes: number, maxRecords: number, plan: ReadPlan): number {
     const cache = this.#cache;
     let next = from;
-    let storageBytes = 0;
-    while (next < end && out.count < maxRecords) {
-      const cached = cache.span(next, Math.min(end, next + maxRecords - out.count), maxBytes - out.bytes, out.count === 0);
+    while (next < end && plan.count < maxRecords) {
+      const cached = cache.span(next, Math.min(end, next + maxRecords - plan.count), maxBytes - plan.bytes, plan.count === 0);
       if (cached > next) {
-        out.addCached(next, cached);
+        const pieces: Uint8Array[] = [];
+        plan.bytes += cache.views(next, cached, pieces);
+        plan.parts.push({ kind: "cache", from: next, to: cached, pieces });
+        plan.count += cached - next;
         next = cached;
         // Stopped inside the cache by maxBytes or maxRecords: the answer is full.
         if (next < end && next < cache.end) return next;
         continue;
       }
-      // From storage, up to where the cache takes over. While the cache is empty (the object
-      // just started, or a native append reset it), what a read takes from storage up to the
-      // log's end refills it, so the readers that follow are served from memory.
+      // The cache holds `next` but none of it fits: full.
+      if (next >= cache.start && next < cache.end) return next;
+      // From storage, up to where the cache takes over.
       const stop = cache.start > next && cache.end > cache.start ? Math.min(end, cache.start) : end;
-      const runStart = next;
-      let refill: (Uint8Array | null)[] | null = cache.end === cache.start ? [] : null;
-      let done = false;
-      for (const row of this.#sql.iterateRaw<[ArrayBuffer]>(BATCH_DATA_FROM, next)) {
-        forEachValue(new Uint8Array(row[0]), (offset, value) => {
-          if (offset < next) return true;
-          const len = value?.length ?? 0;
-          if (offset >= stop || out.count >= maxRecords || (out.count > 0 && (out.bytes + len > maxBytes || storageBytes + len > STORAGE_READ_MAX_BYTES))) {
-            done = true;
-            return false;
-          }
-          out.addValue(value);
-          if (refill !== null) {
-            if (offset === runStart + refill.length) refill.push(value);
-            else refill = null; // not contiguous (never expected): no refill
-          }
-          storageBytes += len;
-          next = offset + 1;
-          return true;
-        });
-        if (done) break;
+      const batches: PlannedBatch[] = [];
+      const partFrom = next;
+      let full = false;
+      for (const [base, last, size] of this.#sql.iterateRaw<[number, number, number]>(BATCH_META_FROM, next)) {
+        if (base >= stop) break;
+        const first = Math.max(base, next);
+        const upTo = Math.min(last + 1, stop, first + maxRecords - plan.count);
+        const bytes = Math.ceil((size * (upTo - first)) / (last + 1 - base));
+        if (plan.count > 0 && plan.bytes + bytes > maxBytes) {
+          full = true;
+          break;
+        }
+        batches.push({ base, first, end: upTo, bytes });
+        plan.bytes += bytes;
+        plan.count += upTo - first;
+        next = upTo;
+        if (next >= stop || plan.count >= maxRecords) break;
       }
-      if (refill !== null && refill.length > 0 && next === this.#host.log()?.logEndOffset) this.#refillCache(runStart, refill);
+      if (batches.length > 0) plan.parts.push({ kind: "storage", from: partFrom, to: next, batches });
       // Full, or the stored batches end before `stop` (nothing more to read).
-      if (next < stop) return next;
+      if (full || next < stop) return next;
     }
     return next;
   }
 
   /**
-   * Fills the empty tail cache with the last of `values` (records `from`, `from + 1`, ...,
-   * up to the log's end) that fit its budget. Values of native records may be null, which the
-   * cache cannot hold: then it starts after the last null.
+   * The values of the planned stored batches, read a group of about
+   * {@link STORAGE_GROUP_BYTES} at a time as they are consumed (a streamed answer reads them
+   * as it is sent). Throws if the batches changed since they were planned (retention or a
+   * delete removed them): a streamed answer then ends in an error.
+   *
+   * @param refillFrom when the tail cache was empty and these records run to the log's end,
+   *   their first offset: the last of them that fit the cache refill it at the end (if it is
+   *   still empty and they still end the log), so the readers that follow are served from
+   *   memory. Null values (native records) cannot be cached: the refill starts after them.
    */
-  #refillCache(from: number, values: readonly (Uint8Array | null)[]): void {
-    const meta = this.#meta;
-    if (meta === null) return;
-    const separator = cacheSeparator(meta.json);
-    let k = values.length;
-    let bytes = 0;
-    while (k > 0) {
-      const v = values[k - 1];
-      if (v === null || v === undefined) break;
-      bytes += v.length + separator.length + CACHE_RECORD_OVERHEAD_BYTES;
-      if (bytes > STREAM_CACHE_MAX_BYTES) break;
-      k--;
+  *#storedValues(batches: readonly PlannedBatch[], refillFrom: number | null): Generator<Uint8Array | null> {
+    const window = refillFrom === null ? null : new RefillWindow(STREAM_CACHE_MAX_BYTES, cacheSeparator(this.#meta?.json === true).length);
+    for (let i = 0; i < batches.length; ) {
+      let j = i;
+      let groupBytes = 0;
+      while (j < batches.length && (j === i || groupBytes < STORAGE_GROUP_BYTES)) groupBytes += (batches[j++] as PlannedBatch).bytes;
+      const first = batches[i] as PlannedBatch;
+      const rows = [...this.#sql.iterateRaw<[number, ArrayBuffer]>(BATCH_DATA_RANGE, first.base, (batches[j - 1] as PlannedBatch).base)];
+      if (rows.length !== j - i) throw new Error("stored batches were removed during a read");
+      const values: (Uint8Array | null)[] = [];
+      for (let k = 0; k < rows.length; k++) {
+        const b = batches[i + k] as PlannedBatch;
+        const [base, data] = rows[k] as [number, ArrayBuffer];
+        if (base !== b.base) throw new Error("stored batches were removed during a read");
+        forEachValue(new Uint8Array(data), (offset, value) => {
+          if (offset < b.first) return true;
+          if (offset >= b.end) return false;
+          values.push(value);
+          return true;
+        });
+      }
+      for (const v of values) {
+        window?.push(v);
+        yield v;
+      }
+      i = j;
     }
-    if (k < values.length) this.#cache.append(from + k, values.slice(k) as Uint8Array[], separator);
+    // Stream appends number their records without gaps, so values seen = offsets covered.
+    if (window !== null && refillFrom !== null) {
+      const end = refillFrom + window.seen;
+      const meta = this.#meta;
+      if (meta !== null && this.#cache.end === this.#cache.start && end === this.#host.log()?.logEndOffset) {
+        this.#cache.append(end - window.values.length, window.values, cacheSeparator(meta.json));
+      }
+    }
   }
 
   /** Values from `anchor` to the end of the record batch holding it, capped at `end` (sub-offset forks). */
@@ -904,7 +936,7 @@ function unknownPartition(): ErrorResult {
  * pulls them, so the first bytes leave before the last are copied and large views of the
  * tail cache are never copied in this object.
  */
-function bodyStream(pieces: readonly Uint8Array[]): ReadableStream<Uint8Array> {
+function bodyStream(pieces: Iterable<Uint8Array>): ReadableStream<Uint8Array> {
   const chunks = chunkPieces(pieces, BODY_CHUNK_BYTES, BODY_DIRECT_BYTES);
   return new ReadableStream<Uint8Array>(
     {
@@ -916,4 +948,46 @@ function bodyStream(pieces: readonly Uint8Array[]): ReadableStream<Uint8Array> {
     },
     { highWaterMark: 0 },
   );
+}
+
+/** The last values seen that fit a byte budget (with per-record overhead), none null. */
+class RefillWindow {
+  readonly #budget: number;
+  readonly #separator: number;
+  #values: Uint8Array[] = [];
+  #head = 0;
+  #bytes = 0;
+  /** Values pushed so far. */
+  seen = 0;
+
+  constructor(budget: number, separatorBytes: number) {
+    this.#budget = budget;
+    this.#separator = separatorBytes;
+  }
+
+  push(v: Uint8Array | null): void {
+    this.seen++;
+    if (v === null) {
+      this.#values = [];
+      this.#head = 0;
+      this.#bytes = 0;
+      return;
+    }
+    this.#values.push(v);
+    this.#bytes += this.#cost(v);
+    while (this.#bytes > this.#budget && this.#head < this.#values.length) this.#bytes -= this.#cost(this.#values[this.#head++] as Uint8Array);
+    if (this.#head > 1024 && this.#head * 2 > this.#values.length) {
+      this.#values = this.#values.slice(this.#head);
+      this.#head = 0;
+    }
+  }
+
+  /** The values kept, oldest first (the last `values.length` pushed). */
+  get values(): Uint8Array[] {
+    return this.#values.slice(this.#head);
+  }
+
+  #cost(v: Uint8Array): number {
+    return v.length + this.#separator + CACHE_RECORD_OVERHEAD_BYTES;
+  }
 }

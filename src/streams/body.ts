@@ -7,7 +7,8 @@
  * Pieces are views, not copies: values read from storage, and ranges of the tail cache
  * (src/streams/byte-cache.ts), which a JSON stream's cache stores already followed by `,`.
  * The answer is then either one buffer ({@link concatPieces}) or a stream of chunks
- * ({@link chunkPieces}) that passes large pieces on as they are.
+ * ({@link chunkPieces}) that passes large pieces on as they are and is produced as it is
+ * sent: values from storage are read as the reader pulls them.
  *
  * Pure module: no Workers imports.
  */
@@ -17,68 +18,57 @@ const OPEN = utf8.encode("[");
 const CLOSE = utf8.encode("]");
 const COMMA = utf8.encode(",");
 const NULL_JSON = utf8.encode("null");
-const EMPTY_JSON = utf8.encode("[]");
 
 /** The separator a stream's tail cache stores after each value: `,` for JSON streams. */
 export function cacheSeparator(json: boolean): Uint8Array {
   return json ? COMMA : new Uint8Array(0);
 }
 
-/** Collects a read answer's pieces in order. */
-export class BodyBuilder {
-  readonly #json: boolean;
-  readonly #pieces: Uint8Array[] = [];
-  #bytes = 0;
-  #count = 0;
-
-  constructor(json: boolean) {
-    this.#json = json;
-  }
-
-  /** Records added so far. */
-  get count(): number {
-    return this.#count;
-  }
-
-  /** Value bytes (and JSON separators) added so far. */
-  get bytes(): number {
-    return this.#bytes;
-  }
-
-  /** Adds one record's value (a view is fine: it is not copied). */
-  addValue(value: Uint8Array | null): void {
-    if (this.#json) {
-      this.#push(value === null || value.length === 0 ? NULL_JSON : value);
-      this.#push(COMMA);
-    } else if (value !== null) {
-      this.#push(value);
-    }
-    this.#count++;
-  }
-
+/** A run of consecutive records of a read answer, in record order. */
+export type AnswerPart =
+  /** Values one by one (a lazy iterable is fine: it is consumed as the answer is sent). */
+  | { kind: "values"; values: Iterable<Uint8Array | null> }
   /**
-   * Adds `records` records whose bytes are `pieces`, already in this builder's form: the
-   * values back to back, each followed by `,` in a JSON stream (the tail cache's layout).
+   * Bytes in the tail cache's layout (src/streams/byte-cache.ts): the values back to back,
+   * each followed by `,` in a JSON stream. At least one record.
    */
-  addStored(pieces: readonly Uint8Array[], records: number): void {
-    for (const p of pieces) this.#push(p);
-    this.#count += records;
-  }
+  | { kind: "stored"; pieces: readonly Uint8Array[] };
 
-  /** The answer's pieces: for JSON, `[`, the values with the last `,` dropped, `]`. */
-  finish(): Uint8Array[] {
-    if (!this.#json) return this.#pieces;
-    if (this.#count === 0) return [EMPTY_JSON];
-    const last = this.#pieces.pop() as Uint8Array; // ends with the last value's `,`
-    if (last.length > 1) this.#pieces.push(last.subarray(0, last.length - 1));
-    return [OPEN, ...this.#pieces, CLOSE];
+/**
+ * The pieces of a read answer holding `parts`, in order: views of the values and of the
+ * cached bytes, plus `[`, `,` and `]` for JSON streams; nothing is copied. Lazy: values
+ * iterables are consumed only as far as the pieces are.
+ */
+export function* answerPieces(parts: Iterable<AnswerPart>, json: boolean): Generator<Uint8Array> {
+  if (json) yield OPEN;
+  let first = true;
+  for (const part of parts) {
+    if (part.kind === "values") {
+      for (const v of part.values) {
+        if (json) {
+          if (!first) yield COMMA;
+          yield v === null || v.length === 0 ? NULL_JSON : v;
+        } else if (v !== null && v.length > 0) {
+          yield v;
+        }
+        first = false;
+      }
+    } else {
+      if (part.pieces.length === 0) continue;
+      if (!json) {
+        yield* part.pieces;
+      } else {
+        // Stored as `v0,v1,...,vn,`: a comma before it unless it comes first, none after it.
+        if (!first) yield COMMA;
+        const last = part.pieces.length - 1;
+        for (let i = 0; i < last; i++) yield part.pieces[i] as Uint8Array;
+        const p = part.pieces[last] as Uint8Array;
+        if (p.length > 1) yield p.subarray(0, p.length - 1);
+      }
+      first = false;
+    }
   }
-
-  #push(p: Uint8Array): void {
-    if (p.length === 0) return;
-    this.#pieces.push(p);
-    this.#bytes += p.length;
-  }
+  if (json) yield CLOSE;
 }
 
 /** Total length of `pieces`. */
@@ -104,7 +94,7 @@ export function concatPieces(pieces: readonly Uint8Array[]): Uint8Array {
  * (no copy); runs of smaller pieces are copied together into chunks of up to `target` bytes,
  * so a stream of small values is not sent as one tiny write per value.
  */
-export function* chunkPieces(pieces: readonly Uint8Array[], target: number, direct: number): Generator<Uint8Array> {
+export function* chunkPieces(pieces: Iterable<Uint8Array>, target: number, direct: number): Generator<Uint8Array> {
   let run: Uint8Array[] = [];
   let runBytes = 0;
   for (const p of pieces) {

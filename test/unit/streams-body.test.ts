@@ -1,71 +1,67 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { BodyBuilder, cacheSeparator, chunkPieces, concatPieces, piecesLength } from "../../src/streams/body.ts";
+import { answerPieces, cacheSeparator, chunkPieces, concatPieces, piecesLength, type AnswerPart } from "../../src/streams/body.ts";
 import { ByteCache } from "../../src/streams/byte-cache.ts";
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
 const text = (pieces: readonly Uint8Array[]) => dec.decode(concatPieces(pieces));
 
-describe("BodyBuilder", () => {
+describe("answerPieces", () => {
+  const values = (vs: (string | null)[]): AnswerPart => ({ kind: "values", values: vs.map((v) => (v === null ? null : enc.encode(v))) });
+  /** Tail-cache bytes of `vs` (JSON: each followed by a comma). */
+  const stored = (vs: string[], json: boolean, from = 0): AnswerPart => {
+    const c = new ByteCache(1 << 20);
+    c.append(from, vs.map((v) => enc.encode(v)), cacheSeparator(json));
+    const pieces: Uint8Array[] = [];
+    c.views(from, from + vs.length, pieces);
+    return { kind: "stored", pieces };
+  };
+
   it("concatenates a byte stream's values, skipping nulls", () => {
-    const b = new BodyBuilder(false);
-    b.addValue(enc.encode("ab"));
-    b.addValue(null);
-    b.addValue(enc.encode("c"));
-    expect(text(b.finish())).toBe("abc");
-    expect([b.count, b.bytes]).toEqual([3, 3]);
+    expect(text([...answerPieces([values(["ab", null, "c"]), stored(["d", "ef"], false)], false)])).toBe("abcdef");
+    expect(text([...answerPieces([], false)])).toBe("");
   });
 
   it("frames JSON values as one array, null and empty values as null", () => {
-    expect(text(new BodyBuilder(true).finish())).toBe("[]");
-    const b = new BodyBuilder(true);
-    for (const v of [enc.encode(`{"a":1}`), null, new Uint8Array(0), enc.encode("2")]) b.addValue(v);
-    expect(text(b.finish())).toBe(`[{"a":1},null,null,2]`);
-    expect(b.count).toBe(4);
+    expect(text([...answerPieces([], true)])).toBe("[]");
+    expect(text([...answerPieces([values([`{"a":1}`, null, "", "2"])], true)])).toBe(`[{"a":1},null,null,2]`);
   });
 
   it("takes tail-cache ranges as they are stored (JSON: each value followed by a comma)", () => {
-    const cache = new ByteCache(1 << 20);
-    cache.append(5, ["1", `"x"`, "[3]"].map((s) => enc.encode(s)), cacheSeparator(true));
-    const b = new BodyBuilder(true);
-    b.addValue(enc.encode("0")); // from storage, before the cache
-    const views: Uint8Array[] = [];
-    cache.views(5, 8, views);
-    b.addStored(views, 3);
-    expect(text(b.finish())).toBe(`[0,1,"x",[3]]`);
-    expect(b.count).toBe(4);
+    expect(text([...answerPieces([values(["0"]), stored(["1", `"x"`, "[3]"], true, 5)], true)])).toBe(`[0,1,"x",[3]]`);
+    expect(text([...answerPieces([stored([`"x"`], true)], true)])).toBe(`["x"]`);
+    expect(text([...answerPieces([stored(["1"], true), values(["2"]), stored(["3", "4"], true)], true)])).toBe(`[1,2,3,4]`);
+  });
 
-    const only = new BodyBuilder(true);
-    const v2: Uint8Array[] = [];
-    cache.views(6, 7, v2);
-    only.addStored(v2, 1);
-    expect(JSON.parse(text(only.finish()))).toEqual(["x"]);
+  it("consumes lazy values only as far as the pieces are taken", () => {
+    let pulled = 0;
+    function* lazy(): Generator<Uint8Array> {
+      for (let i = 0; i < 3; i++) {
+        pulled++;
+        yield enc.encode(String(i));
+      }
+    }
+    const it = answerPieces([{ kind: "values", values: lazy() }], false);
+    expect(pulled).toBe(0);
+    it.next();
+    expect(pulled).toBe(1);
+    expect(text([...it])).toBe("12");
   });
 
   it("matches the records it was given, whatever mix of sources (property)", () => {
     fc.assert(
       fc.property(fc.array(fc.tuple(fc.boolean(), fc.array(fc.integer({ min: 0, max: 99 }), { maxLength: 4 })), { maxLength: 12 }), fc.boolean(), (parts, json) => {
-        const b = new BodyBuilder(json);
+        const answer: AnswerPart[] = [];
         const expected: string[] = [];
-        let offset = 0;
         for (const [fromCache, nums] of parts) {
-          const vals = nums.map((n) => enc.encode(String(n)));
-          if (fromCache && vals.length > 0) {
-            const c = new ByteCache(1 << 20);
-            c.append(offset, vals, cacheSeparator(json));
-            const views: Uint8Array[] = [];
-            c.views(offset, offset + vals.length, views);
-            b.addStored(views, vals.length);
-          } else {
-            for (const v of vals) b.addValue(v);
-          }
-          offset += vals.length;
-          expected.push(...nums.map(String));
+          const vs = nums.map(String);
+          if (fromCache && vs.length > 0) answer.push(stored(vs, json));
+          else answer.push(values(vs));
+          expected.push(...vs);
         }
-        const out = text(b.finish());
+        const out = text([...answerPieces(answer, json)]);
         expect(out).toBe(json ? `[${expected.join(",")}]` : expected.join(""));
-        expect(b.count).toBe(expected.length);
       }),
     );
   });
