@@ -20,7 +20,8 @@
  *   reference, bench/ds-reference-server.ts), none in the bench client's;
  * - interleaving: the servers take turns in short slices (appends in fifths, one catch-up
  *   read each in rotating order, long-polls in blocks), so load from elsewhere on the
- *   machine falls on all of them alike. Catch-up figures are medians over repeated reads.
+ *   machine falls on all of them alike. Catch-up figures are medians over repeated reads
+ *   (9 per round, 3 with --quick): one read of a large stream varies by 2x on this machine.
  *   Three rounds (one with --quick); each figure is the median over rounds.
  *
  * The reference is compared in its faster configuration for these bodies: without gzip
@@ -212,7 +213,7 @@ async function measureRound(servers: readonly Target[], quick: boolean, round: n
   const id = `${Date.now().toString(36)}-${round}`;
   const n1k = quick ? 1_000 : 5_000;
   const n16k = quick ? 300 : 1_500;
-  const repeats = quick ? 3 : 5;
+  const repeats = quick ? 3 : 9;
   const a1 = await appendThroughput(servers, `bench-1k-${id}`, 1024, n1k);
   const a16 = await appendThroughput(servers, `bench-16k-${id}`, 16 * 1024, n16k);
   const read1k = await readThroughput(servers, `bench-1k-${id}`, n1k * 1024, 1, repeats);

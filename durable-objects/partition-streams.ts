@@ -132,6 +132,8 @@ export const STREAM_BODY_MIN_BYTES = 256 * 1024;
 const BODY_CHUNK_BYTES = 1024 * 1024;
 /** ...and views of at least this size (ranges of the tail cache, large values) go as they are. */
 const BODY_DIRECT_BYTES = 64 * 1024;
+/** Chunks of a streamed answer prepared ahead of its reader (memory held: about this many MiB). */
+const BODY_READ_AHEAD_CHUNKS = 2;
 /** Stored batches read per SQLite query while a streamed answer is sent: about this many bytes. */
 const STORAGE_GROUP_BYTES = 1024 * 1024;
 
@@ -933,8 +935,9 @@ function unknownPartition(): ErrorResult {
 
 /**
  * A streamed answer body: the pieces in chunks (src/streams/body.ts), produced as the reader
- * pulls them, so the first bytes leave before the last are copied and large views of the
- * tail cache are never copied in this object.
+ * pulls them, so the first bytes leave before the last are read or copied, and large views of
+ * the tail cache are never copied in this object. Up to {@link BODY_READ_AHEAD_CHUNKS} chunks
+ * are prepared ahead of the reader, so the next is ready when the connection takes more.
  */
 function bodyStream(pieces: Iterable<Uint8Array>): ReadableStream<Uint8Array> {
   const chunks = chunkPieces(pieces, BODY_CHUNK_BYTES, BODY_DIRECT_BYTES);
@@ -946,7 +949,7 @@ function bodyStream(pieces: Iterable<Uint8Array>): ReadableStream<Uint8Array> {
         else controller.enqueue(c.value);
       },
     },
-    { highWaterMark: 0 },
+    { highWaterMark: BODY_READ_AHEAD_CHUNKS },
   );
 }
 
