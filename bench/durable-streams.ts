@@ -39,6 +39,7 @@ import { spawn } from "node:child_process";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { startEngine } from "./engine.ts";
+import { fmt, pct, closedLoop } from "./util.ts";
 
 export interface Target {
   name: string;
@@ -76,19 +77,6 @@ async function expectStatus(res: Response, ...statuses: number[]): Promise<Uint8
   return body;
 }
 
-async function closedLoop(total: number, concurrency: number, fn: (i: number) => Promise<void>): Promise<number> {
-  let next = 0;
-  const t0 = performance.now();
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next < total) {
-        const i = next++;
-        await fn(i);
-      }
-    }),
-  );
-  return (performance.now() - t0) / 1000;
-}
 
 /** Incompressible bodies: the reference gzips answers by default, and real payloads are not all one letter. */
 function randomBytes(n: number): Uint8Array {
@@ -97,9 +85,6 @@ function randomBytes(n: number): Uint8Array {
   return out;
 }
 
-function pct(sorted: readonly number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
-}
 
 function median(xs: readonly number[]): number {
   const s = [...xs].sort((a, b) => a - b);
@@ -232,9 +217,6 @@ async function measureRound(servers: readonly Target[], quick: boolean, round: n
   }));
 }
 
-function fmt(n: number): string {
-  return n >= 100 ? n.toFixed(0) : n >= 10 ? n.toFixed(1) : n.toFixed(2);
-}
 
 /**
  * Prints one table: Edgelog, reference (no gzip), Edgelog/reference, target, and the

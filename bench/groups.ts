@@ -18,6 +18,7 @@
 import { Consumer, EdgelogClient, GroupConsumer, Producer, RECONCILING_HEARTBEAT_MS } from "../sdk/src/index.ts";
 import type { AssignorName, ConsumerGroupHeartbeatResponse, TopicPartitions } from "../src/protocol/index.ts";
 import { startEngine, type Engine } from "./engine.ts";
+import { fmt, pct as pctSorted } from "./util.ts";
 
 const BASE = "http://edgelog.bench";
 
@@ -39,13 +40,9 @@ function printRows(title: string, rows: Row[]): void {
   }
 }
 
-function fmt(n: number): string {
-  return n >= 100 ? n.toFixed(0) : n >= 10 ? n.toFixed(1) : n.toFixed(2);
-}
 
 function pct(values: number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
+  return pctSorted([...values].sort((a, b) => a - b), p);
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));

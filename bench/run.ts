@@ -8,6 +8,7 @@
 import { parseArgs } from "node:util";
 import { EdgelogClient, Producer } from "../sdk/src/index.ts";
 import { startEngine, type Engine } from "./engine.ts";
+import { fmt, pct, closedLoop } from "./util.ts";
 
 const { values: args } = parseArgs({
   options: { only: { type: "string" }, quick: { type: "boolean", default: false } },
@@ -33,29 +34,6 @@ export function printRows(title: string, rows: Row[]): void {
       `| ${r.name} | ${fmt(r.value)} ${r.unit} | ${r.ceiling !== undefined ? `${fmt(r.ceiling)} ${r.unit} (${r.ceilingName})` : "-"} | ${ratio !== undefined ? `${ratio.toFixed(2)}x` : "-"} | ${r.target !== undefined ? `>= ${r.target}x ${ratio !== undefined && ratio >= r.target ? "(met)" : "(not met)"}` : "-"} |`,
     );
   }
-}
-
-function fmt(n: number): string {
-  return n >= 100 ? n.toFixed(0) : n >= 10 ? n.toFixed(1) : n.toFixed(2);
-}
-
-function pct(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
-}
-
-/** Runs `fn` `total` times with `concurrency` workers; returns seconds elapsed. */
-async function closedLoop(total: number, concurrency: number, fn: (i: number) => Promise<void>): Promise<number> {
-  let next = 0;
-  const t0 = performance.now();
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next < total) {
-        const i = next++;
-        await fn(i);
-      }
-    }),
-  );
-  return (performance.now() - t0) / 1000;
 }
 
 async function ok(res: Response): Promise<void> {
