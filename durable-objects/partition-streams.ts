@@ -134,34 +134,27 @@ const BODY_CHUNK_BYTES = 1024 * 1024;
 const BODY_DIRECT_BYTES = 64 * 1024;
 /** Chunks of a streamed answer prepared ahead of its reader (memory held: about this many MiB). */
 const BODY_READ_AHEAD_CHUNKS = 2;
-/** Stored batches read per SQLite query while a streamed answer is sent: about this many bytes. */
-const STORAGE_GROUP_BYTES = 1024 * 1024;
+/**
+ * Value bytes one answer reads from storage at most (its first record always): held, as views
+ * of the stored rows, until the answer is sent. Cached bytes cost nothing extra (the answer
+ * passes views of the cache on), so they count only against the request's maxBytes.
+ */
+export const STORAGE_READ_MAX_BYTES = 16 * 1024 * 1024;
 
 /**
- * The stored batches from the one holding `?` on, in offset order, without their data: the
- * `batches` table of PartitionDO (durable-objects/partition.ts, which owns it; this is its
- * batchesFrom query), read-only, with a raw cursor. A read plans from these, then reads the
- * data of the batches it keeps (BATCH_DATA_RANGE), group by group as the answer is sent.
- * Rows as objects cost ~7 us each, most of a read from storage (one row per stream append).
+ * The stored batches from the one holding `?` on, in offset order: PartitionDO's batchesFrom
+ * (durable-objects/partition.ts, the owner of the `batches` table), read-only, reduced to the
+ * one column a stream read needs, and read with a raw cursor: rows as objects with four
+ * columns cost ~7 us each, most of a read from storage (one row per stream append).
  */
-const BATCH_META_FROM = `SELECT base_offset, last_offset, size_bytes FROM batches
+const BATCH_DATA_FROM = `SELECT data FROM batches
   WHERE base_offset >= COALESCE((SELECT base_offset FROM batches WHERE base_offset <= ? ORDER BY base_offset DESC LIMIT 1), 0)
   ORDER BY base_offset`;
-const BATCH_DATA_RANGE = "SELECT base_offset, data FROM batches WHERE base_offset >= ? AND base_offset <= ? ORDER BY base_offset";
 
-/** A stored batch a read takes records [first, end) of. */
-interface PlannedBatch {
-  base: number;
-  first: number;
-  end: number;
-  /** Its stored size (prorated when only part of it is taken): an upper bound of the bytes it adds. */
-  bytes: number;
-}
+/** A run of a read's own records: views of the tail cache, or values read from storage (views of the rows). */
+type OwnPart = { kind: "cache"; from: number; to: number; pieces: Uint8Array[] } | { kind: "storage"; values: (Uint8Array | null)[] };
 
-/** A run of a read's own records: in the tail cache (views taken), or in storage (read when sent). */
-type OwnPart = { kind: "cache"; from: number; to: number; pieces: Uint8Array[] } | { kind: "storage"; from: number; to: number; batches: PlannedBatch[] };
-
-/** What a read takes: its parts in order, how many records, and (an upper bound of) how many bytes. */
+/** What a read takes: its parts in order, how many records and bytes. */
 interface ReadPlan {
   parts: OwnPart[];
   count: number;
@@ -496,21 +489,12 @@ export class PartitionStreams implements StreamRpc {
       const m = this.#meta;
       const l = this.#host.log();
       if (m === null || l === null || m.path !== meta.path) return errorResult("STREAM_NOT_FOUND", "The stream was deleted.");
-      let lazy = false;
       if ((meta.fork === null || next >= meta.fork.forkOffset) && count < req.maxRecords) {
         const plan: ReadPlan = { parts: [], count, bytes };
         next = this.#planOwn(next, l.logEndOffset, maxBytes, req.maxRecords, plan);
         count = plan.count;
         bytes = plan.bytes;
-        const refill = this.#cache.end === this.#cache.start && next === l.logEndOffset;
-        for (const part of plan.parts) {
-          if (part.kind === "cache") {
-            answer.push({ kind: "stored", pieces: part.pieces });
-          } else {
-            answer.push({ kind: "values", values: this.#storedValues(part.batches, refill && part.to === next ? part.from : null) });
-            lazy = true;
-          }
-        }
+        for (const part of plan.parts) answer.push(part.kind === "cache" ? { kind: "stored", pieces: part.pieces } : { kind: "values", values: part.values });
       }
       const remainingMs = deadline - Date.now();
       if (count === 0 && next === l.logEndOffset && !m.closed && remainingMs > 0) {
@@ -518,19 +502,11 @@ export class PartitionStreams implements StreamRpc {
         await this.#host.nextAppend(remainingMs);
         continue;
       }
-      // Large answers to readers that take a stream are produced as they are sent (values
-      // from storage read group by group); the others are formatted here, in this event.
-      const streamed = req.stream === true && bytes >= STREAM_BODY_MIN_BYTES;
-      let body: Uint8Array | ReadableStream<Uint8Array>;
-      let bodyBytes: number | null;
-      if (streamed && lazy) {
-        body = bodyStream(answerPieces(answer, m.json));
-        bodyBytes = null;
-      } else {
-        const pieces = [...answerPieces(answer, m.json)];
-        bodyBytes = piecesLength(pieces);
-        body = streamed ? bodyStream(pieces) : concatPieces(pieces);
-      }
+      // Views of the values and of the cache, formatted; large answers to readers that take a
+      // stream go as one (copied into chunks as it is sent), the others as one buffer.
+      const pieces = [...answerPieces(answer, m.json)];
+      const bodyBytes = piecesLength(pieces);
+      const body = req.stream === true && bodyBytes >= STREAM_BODY_MIN_BYTES ? bodyStream(pieces) : concatPieces(pieces);
       return {
         ok: true,
         ...this.#facts(m, l),
@@ -633,7 +609,7 @@ export class PartitionStreams implements StreamRpc {
           for (let o = part.from; o < part.to; o++) values.push(this.#cache.value(o));
         } else {
           // An RPC answer carries a view's whole buffer: copy views into larger buffers (a stored row).
-          for (const v of this.#storedValues(part.batches, null)) values.push(v === null || v.byteLength === v.buffer.byteLength ? v : v.slice());
+          for (const v of part.values) values.push(v === null || v.byteLength === v.buffer.byteLength ? v : v.slice());
         }
       }
     }
@@ -765,16 +741,19 @@ export class PartitionStreams implements StreamRpc {
 
   /**
    * Plans the read of this partition's own records from `from` on, below `end`, into `plan`:
-   * from the tail cache while it holds them (views taken now), else from the stored batches
-   * (up to where the cache starts, then from the cache again), which are only listed here and
-   * read when the answer is produced. Stops before `maxBytes` would be exceeded (counting what
-   * `plan` holds already; its first record, or first stored batch, always goes in; a stored
-   * batch counts its stored size, an upper bound of what it adds), or at `maxRecords` records.
+   * from the tail cache while it holds them (views of it), else from the stored batches (views
+   * of the rows; up to where the cache starts, then from the cache again). Stops before
+   * `maxBytes` would be exceeded (counting what `plan` holds already; its first record always
+   * goes in), at `maxRecords` records, or before more than {@link STORAGE_READ_MAX_BYTES}
+   * were read from storage. While the cache is empty (the object just started, or a native
+   * append reset it), what a read takes from storage up to the log's end refills it, so the
+   * readers that follow are served from memory.
    * @returns the offset after the last record planned
    */
   #planOwn(from: number, end: number, maxBytes: number, maxRecords: number, plan: ReadPlan): number {
     const cache = this.#cache;
     let next = from;
+    let storageBytes = 0;
     while (next < end && plan.count < maxRecords) {
       const cached = cache.span(next, Math.min(end, next + maxRecords - plan.count), maxBytes - plan.bytes, plan.count === 0);
       if (cached > next) {
@@ -791,77 +770,56 @@ export class PartitionStreams implements StreamRpc {
       if (next >= cache.start && next < cache.end) return next;
       // From storage, up to where the cache takes over.
       const stop = cache.start > next && cache.end > cache.start ? Math.min(end, cache.start) : end;
-      const batches: PlannedBatch[] = [];
-      const partFrom = next;
-      let full = false;
-      for (const [base, last, size] of this.#sql.iterateRaw<[number, number, number]>(BATCH_META_FROM, next)) {
-        if (base >= stop) break;
-        const first = Math.max(base, next);
-        const upTo = Math.min(last + 1, stop, first + maxRecords - plan.count);
-        const bytes = Math.ceil((size * (upTo - first)) / (last + 1 - base));
-        if (plan.count > 0 && plan.bytes + bytes > maxBytes) {
-          full = true;
-          break;
-        }
-        batches.push({ base, first, end: upTo, bytes });
-        plan.bytes += bytes;
-        plan.count += upTo - first;
-        next = upTo;
-        if (next >= stop || plan.count >= maxRecords) break;
+      const runFrom = next;
+      const values: (Uint8Array | null)[] = [];
+      let done = false;
+      for (const [data] of this.#sql.iterateRaw<[ArrayBuffer]>(BATCH_DATA_FROM, next)) {
+        forEachValue(new Uint8Array(data), (offset, value) => {
+          if (offset < next) return true;
+          const len = value?.length ?? 0;
+          if (offset >= stop || plan.count >= maxRecords || (plan.count > 0 && (plan.bytes + len > maxBytes || storageBytes + len > STORAGE_READ_MAX_BYTES))) {
+            done = true;
+            return false;
+          }
+          values.push(value);
+          plan.count++;
+          plan.bytes += len;
+          storageBytes += len;
+          next = offset + 1;
+          return true;
+        });
+        if (done) break;
       }
-      if (batches.length > 0) plan.parts.push({ kind: "storage", from: partFrom, to: next, batches });
+      if (values.length > 0) {
+        plan.parts.push({ kind: "storage", values });
+        // Stream appends number their records without gaps: values read = offsets covered.
+        if (cache.end === cache.start && next === runFrom + values.length && next === this.#host.log()?.logEndOffset) this.#refillCache(runFrom, values);
+      }
       // Full, or the stored batches end before `stop` (nothing more to read).
-      if (full || next < stop) return next;
+      if (next < stop) return next;
     }
     return next;
   }
 
   /**
-   * The values of the planned stored batches, read a group of about
-   * {@link STORAGE_GROUP_BYTES} at a time as they are consumed (a streamed answer reads them
-   * as it is sent). Throws if the batches changed since they were planned (retention or a
-   * delete removed them): a streamed answer then ends in an error.
-   *
-   * @param refillFrom when the tail cache was empty and these records run to the log's end,
-   *   their first offset: the last of them that fit the cache refill it at the end (if it is
-   *   still empty and they still end the log), so the readers that follow are served from
-   *   memory. Null values (native records) cannot be cached: the refill starts after them.
+   * Fills the empty tail cache with the last of `values` (records `from`, `from + 1`, ...,
+   * up to the log's end) that fit its budget. Values of native records may be null, which the
+   * cache cannot hold: then it starts after the last null.
    */
-  *#storedValues(batches: readonly PlannedBatch[], refillFrom: number | null): Generator<Uint8Array | null> {
-    const window = refillFrom === null ? null : new RefillWindow(STREAM_CACHE_MAX_BYTES, cacheSeparator(this.#meta?.json === true).length);
-    for (let i = 0; i < batches.length; ) {
-      let j = i;
-      let groupBytes = 0;
-      while (j < batches.length && (j === i || groupBytes < STORAGE_GROUP_BYTES)) groupBytes += (batches[j++] as PlannedBatch).bytes;
-      const first = batches[i] as PlannedBatch;
-      const rows = [...this.#sql.iterateRaw<[number, ArrayBuffer]>(BATCH_DATA_RANGE, first.base, (batches[j - 1] as PlannedBatch).base)];
-      if (rows.length !== j - i) throw new Error("stored batches were removed during a read");
-      const values: (Uint8Array | null)[] = [];
-      for (let k = 0; k < rows.length; k++) {
-        const b = batches[i + k] as PlannedBatch;
-        const [base, data] = rows[k] as [number, ArrayBuffer];
-        if (base !== b.base) throw new Error("stored batches were removed during a read");
-        forEachValue(new Uint8Array(data), (offset, value) => {
-          if (offset < b.first) return true;
-          if (offset >= b.end) return false;
-          values.push(value);
-          return true;
-        });
-      }
-      for (const v of values) {
-        window?.push(v);
-        yield v;
-      }
-      i = j;
+  #refillCache(from: number, values: readonly (Uint8Array | null)[]): void {
+    const meta = this.#meta;
+    if (meta === null) return;
+    const separator = cacheSeparator(meta.json);
+    let k = values.length;
+    let bytes = 0;
+    while (k > 0) {
+      const v = values[k - 1];
+      if (v === null || v === undefined) break;
+      bytes += v.length + separator.length + CACHE_RECORD_OVERHEAD_BYTES;
+      if (bytes > STREAM_CACHE_MAX_BYTES) break;
+      k--;
     }
-    // Stream appends number their records without gaps, so values seen = offsets covered.
-    if (window !== null && refillFrom !== null) {
-      const end = refillFrom + window.seen;
-      const meta = this.#meta;
-      if (meta !== null && this.#cache.end === this.#cache.start && end === this.#host.log()?.logEndOffset) {
-        this.#cache.append(end - window.values.length, window.values, cacheSeparator(meta.json));
-      }
-    }
+    if (k < values.length) this.#cache.append(from + k, values.slice(k) as Uint8Array[], separator);
   }
 
   /** Values from `anchor` to the end of the record batch holding it, capped at `end` (sub-offset forks). */
@@ -935,11 +893,11 @@ function unknownPartition(): ErrorResult {
 
 /**
  * A streamed answer body: the pieces in chunks (src/streams/body.ts), produced as the reader
- * pulls them, so the first bytes leave before the last are read or copied, and large views of
- * the tail cache are never copied in this object. Up to {@link BODY_READ_AHEAD_CHUNKS} chunks
+ * pulls them, so the first bytes leave before the last are copied, and large views of the
+ * tail cache are never copied in this object. Up to {@link BODY_READ_AHEAD_CHUNKS} chunks
  * are prepared ahead of the reader, so the next is ready when the connection takes more.
  */
-function bodyStream(pieces: Iterable<Uint8Array>): ReadableStream<Uint8Array> {
+function bodyStream(pieces: readonly Uint8Array[]): ReadableStream<Uint8Array> {
   const chunks = chunkPieces(pieces, BODY_CHUNK_BYTES, BODY_DIRECT_BYTES);
   return new ReadableStream<Uint8Array>(
     {
@@ -951,46 +909,4 @@ function bodyStream(pieces: Iterable<Uint8Array>): ReadableStream<Uint8Array> {
     },
     { highWaterMark: BODY_READ_AHEAD_CHUNKS },
   );
-}
-
-/** The last values seen that fit a byte budget (with per-record overhead), none null. */
-class RefillWindow {
-  readonly #budget: number;
-  readonly #separator: number;
-  #values: Uint8Array[] = [];
-  #head = 0;
-  #bytes = 0;
-  /** Values pushed so far. */
-  seen = 0;
-
-  constructor(budget: number, separatorBytes: number) {
-    this.#budget = budget;
-    this.#separator = separatorBytes;
-  }
-
-  push(v: Uint8Array | null): void {
-    this.seen++;
-    if (v === null) {
-      this.#values = [];
-      this.#head = 0;
-      this.#bytes = 0;
-      return;
-    }
-    this.#values.push(v);
-    this.#bytes += this.#cost(v);
-    while (this.#bytes > this.#budget && this.#head < this.#values.length) this.#bytes -= this.#cost(this.#values[this.#head++] as Uint8Array);
-    if (this.#head > 1024 && this.#head * 2 > this.#values.length) {
-      this.#values = this.#values.slice(this.#head);
-      this.#head = 0;
-    }
-  }
-
-  /** The values kept, oldest first (the last `values.length` pushed). */
-  get values(): Uint8Array[] {
-    return this.#values.slice(this.#head);
-  }
-
-  #cost(v: Uint8Array): number {
-    return v.length + this.#separator + CACHE_RECORD_OVERHEAD_BYTES;
-  }
 }

@@ -132,8 +132,8 @@ export type ReadStreamOk = StreamFacts & {
    * the request set `stream` (then consume or cancel it).
    */
   body: Uint8Array | ReadableStream<Uint8Array>;
-  /** Length of `body` in bytes; null for a stream whose length is known only once sent (values read from storage as it goes). */
-  bodyBytes: number | null;
+  /** Length of `body` in bytes. */
+  bodyBytes: number;
   upToDate: boolean;
   remainingLifetimeMs: number | null;
   /** True when the read waited and nothing came (long-poll 204). */

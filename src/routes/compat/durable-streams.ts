@@ -42,9 +42,9 @@ const LONG_POLL_TIMEOUT_MAX_MS = 60_000;
  * Value bytes per catch-up answer (the first record always goes in). Large, because a
  * catch-up reader wants the backlog in as few round trips as possible (the protocol sets no
  * limit; the reference server answers with everything). Large answers come from the
- * partition as a stream of chunks, produced as they are sent (durable-objects/partition-streams.ts),
- * so neither object holds the answer whole and it is not held to the 32 MiB of one Durable
- * Object RPC answer.
+ * partition as a stream of chunks, so they are not held to the 32 MiB of one Durable Object
+ * RPC answer; the partition reads at most 16 MiB of an answer from storage (the rest comes
+ * from its in-memory tail cache, durable-objects/partition-streams.ts).
  */
 export const READ_MAX_BYTES = 32 * 1024 * 1024;
 /** Value bytes per live answer (long-poll, one SSE data event): live readers want it soon, not big. */
@@ -409,9 +409,9 @@ async function readStream(c: AppContext): Promise<Response> {
     if (r.body instanceof ReadableStream) await r.body.cancel();
     return new Response(null, { status: 304, headers });
   }
-  // A streamed body of known length keeps it (Content-Length); one read from storage as it
-  // is sent goes chunked.
-  const body = r.body instanceof ReadableStream && r.bodyBytes !== null ? r.body.pipeThrough(new FixedLengthStream(r.bodyBytes)) : r.body;
+  // A streamed body keeps its exact length (Content-Length), as a one-buffer body has: a
+  // chunked answer costs HTTP clients more (the chunk framing splits their reads).
+  const body = r.body instanceof ReadableStream ? r.body.pipeThrough(new FixedLengthStream(r.bodyBytes)) : r.body;
   return new Response(body, { status: 200, headers });
 }
 
