@@ -17,7 +17,11 @@ export default defineConfig({
         plugins: [
           cloudflareTest({
             wrangler: { configPath: "./wrangler.toml" },
-            miniflare: { bindings: { EDGELOG_BENCH_ROUTES: "1" } },
+            // Coalescing off in this tier: the pool runs the tests and the Worker in one
+            // isolate, where a request awaiting a promise settled by another request's
+            // context is cancelled as hung. On workerd proper (wrangler dev, Miniflare,
+            // production) each request is its own context; the e2e tier covers coalescing.
+            miniflare: { bindings: { EDGELOG_BENCH_ROUTES: "1", EDGELOG_APPEND_COALESCING: "off" } },
           }),
         ],
         test: {

@@ -43,6 +43,9 @@ async function ok(res: Response): Promise<void> {
 
 const BASE = "http://edgelog.bench";
 
+const list = (xs: number[]): string => xs.map((x) => `${x.toFixed(2)}x`).join(", ");
+const median = (xs: number[]): string => `${pct([...xs].sort((a, b) => a - b), 50).toFixed(2)}x`;
+
 async function benchCore(engine: Engine): Promise<void> {
   const f = engine.fetch;
   const client = new EdgelogClient({ baseUrl: BASE, fetch: f });
@@ -67,16 +70,8 @@ async function benchCore(engine: Engine): Promise<void> {
   await client.createTopic({ name: "bench-single", partitions });
   for (let i = 0; i < 20; i++) await ok(await f(`${BASE}/bench/noop`));
   const body = JSON.stringify({ records: [{ value: "x".repeat(100) }] });
-  const produceSingle = async (i: number): Promise<void> =>
-    ok(
-      await f(`${BASE}/v1/topics/bench-single/partitions/${i % partitions}/records`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body,
-      }),
-    );
   for (let p = 0; p < partitions; p++) {
-    await produceSingle(p);
+    await ok(await f(`${BASE}/v1/topics/bench-single/partitions/${p}/records`, { method: "POST", headers: { "content-type": "application/json" }, body }));
     await ok(await f(`${BASE}/bench/raw-insert/s${p}`, { method: "POST", body }));
     await ok(await f(`${BASE}/bench/raw-insert/p${p}`, { method: "POST", body: new Uint8Array(16) }));
   }
@@ -137,35 +132,57 @@ async function benchCore(engine: Engine): Promise<void> {
   const prodMBps = (totalRecords * RECORD_BYTES) / 1e6 / prodSecs;
 
   // --- one record per request vs a no-op Worker route, same concurrency; and, as a reference,
-  // the floor of any durable write per request on this path: the same body stored as one raw
-  // row (HTTP in, one DO RPC, one SQLite commit, HTTP out), no parsing.
+  // the floor of a durable write per request on this path without coalescing: the same body
+  // stored as one raw row per request (HTTP in, one DO RPC, one SQLite commit, HTTP out).
+  // Shapes: (clients in flight, partitions). The gateway coalesces concurrent requests for one
+  // partition (src/gateway/append-coalescer.ts), so what counts is clients per partition.
   const singles = QUICK ? 2_000 : 5_000;
   const perRound = Math.ceil(singles / ROUNDS);
-  let noopSecs = 0;
-  let rawSmallSecs = 0;
-  let singleSecs = 0;
-  const singleRatios: number[] = [];
-  for (let round = 0; round < ROUNDS; round++) {
-    const noop = async (): Promise<number> => closedLoop(perRound, concurrency, async () => ok(await f(`${BASE}/bench/noop`)));
-    const rawSmall = async (): Promise<number> =>
-      closedLoop(perRound, concurrency, async (i) => ok(await f(`${BASE}/bench/raw-insert/s${i % partitions}`, { method: "POST", body })));
-    const single = async (): Promise<number> => closedLoop(perRound, concurrency, produceSingle);
-    let n: number, r: number, p: number;
-    if (round % 2 === 0) {
-      n = await noop();
-      r = await rawSmall();
-      p = await single();
-    } else {
-      p = await single();
-      r = await rawSmall();
-      n = await noop();
-    }
-    noopSecs += n;
-    rawSmallSecs += r;
-    singleSecs += p;
-    singleRatios.push(n / p);
-  }
   const singlesDone = perRound * ROUNDS;
+  const shapes: { clients: number; partitions: number; topic: string }[] = [
+    { clients: concurrency, partitions, topic: "bench-single" },
+    { clients: 64, partitions, topic: "bench-single" },
+    { clients: 64, partitions: 1, topic: "bench-single-1" },
+  ];
+  await client.createTopic({ name: "bench-single-1", partitions: 1 });
+  const singleRows: Row[] = [];
+  const singleRatioLines: string[] = [];
+  for (const shape of shapes) {
+    const { clients, partitions: parts, topic } = shape;
+    const produceOne = async (i: number): Promise<void> =>
+      ok(await f(`${BASE}/v1/topics/${topic}/partitions/${i % parts}/records`, { method: "POST", headers: { "content-type": "application/json" }, body }));
+    await closedLoop(200, clients, produceOne); // warm-up of this shape
+    let noopSecs = 0;
+    let rawSmallSecs = 0;
+    let singleSecs = 0;
+    const ratios: number[] = [];
+    for (let round = 0; round < ROUNDS; round++) {
+      const noop = async (): Promise<number> => closedLoop(perRound, clients, async () => ok(await f(`${BASE}/bench/noop`)));
+      const rawSmall = async (): Promise<number> =>
+        closedLoop(perRound, clients, async (i) => ok(await f(`${BASE}/bench/raw-insert/s${i % parts}`, { method: "POST", body })));
+      const single = async (): Promise<number> => closedLoop(perRound, clients, produceOne);
+      let n: number, r: number, p: number;
+      if (round % 2 === 0) {
+        n = await noop();
+        r = await rawSmall();
+        p = await single();
+      } else {
+        p = await single();
+        r = await rawSmall();
+        n = await noop();
+      }
+      noopSecs += n;
+      rawSmallSecs += r;
+      singleSecs += p;
+      ratios.push(n / p);
+    }
+    const label = `${clients} clients, ${parts} partition${parts === 1 ? "" : "s"}`;
+    singleRows.push(
+      { name: `one record per request (JSON, ${label})`, value: singlesDone / singleSecs, unit: "req/s", ceilingName: "no-op Worker route", ceiling: singlesDone / noopSecs, target: 0.6 },
+      { name: `reference: the same body as one raw DO row per request (${label})`, value: singlesDone / rawSmallSecs, unit: "req/s", ceilingName: "no-op Worker route", ceiling: singlesDone / noopSecs },
+    );
+    singleRatioLines.push(`one record per request, ${label}: ${list(ratios)} (median ${median(ratios)})`);
+  }
 
   // --- catch-up fetch of everything the batched producer wrote (binary fetch, all partitions)
   const t1 = performance.now();
@@ -209,20 +226,14 @@ async function benchCore(engine: Engine): Promise<void> {
   printRows("Core: produce and fetch (Miniflare dispatchFetch -> Worker -> Durable Objects, workerd)", [
     { name: `batched produce, SDK producer, 1 KiB records, ${BATCH_BYTES / 1024} KiB batches, ${partitions} partitions`, value: prodMBps, unit: "MB/s", ceilingName: `raw ${BATCH_BYTES / 1024} KiB single-row DO insert`, ceiling: rawMBps, target: 0.8 },
     { name: "batched produce, records/s", value: totalRecords / prodSecs, unit: "records/s" },
-    { name: `one record per request (JSON, concurrency ${concurrency})`, value: singlesDone / singleSecs, unit: "req/s", ceilingName: "no-op Worker route", ceiling: singlesDone / noopSecs, target: 0.6 },
-    { name: `reference: the same body as one raw DO row per request (concurrency ${concurrency})`, value: singlesDone / rawSmallSecs, unit: "req/s", ceilingName: "no-op Worker route", ceiling: singlesDone / noopSecs },
-    { name: "one record per request vs that raw row", value: singlesDone / singleSecs, unit: "req/s", ceilingName: "raw row per request", ceiling: singlesDone / rawSmallSecs },
+    ...singleRows,
     { name: "catch-up fetch (binary, 6 partitions in parallel)", value: fetchedBytes / 1e6 / fetchSecs, unit: "MB/s", ceilingName: `raw DO insert`, ceiling: rawMBps },
     { name: "catch-up fetch, records/s", value: fetchedRecords / fetchSecs, unit: "records/s" },
     { name: "long-poll wake latency p50 (append sent -> fetch answered)", value: pct(lat, 50), unit: "ms" },
     { name: "long-poll wake latency p99", value: pct(lat, 99), unit: "ms" },
   ]);
-  const list = (xs: number[]): string => xs.map((x) => `${x.toFixed(2)}x`).join(", ");
-  const median = (xs: number[]): string => `${pct([...xs].sort((a, b) => a - b), 50).toFixed(2)}x`;
-  console.log(
-    `\nPer-round ratios (${ROUNDS} interleaved rounds): batched produce ${list(batchedRatios)} (median ${median(batchedRatios)}); ` +
-      `one record per request ${list(singleRatios)} (median ${median(singleRatios)}).`,
-  );
+  console.log(`\nPer-round ratios (${ROUNDS} interleaved rounds):\n- batched produce: ${list(batchedRatios)} (median ${median(batchedRatios)})`);
+  for (const line of singleRatioLines) console.log(`- ${line}`);
 }
 
 async function main(): Promise<void> {

@@ -48,7 +48,7 @@ import {
 } from "../src/partition/core.ts";
 import type { AppendOk, AppendRequest, FetchOk, FetchRequest, ListOffsetsOk, PartitionInit, PartitionRpc, RpcResult } from "../src/partition/rpc.ts";
 import { errorResult, type ErrorResult } from "../src/protocol/errors.ts";
-import { FETCH_MAX_WAIT_MS_LIMIT, MAX_STORED_BATCH_BYTES } from "../src/protocol/limits.ts";
+import { FETCH_MAX_WAIT_MS_LIMIT, MAX_APPEND_GROUP_REQUESTS, MAX_STORED_BATCH_BYTES } from "../src/protocol/limits.ts";
 import type { PartitionDescription, TopicConfigs } from "../src/protocol/types.ts";
 import { SqliteDurableObject, blob, type Migration } from "./base.ts";
 import { PartitionStreams, STREAM_MIGRATION } from "./partition-streams.ts";
@@ -275,6 +275,21 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     const blocked = this.#streams.nativeAppendBlocked();
     if (blocked !== null) return blocked;
     return this.#appendSync(req);
+  }
+
+  /** See {@link PartitionRpc.appendMany}. Never awaits between requests: one event, one commit. */
+  async appendMany(reqs: AppendRequest[]): Promise<RpcResult<AppendOk>[]> {
+    if (!Array.isArray(reqs) || reqs.length > MAX_APPEND_GROUP_REQUESTS) throw new Error(`appendMany takes 1-${MAX_APPEND_GROUP_REQUESTS} requests`);
+    const out: RpcResult<AppendOk>[] = [];
+    for (const req of reqs) {
+      if (this.#state === null) {
+        out.push(unknownPartition());
+        continue;
+      }
+      const blocked = this.#streams.nativeAppendBlocked();
+      out.push(blocked ?? this.#appendSync(req));
+    }
+    return out;
   }
 
   /** The append itself; `inTransaction` (stream state of the same write) runs inside its transaction. */

@@ -15,6 +15,11 @@ export interface Env {
   BENCH: DurableObjectNamespace<BenchDO>;
   /** "1" exposes /bench/* routes. @default "0" */
   EDGELOG_BENCH_ROUTES?: string;
+  /**
+   * "off" sends every produce request as its own partition RPC instead of coalescing
+   * concurrent requests for one partition (src/gateway/append-coalescer.ts). @default "on"
+   */
+  EDGELOG_APPEND_COALESCING?: string;
   /** Durable Streams long-poll timeout in ms (docs/DURABLE-STREAMS.md). @default "20000" */
   STREAMS_LONG_POLL_TIMEOUT_MS?: string;
 }

@@ -90,6 +90,13 @@ export interface PartitionRpc {
   updateConfigs(configs: TopicConfigs): Promise<RpcResult<object>>;
   destroy(): Promise<RpcResult<object>>;
   append(req: AppendRequest): Promise<RpcResult<AppendOk>>;
+  /**
+   * Several produce requests (coalesced by a gateway, src/gateway/append-coalescer.ts), each
+   * appended as {@link append} would, in order, each in its own transaction (one failing
+   * changes nothing of the others); all in one event, so they share one durable commit.
+   * Answers one outcome per request, in order. At most MAX_APPEND_GROUP_REQUESTS requests.
+   */
+  appendMany(reqs: AppendRequest[]): Promise<RpcResult<AppendOk>[]>;
   fetchRecords(req: FetchRequest): Promise<RpcResult<FetchOk>>;
   listOffsets(spec: ListOffsetsSpec): Promise<RpcResult<ListOffsetsOk>>;
   describe(): Promise<RpcResult<{ partition: PartitionDescription }>>;

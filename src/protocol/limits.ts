@@ -20,6 +20,14 @@ export const MAX_MESSAGE_BYTES_LIMIT = MAX_STORED_BATCH_BYTES - 1024;
 /** Most partitions a topic may have. */
 export const MAX_PARTITIONS = 1024;
 
+/**
+ * Most produce requests a gateway coalesces into one partition RPC
+ * (src/gateway/append-coalescer.ts); their bytes are bounded by MAX_APPEND_GROUP_BYTES.
+ */
+export const MAX_APPEND_GROUP_REQUESTS = 1000;
+/** Most batch bytes in one coalesced append RPC: far below the 32 MiB RPC limit. */
+export const MAX_APPEND_GROUP_BYTES = 8 * 1024 * 1024;
+
 /** Most records in one produce request. */
 export const MAX_RECORDS_PER_REQUEST = 100_000;
 

@@ -24,9 +24,25 @@ import {
   type ProducerFields,
 } from "../gateway/produce-request.ts";
 import { checkPartition, partitionError, withTopic } from "../gateway/topics.ts";
-import { partitionStub, type AppendOk } from "../partition/rpc.ts";
+import { partitionStub, type AppendOk, type AppendRequest, type RpcResult } from "../partition/rpc.ts";
+import { AppendCoalescer } from "../gateway/append-coalescer.ts";
 import { EdgelogError, toEdgelogError, type ErrorResult } from "../protocol/errors.ts";
 import { BATCH_MEDIA_TYPE, type ProduceAcceptedResponse, type ProduceRecordResult, type ProduceResponse, type TopicSummary } from "../protocol/types.ts";
+
+/**
+ * Concurrent produce requests for one partition in this isolate share one append RPC
+ * (src/gateway/append-coalescer.ts): one RPC and one durable commit for many requests.
+ */
+const coalescer = new AppendCoalescer();
+
+/**
+ * Appends one produce request to a partition through the coalescer. `waitUntil` keeps an
+ * RPC this request leads running for the requests it carries, even if this client leaves.
+ */
+function appendToPartition(env: Env, waitUntil: (p: Promise<unknown>) => void, topicId: string, partition: number, req: AppendRequest): Promise<RpcResult<AppendOk>> {
+  if (env.EDGELOG_APPEND_COALESCING === "off") return partitionStub(env.PARTITION, topicId, partition).append(req);
+  return coalescer.append(`${topicId}/${partition}`, req, (reqs) => partitionStub(env.PARTITION, topicId, partition).appendMany(reqs), waitUntil);
+}
 
 /**
  * Round-robin position per topic for null-key records, local to this isolate (so the spread
@@ -53,7 +69,7 @@ async function produceTopic(c: AppContext, name: string): Promise<Response> {
     checkRecordSizes(req.records, topic.configs["max.message.bytes"]);
     for (const p of req.partitions) if (p !== undefined) checkPartition(topic, p);
     const partitions = choosePartitions(req.records, req.partitions, topic.partitions, () => nextRoundRobin(topic.name));
-    const append = () => appendGroups(c.env, topic, groupByPartition(req.records, partitions), null, req.records.length);
+    const append = () => appendGroups(c, topic, groupByPartition(req.records, partitions), null, req.records.length);
     if (acks === "0") return fireAndForget(c, topic, req.records.length, append);
     return c.json(await append());
   });
@@ -73,7 +89,7 @@ async function producePartition(c: AppContext, name: string): Promise<Response> 
     checkPartition(topic, partition);
     checkRecordSizes(req.records, topic.configs["max.message.bytes"]);
     const group: PartitionGroup = { partition, indexes: req.records.map((_, i) => i), records: req.records };
-    const append = () => appendGroups(c.env, topic, [group], req.producer, req.records.length);
+    const append = () => appendGroups(c, topic, [group], req.producer, req.records.length);
     if (acks === "0") return fireAndForget(c, topic, req.records.length, append);
     return c.json(await append());
   });
@@ -141,7 +157,7 @@ async function produceBinary(c: AppContext, name: string, partition: number, ack
       throw err;
     }
     const append = async (): Promise<ProduceResponse> => {
-      const r = await partitionStub(c.env.PARTITION, topic.topicId, partition).append({ batches: [bytes], crcVerified: true });
+      const r = await appendToPartition(c.env, waitUntil(c), topic.topicId, partition, { batches: [bytes], crcVerified: true });
       if (!r.ok) throw partitionError(r);
       const records: ProduceRecordResult[] = r.timestamps.map((timestamp, k) => ({ partition, offset: r.baseOffset + k, timestamp }));
       return produceResponse(topic, records, r.duplicate);
@@ -156,10 +172,11 @@ async function produceBinary(c: AppContext, name: string, partition: number, ack
  * If every partition answered UNKNOWN_TOPIC_OR_PARTITION nothing was written, so the error
  * stays retriable with fresh metadata (withTopic); otherwise the first failure is the answer.
  */
-async function appendGroups(env: Env, topic: TopicSummary, groups: PartitionGroup[], producer: ProducerFields | null, total: number): Promise<ProduceResponse> {
+async function appendGroups(c: AppContext, topic: TopicSummary, groups: PartitionGroup[], producer: ProducerFields | null, total: number): Promise<ProduceResponse> {
+  const keepAlive = waitUntil(c);
   const results = await Promise.all(
     // Batches encoded here a moment ago: the partition need not recompute their CRC.
-    groups.map((g) => partitionStub(env.PARTITION, topic.topicId, g.partition).append({ batches: encodeForPartition(g.records, producer), crcVerified: true })),
+    groups.map((g) => appendToPartition(c.env, keepAlive, topic.topicId, g.partition, { batches: encodeForPartition(g.records, producer), crcVerified: true })),
   );
   const failures: { group: PartitionGroup; error: ErrorResult }[] = [];
   results.forEach((r, i) => {
@@ -181,6 +198,12 @@ async function appendGroups(env: Env, topic: TopicSummary, groups: PartitionGrou
     });
   });
   return produceResponse(topic, records, duplicate);
+}
+
+/** The request's waitUntil (keeps work running after the answer). */
+function waitUntil(c: AppContext): (p: Promise<unknown>) => void {
+  const ctx = c.executionCtx;
+  return (p) => ctx.waitUntil(p);
 }
 
 /**

@@ -1,0 +1,83 @@
+/**
+ * Concurrent produce requests for one partition: every request gets its own offsets, its own
+ * error, and all-or-nothing for its own records only; and PartitionDO.appendMany, the RPC a
+ * gateway's coalesced requests share (src/gateway/append-coalescer.ts).
+ * In this tier the gateway's coalescing is off (see vitest.config.ts);
+ * test/e2e/produce-coalescing.test.ts runs concurrent requests with it on.
+ */
+import { env } from "cloudflare:test";
+import { describe as suite, expect, it } from "vitest";
+import { encodeBatch } from "../../src/codec/index.ts";
+import { partitionObjectName, type AppendOk, type PartitionRpc } from "../../src/partition/rpc.ts";
+import type { ProduceResponse } from "../../src/protocol/index.ts";
+import { call, createTopic, fetchJson, highWatermarks, json, randomTopic } from "./helpers.ts";
+
+function partition(topicId: string, p = 0): PartitionRpc {
+  return env.PARTITION.getByName(partitionObjectName(topicId, p)) as unknown as PartitionRpc;
+}
+
+const batch = (value: string, timestamp = 1): Uint8Array => encodeBatch({}, [{ key: null, value: new TextEncoder().encode(value), headers: [], timestamp }]);
+
+suite("produce: concurrent requests for one partition", () => {
+  it("100 concurrent one-record requests get 100 distinct dense offsets, each holding its own record", async () => {
+    const t = randomTopic();
+    await createTopic(t);
+    const n = 100;
+    const answers = await Promise.all(
+      Array.from({ length: n }, async (_, i) => {
+        const res = await json("POST", `/v1/topics/${t}/partitions/0/records`, { records: [{ value: `v${i}` }] });
+        expect(res.status).toBe(200);
+        return { i, offset: ((await res.json()) as ProduceResponse).records[0]!.offset };
+      }),
+    );
+    expect(answers.map((a) => a.offset).sort((a, b) => a - b)).toEqual(Array.from({ length: n }, (_, k) => k));
+    const stored = await fetchJson(t, 0, "offset=0&maxRecords=1000");
+    const byOffset = new Map(stored.records.map((r) => [r.offset, r.value]));
+    for (const a of answers) expect(byOffset.get(a.offset)).toBe(`v${a.i}`);
+  });
+
+  it("a failing request among concurrent ones fails alone: the others are appended, it is not", async () => {
+    const t = randomTopic();
+    await createTopic(t);
+    const { producerId } = (await (await call("/v1/producers", { method: "POST" })).json()) as { producerId: number };
+    const path = `/v1/topics/${t}/partitions/0/records`;
+    const good = Array.from({ length: 20 }, (_, i) => json("POST", path, { records: [{ value: `g${i}` }] }));
+    // Idempotent producer at sequence 5 with nothing before it: OUT_OF_ORDER_SEQUENCE_NUMBER.
+    const bad = json("POST", path, { producerId, producerEpoch: 0, baseSequence: 5, records: [{ value: "bad" }] });
+    const statuses = await Promise.all([...good, bad].map(async (r) => {
+      const res = await r;
+      return [res.status, ((await res.json()) as { error?: { code: string } }).error?.code ?? "ok"];
+    }));
+    expect(statuses.slice(0, 20)).toEqual(Array.from({ length: 20 }, () => [200, "ok"]));
+    expect(statuses[20]).toEqual([409, "OUT_OF_ORDER_SEQUENCE_NUMBER"]);
+    expect(await highWatermarks(t)).toEqual([20]);
+    const values = (await fetchJson(t, 0, "offset=0")).records.map((r) => r.value);
+    expect(values.sort()).toEqual(Array.from({ length: 20 }, (_, i) => `g${i}`).sort());
+  });
+});
+
+suite("PartitionDO.appendMany", () => {
+  it("appends each request in order, each all-or-nothing: an invalid one in the middle changes nothing and the next follows densely", async () => {
+    const t = randomTopic();
+    const created = await createTopic(t);
+    const bad = batch("x");
+    bad[bad.length - 1]! ^= 0xff; // corrupt the last record byte: framing still holds, the record does not
+    const out = await partition(created.topicId).appendMany([
+      { batches: [batch("a", 10), batch("b", 11)] },
+      { batches: [batch("ok-then-bad"), bad] },
+      { batches: [batch("c", 12)] },
+    ]);
+    expect(out.map((r) => (r.ok ? [(r as AppendOk).baseOffset, (r as AppendOk).lastOffset] : r.code))).toEqual([[0, 1], "INVALID_BATCH", [2, 2]]);
+    const stored = await fetchJson(t, 0, "offset=0");
+    expect(stored.records.map((r) => [r.offset, r.value, r.timestamp])).toEqual([
+      [0, "a", 10],
+      [1, "b", 11],
+      [2, "c", 12],
+    ]);
+  });
+
+  it("answers UNKNOWN_TOPIC_OR_PARTITION for every request on a partition that does not exist", async () => {
+    const out = await partition(crypto.randomUUID()).appendMany([{ batches: [batch("a")] }, { batches: [batch("b")] }]);
+    expect(out.map((r) => (r.ok ? "ok" : r.code))).toEqual(["UNKNOWN_TOPIC_OR_PARTITION", "UNKNOWN_TOPIC_OR_PARTITION"]);
+  });
+});
