@@ -395,7 +395,7 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     s.runningMaxTimestamp = runningMax;
     if (v.producer !== null && nextProducer !== null) this.#cacheProducer(v.producer.producerId, nextProducer);
     this.#wakeWaiters();
-    return { ok: true, baseOffset, lastOffset, timestamps, duplicate: false, logStartOffset: s.logStartOffset, highWatermark: s.logEndOffset };
+    return { ok: true, baseOffset, lastOffset, timestamps, logAppendTime, duplicate: false, logStartOffset: s.logStartOffset, highWatermark: s.logEndOffset };
   }
 
   /**
@@ -613,16 +613,22 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
   /** Answer for a recognised retry: the original offsets and the timestamps as stored. */
   #duplicateAnswer(s: PartitionState, entry: ProducerBatchEntry): RpcResult<AppendOk> {
     const timestamps: number[] = [];
+    let logAppendTime: number | null = null;
     for (const b of this.#batchesFrom(entry.firstOffset)) {
       if (b.baseOffset > entry.lastOffset) break;
-      const { records } = decodeBatch(b.data, 0, { verifyCrc: false });
-      for (const r of records) if (r.offset >= entry.firstOffset && r.offset <= entry.lastOffset) timestamps.push(r.timestamp);
+      const { header, records } = decodeBatch(b.data, 0, { verifyCrc: false });
+      for (const r of records) {
+        if (r.offset < entry.firstOffset || r.offset > entry.lastOffset) continue;
+        timestamps.push(r.timestamp);
+        if ((header.attributes & ATTR_LOG_APPEND_TIME) !== 0) logAppendTime = r.timestamp;
+      }
     }
     return {
       ok: true,
       baseOffset: entry.firstOffset,
       lastOffset: entry.lastOffset,
       timestamps,
+      logAppendTime,
       duplicate: true,
       logStartOffset: s.logStartOffset,
       highWatermark: s.logEndOffset,

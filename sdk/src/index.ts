@@ -83,6 +83,7 @@ export {
   MAX_PARTITIONS,
   MAX_RECORDS_PER_REQUEST,
   MAX_REQUEST_BYTES,
+  PRODUCE_SUMMARY_MEDIA_TYPE,
 } from "../../src/protocol/index.ts";
 export type {
   AlterTopicRequest,
@@ -101,6 +102,7 @@ export type {
   ProduceRecordResult,
   ProduceAcceptedResponse,
   ProduceResponse,
+  ProduceSummaryResponse,
   TimestampType,
   TopicConfigs,
   TopicDescription,

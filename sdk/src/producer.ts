@@ -423,17 +423,19 @@ export class Producer {
             for (const m of batch.messages) settle(m, { topic: q.topic, partition: q.partition, offset: -1, timestamp: m.record.timestamp }, undefined);
             return;
           }
-          const res = await this.#client.produceBatch(q.topic, q.partition, encoded, { acks: this.#opts.acks });
-          if (res.records.length !== n) {
-            throw protocolViolation(200, `produce answered ${res.records.length} offsets for ${n} records`);
+          // The compact answer (offset range + LogAppendTime, as Kafka's ProduceResponse):
+          // record i got baseOffset + i.
+          const res = await this.#client.produceBatchSummary(q.topic, q.partition, encoded, { acks: this.#opts.acks });
+          if (res.lastOffset - res.baseOffset + 1 !== n || res.partition !== q.partition) {
+            throw protocolViolation(200, `produce answered offsets ${res.baseOffset}..${res.lastOffset} of partition ${res.partition} for ${n} records to partition ${q.partition}`);
           }
           const seq = this.#sequences.get(seqKey);
           if (seq !== undefined && batch.producerId >= 0 && seq.producerId === batch.producerId) {
             seq.nextSequence = batch.baseSequence + n;
           }
           for (let i = 0; i < n; i++) {
-            const r = res.records[i]!;
-            settle(batch.messages[i]!, { topic: q.topic, partition: r.partition, offset: r.offset, timestamp: r.timestamp }, undefined);
+            const m = batch.messages[i]!;
+            settle(m, { topic: q.topic, partition: q.partition, offset: res.baseOffset + i, timestamp: res.logAppendTime ?? m.record.timestamp }, undefined);
           }
           return;
         } catch (e) {

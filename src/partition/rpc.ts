@@ -50,6 +50,8 @@ export interface AppendOk {
   lastOffset: number;
   /** Per record, in request order: the stored timestamp (CreateTime or LogAppendTime). */
   timestamps: number[];
+  /** The broker time stamped on every record when the topic uses LogAppendTime (ms); null under CreateTime. */
+  logAppendTime: number | null;
   /** True when this was a retry of a remembered idempotent request: nothing was appended and the offsets are the original ones. */
   duplicate: boolean;
   logStartOffset: number;

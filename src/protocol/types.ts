@@ -72,6 +72,35 @@ export interface ProduceResponse {
 }
 
 /**
+ * Media type of the compact produce answer ({@link ProduceSummaryResponse}), which a client
+ * asks for with `Accept` on the partition produce route.
+ */
+export const PRODUCE_SUMMARY_MEDIA_TYPE = "application/vnd.edgelog.produce-summary+json";
+
+/**
+ * Compact answer `200` of a produce to one partition, when asked for with
+ * `Accept: application/vnd.edgelog.produce-summary+json`: the records got the dense offsets
+ * baseOffset..lastOffset in request order, as in Kafka's ProduceResponse (base_offset,
+ * log_append_time_ms, log_start_offset per partition), instead of one entry per record.
+ */
+export interface ProduceSummaryResponse {
+  topic: string;
+  partition: number;
+  /** Offset of the request's first record. */
+  baseOffset: number;
+  /** Offset of its last record: lastOffset - baseOffset + 1 records. */
+  lastOffset: number;
+  /**
+   * The broker time stamped on every record (ms) when the topic's message.timestamp.type is
+   * LogAppendTime; null under CreateTime, where each record keeps the timestamp it was sent with.
+   */
+  logAppendTime: number | null;
+  logStartOffset: number;
+  /** True when this was a retry of an already-appended idempotent batch (nothing appended). */
+  duplicate?: boolean;
+}
+
+/**
  * Answer `202` of a produce with `acks=0`: the request was valid and handed to the partition,
  * which may still fail or lose it; no offsets (docs/PROTOCOL.md, Produce).
  */

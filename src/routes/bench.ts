@@ -1,6 +1,7 @@
 /**
  * Bench-only routes (gated by the benchGate middleware, see src/app.ts):
- * - `GET /bench/noop`: the gateway's floor, no Durable Object;
+ * - `GET /bench/noop`: the gateway's floor, no Durable Object; `POST /bench/noop` the same
+ *   with a request body read;
  * - `POST /bench/raw-insert/{name}`: the body inserted as one SQLite row by BenchDO `name`,
  *   the ceiling a produce is compared against in the same run.
  */
@@ -11,6 +12,9 @@ import { toEdgelogError } from "../protocol/errors.ts";
 
 export function benchRoutes(app: Hono<AppEnv>): void {
   app.get("/bench/noop", (c) => c.text("ok"));
+  // The same with a request body (read by the body middleware, as a produce's is), so a
+  // POST-shaped request can be compared with a POST-shaped ceiling.
+  app.post("/bench/noop", (c) => c.text("ok"));
 
   app.post("/bench/raw-insert/:name", async (c) => {
     // Typed by the class's own method (the namespace's stub type wraps results in Rpc.Result<>).

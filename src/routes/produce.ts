@@ -27,7 +27,15 @@ import { checkPartition, partitionError, withTopic } from "../gateway/topics.ts"
 import { partitionStub, type AppendOk, type AppendRequest, type RpcResult } from "../partition/rpc.ts";
 import { AppendCoalescer } from "../gateway/append-coalescer.ts";
 import { EdgelogError, toEdgelogError, type ErrorResult } from "../protocol/errors.ts";
-import { BATCH_MEDIA_TYPE, type ProduceAcceptedResponse, type ProduceRecordResult, type ProduceResponse, type TopicSummary } from "../protocol/types.ts";
+import {
+  BATCH_MEDIA_TYPE,
+  PRODUCE_SUMMARY_MEDIA_TYPE,
+  type ProduceAcceptedResponse,
+  type ProduceRecordResult,
+  type ProduceResponse,
+  type ProduceSummaryResponse,
+  type TopicSummary,
+} from "../protocol/types.ts";
 
 /**
  * Concurrent produce requests for one partition in this isolate share one append RPC
@@ -88,6 +96,11 @@ async function producePartition(c: AppContext, name: string): Promise<Response> 
   return withTopic(c.env, name, async (topic) => {
     checkPartition(topic, partition);
     checkRecordSizes(req.records, topic.configs["max.message.bytes"]);
+    if (acks !== "0" && wantsSummary(c)) {
+      const r = await appendToPartition(c.env, waitUntil(c), topic.topicId, partition, { batches: encodeForPartition(req.records, req.producer), crcVerified: true });
+      if (!r.ok) throw partitionError(r);
+      return summaryResponse(c, topic, partition, r);
+    }
     const group: PartitionGroup = { partition, indexes: req.records.map((_, i) => i), records: req.records };
     const append = () => appendGroups(c, topic, [group], req.producer, req.records.length);
     if (acks === "0") return fireAndForget(c, topic, req.records.length, append);
@@ -156,14 +169,16 @@ async function produceBinary(c: AppContext, name: string, partition: number, ack
       if (err instanceof CodecError) throw new EdgelogError("INVALID_BATCH", err.message);
       throw err;
     }
-    const append = async (): Promise<ProduceResponse> => {
+    const append = async (): Promise<AppendOk> => {
       const r = await appendToPartition(c.env, waitUntil(c), topic.topicId, partition, { batches: [bytes], crcVerified: true });
       if (!r.ok) throw partitionError(r);
-      const records: ProduceRecordResult[] = r.timestamps.map((timestamp, k) => ({ partition, offset: r.baseOffset + k, timestamp }));
-      return produceResponse(topic, records, r.duplicate);
+      return r;
     };
     if (acks === "0") return fireAndForget(c, topic, recordCount, append);
-    return c.json(await append());
+    const r = await append();
+    if (wantsSummary(c)) return summaryResponse(c, topic, partition, r);
+    const records: ProduceRecordResult[] = r.timestamps.map((timestamp, k) => ({ partition, offset: r.baseOffset + k, timestamp }));
+    return c.json(produceResponse(topic, records, r.duplicate));
   });
 }
 
@@ -198,6 +213,30 @@ async function appendGroups(c: AppContext, topic: TopicSummary, groups: Partitio
     });
   });
   return produceResponse(topic, records, duplicate);
+}
+
+/** True when the client asked for the compact answer ({@link ProduceSummaryResponse}) with `Accept`. */
+function wantsSummary(c: AppContext): boolean {
+  const accept = c.req.header("accept");
+  if (accept === undefined) return false;
+  return accept.split(",").some((part) => part.split(";")[0]!.trim().toLowerCase() === PRODUCE_SUMMARY_MEDIA_TYPE);
+}
+
+/**
+ * The compact answer of one partition's append (Kafka ProduceResponse-style): the offset range,
+ * and the broker's LogAppendTime when the topic stamps one (every record then carries it).
+ */
+function summaryResponse(c: AppContext, topic: TopicSummary, partition: number, r: AppendOk): Response {
+  const body: ProduceSummaryResponse = {
+    topic: topic.name,
+    partition,
+    baseOffset: r.baseOffset,
+    lastOffset: r.lastOffset,
+    logAppendTime: r.logAppendTime,
+    logStartOffset: r.logStartOffset,
+    ...(r.duplicate ? { duplicate: true } : {}),
+  };
+  return c.body(JSON.stringify(body), 200, { "content-type": PRODUCE_SUMMARY_MEDIA_TYPE });
 }
 
 /** The request's waitUntil (keeps work running after the answer). */

@@ -14,7 +14,7 @@ const idOf = (r: AppendRequest): number => r.batches[0]![0]!;
 
 /** The outcome a fake partition gives request `id` at `offset`. */
 function ok(id: number, offset: number): AppendOutcome {
-  return { ok: true, baseOffset: offset, lastOffset: offset, timestamps: [id], duplicate: false, logStartOffset: 0, highWatermark: offset + 1 };
+  return { ok: true, baseOffset: offset, lastOffset: offset, timestamps: [id], logAppendTime: null, duplicate: false, logStartOffset: 0, highWatermark: offset + 1 };
 }
 
 /** A fake partition whose RPCs answer only when the test releases them. */

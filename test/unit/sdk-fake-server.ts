@@ -15,7 +15,7 @@ import {
   type LogRecord,
   type ProducerRecord,
 } from "../../src/codec/index.ts";
-import { BATCH_MEDIA_TYPE, DEFAULT_TOPIC_CONFIGS, ERRORS, type ErrorCode, type ProduceRecordResult } from "../../src/protocol/index.ts";
+import { BATCH_MEDIA_TYPE, PRODUCE_SUMMARY_MEDIA_TYPE, DEFAULT_TOPIC_CONFIGS, ERRORS, type ErrorCode, type ProduceRecordResult } from "../../src/protocol/index.ts";
 
 export interface RecordedRequest {
   method: string;
@@ -213,6 +213,18 @@ export class FakeServer {
     // acks=0 (PROTOCOL.md): 202 without offsets. Appended before answering here, which the
     // real gateway does not promise; tests only read the log after flush().
     if (query.get("acks") === "0") return json(202, { topic, accepted: records.length });
+    if (headers.get("accept") === PRODUCE_SUMMARY_MEDIA_TYPE) {
+      const first = out.results[0]!;
+      return json(200, {
+        topic,
+        partition,
+        baseOffset: first.offset,
+        lastOffset: first.offset + out.results.length - 1,
+        logAppendTime: null,
+        logStartOffset: this.log(topic, partition).logStartOffset,
+        ...(out.duplicate ? { duplicate: true } : {}),
+      });
+    }
     return json(200, out.duplicate ? { topic, records: out.results, duplicate: true } : { topic, records: out.results });
   }
 

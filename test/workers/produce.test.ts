@@ -1,8 +1,8 @@
 import { env } from "cloudflare:test";
 import { describe as suite, expect, it } from "vitest";
-import { partitionForKey, recordSizeBytes } from "../../src/codec/index.ts";
+import { encodeBatch, partitionForKey, recordSizeBytes, type ProducerRecord } from "../../src/codec/index.ts";
 import { metadataStore } from "../../src/metadata/store.ts";
-import { MAX_REQUEST_BYTES, utf8 } from "../../src/protocol/index.ts";
+import { BATCH_MEDIA_TYPE, MAX_REQUEST_BYTES, PRODUCE_SUMMARY_MEDIA_TYPE, utf8 } from "../../src/protocol/index.ts";
 import { call, createTopic, describe, expectError, fetchJson, highWatermarks, json, produce, randomTopic } from "./helpers.ts";
 
 suite("produce: encodings and record model", () => {
@@ -384,5 +384,49 @@ suite("produce: stale topic metadata in the gateway cache", () => {
     const p = await produce(`/v1/topics/${t}/partitions/2/records`, { records: [{ value: "new partition" }] });
     expect(p.records).toEqual([{ partition: 2, offset: 0, timestamp: p.records[0]!.timestamp }]);
     expect((await describe(t)).partitions).toBe(3);
+  });
+});
+
+suite("produce: compact answer (Accept: application/vnd.edgelog.produce-summary+json)", () => {
+  const summary = { accept: PRODUCE_SUMMARY_MEDIA_TYPE };
+
+  it("binary and JSON produce answer the offset range; CreateTime gives logAppendTime null", async () => {
+    const t = randomTopic();
+    await createTopic(t);
+    const records: ProducerRecord[] = [0, 1, 2].map((i) => ({ key: null, value: utf8(`v${i}`), headers: [], timestamp: 100 + i }));
+    const res = await call(`/v1/topics/${t}/partitions/0/records`, { method: "POST", headers: { "content-type": BATCH_MEDIA_TYPE, ...summary }, body: encodeBatch({}, records) });
+    expect([res.status, res.headers.get("content-type"), await res.json()]).toEqual([
+      200,
+      PRODUCE_SUMMARY_MEDIA_TYPE,
+      { topic: `public/default/${t}`, partition: 0, baseOffset: 0, lastOffset: 2, logAppendTime: null, logStartOffset: 0 },
+    ]);
+    const j = await call(`/v1/topics/${t}/partitions/0/records`, { method: "POST", headers: { "content-type": "application/json", ...summary }, body: JSON.stringify({ records: [{ value: "a" }, { value: "b" }] }) });
+    expect(await j.json()).toEqual({ topic: `public/default/${t}`, partition: 0, baseOffset: 3, lastOffset: 4, logAppendTime: null, logStartOffset: 0 });
+    // Without the Accept header: one entry per record, as before.
+    const plain = await call(`/v1/topics/${t}/partitions/0/records`, { method: "POST", headers: { "content-type": BATCH_MEDIA_TYPE }, body: encodeBatch({}, records.slice(0, 1)) });
+    const full = (await plain.json()) as { records: unknown[] };
+    expect(full.records).toEqual([{ partition: 0, offset: 5, timestamp: 100 }]);
+  });
+
+  it("a LogAppendTime topic answers the broker time every record carries; an idempotent retry is a duplicate with the original range", async () => {
+    const t = randomTopic();
+    await createTopic(t, 1, { "message.timestamp.type": "LogAppendTime" });
+    const { producerId } = (await (await call("/v1/producers", { method: "POST" })).json()) as { producerId: number };
+    const batch = encodeBatch({ producerId, producerEpoch: 0, baseSequence: 0 }, [{ key: null, value: utf8("x"), headers: [], timestamp: 1 }, { key: null, value: utf8("y"), headers: [], timestamp: 2 }]);
+    const send = () => call(`/v1/topics/${t}/partitions/0/records`, { method: "POST", headers: { "content-type": BATCH_MEDIA_TYPE, ...summary }, body: batch });
+    const first = (await (await send()).json()) as { logAppendTime: number; baseOffset: number; lastOffset: number; duplicate?: boolean };
+    expect(first.logAppendTime).toBeGreaterThan(1_000_000_000_000);
+    const stored = await fetchJson(t, 0, "offset=0");
+    expect(stored.records.map((r) => r.timestamp)).toEqual([first.logAppendTime, first.logAppendTime]);
+    const retry = (await (await send()).json()) as typeof first;
+    expect(retry).toEqual({ ...first, duplicate: true });
+    expect(await highWatermarks(t)).toEqual([2]);
+  });
+
+  it("errors keep the error body under the compact Accept", async () => {
+    const t = randomTopic();
+    await createTopic(t);
+    const res = await call(`/v1/topics/${t}/partitions/3/records`, { method: "POST", headers: { "content-type": "application/json", ...summary }, body: JSON.stringify({ records: [{ value: "a" }] }) });
+    await expectError(res, "UNKNOWN_TOPIC_OR_PARTITION", 404);
   });
 });
