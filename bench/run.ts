@@ -153,9 +153,14 @@ async function benchCore(engine: Engine): Promise<void> {
       ok(await f(`${BASE}/v1/topics/${topic}/partitions/${i % parts}/records`, { method: "POST", headers: { "content-type": "application/json" }, body }));
     await closedLoop(200, clients, produceOne); // warm-up of this shape
     let noopSecs = 0;
+    let postNoopSecs = 0;
     let rawSmallSecs = 0;
     let singleSecs = 0;
     const ratios: number[] = [];
+    // Reference: the no-op route POSTed the same JSON body (read by the same body middleware),
+    // i.e. the request shape of a produce with nothing done.
+    const postNoop = async (): Promise<number> =>
+      closedLoop(perRound, clients, async () => ok(await f(`${BASE}/bench/noop`, { method: "POST", headers: { "content-type": "application/json" }, body })));
     for (let round = 0; round < ROUNDS; round++) {
       const noop = async (): Promise<number> => closedLoop(perRound, clients, async () => ok(await f(`${BASE}/bench/noop`)));
       const rawSmall = async (): Promise<number> =>
@@ -174,12 +179,14 @@ async function benchCore(engine: Engine): Promise<void> {
       noopSecs += n;
       rawSmallSecs += r;
       singleSecs += p;
+      postNoopSecs += await postNoop();
       ratios.push(n / p);
     }
     const label = `${clients} clients, ${parts} partition${parts === 1 ? "" : "s"}`;
     singleRows.push(
       { name: `one record per request (JSON, ${label})`, value: singlesDone / singleSecs, unit: "req/s", ceilingName: "no-op Worker route", ceiling: singlesDone / noopSecs, target: 0.6 },
       { name: `reference: the same body as one raw DO row per request (${label})`, value: singlesDone / rawSmallSecs, unit: "req/s", ceilingName: "no-op Worker route", ceiling: singlesDone / noopSecs },
+      { name: `reference: one record per request vs the no-op route POSTed the same body (${label})`, value: singlesDone / singleSecs, unit: "req/s", ceilingName: "POST no-op route", ceiling: singlesDone / postNoopSecs },
     );
     singleRatioLines.push(`one record per request, ${label}: ${list(ratios)} (median ${median(ratios)})`);
   }
