@@ -5,8 +5,11 @@
  * - `POST /v1/topics/{topic}/records`: JSON, partitioned by the server.
  *
  * The whole request is validated (shape, encodings, record sizes against the topic's
- * max.message.bytes, partition numbers) before any partition is called; then one append RPC
- * per partition, in parallel; results combined in request order.
+ * max.message.bytes, partition numbers) before any partition is called; then one append per
+ * partition, in parallel, through the isolate's append coalescer (concurrent requests for one
+ * partition may share an RPC, each still its own transaction and answer); results combined in
+ * request order. `Accept: application/vnd.edgelog.produce-summary+json` on the partition
+ * route asks for the compact answer (ProduceSummaryResponse).
  */
 import type { Hono } from "hono";
 import { CodecError, scanBatch, verifyBatchCrc } from "../codec/index.ts";
@@ -183,7 +186,7 @@ async function produceBinary(c: AppContext, name: string, partition: number, ack
 }
 
 /**
- * One append RPC per group, in parallel. Answers in request order.
+ * One append per group (through the coalescer), in parallel. Answers in request order.
  * If every partition answered UNKNOWN_TOPIC_OR_PARTITION nothing was written, so the error
  * stays retriable with fresh metadata (withTopic); otherwise the first failure is the answer.
  */
