@@ -279,15 +279,23 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
 
   /** See {@link PartitionRpc.appendMany}. Never awaits between requests: one event, one commit. */
   async appendMany(reqs: AppendRequest[]): Promise<RpcResult<AppendOk>[]> {
-    if (!Array.isArray(reqs) || reqs.length > MAX_APPEND_GROUP_REQUESTS) throw new Error(`appendMany takes 1-${MAX_APPEND_GROUP_REQUESTS} requests`);
+    if (!Array.isArray(reqs) || reqs.length > MAX_APPEND_GROUP_REQUESTS) throw new Error(`appendMany takes at most ${MAX_APPEND_GROUP_REQUESTS} requests`);
     const out: RpcResult<AppendOk>[] = [];
     for (const req of reqs) {
       if (this.#state === null) {
         out.push(unknownPartition());
         continue;
       }
-      const blocked = this.#streams.nativeAppendBlocked();
-      out.push(blocked ?? this.#appendSync(req));
+      try {
+        out.push(this.#streams.nativeAppendBlocked() ?? this.#appendSync(req));
+      } catch (err) {
+        // A bug or a storage failure in this request only: its transaction rolled back (a
+        // throw inside transactionSync undoes it), the others keep their own outcomes, as
+        // separate RPCs would. It is reported as INTERNAL rather than thrown, because
+        // throwing would fail the requests already written in this call too.
+        console.error("append failed inside appendMany", err);
+        out.push(errorResult("INTERNAL", `The partition failed to append this request: ${err instanceof Error ? err.message : String(err)}`));
+      }
     }
     return out;
   }

@@ -147,8 +147,12 @@ export class AppendCoalescer {
       const timeout = new Promise<"timeout">((resolve) => {
         timer = unref(setTimeout(() => resolve("timeout"), Math.max(0, waitMs)));
       });
-      const first = await Promise.race([carried ? entry.outcome : entry.turn.then(() => "turn" as const), timeout]);
-      clearTimeout(timer);
+      let first: AppendOutcome | "turn" | "timeout";
+      try {
+        first = await Promise.race([carried ? entry.outcome : entry.turn.then(() => "turn" as const), timeout]);
+      } finally {
+        clearTimeout(timer);
+      }
       if (first === "turn") continue;
       if (first !== "timeout") return first;
       if (carried) throw carriedTimeout(this.#opts.carriedTimeoutMs);
@@ -216,9 +220,11 @@ export class AppendCoalescer {
     }
     l.inFlight.add(flight);
     l.progressAtMs = flight.sentAtMs;
-    const rpc = send(group.map((e) => e.request));
-    keepAlive?.(rpc.catch(() => undefined));
     try {
+      // Inside the try: a send or keepAlive that throws instead of rejecting still fails
+      // every carried request at once and frees the slot.
+      const rpc = send(group.map((e) => e.request));
+      keepAlive?.(rpc.catch(() => undefined));
       const outcomes = await rpc;
       if (outcomes.length !== group.length) throw new Error(`append RPC answered ${outcomes.length} outcomes for ${group.length} requests`);
       group.forEach((e, i) => e.settle({ outcome: outcomes[i]! }));

@@ -9,6 +9,25 @@ import type { AppContext, AppEnv } from "./context.ts";
 const JSON_MEDIA_TYPE = "application/json";
 
 /** The Content-Type without parameters, lower-cased; null when absent. */
+/**
+ * True when the request's `Accept` header lists `type` (exactly, case-insensitive) with a
+ * quality above 0: `q=0` means "not acceptable" (RFC 9110 §12.5.1). Wildcards do not count:
+ * Edgelog's own media types are only chosen when asked for by name.
+ */
+export function acceptsMediaType(c: AppContext, type: string): boolean {
+  const accept = c.req.header("accept");
+  if (accept === undefined) return false;
+  for (const part of accept.split(",")) {
+    const [name, ...params] = part.split(";");
+    if (name!.trim().toLowerCase() !== type) continue;
+    const q = params.map((p) => p.trim().toLowerCase()).find((p) => p.startsWith("q="));
+    if (q === undefined) return true;
+    const value = Number(q.slice(2));
+    if (Number.isFinite(value) && value > 0) return true;
+  }
+  return false;
+}
+
 export function mediaType(c: AppContext): string | null {
   const raw = c.req.header("content-type");
   if (raw === undefined) return null;

@@ -7,7 +7,7 @@
 import type { Hono } from "hono";
 import type { AppContext, AppEnv } from "../gateway/context.ts";
 import { decodeFetched } from "../gateway/fetch-response.ts";
-import { intQuery, parseNonNegativeInt, partitionParam, topicRoute } from "../gateway/http.ts";
+import { acceptsMediaType, intQuery, parseNonNegativeInt, partitionParam, topicRoute } from "../gateway/http.ts";
 import { checkPartition, partitionError, withTopic } from "../gateway/topics.ts";
 import type { ListOffsetsSpec } from "../partition/core.ts";
 import { partitionStub } from "../partition/rpc.ts";
@@ -29,9 +29,7 @@ export function fetchRoutes(app: Hono<AppEnv>): void {
 
 /** True when the client asked for the binary batch encoding. */
 function wantsBatches(c: AppContext): boolean {
-  const accept = c.req.header("accept");
-  if (accept === undefined) return false;
-  return accept.split(",").some((part) => part.split(";")[0]!.trim().toLowerCase() === BATCH_MEDIA_TYPE);
+  return acceptsMediaType(c, BATCH_MEDIA_TYPE);
 }
 
 async function fetchRecords(c: AppContext, name: string): Promise<Response> {

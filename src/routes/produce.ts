@@ -16,7 +16,7 @@ import { CodecError, scanBatch, verifyBatchCrc } from "../codec/index.ts";
 import { validateAppend } from "../partition/core.ts";
 import type { Env } from "../env.ts";
 import type { AppContext, AppEnv } from "../gateway/context.ts";
-import { jsonBody, mediaType, partitionParam, topicRoute } from "../gateway/http.ts";
+import { acceptsMediaType, jsonBody, mediaType, partitionParam, topicRoute } from "../gateway/http.ts";
 import {
   checkRecordSizes,
   choosePartitions,
@@ -220,9 +220,7 @@ async function appendGroups(c: AppContext, topic: TopicSummary, groups: Partitio
 
 /** True when the client asked for the compact answer ({@link ProduceSummaryResponse}) with `Accept`. */
 function wantsSummary(c: AppContext): boolean {
-  const accept = c.req.header("accept");
-  if (accept === undefined) return false;
-  return accept.split(",").some((part) => part.split(";")[0]!.trim().toLowerCase() === PRODUCE_SUMMARY_MEDIA_TYPE);
+  return acceptsMediaType(c, PRODUCE_SUMMARY_MEDIA_TYPE);
 }
 
 /**
