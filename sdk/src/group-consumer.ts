@@ -8,10 +8,11 @@
  *   (sooner while the group is reconciling) reporting the partitions owned; each answer carries
  *   the assignment the member may own now;
  * - reconciliation makes the owned set follow that assignment: for partitions to give up it
- *   waits for the message being processed, commits their processed offsets, calls the
- *   `revoked` listeners and only then reports them released (so no partition has two
- *   consumers); for new partitions it fetches the committed offsets (`autoOffsetReset` when
- *   none) and calls the `assigned` listeners;
+ *   waits for the message being processed (which counts as processed), commits their
+ *   processed offsets, calls the `revoked` listeners and only then reports them released (so
+ *   no partition has two consumers); new partitions it reports owned at once, fetches their
+ *   committed offsets (`autoOffsetReset` when none), takes those still assigned once every
+ *   earlier heartbeat is answered, and calls the `assigned` listeners;
  * - the fetch loop long-polls the owned, unpaused partitions (the assign-based
  *   {@link Consumer}) and hands records to `eachMessage` / `eachBatch`, one batch at a time.
  *
@@ -185,8 +186,16 @@ interface Owned {
   committed: number | undefined;
   /** No start position (autoOffsetReset "none" without a valid committed offset): waits for seek(). */
   needsSeek: boolean;
-  /** Bumped by seek, pause, revocation: a delivery in progress of this partition stops. */
+  /**
+   * Bumped by seek, pause, revocation, a handler failure: a delivery in progress of this
+   * partition stops after the message being processed (which still counts as processed).
+   */
   generation: number;
+  /**
+   * Bumped whenever `processed` is set other than by delivery (seek, a handler failure): the
+   * message in progress then does not move `processed` when it finishes.
+   */
+  position: number;
   /** Being revoked or lost: nothing more of it is delivered. */
   revoking: boolean;
 }
@@ -226,6 +235,13 @@ export class GroupConsumer {
   /** Latest assignment answered by the coordinator (keys). */
   #target = new Map<string, TopicPartition>();
   #owned = new Map<string, Owned>();
+  /**
+   * Partitions of the target being taken (their offsets are being fetched). Heartbeats report
+   * them as owned: records of them may be delivered as soon as the fetch answers, so until
+   * they are dropped the coordinator must not consider them released (KIP-848: a member owns a
+   * partition from the moment it accepts it, before its position is known).
+   */
+  #adding = new Map<string, TopicPartition>();
   #paused = new Set<string>();
 
   // loops
@@ -237,6 +253,8 @@ export class GroupConsumer {
   };
   #queue: Promise<unknown> = Promise.resolve();
   #heartbeatLoop: Promise<void> | null = null;
+  /** The heartbeat queued or in flight, until its answer is applied. */
+  #pendingHeartbeat: Promise<void> | null = null;
   #fetchLoop: Promise<void> | null = null;
   #reconciling: Promise<void> | null = null;
   #reconcileAgain = false;
@@ -363,6 +381,7 @@ export class GroupConsumer {
     o.processed = offset;
     o.needsSeek = false;
     o.generation++;
+    o.position++;
     this.#applyAssignment([k]);
     this.#wakeFetch?.();
   }
@@ -407,7 +426,8 @@ export class GroupConsumer {
     while (this.#running) {
       let waitMs: number;
       try {
-        await this.#heartbeat();
+        this.#pendingHeartbeat = this.#heartbeat();
+        await this.#pendingHeartbeat;
         failures = 0;
         waitMs = this.#stable ? this.#heartbeatIntervalMs : Math.min(this.#heartbeatIntervalMs, RECONCILING_HEARTBEAT_MS);
       } catch (e) {
@@ -437,6 +457,19 @@ export class GroupConsumer {
   }
 
   async #heartbeat(): Promise<void> {
+    // Built when sent (after the calls queued before it), so it reports what is owned then.
+    const res = await this.#serial(() => this.#api.heartbeat(this.#opts.groupId, this.#heartbeatRequest()));
+    this.#memberId = res.memberId;
+    this.#epoch = res.memberEpoch;
+    this.#heartbeatIntervalMs = res.heartbeatIntervalMs;
+    this.#lastHeartbeatOkMs = Date.now();
+    this.#target = new Map();
+    for (const tp of res.assignment) for (const p of tp.partitions) this.#target.set(key(tp.topic, p), { topic: tp.topic, partition: p });
+    this.#stable = res.state === "stable" && this.#sameAsTarget();
+    if (!this.#sameAsTarget()) this.#kickReconcile();
+  }
+
+  #heartbeatRequest(): ConsumerGroupHeartbeatRequest {
     const joining = this.#epoch === 0;
     const req: ConsumerGroupHeartbeatRequest = {
       memberId: this.#memberId,
@@ -452,15 +485,7 @@ export class GroupConsumer {
       req.assignor = this.#opts.assignor ?? null;
       req.clientId = this.#opts.clientId;
     }
-    const res = await this.#serial(() => this.#api.heartbeat(this.#opts.groupId, req));
-    this.#memberId = res.memberId;
-    this.#epoch = res.memberEpoch;
-    this.#heartbeatIntervalMs = res.heartbeatIntervalMs;
-    this.#lastHeartbeatOkMs = Date.now();
-    this.#target = new Map();
-    for (const tp of res.assignment) for (const p of tp.partitions) this.#target.set(key(tp.topic, p), { topic: tp.topic, partition: p });
-    this.#stable = res.state === "stable" && this.#sameAsTarget();
-    if (!this.#sameAsTarget()) this.#kickReconcile();
+    return req;
   }
 
   #sameAsTarget(): boolean {
@@ -511,19 +536,39 @@ export class GroupConsumer {
     if (added.length === 0) return;
     const byTopic = new Map<string, number[]>();
     for (const [, tp] of added) byTopic.set(tp.topic, [...(byTopic.get(tp.topic) ?? []), tp.partition]);
-    const positions = await this.#api.fetchOffsets(this.#opts.groupId, {
-      topics: [...byTopic].map(([topic, partitions]) => ({ topic, partitions })),
-      autoOffsetReset: this.#autoOffsetReset,
-    });
+    // From now on heartbeats report them as owned, so the coordinator keeps them ours (pending
+    // revocation if they move) until we release them. A heartbeat already sent may not list
+    // them: its answer (which may revoke them, and then the coordinator considers them
+    // released) is awaited before any is taken. HTTP calls are not ordered, so without that
+    // wait the offsets could answer first and records of a partition already given to
+    // another member would be processed.
+    for (const [k, tp] of added) this.#adding.set(k, tp);
+    const earlier = this.#pendingHeartbeat?.catch(() => undefined);
     const addedKeys: string[] = [];
-    for (const p of positions.partitions) {
-      const k = key(p.topic, p.partition);
-      if (!this.#target.has(k) || this.#owned.has(k)) continue; // moved again meanwhile
-      const needsSeek = p.offset === null;
-      if (p.error !== undefined) this.#emitError(new EdgelogClientError(p.error.code as "OFFSET_OUT_OF_RANGE", p.error.message, { httpStatus: 200, details: { topic: displayTopic(p.topic), partition: p.partition } }));
-      this.#owned.set(k, { topic: p.topic, partition: p.partition, processed: p.offset ?? undefined, committed: p.committedOffset ?? undefined, needsSeek, generation: 0, revoking: false });
-      addedKeys.push(k);
+    let dropped = false;
+    try {
+      const [positions] = await Promise.all([
+        this.#api.fetchOffsets(this.#opts.groupId, {
+          topics: [...byTopic].map(([topic, partitions]) => ({ topic, partitions })),
+          autoOffsetReset: this.#autoOffsetReset,
+        }),
+        earlier,
+      ]);
+      for (const p of positions.partitions) {
+        const k = key(p.topic, p.partition);
+        if (!this.#adding.has(k) || !this.#target.has(k) || this.#owned.has(k)) {
+          dropped = true; // moved again meanwhile, or lost
+          continue;
+        }
+        const needsSeek = p.offset === null;
+        if (p.error !== undefined) this.#emitError(new EdgelogClientError(p.error.code as "OFFSET_OUT_OF_RANGE", p.error.message, { httpStatus: 200, details: { topic: displayTopic(p.topic), partition: p.partition } }));
+        this.#owned.set(k, { topic: p.topic, partition: p.partition, processed: p.offset ?? undefined, committed: p.committedOffset ?? undefined, needsSeek, generation: 0, position: 0, revoking: false });
+        addedKeys.push(k);
+      }
+    } finally {
+      for (const [k] of added) this.#adding.delete(k);
     }
+    if (dropped) this.#wakeHeartbeat?.(); // report the release at once
     this.#applyAssignment(addedKeys);
     this.#wakeFetch?.();
     await this.#emit("assigned", this.#partitionsOf(addedKeys));
@@ -538,6 +583,7 @@ export class GroupConsumer {
     }
     await this.#delivering;
     this.#owned.clear();
+    this.#adding.clear();
     this.#paused.clear();
     this.#target.clear();
     this.#applyAssignment();
@@ -600,13 +646,25 @@ export class GroupConsumer {
       else groups.set(k, [r]);
     }
     const gens = new Map<string, number>();
+    const starts = new Map<string, { owned: Owned; position: number }>();
     for (const k of groups.keys()) {
       const o = this.#owned.get(k);
-      if (o) gens.set(k, o.generation);
+      if (o) {
+        gens.set(k, o.generation);
+        starts.set(k, { owned: o, position: o.position });
+      }
     }
     const live = (k: string): boolean => {
       const o = this.#owned.get(k);
       return o !== undefined && !o.revoking && o.generation === gens.get(k) && !this.#paused.has(k) && this.#running;
+    };
+    // A finished handler moves `processed` even when the partition was paused or is being
+    // revoked meanwhile: that message was processed, and a revocation commits it before the
+    // partition goes to another member. Not when the position was set meanwhile (seek).
+    const record = (k: string, next: number): void => {
+      const start = starts.get(k);
+      const o = this.#owned.get(k);
+      if (o !== undefined && o === start?.owned && o.position === start.position) o.processed = next;
     };
     const pauseFn = (topic: string, partition: number) => () => {
       this.pause([{ topic, partitions: [partition] }]);
@@ -621,8 +679,7 @@ export class GroupConsumer {
         const message: ConsumerRecord = { ...r, topic: displayTopic(r.topic) };
         try {
           await each({ topic: message.topic, partition: r.partition, message, heartbeat: async () => {}, pause: pauseFn(r.topic, r.partition) });
-          const o = this.#owned.get(k);
-          if (o && o.generation === gens.get(k)) o.processed = r.offset + 1;
+          record(k, r.offset + 1);
         } catch (e) {
           await this.#handlerFailed(k, r.offset, e);
         }
@@ -659,12 +716,12 @@ export class GroupConsumer {
           isStale: () => !live(k),
           pause: pauseFn(first.topic, first.partition),
         });
-        if (this.#run.eachBatchAutoResolve) resolved = last.offset + 1;
-        const o = this.#owned.get(k);
-        if (o && o.generation === gens.get(k) && resolved !== undefined) o.processed = resolved;
+        // The whole batch only if it was not interrupted (a handler told by isStale() may
+        // have stopped early); what it resolved counts either way.
+        if (this.#run.eachBatchAutoResolve && this.#owned.get(k)?.generation === gens.get(k)) resolved = last.offset + 1;
+        if (resolved !== undefined) record(k, resolved);
       } catch (e) {
-        const o = this.#owned.get(k);
-        if (o && o.generation === gens.get(k) && resolved !== undefined) o.processed = resolved;
+        if (resolved !== undefined) record(k, resolved);
         await this.#handlerFailed(k, resolved ?? first.offset, e);
       }
     }
@@ -676,6 +733,7 @@ export class GroupConsumer {
     const o = this.#owned.get(k);
     if (o === undefined) return;
     o.generation++;
+    o.position++;
     o.processed = offset;
     this.#applyAssignment([k]);
     await sleep(this.#opts.retryBackoffMs);
@@ -734,9 +792,12 @@ export class GroupConsumer {
     return run;
   }
 
+  /** What heartbeats report owned: the owned partitions and those being taken. */
   #ownedWire(): TopicPartitions[] {
+    const all = new Map<string, TopicPartition>(this.#adding);
+    for (const [k, o] of this.#owned) all.set(k, o);
     const byTopic = new Map<string, number[]>();
-    for (const o of this.#owned.values()) byTopic.set(o.topic, [...(byTopic.get(o.topic) ?? []), o.partition]);
+    for (const o of all.values()) byTopic.set(o.topic, [...(byTopic.get(o.topic) ?? []), o.partition]);
     return [...byTopic].sort(([a], [b]) => (a < b ? -1 : 1)).map(([topic, ps]) => ({ topic, partitions: ps.sort((a, b) => a - b) }));
   }
 

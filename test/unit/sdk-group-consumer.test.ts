@@ -45,6 +45,9 @@ class CoreGroups implements GroupsApi {
   readonly groups = new Map<string, GroupState>();
   readonly server: FakeServer;
   calls: string[] = [];
+  /** Test hooks: awaited before an offset fetch is answered, and after a heartbeat is applied but before it is answered. */
+  beforeFetchAnswer: (() => Promise<void>) | null = null;
+  beforeHeartbeatAnswer: ((memberId: string) => Promise<void>) | null = null;
 
   constructor(server: FakeServer) {
     this.server = server;
@@ -75,6 +78,7 @@ class CoreGroups implements GroupsApi {
   async heartbeat(g: string, req: ConsumerGroupHeartbeatRequest): Promise<ConsumerGroupHeartbeatResponse> {
     this.calls.push("heartbeat");
     const v = this.#result(g, heartbeat(this.state(g), parseHeartbeat(JSON.parse(JSON.stringify(req))), this.#ctx()));
+    await this.beforeHeartbeatAnswer?.(v.memberId);
     return { ...v, assignment: toWire(v.assignment) };
   }
 
@@ -91,6 +95,7 @@ class CoreGroups implements GroupsApi {
   }
 
   async fetchOffsets(g: string, req: OffsetFetchRequest): Promise<OffsetFetchResponse> {
+    await this.beforeFetchAnswer?.();
     const input = parseOffsetFetch(req);
     const topics = this.topics();
     const s = this.state(g);
@@ -258,5 +263,84 @@ describe("GroupConsumer", () => {
     await until(() => batches.length === 4);
     expect(batches[3]).toEqual([1, 2, 3, 4, 5, 6]);
     expect(() => a.seek({ topic: "other", partition: 0, offset: 0 })).toThrow(/not assigned/);
+  });
+});
+
+describe("GroupConsumer: the message in progress when a partition is revoked (issue 4)", () => {
+  it("is committed before the partition is released: the new owner starts right after it, no duplicate", async () => {
+    const { api, make } = setup(2, 5);
+    const seen: { a: string[]; b: string[] } = { a: [], b: [] };
+    let inFlight = false;
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    // Member ids fix the sticky assignor's choice: b takes the highest partition, 1, from a.
+    const a = make({ memberId: "a" });
+    await a.subscribe({ topic: "t", fromBeginning: true });
+    await a.run({
+      eachMessage: async ({ partition, message }) => {
+        if (partition === 1 && message.offset === 2) {
+          inFlight = true;
+          await gate; // still being processed when the revocation arrives
+        }
+        seen.a.push(`${partition}:${message.offset}`);
+      },
+    });
+    await until(() => inFlight);
+    const b = make({ memberId: "b" });
+    await b.subscribe({ topic: "t", fromBeginning: true });
+    await b.run({ eachMessage: async ({ partition, message }) => void seen.b.push(`${partition}:${message.offset}`) });
+    // a's heartbeat was answered without partition 1 (the SDK starts revoking it at once).
+    const pending = () => api.groups.get("g")?.members["a"]?.pendingRevocation ?? {};
+    await until(() => Object.values(pending()).some((ps) => ps.includes(1)));
+    await new Promise((r) => setTimeout(r, 50));
+    expect(seen.a).not.toContain("1:2");
+    release();
+    await until(() => seen.a.length + seen.b.length >= 10);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(seen.a).toContain("1:2");
+    const all = [...seen.a, ...seen.b];
+    expect(all.filter((k, i) => all.indexOf(k) !== i), "duplicates").toEqual([]);
+    expect(seen.b.filter((k) => k.startsWith("1:"))[0]).toBe("1:3");
+    expect(all.sort()).toEqual(["0:0", "0:1", "0:2", "0:3", "0:4", "1:0", "1:1", "1:2", "1:3", "1:4"]);
+  });
+});
+
+describe("GroupConsumer: a partition revoked while its offsets are being fetched (issue 4)", () => {
+  it("is not consumed by two members when the revoking heartbeat is answered after the offsets", async () => {
+    const { api, make } = setup(2, 5);
+    const seen: { a: string[]; b: string[] } = { a: [], b: [] };
+    // a's first offset fetch (for partitions 0 and 1) is answered only when the test says so.
+    let fetching = false;
+    let answerFetch!: () => void;
+    const fetchGate = new Promise<void>((r) => (answerFetch = r));
+    api.beforeFetchAnswer = async () => {
+      api.beforeFetchAnswer = null;
+      fetching = true;
+      await fetchGate;
+    };
+    const a = make({ memberId: "a" });
+    a.on("error", () => {});
+    await a.subscribe({ topic: "t", fromBeginning: true });
+    await a.run({ eachMessage: async ({ partition, message }) => void seen.a.push(`${partition}:${message.offset}`) });
+    await until(() => fetching);
+    // b joins: the target moves partition 1 to b. a's heartbeats are applied at once but
+    // answered late (after a's offset fetch), like HTTP calls overtaking each other.
+    let answerHeartbeats!: () => void;
+    const heartbeatGate = new Promise<void>((r) => (answerHeartbeats = r));
+    api.beforeHeartbeatAnswer = (memberId) => (memberId === "a" ? heartbeatGate : Promise.resolve());
+    const b = make({ memberId: "b" });
+    await b.subscribe({ topic: "t", fromBeginning: true });
+    await b.run({ eachMessage: async ({ partition, message }) => void seen.b.push(`${partition}:${message.offset}`) });
+    await until(() => api.groups.get("g")?.members["b"] !== undefined);
+    await new Promise((r) => setTimeout(r, 150)); // heartbeats of both (20 ms interval)
+    answerFetch();
+    await new Promise((r) => setTimeout(r, 150)); // a's offsets are in
+    api.beforeHeartbeatAnswer = null;
+    answerHeartbeats();
+    await until(() => new Set([...seen.a, ...seen.b]).size === 10);
+    await new Promise((r) => setTimeout(r, 100));
+    const all = [...seen.a, ...seen.b];
+    expect(all.filter((k, i) => all.indexOf(k) !== i), "duplicates").toEqual([]);
+    expect(seen.b.filter((k) => k.startsWith("0:"))).toEqual([]);
   });
 });
