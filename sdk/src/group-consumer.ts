@@ -153,7 +153,11 @@ export interface RunOptions {
   autoCommit?: boolean;
   /** (auto.commit.interval.ms) @default 5000 */
   autoCommitIntervalMs?: number;
-  /** Resolve every message of a batch when eachBatch resolves. @default true */
+  /**
+   * Resolve every message of a batch when eachBatch resolves, unless the batch went stale
+   * meanwhile (then only what the handler resolved counts). A handler that stops early on
+   * `!isRunning()` must resolve what it processed itself (kafkajs's contract). @default true
+   */
   eachBatchAutoResolve?: boolean;
 }
 
@@ -654,10 +658,13 @@ export class GroupConsumer {
         starts.set(k, { owned: o, position: o.position });
       }
     }
-    const live = (k: string): boolean => {
+    // Stale: revoked, lost, paused or seeked since the batch started (what eachBatch's
+    // isStale() reports). Live: not stale and the consumer still running.
+    const stale = (k: string): boolean => {
       const o = this.#owned.get(k);
-      return o !== undefined && !o.revoking && o.generation === gens.get(k) && !this.#paused.has(k) && this.#running;
+      return o === undefined || o.revoking || o.generation !== gens.get(k) || this.#paused.has(k);
     };
+    const live = (k: string): boolean => !stale(k) && this.#running;
     // A finished handler moves `processed` even when the partition was paused or is being
     // revoked meanwhile: that message was processed, and a revocation commits it before the
     // partition goes to another member. Not when the position was set meanwhile (seek).
@@ -713,12 +720,13 @@ export class GroupConsumer {
           commitOffsetsIfNecessary: () => this.#autoCommit(),
           uncommittedOffsets: () => this.#uncommitted(),
           isRunning: () => this.#running,
-          isStale: () => !live(k),
+          isStale: () => stale(k),
           pause: pauseFn(first.topic, first.partition),
         });
-        // The whole batch only if it was not interrupted (a handler told by isStale() may
-        // have stopped early); what it resolved counts either way.
-        if (this.#run.eachBatchAutoResolve && this.#owned.get(k)?.generation === gens.get(k)) resolved = last.offset + 1;
+        // The whole batch only if it did not go stale meanwhile (a handler told by isStale()
+        // may have stopped early, and resolving its unprocessed records would lose them); what
+        // it resolved counts either way. A stale batch's rest is redelivered: at-least-once.
+        if (this.#run.eachBatchAutoResolve && !stale(k)) resolved = last.offset + 1;
         if (resolved !== undefined) record(k, resolved);
       } catch (e) {
         if (resolved !== undefined) record(k, resolved);
