@@ -8,6 +8,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { Consumer, type ConsumerRecord, type EdgelogClient } from "../../sdk/src/index.ts";
 
 export const ROOT = resolve(import.meta.dirname, "../..");
 const WRANGLER = join(ROOT, "node_modules/.bin/wrangler");
@@ -119,4 +120,22 @@ export async function startDevServer(opts: DevServerOptions = {}): Promise<DevSe
 /** A random topic name for one test. */
 export function randomTopic(prefix = "t"): string {
   return `${prefix}-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
+}
+
+/**
+ * Reads every record of `topic`'s partitions 0..partitions-1 from the log start to the log end
+ * through the SDK's assign-based consumer, in partition-then-offset order of the polls.
+ */
+export async function readAll(client: EdgelogClient, topic: string, partitions: number): Promise<ConsumerRecord[]> {
+  const consumer = new Consumer(client, { maxRecords: 10_000 });
+  consumer.assign(Array.from({ length: partitions }, (_, partition) => ({ topic, partition })));
+  await consumer.seekToBeginning();
+  const out: ConsumerRecord[] = [];
+  for (;;) {
+    const batch = await consumer.poll({ maxWaitMs: 0 });
+    if (batch.length === 0) break;
+    out.push(...batch);
+  }
+  consumer.close();
+  return out;
 }

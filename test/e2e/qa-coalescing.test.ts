@@ -9,10 +9,10 @@
  * consecutive sequences at once.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Consumer, EdgelogClient, Producer, toText, type ConsumerRecord } from "../../sdk/src/index.ts";
+import { EdgelogClient, Producer, toText } from "../../sdk/src/index.ts";
 import { encodeBatch } from "../../src/codec/index.ts";
 import { BATCH_MEDIA_TYPE, type ProduceResponse } from "../../src/protocol/index.ts";
-import { randomTopic, startDevServer, type DevServer } from "./dev-server.ts";
+import { randomTopic, startDevServer, type DevServer, readAll } from "./dev-server.ts";
 
 const SUMMARY = "application/vnd.edgelog.produce-summary+json";
 let server: DevServer;
@@ -29,20 +29,6 @@ afterAll(async () => {
 
 function post(path: string, body: unknown, headers: Record<string, string> = {}, signal?: AbortSignal): Promise<Response> {
   return fetch(`${server.baseUrl}${path}`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body), ...(signal ? { signal } : {}) });
-}
-
-async function readAll(topic: string, partitions: number): Promise<ConsumerRecord[]> {
-  const consumer = new Consumer(client, { maxRecords: 10_000 });
-  consumer.assign(Array.from({ length: partitions }, (_, partition) => ({ topic, partition })));
-  await consumer.seekToBeginning();
-  const out: ConsumerRecord[] = [];
-  for (;;) {
-    const batch = await consumer.poll({ maxWaitMs: 0 });
-    if (batch.length === 0) break;
-    out.push(...batch);
-  }
-  consumer.close();
-  return out;
 }
 
 describe("QA coalescing", () => {
@@ -62,7 +48,7 @@ describe("QA coalescing", () => {
     const first = offsets[0]!;
     for (let i = 0; i < offsets.length; i++) expect(offsets[i]).toEqual(first);
     expect(answers.filter((a) => a.body.duplicate !== true).length).toBe(1);
-    const all = await readAll(topic, 1);
+    const all = await readAll(client, topic, 1);
     expect(all.filter((r) => toText(r.value) === "a" || toText(r.value) === "b").length).toBe(2);
   });
 
@@ -83,7 +69,7 @@ describe("QA coalescing", () => {
       if (r.kind === "fenced") expect([res.status, b.error?.code]).toEqual([409, "INVALID_PRODUCER_EPOCH"]);
       else expect(res.status).toBe(200);
     }
-    const all = await readAll(topic, 1);
+    const all = await readAll(client, topic, 1);
     expect(all.length).toBe(41);
   });
 
@@ -106,7 +92,7 @@ describe("QA coalescing", () => {
     }
     console.log("acks mix took", Date.now() - t0);
     await new Promise((r) => setTimeout(r, 1500));
-    const all = await readAll(topic, 1);
+    const all = await readAll(client, topic, 1);
     expect(all.length).toBe(200);
     for (const [o, v] of acked) expect(toText(all[o]!.value)).toBe(v);
   });
@@ -124,7 +110,7 @@ describe("QA coalescing", () => {
       const b = (await res.json()) as ProduceResponse;
       b.records.forEach((r, k) => acked.set(`${r.partition}:${r.offset}`, `r${i}-${k}`));
     }
-    const all = await readAll(topic, 32);
+    const all = await readAll(client, topic, 32);
     expect(all.length).toBe(60 * 64);
     for (const r of all) expect(acked.get(`${r.partition}:${r.offset}`)).toBe(toText(r.value));
   });
@@ -150,7 +136,7 @@ describe("QA coalescing", () => {
       const b = JSON.parse(text) as ProduceResponse;
       b.records.forEach((rec, k) => acked.set(rec.offset, r.values[k]!));
     }
-    const all = await readAll(topic, 1);
+    const all = await readAll(client, topic, 1);
     expect(all.length).toBe(acked.size);
     for (const rec of all) expect(toText(rec.value)).toBe(acked.get(rec.offset));
   });
@@ -161,7 +147,7 @@ describe("QA coalescing", () => {
     const producer = new Producer(client, { lingerMs: 2 });
     const metas = await Promise.all(Array.from({ length: 50 }, (_, i) => producer.send({ topic, messages: [{ value: `m${i}`, partition: i % 2, timestamp: 1234 }] })));
     await producer.close();
-    const all = await readAll(topic, 2);
+    const all = await readAll(client, topic, 2);
     const byPos = new Map(all.map((r) => [`${r.partition}:${r.offset}`, r]));
     for (const [m] of metas) {
       const r = byPos.get(`${m!.partition}:${m!.offset}`)!;
@@ -205,7 +191,7 @@ describe("QA coalescing: aborts", () => {
     expect(rs.filter((r) => r.status !== 200 && r.status !== "aborted")).toEqual([]);
     const after = await post(path, { records: [{ value: "after" }] });
     expect(after.status).toBe(200);
-    const all = await readAll(topic, 1);
+    const all = await readAll(client, topic, 1);
     const byOffset = new Map(all.map((r) => [r.offset, toText(r.value)]));
     for (const r of rs) if (r.status === 200) expect(byOffset.get(r.offsets![0]!)?.startsWith(`v${r.i}-`)).toBe(true);
     expect(all.map((r) => r.offset)).toEqual(all.map((_, k) => k));
@@ -264,7 +250,7 @@ describe("QA coalescing: crash", () => {
     stop = true;
     await Promise.all(run);
     await server.restart();
-    const all = await readAll(topic, partitions);
+    const all = await readAll(client, topic, partitions);
     const byPos = new Map(all.map((r) => [`${r.partition}:${r.offset}`, toText(r.value)]));
     for (const a of acks) a.offsets.forEach((o, k) => expect(byPos.get(`${a.partition}:${o}`), `${a.key} k${k} @${a.partition}:${o}`).toBe(`${a.key}-k${k}`));
     for (let p = 0; p < partitions; p++) {
@@ -305,7 +291,7 @@ describe("QA coalescing: delete and re-create", () => {
     for (const r of rs) statuses.set(`${r.status} ${r.status === 200 ? "" : r.text.slice(0, 80)}`, (statuses.get(`${r.status} ${r.status === 200 ? "" : r.text.slice(0, 80)}`) ?? 0) + 1);
     console.log([...statuses], "slowest", rs.map((r) => r.ms).sort((a, b) => b - a).slice(0, 3));
     expect(rs.filter((r) => r.status >= 500)).toEqual([]);
-    const all = await readAll(topic, 1);
+    const all = await readAll(client, topic, 1);
     expect(all.map((r) => r.offset)).toEqual(all.map((_, k) => k));
     const answered = new Map<number, number>();
     for (const r of rs) if (r.status === 200) answered.set((JSON.parse(r.text) as ProduceResponse).records[0]!.offset, r.i);
@@ -340,7 +326,7 @@ describe("QA coalescing: Durable Streams closure", () => {
     for (const o of out) counts.set(`${o.status}`, (counts.get(`${o.status}`) ?? 0) + 1);
     console.log([...counts], "tail", tail);
     expect(out.filter((o) => o.status !== 200 && !(o.status === 409 && o.text.includes("STREAM_CLOSED")))).toEqual([]);
-    const all = await readAll(topic, 1);
+    const all = await readAll(client, topic, 1);
     const ok = out.filter((o) => o.status === 200);
     expect(all.length).toBe(ok.length);
     for (const o of ok) {
@@ -375,7 +361,7 @@ describe("QA SDK producer: lost answers on a LogAppendTime topic", () => {
     }
     await Promise.all(sends);
     await Promise.all(producers.map((p) => p.close()));
-    const all = await readAll(topic, 3);
+    const all = await readAll(client, topic, 3);
     expect(all.length).toBe(60);
     const byPos = new Map(all.map((r) => [`${r.partition}:${r.offset}`, r]));
     for (const m of metas) {
@@ -404,7 +390,7 @@ describe("QA coalescing: one idempotent producer, consecutive sequences at once"
       codes.set(k, (codes.get(k) ?? 0) + 1);
     }
     console.log([...codes]);
-    const all = (await readAll(topic, 1)).map((r) => toText(r.value)!).filter((v) => v.startsWith("s"));
+    const all = (await readAll(client, topic, 1)).map((r) => toText(r.value)!).filter((v) => v.startsWith("s"));
     const okSeqs = rs.filter((r) => r.status === 200).map((r) => `s${r.s}`);
     expect(all).toEqual([...okSeqs].sort((a, b) => Number(a.slice(1)) - Number(b.slice(1))));
     expect(all).toEqual(all.map((_, k) => `s${k}`));
@@ -442,7 +428,7 @@ describe("QA coalescing: topic route with aborts and acks=0", () => {
     expect(after.status).toBe(200);
     console.log("after took", Date.now() - t0);
     await new Promise((r) => setTimeout(r, 1000));
-    const all = await readAll(topic, 64);
+    const all = await readAll(client, topic, 64);
     for (let p = 0; p < 64; p++) {
       const offs = all.filter((r) => r.partition === p).map((r) => r.offset);
       expect(offs).toEqual(offs.map((_, k) => k));

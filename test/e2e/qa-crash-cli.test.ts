@@ -12,8 +12,8 @@
 import { spawn } from "node:child_process";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Consumer, EdgelogClient, EdgelogClientError, Producer, toText, type ConsumerRecord } from "../../sdk/src/index.ts";
-import { ROOT, randomTopic, startDevServer, type DevServer } from "./dev-server.ts";
+import { EdgelogClient, EdgelogClientError, Producer, toText } from "../../sdk/src/index.ts";
+import { ROOT, randomTopic, startDevServer, type DevServer, readAll } from "./dev-server.ts";
 
 const NODE = join(ROOT, "node_modules/.bin/node");
 const CLI = join(ROOT, "sdk/bin/edgelog.js");
@@ -29,20 +29,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await server?.dispose();
 });
-
-async function readAll(topic: string, partitions: number): Promise<ConsumerRecord[]> {
-  const consumer = new Consumer(client, { maxRecords: 10_000 });
-  consumer.assign(Array.from({ length: partitions }, (_, partition) => ({ topic, partition })));
-  await consumer.seekToBeginning();
-  const out: ConsumerRecord[] = [];
-  for (;;) {
-    const batch = await consumer.poll({ maxWaitMs: 0 });
-    if (batch.length === 0) break;
-    out.push(...batch);
-  }
-  consumer.close();
-  return out;
-}
 
 /** Records per request of writer `w`'s request `i` (1..40, deterministic). */
 const recordsIn = (w: number, i: number): number => 1 + ((i * 7 + w) % 40);
@@ -100,7 +86,7 @@ describe("QA: crash, follow, oversized messages", () => {
     await Promise.all(run);
 
     await server.restart();
-    const all = await readAll(topic, partitions);
+    const all = await readAll(client, topic, partitions);
     const byPosition = new Map(all.map((r) => [`${r.partition}:${r.offset}`, toText(r.value)]));
     // Every acknowledged record is at its acknowledged offset.
     for (const a of acks) {
@@ -182,7 +168,7 @@ describe("QA: crash, follow, oversized messages", () => {
     await producer.close();
     await producer.close(); // twice is fine
     await expect(producer.send({ topic, messages: [{ value: "e" }] })).rejects.toThrow("Producer is closed.");
-    expect((await readAll(topic, 1)).map((r) => [r.offset, toText(r.value)])).toEqual([
+    expect((await readAll(client, topic, 1)).map((r) => [r.offset, toText(r.value)])).toEqual([
       [0, "a"],
       [1, "c"],
       [2, "d"],

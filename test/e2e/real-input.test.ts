@@ -10,8 +10,8 @@ import { existsSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Consumer, EdgelogClient, Producer, type ConsumerRecord } from "../../sdk/src/index.ts";
-import { ROOT, randomTopic, startDevServer, type DevServer } from "./dev-server.ts";
+import { EdgelogClient, Producer } from "../../sdk/src/index.ts";
+import { ROOT, randomTopic, startDevServer, type DevServer, readAll } from "./dev-server.ts";
 
 const NODE = join(ROOT, "node_modules/.bin/node");
 const CLI = join(ROOT, "sdk/bin/edgelog.js");
@@ -50,20 +50,6 @@ function cli(args: string[], stdin?: Uint8Array | string): Promise<{ code: numbe
     child.on("close", (code) => resolve({ code: code ?? -1, stdout: Buffer.concat(out), stderr: err }));
     child.stdin.end(stdin ?? "");
   });
-}
-
-async function readAll(client: EdgelogClient, topic: string, partitions: number): Promise<ConsumerRecord[]> {
-  const consumer = new Consumer(client);
-  consumer.assign(Array.from({ length: partitions }, (_, partition) => ({ topic, partition })));
-  await consumer.seekToBeginning();
-  const out: ConsumerRecord[] = [];
-  for (;;) {
-    const batch = await consumer.poll({ maxWaitMs: 0 });
-    if (batch.length === 0) break;
-    out.push(...batch);
-  }
-  consumer.close();
-  return out;
 }
 
 let server: DevServer;
