@@ -292,7 +292,8 @@ export class Producer {
 
   async #enqueue(topic: string, records: Array<{ record: ProducerRecord; partition: number | undefined }>, call: SendCall): Promise<void> {
     const meta = await this.#topicMetadata(topic);
-    for (const [index, { record, partition: explicit }] of records.entries()) {
+    for (let index = 0; index < records.length; index++) {
+      const { record, partition: explicit } = records[index]!;
       const sizeBytes = recordSizeBytes(record) + RECORD_IN_BATCH_SLACK_BYTES;
       // Back-pressure: wait for acknowledgements to free buffer space (one oversized record may pass alone).
       while (this.#bufferedBytes > 0 && this.#bufferedBytes + sizeBytes > this.#opts.maxBufferedBytes) {
@@ -581,6 +582,8 @@ function newBatch(): Batch {
   return { messages: [], sizeBytes: BATCH_HEADER_BYTES, producerId: -1, baseSequence: -1, done, settle };
 }
 
+const NO_HEADERS = Object.freeze([]) as unknown as RecordHeader[];
+
 /** Validates and converts one message (throws TypeError/RangeError: nothing of the call is sent). */
 function toProducerRecord(m: Message, nowMs: number): { record: ProducerRecord; partition: number | undefined } {
   if (m.partition !== undefined && !(Number.isInteger(m.partition) && m.partition >= 0)) {
@@ -590,6 +593,8 @@ function toProducerRecord(m: Message, nowMs: number): { record: ProducerRecord; 
   if (!(Number.isSafeInteger(timestamp) && timestamp >= 0)) {
     throw new RangeError(`timestamp must be a non-negative integer of ms, got ${m.timestamp}`);
   }
+  // No headers (the common case): one shared, frozen empty list instead of one per record.
+  if (m.headers === undefined) return { record: { key: toBytes(m.key), value: toBytes(m.value), headers: NO_HEADERS, timestamp }, partition: m.partition };
   const headers: RecordHeader[] = [];
   if (Array.isArray(m.headers)) {
     for (const h of m.headers as ReadonlyArray<{ key: string; value: Bytes }>) headers.push({ key: String(h.key), value: toBytes(h.value) });
