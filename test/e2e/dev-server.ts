@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { Consumer, type ConsumerRecord, type EdgelogClient } from "../../sdk/src/index.ts";
+import { Consumer, EdgelogClient, type ConsumerRecord } from "../../sdk/src/index.ts";
 
 export const ROOT = resolve(import.meta.dirname, "../..");
 const WRANGLER = join(ROOT, "node_modules/.bin/wrangler");
@@ -138,4 +138,10 @@ export async function readAll(client: EdgelogClient, topic: string, partitions: 
   }
   consumer.close();
   return out;
+}
+
+/** A dev server started with `opts` and an SDK client for it (for a test file's beforeAll). */
+export async function startWithClient(opts: DevServerOptions = {}): Promise<{ server: DevServer; client: EdgelogClient }> {
+  const server = await startDevServer(opts);
+  return { server, client: new EdgelogClient({ baseUrl: server.baseUrl }) };
 }

@@ -8,19 +8,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EdgelogClient } from "../../sdk/src/index.ts";
 import { encodeBatch } from "../../src/codec/index.ts";
 import { BATCH_MEDIA_TYPE, type JsonFetchResponse, type ProduceResponse } from "../../src/protocol/index.ts";
-import { randomTopic, startDevServer, type DevServer } from "./dev-server.ts";
+import { randomTopic, type DevServer, startWithClient } from "./dev-server.ts";
 
 let server: DevServer;
 let client: EdgelogClient;
-
-beforeAll(async () => {
-  server = await startDevServer();
-  client = new EdgelogClient({ baseUrl: server.baseUrl });
-});
-
-afterAll(async () => {
-  await server?.dispose();
-});
+beforeAll(async () => ({ server, client } = await startWithClient()));
+afterAll(() => server?.dispose());
 
 function post(path: string, body: unknown, signal?: AbortSignal): Promise<Response> {
   return fetch(`${server.baseUrl}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body), ...(signal ? { signal } : {}) });

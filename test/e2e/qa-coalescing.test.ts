@@ -12,20 +12,13 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EdgelogClient, Producer, toText } from "../../sdk/src/index.ts";
 import { encodeBatch } from "../../src/codec/index.ts";
 import { BATCH_MEDIA_TYPE, type ProduceResponse } from "../../src/protocol/index.ts";
-import { randomTopic, startDevServer, type DevServer, readAll } from "./dev-server.ts";
+import { randomTopic, type DevServer, readAll, startWithClient } from "./dev-server.ts";
 
 const SUMMARY = "application/vnd.edgelog.produce-summary+json";
 let server: DevServer;
 let client: EdgelogClient;
-
-beforeAll(async () => {
-  server = await startDevServer();
-  client = new EdgelogClient({ baseUrl: server.baseUrl });
-});
-
-afterAll(async () => {
-  await server?.dispose();
-});
+beforeAll(async () => ({ server, client } = await startWithClient()));
+afterAll(() => server?.dispose());
 
 function post(path: string, body: unknown, headers: Record<string, string> = {}, signal?: AbortSignal): Promise<Response> {
   return fetch(`${server.baseUrl}${path}`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body), ...(signal ? { signal } : {}) });

@@ -13,22 +13,15 @@ import { spawn } from "node:child_process";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EdgelogClient, EdgelogClientError, Producer, toText } from "../../sdk/src/index.ts";
-import { ROOT, randomTopic, startDevServer, type DevServer, readAll } from "./dev-server.ts";
+import { ROOT, randomTopic, type DevServer, readAll, startWithClient } from "./dev-server.ts";
 
 const NODE = join(ROOT, "node_modules/.bin/node");
 const CLI = join(ROOT, "sdk/bin/edgelog.js");
 
 let server: DevServer;
 let client: EdgelogClient;
-
-beforeAll(async () => {
-  server = await startDevServer();
-  client = new EdgelogClient({ baseUrl: server.baseUrl });
-});
-
-afterAll(async () => {
-  await server?.dispose();
-});
+beforeAll(async () => ({ server, client } = await startWithClient()));
+afterAll(() => server?.dispose());
 
 /** Records per request of writer `w`'s request `i` (1..40, deterministic). */
 const recordsIn = (w: number, i: number): number => 1 + ((i * 7 + w) % 40);

@@ -11,7 +11,7 @@ import { createRequire } from "node:module";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EdgelogClient, Producer } from "../../sdk/src/index.ts";
-import { ROOT, randomTopic, startDevServer, type DevServer, readAll } from "./dev-server.ts";
+import { ROOT, randomTopic, type DevServer, readAll, startWithClient } from "./dev-server.ts";
 
 const NODE = join(ROOT, "node_modules/.bin/node");
 const CLI = join(ROOT, "sdk/bin/edgelog.js");
@@ -54,15 +54,8 @@ function cli(args: string[], stdin?: Uint8Array | string): Promise<{ code: numbe
 
 let server: DevServer;
 let client: EdgelogClient;
-
-beforeAll(async () => {
-  server = await startDevServer();
-  client = new EdgelogClient({ baseUrl: server.baseUrl });
-});
-
-afterAll(async () => {
-  await server?.dispose();
-});
+beforeAll(async () => ({ server, client } = await startWithClient()));
+afterAll(() => server?.dispose());
 
 describe("real input through the real dev server", () => {
   it("GitHub webhook payloads: SDK produce into 6 partitions, consume back byte-identical with per-key order", async () => {
