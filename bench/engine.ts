@@ -39,7 +39,7 @@ export interface Engine {
 }
 
 /** Bundles the Worker with wrangler and starts it in workerd with on-disk Durable Object storage. */
-export async function startEngine(extraBindings: Record<string, string> = {}): Promise<Engine> {
+export async function startEngine(extraBindings: Record<string, string> = {}, extraOptions: Record<string, unknown> = {}): Promise<Engine> {
   const outdir = mkdtempSync(join(tmpdir(), "edgelog-bench-bundle-"));
   const stateDir = mkdtempSync(join(tmpdir(), "edgelog-bench-state-"));
   execFileSync(join(ROOT, "node_modules/.bin/wrangler"), ["deploy", "--dry-run", "--outdir", outdir], {
@@ -63,6 +63,7 @@ export async function startEngine(extraBindings: Record<string, string> = {}): P
       bindings: { EDGELOG_BENCH_ROUTES: "1", ...extraBindings },
       durableObjectsPersist: stateDir,
       unsafeDirectSockets: [{ host: "127.0.0.1", port: 0 }],
+      ...extraOptions,
     } as unknown as Parameters<typeof convertV4MiniflareOptions>[0]),
   );
   await mf.ready;

@@ -103,12 +103,16 @@ async function benchCore(engine: Engine): Promise<void> {
       const t0 = performance.now();
       // send() calls are pipelined (not awaited one by one), as a Kafka producer's sends are:
       // the producer's maxBufferedBytes bounds memory, and awaiting each call would drain the
-      // pipeline at every call boundary and leave a partial batch per partition.
+      // pipeline at every call boundary and leave a partial batch per partition. Each chunk is
+      // built after the previous send() call, with a turn of the event loop between (as an
+      // application reading its input from I/O has), so the first requests leave while later
+      // chunks are built instead of after all of them.
       const pending: Promise<unknown>[] = [];
       for (; sent < roundEnd; sent += Math.min(chunk, roundEnd - sent)) {
         const n = Math.min(chunk, roundEnd - sent);
         const base = sent;
         pending.push(producer.send({ topic: "bench-batched", messages: Array.from({ length: n }, (_, j) => ({ key: `k${base + j}`, value })) }));
+        await new Promise((resolve) => setImmediate(resolve));
       }
       await producer.flush();
       await Promise.all(pending);

@@ -207,14 +207,19 @@ export function recordSizeBytes(r: ProducerRecord): number {
  *
  * @param header fields to set; see defaults above.
  * @param records records in offset order; record timestamps are ms since the epoch.
- * @returns a new exact-size buffer (BATCH_HEADER_BYTES + records section).
+ * @param into optional buffer source: called once with the exact encoded size in bytes, it
+ *   returns a buffer of at least that many bytes to encode into (its old contents do not
+ *   matter: every byte of the result is written), or undefined for a new allocation. Lets a
+ *   producer reuse batch buffers, as Kafka's BufferPool does for `batch.size` buffers.
+ * @returns the batch: an exact-size view (BATCH_HEADER_BYTES + records section) of the
+ *   buffer from `into`, or a new exact-size buffer.
  * @throws CodecError if a field is out of its range (baseOffset not a safe integer >= 0,
  *   attributes not u16 or with compression bits set (no codec is implemented), producerId
  *   not a safe integer >= -1, producerEpoch not i16, baseSequence / partitionLeaderEpoch not
  *   i32, a timestamp or timestamp delta not a safe integer, more than 2^31 records, or a
  *   records section over 4 GiB).
  */
-export function encodeBatch(header: Partial<BatchHeader>, records: ProducerRecord[]): Uint8Array {
+export function encodeBatch(header: Partial<BatchHeader>, records: ProducerRecord[], into?: (bytes: number) => Uint8Array | undefined): Uint8Array {
   const n = records.length;
   const baseOffset = header.baseOffset ?? 0;
   const attributes = header.attributes ?? 0;
@@ -262,8 +267,10 @@ export function encodeBatch(header: Partial<BatchHeader>, records: ProducerRecor
 
   // Pass 2: write into the exact-size buffer. Every value was range-checked by pass 1 (sizes
   // throw on what cannot be encoded), so the writes below need no checks and no growth.
-  const buf = new Uint8Array(total);
-  const view = new DataView(buf.buffer);
+  const given = into?.(total);
+  if (given !== undefined && given.byteLength < total) throw new RangeError(`encodeBatch: the buffer given holds ${given.byteLength} bytes, ${total} needed`);
+  const buf = given === undefined ? new Uint8Array(total) : given.subarray(0, total);
+  const view = new DataView(buf.buffer, buf.byteOffset, total);
   buf[OFF_MAGIC] = BATCH_MAGIC;
   view.setUint16(OFF_ATTRIBUTES, attributes);
   view.setBigInt64(OFF_BASE_OFFSET, BigInt(baseOffset));

@@ -285,6 +285,72 @@ describe("idempotence (KIP-98)", () => {
     ]);
   });
 
+  it("a batch encoded ahead (during its predecessor's flight) is re-encoded when the predecessor fails: same base sequence", async () => {
+    const server = new FakeServer();
+    server.addTopic("t", 1);
+    let release!: () => void;
+    const gate = new Promise<void>((r) => {
+      release = r;
+    });
+    let produces = 0;
+    const gated: typeof fetch = async (input, init) => {
+      if (init?.method === "POST" && String(input).endsWith("/records") && ++produces === 1) await gate;
+      return server.fetch(input, init);
+    };
+    const value = "x".repeat(100);
+    const perRecord = recordSizeBytes({ key: null, value: utf8(`${value}a`), headers: [], timestamp: 0 }) + 8;
+    // Two records per batch: the second send() fills a sealed batch while the first is held.
+    const producer = new Producer(new EdgelogClient({ baseUrl: "http://x", fetch: gated }), { ...FAST, lingerMs: 60_000, maxBatchBytes: BATCH_HEADER_BYTES + 2 * perRecord });
+    server.produceScript = [{ code: "INVALID_BATCH" }];
+    const first = producer.send({ topic: "t", messages: [{ value: `${value}a` }, { value: `${value}b` }] }).catch((e: unknown) => e);
+    const second = producer.send({ topic: "t", messages: [{ value: `${value}c` }, { value: `${value}d` }] });
+    // The first request is held in flight; the second batch, sealed, is encoded ahead with sequence 2.
+    await new Promise((r) => setTimeout(r, 20));
+    release();
+    expect(await first).toBeInstanceOf(EdgelogClientError);
+    expect((await second).map((m) => m.offset)).toEqual([0, 1]);
+    // Sent with base sequence 0: the first batch failed, so its sequence was never used.
+    expect(server.produced.map((b) => [b.header.producerId, b.header.baseSequence, b.records.length])).toEqual([
+      [1000, 0, 2],
+      [1000, 0, 2],
+    ]);
+    expect(server.log("t", 0).records.map((r) => text(r.value))).toEqual([`${value}c`, `${value}d`]);
+  });
+
+  it("sends batches encoded ahead with dense sequences, and reused buffers never alter a retried batch's bytes", async () => {
+    const value = "v".repeat(200);
+    const perRecord = recordSizeBytes({ key: null, value: utf8(`${value}0-0`), headers: [], timestamp: 0 }) + 8;
+    const { server, producer } = setup(2, { lingerMs: 60_000, maxBatchBytes: BATCH_HEADER_BYTES + 3 * perRecord });
+    // The 2nd produce request appends but loses its acknowledgement: its retry must carry the same bytes.
+    server.produceScript = ["ok", { code: "UNAVAILABLE", appendFirst: true }];
+    const sends: Promise<Awaited<ReturnType<typeof producer.send>>>[] = [];
+    const sent: { value: string; partition: number }[] = [];
+    for (let i = 0; i < 8; i++) {
+      const messages = Array.from({ length: 6 }, (_, j) => ({ value: `${value}${i}-${j}`, partition: (i + j) % 2 }));
+      sent.push(...messages);
+      sends.push(producer.send({ topic: "t", messages }));
+    }
+    await producer.flush();
+    const results = (await Promise.all(sends)).flat();
+    const retried = server.produced.filter((b, i) => server.produced.findIndex((o) => o.partition === b.partition && o.header.baseSequence === b.header.baseSequence) !== i);
+    expect(retried).toHaveLength(1);
+    const original = server.produced.find((o) => o.partition === retried[0]!.partition && o.header.baseSequence === retried[0]!.header.baseSequence)!;
+    expect(retried[0]!.bytes).toEqual(original.bytes);
+    for (const p of [0, 1]) {
+      let expected = 0;
+      for (const b of server.produced.filter((x) => x.partition === p && x !== retried[0])) {
+        expect(b.header.baseSequence).toBe(expected);
+        expected += b.records.length;
+      }
+      // Every message once, in send order, at the offset its result names.
+      const log = server.log("t", p).records.map((r) => text(r.value));
+      expect(log).toEqual(sent.filter((m) => m.partition === p).map((m) => m.value));
+      results.forEach((m, k) => {
+        if (m.partition === p) expect(log[m.offset]).toBe(sent[k]!.value);
+      });
+    }
+  });
+
   it("with idempotent: false no producer id is requested and batches carry producer id -1", async () => {
     const { server, producer } = setup(1, { idempotent: false });
     await producer.send({ topic: "t", messages: [{ value: "a" }] });
