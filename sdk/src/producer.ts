@@ -17,9 +17,10 @@
 import { MAX_RECORDS_PER_REQUEST, MAX_REQUEST_BYTES, type InitProducerResponse } from "../../src/protocol/index.ts";
 import {
   BATCH_HEADER_BYTES,
-  encodeBatch,
+  BatchBuilder,
   partitionForKey,
-  recordSizeBytes,
+  recordPayloadBytes,
+  recordSizeBytesFromPayload,
   type BatchHeader,
   type ProducerRecord,
   type RecordHeader,
@@ -129,6 +130,8 @@ const MAX_POOLED_BUFFERS = 16;
 
 /** A record may take up to 8 more bytes inside a batch than alone (wider deltas; see recordSizeBytes). */
 const RECORD_IN_BATCH_SLACK_BYTES = 8;
+/** First buffer of a batch when none is pooled; it doubles as records arrive, up to maxBatchBytes. */
+const INITIAL_BATCH_BUFFER_BYTES = 16 * 1024;
 /** Kafka's sequence numbers are i32. */
 const MAX_SEQUENCE = 0x7fffffff;
 
@@ -143,10 +146,13 @@ interface SendCall {
   reject: (e: unknown) => void;
 }
 
-/** A queued message; no promise per message, so a large backlog stays cheap. */
+/**
+ * A queued message: its record is already written into its batch's buffer, so only what its
+ * result needs is kept (no promise per message, so a large backlog stays cheap).
+ */
 interface PendingMessage {
-  record: ProducerRecord;
-  sizeBytes: number;
+  /** The record's CreateTime, ms. */
+  timestamp: number;
   call: SendCall;
   /** Index of the message in its send() call. */
   index: number;
@@ -163,19 +169,13 @@ function settle(m: PendingMessage, result: RecordMetadata | undefined, error: un
 }
 
 interface Batch {
+  /** The records, encoded as they are appended (Kafka's MemoryRecordsBuilder); the header is written when sent. */
+  builder: BatchBuilder;
   messages: PendingMessage[];
-  /** Upper bound of the encoded size. */
-  sizeBytes: number;
+  /** Bytes of its records, as counted against maxBufferedBytes. */
+  recordBytes: number;
   producerId: number;
   baseSequence: number;
-  /** The pooled buffer the batch is encoded into, returned to the pool when the batch is done. */
-  buffer: Uint8Array | undefined;
-  /**
-   * Bytes encoded ahead, while the partition's previous batch was in flight, with the producer
-   * id and base sequence that batch's success implies (producerId/baseSequence above). Used
-   * only if that prediction held when the batch is sent; otherwise encoded again.
-   */
-  preEncoded: Uint8Array | undefined;
   done: Promise<void>;
   settle: () => void;
 }
@@ -189,8 +189,8 @@ interface PartitionQueue {
   lingerExpired: boolean;
   ready: Batch[];
   inFlight: Set<Batch>;
-  /** An encode-ahead of the next ready batch is scheduled (see #preEncode). */
-  preEncodeScheduled: boolean;
+  /** A checksum-ahead of the next ready batch is scheduled (see #checksumAhead). */
+  checksumScheduled: boolean;
 }
 
 interface TopicMetadata {
@@ -224,9 +224,9 @@ export class Producer {
   #sendsStarted = 0;
   #spaceWaiters: Array<() => void> = [];
   /**
-   * Reusable batch buffers of maxBatchBytes (Kafka's BufferPool): a batch is encoded into one
-   * and it comes back when the batch is acknowledged or failed, so steady producing allocates
-   * no batch buffers (less GC). Safe because the buffer is only reused after the request's
+   * Reusable batch buffers of maxBatchBytes (Kafka's BufferPool): a new batch takes one when
+   * there is one (else it starts small and grows), and a full-size buffer comes back when its
+   * batch is acknowledged or failed, so steady producing allocates no batch buffers (less GC). Safe because the buffer is only reused after the request's
    * answer arrived, and fetch copies a byte body when the request is made (Fetch standard,
    * "extract a body": a BufferSource is copied); a custom `fetch` must not read the body later.
    */
@@ -318,7 +318,9 @@ export class Producer {
     const meta = await this.#topicMetadata(topic);
     for (let index = 0; index < records.length; index++) {
       const { record, partition: explicit } = records[index]!;
-      const sizeBytes = recordSizeBytes(record) + RECORD_IN_BATCH_SLACK_BYTES;
+      const payloadBytes = recordPayloadBytes(record);
+      const aloneBytes = recordSizeBytesFromPayload(payloadBytes);
+      const sizeBytes = aloneBytes + RECORD_IN_BATCH_SLACK_BYTES;
       // Back-pressure: wait for acknowledgements to free buffer space (one oversized record may pass alone).
       while (this.#bufferedBytes > 0 && this.#bufferedBytes + sizeBytes > this.#opts.maxBufferedBytes) {
         // A full buffer makes every open batch sendable now, as Kafka's accumulator does when
@@ -338,7 +340,7 @@ export class Producer {
       const q = this.#queue(topic, partition);
       const started = this.#sendsStarted;
       // A record over the topic's max.message.bytes goes alone, so only it fails with RECORD_TOO_LARGE.
-      this.#append(q, { record, sizeBytes, call, index }, sizeBytes - RECORD_IN_BATCH_SLACK_BYTES > meta.maxMessageBytes);
+      this.#append(q, record, payloadBytes, { timestamp: record.timestamp, call, index }, aloneBytes > meta.maxMessageBytes);
       // This record filled a batch and its request started: let the event loop run so the
       // request actually leaves while the rest of this call is accumulated, as Kafka's Sender
       // thread sends beside the application thread that appends. Otherwise a large send()
@@ -349,14 +351,16 @@ export class Producer {
     }
   }
 
-  #append(q: PartitionQueue, message: PendingMessage, alone: boolean): void {
+  /** Writes the record into the partition's open batch (sealing it first if it would not fit). */
+  #append(q: PartitionQueue, record: ProducerRecord, payloadBytes: number, message: PendingMessage, alone: boolean): void {
+    const max = this.#opts.maxBatchBytes;
     const open = q.open;
-    if (open !== undefined && (alone || open.sizeBytes + message.sizeBytes > this.#opts.maxBatchBytes || open.messages.length >= MAX_RECORDS_PER_REQUEST)) {
+    if (open !== undefined && (alone || open.builder.sizeBytes + open.builder.appendedBytes(payloadBytes, record.timestamp) > max || open.messages.length >= MAX_RECORDS_PER_REQUEST)) {
       this.#seal(q);
     }
     let batch = q.open;
     if (batch === undefined) {
-      batch = newBatch();
+      batch = newBatch(alone ? new Uint8Array(BATCH_HEADER_BYTES + recordSizeBytesFromPayload(payloadBytes)) : (this.#bufferPool.pop() ?? new Uint8Array(Math.min(max, INITIAL_BATCH_BUFFER_BYTES))));
       q.open = batch;
       q.lingerExpired = false;
       q.lingerTimer = setTimeout(() => {
@@ -365,17 +369,29 @@ export class Producer {
         this.#pump(q);
       }, this.#opts.lingerMs);
     }
+    const builder = batch.builder;
+    const bytes = builder.appendedBytes(payloadBytes, record.timestamp);
+    const needed = builder.sizeBytes + bytes;
+    if (needed > builder.buffer.length) {
+      // Double, up to maxBatchBytes (a lone larger record gets exactly what it needs); a
+      // full-size buffer comes from the pool when one is there.
+      const size = needed > max ? needed : Math.min(max, Math.max(needed, builder.buffer.length * 2));
+      builder.moveTo(size === max ? (this.#bufferPool.pop() ?? new Uint8Array(max)) : new Uint8Array(size));
+    }
+    builder.append(record, payloadBytes);
     batch.messages.push(message);
-    batch.sizeBytes += message.sizeBytes;
-    this.#bufferedBytes += message.sizeBytes;
-    if (alone || batch.sizeBytes >= this.#opts.maxBatchBytes) this.#seal(q);
+    batch.recordBytes += bytes;
+    this.#bufferedBytes += bytes;
+    // Full when a record of this size would not fit any more, as Kafka's accumulator closes a
+    // batch that cannot take the next record: the sender may take it at once.
+    if (alone || builder.sizeBytes + bytes > max || batch.messages.length >= MAX_RECORDS_PER_REQUEST) this.#seal(q);
   }
 
   /** Closes the open batch of `q` (no more records join it) and lets the sender take it. */
   #seal(q: PartitionQueue): void {
     this.#close(q);
     this.#pump(q);
-    if (q.ready.length > 0 && q.inFlight.size > 0) this.#schedulePreEncode(q);
+    if (q.ready.length > 0 && q.inFlight.size > 0) this.#scheduleChecksum(q);
   }
 
   #close(q: PartitionQueue): void {
@@ -403,7 +419,7 @@ export class Producer {
     const key = `${partition}/${topic}`;
     let q = this.#queues.get(key);
     if (q === undefined) {
-      q = { topic, partition, open: undefined, lingerTimer: undefined, lingerExpired: false, ready: [], inFlight: new Set(), preEncodeScheduled: false };
+      q = { topic, partition, open: undefined, lingerTimer: undefined, lingerExpired: false, ready: [], inFlight: new Set(), checksumScheduled: false };
       this.#queues.set(key, q);
     }
     return q;
@@ -434,63 +450,25 @@ export class Producer {
    */
   #finish(q: PartitionQueue, batch: Batch): void {
     if (!q.inFlight.delete(batch)) return;
-    const buffer = batch.buffer;
-    batch.buffer = undefined;
-    batch.preEncoded = undefined;
-    if (buffer !== undefined && this.#bufferPool.length < MAX_POOLED_BUFFERS) this.#bufferPool.push(buffer);
-    this.#release(batch.sizeBytes - BATCH_HEADER_BYTES); // the records' bytes, as counted by #append
+    const buffer = batch.builder.buffer;
+    if (buffer.length === this.#opts.maxBatchBytes && this.#bufferPool.length < MAX_POOLED_BUFFERS) this.#bufferPool.push(buffer);
+    this.#release(batch.recordBytes);
     batch.settle();
     this.#pump(q);
   }
 
-  /** Encodes the next ready batch ahead on a later turn of the event loop, once the request in flight has left. */
-  #schedulePreEncode(q: PartitionQueue): void {
-    if (q.preEncodeScheduled) return;
-    q.preEncodeScheduled = true;
-    void yieldToEventLoop().then(() => {
-      q.preEncodeScheduled = false;
-      let sent: Batch | undefined;
-      for (const b of q.inFlight) sent = b;
-      if (sent !== undefined) this.#preEncode(q, sent);
-    });
-  }
-
   /**
-   * Encodes the partition's next sealed batch while `sent` is in flight, so that it can leave
-   * as soon as `sent` is acknowledged instead of after an encode (about 0.5 ms per 256 KiB).
-   * For an idempotent producer it assumes `sent` succeeds: same producer id, base sequence
-   * right after `sent`'s records; {@link #takePreEncoded} checks that when the batch is sent.
+   * Computes the next ready batch's CRC on a later turn of the event loop (once the request in
+   * flight has left), so that it can be sent as soon as the partition's request in flight is
+   * acknowledged, with only its header to write (about 0.2 ms less per 256 KiB on that path).
    */
-  #preEncode(q: PartitionQueue, sent: Batch): void {
-    const next = q.ready[0];
-    if (next === undefined || next.preEncoded !== undefined || !q.inFlight.has(sent)) return;
-    const header: Partial<BatchHeader> = {};
-    if (this.#opts.idempotent) {
-      const identity = this.#identityValue;
-      const baseSequence = sent.baseSequence + sent.messages.length;
-      if (identity === undefined || identity.producerId !== sent.producerId || baseSequence + next.messages.length - 1 > MAX_SEQUENCE) return;
-      header.producerId = identity.producerId;
-      header.producerEpoch = identity.producerEpoch;
-      header.baseSequence = baseSequence;
-      next.producerId = identity.producerId;
-      next.baseSequence = baseSequence;
-    }
-    next.preEncoded = encodeBatch(
-      header,
-      next.messages.map((m) => m.record),
-      (bytes) => this.#batchBuffer(next, bytes),
-    );
-  }
-
-  /** The batch's bytes encoded ahead if the producer id and sequence they carry are still the ones to use. */
-  #takePreEncoded(seqKey: string, batch: Batch): Uint8Array | undefined {
-    const bytes = batch.preEncoded;
-    batch.preEncoded = undefined;
-    if (bytes === undefined || !this.#opts.idempotent) return bytes;
-    const seq = this.#sequences.get(seqKey);
-    const identity = this.#identityValue;
-    const current = identity !== undefined && this.#identity !== undefined && identity.producerId === batch.producerId;
-    return current && seq !== undefined && seq.producerId === batch.producerId && seq.nextSequence === batch.baseSequence ? bytes : undefined;
+  #scheduleChecksum(q: PartitionQueue): void {
+    if (q.checksumScheduled) return;
+    q.checksumScheduled = true;
+    void yieldToEventLoop().then(() => {
+      q.checksumScheduled = false;
+      q.ready[0]?.builder.checksum();
+    });
   }
 
   async #sendBatch(q: PartitionQueue, batch: Batch): Promise<void> {
@@ -499,7 +477,7 @@ export class Producer {
     try {
       // Encoded once: every retry resends these exact bytes, same producer id and base sequence,
       // so a partition that already appended them answers `duplicate` instead of appending twice.
-      let encoded = this.#takePreEncoded(seqKey, batch) ?? (await this.#encode(seqKey, batch));
+      let encoded = await this.#encode(seqKey, batch);
       let attempt = 0;
       let sequenceReset = false;
       for (;;) {
@@ -507,13 +485,13 @@ export class Producer {
           if (this.#opts.acks === 0) {
             const res = await this.#client.produceBatch(q.topic, q.partition, encoded, { acks: 0 });
             if (res.accepted !== n) throw protocolViolation(202, `produce accepted ${res.accepted} of ${n} records`);
-            for (const m of batch.messages) settle(m, { topic: q.topic, partition: q.partition, offset: -1, timestamp: m.record.timestamp }, undefined);
+            for (const m of batch.messages) settle(m, { topic: q.topic, partition: q.partition, offset: -1, timestamp: m.timestamp }, undefined);
             return;
           }
           // The compact answer (offset range + LogAppendTime, as Kafka's ProduceResponse):
           // record i got baseOffset + i.
           const answer = this.#client.produceBatchSummary(q.topic, q.partition, encoded, { acks: this.#opts.acks });
-          if (attempt === 0) this.#schedulePreEncode(q);
+          if (attempt === 0 && q.ready.length > 0) this.#scheduleChecksum(q);
           const res = await answer;
           if (res.lastOffset - res.baseOffset + 1 !== n || res.partition !== q.partition) {
             throw protocolViolation(200, `produce answered offsets ${res.baseOffset}..${res.lastOffset} of partition ${res.partition} for ${n} records to partition ${q.partition}`);
@@ -526,7 +504,7 @@ export class Producer {
           this.#finish(q, batch);
           for (let i = 0; i < n; i++) {
             const m = batch.messages[i]!;
-            settle(m, { topic: q.topic, partition: q.partition, offset: res.baseOffset + i, timestamp: res.logAppendTime ?? m.record.timestamp }, undefined);
+            settle(m, { topic: q.topic, partition: q.partition, offset: res.baseOffset + i, timestamp: res.logAppendTime ?? m.timestamp }, undefined);
           }
           return;
         } catch (e) {
@@ -555,12 +533,12 @@ export class Producer {
 
   /** Builds the batch bytes; for an idempotent producer assigns producer id, epoch and base sequence. */
   async #encode(seqKey: string, batch: Batch): Promise<Uint8Array> {
-    const records = batch.messages.map((m) => m.record);
+    const count = batch.messages.length;
     const header: Partial<BatchHeader> = {};
     if (this.#opts.idempotent) {
       let identity = await this.#producerIdentity();
       let seq = this.#sequences.get(seqKey);
-      if (seq !== undefined && seq.producerId === identity.producerId && seq.nextSequence + records.length - 1 > MAX_SEQUENCE) {
+      if (seq !== undefined && seq.producerId === identity.producerId && seq.nextSequence + count - 1 > MAX_SEQUENCE) {
         // Sequence space of this producer id exhausted on this partition: go on with a new id.
         this.#forgetIdentity(identity.producerId);
         identity = await this.#producerIdentity();
@@ -575,15 +553,7 @@ export class Producer {
       batch.producerId = identity.producerId;
       batch.baseSequence = seq.nextSequence;
     }
-    return encodeBatch(header, records, (bytes) => this.#batchBuffer(batch, bytes));
-  }
-
-  /** A buffer of at least `bytes` for `batch` (its own again on a re-encode), from the pool when it fits. */
-  #batchBuffer(batch: Batch, bytes: number): Uint8Array | undefined {
-    if (batch.buffer !== undefined && batch.buffer.byteLength >= bytes) return batch.buffer;
-    if (bytes > this.#opts.maxBatchBytes) return undefined; // a lone oversized record: its own allocation
-    batch.buffer = this.#bufferPool.pop() ?? new Uint8Array(this.#opts.maxBatchBytes);
-    return batch.buffer;
+    return batch.builder.build(header);
   }
 
   #onBatchFailed(q: PartitionQueue, batch: Batch, e: unknown): void {
@@ -672,12 +642,12 @@ function yieldToEventLoop(): Promise<void> {
   return new Promise((resolve) => (immediate !== undefined ? immediate(resolve) : setTimeout(resolve, 0)));
 }
 
-function newBatch(): Batch {
+function newBatch(buffer: Uint8Array): Batch {
   let settle!: () => void;
   const done = new Promise<void>((resolve) => {
     settle = resolve;
   });
-  return { messages: [], sizeBytes: BATCH_HEADER_BYTES, producerId: -1, baseSequence: -1, buffer: undefined, preEncoded: undefined, done, settle };
+  return { builder: new BatchBuilder(buffer), messages: [], recordBytes: 0, producerId: -1, baseSequence: -1, done, settle };
 }
 
 const NO_HEADERS = Object.freeze([]) as unknown as RecordHeader[];

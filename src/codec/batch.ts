@@ -185,7 +185,12 @@ function bodyBytes(positionFree: number, timestampDelta: number, offsetDelta: nu
  * @throws CodecError if a field cannot be encoded (see {@link encodeBatch}).
  */
 export function recordSizeBytes(r: ProducerRecord): number {
-  const body = bodyBytes(positionFreeBytes(r), 0, 0);
+  return recordSizeBytesFromPayload(positionFreeBytes(r));
+}
+
+/** {@link recordSizeBytes} from the record's {@link recordPayloadBytes}. */
+export function recordSizeBytesFromPayload(payloadBytes: number): number {
+  const body = bodyBytes(payloadBytes, 0, 0);
   return varintSize(body) + body;
 }
 
@@ -207,36 +212,16 @@ export function recordSizeBytes(r: ProducerRecord): number {
  *
  * @param header fields to set; see defaults above.
  * @param records records in offset order; record timestamps are ms since the epoch.
- * @param into optional buffer source: called once with the exact encoded size in bytes, it
- *   returns a buffer of at least that many bytes to encode into (its old contents do not
- *   matter: every byte of the result is written), or undefined for a new allocation. Lets a
- *   producer reuse batch buffers, as Kafka's BufferPool does for `batch.size` buffers.
- * @returns the batch: an exact-size view (BATCH_HEADER_BYTES + records section) of the
- *   buffer from `into`, or a new exact-size buffer.
+ * @returns a new exact-size buffer (BATCH_HEADER_BYTES + records section).
  * @throws CodecError if a field is out of its range (baseOffset not a safe integer >= 0,
  *   attributes not u16 or with compression bits set (no codec is implemented), producerId
  *   not a safe integer >= -1, producerEpoch not i16, baseSequence / partitionLeaderEpoch not
  *   i32, a timestamp or timestamp delta not a safe integer, more than 2^31 records, or a
  *   records section over 4 GiB).
  */
-export function encodeBatch(header: Partial<BatchHeader>, records: ProducerRecord[], into?: (bytes: number) => Uint8Array | undefined): Uint8Array {
+export function encodeBatch(header: Partial<BatchHeader>, records: ProducerRecord[]): Uint8Array {
   const n = records.length;
-  const baseOffset = header.baseOffset ?? 0;
-  const attributes = header.attributes ?? 0;
-  const producerId = header.producerId ?? NO_PRODUCER_ID;
-  const producerEpoch = header.producerEpoch ?? NO_PRODUCER_EPOCH;
-  const baseSequence = header.baseSequence ?? NO_SEQUENCE;
-  const partitionLeaderEpoch = header.partitionLeaderEpoch ?? 0;
-
-  checkInt("baseOffset", baseOffset, 0, Number.MAX_SAFE_INTEGER);
-  checkInt("attributes", attributes, 0, 0xffff);
-  if ((attributes & ATTR_COMPRESSION_MASK) !== 0) throw new CodecError("compressed batches are not supported");
-  checkInt("producerId", producerId, -1, Number.MAX_SAFE_INTEGER);
-  checkInt("producerEpoch", producerEpoch, -0x8000, 0x7fff);
-  checkInt("baseSequence", baseSequence, INT32_MIN, INT32_MAX);
-  checkInt("partitionLeaderEpoch", partitionLeaderEpoch, INT32_MIN, INT32_MAX);
-  checkInt("record count", n, 0, INT32_MAX);
-  checkSafe("baseOffset + lastOffsetDelta", baseOffset + Math.max(0, n - 1));
+  const fields = checkedHeader(header, n);
 
   let baseTimestamp = NO_TIMESTAMP;
   let maxTimestamp = NO_TIMESTAMP;
@@ -267,47 +252,220 @@ export function encodeBatch(header: Partial<BatchHeader>, records: ProducerRecor
 
   // Pass 2: write into the exact-size buffer. Every value was range-checked by pass 1 (sizes
   // throw on what cannot be encoded), so the writes below need no checks and no growth.
-  const given = into?.(total);
-  if (given !== undefined && given.byteLength < total) throw new RangeError(`encodeBatch: the buffer given holds ${given.byteLength} bytes, ${total} needed`);
-  const buf = given === undefined ? new Uint8Array(total) : given.subarray(0, total);
-  const view = new DataView(buf.buffer, buf.byteOffset, total);
-  buf[OFF_MAGIC] = BATCH_MAGIC;
-  view.setUint16(OFF_ATTRIBUTES, attributes);
-  view.setBigInt64(OFF_BASE_OFFSET, BigInt(baseOffset));
-  view.setInt32(OFF_LAST_OFFSET_DELTA, n - 1);
-  view.setBigInt64(OFF_BASE_TIMESTAMP, BigInt(baseTimestamp));
-  view.setBigInt64(OFF_MAX_TIMESTAMP, BigInt(maxTimestamp));
-  view.setBigInt64(OFF_PRODUCER_ID, BigInt(producerId));
-  view.setInt16(OFF_PRODUCER_EPOCH, producerEpoch);
-  view.setInt32(OFF_BASE_SEQUENCE, baseSequence);
-  view.setInt32(OFF_PARTITION_LEADER_EPOCH, partitionLeaderEpoch);
-  view.setInt32(OFF_RECORD_COUNT, n);
-  view.setUint32(OFF_RECORDS_LENGTH, recordsLength);
-
+  const buf = new Uint8Array(total);
+  writeHeader(buf, fields, n, baseTimestamp, maxTimestamp, recordsLength);
   let p = BATCH_HEADER_BYTES;
   let k = 0; // index into keyLens
   for (let i = 0; i < n; i++) {
     const r = records[i]!;
-    p = putVarint(buf, p, bodies[i]!);
-    buf[p++] = 0; // record attributes: unused in v2, always 0
-    p = putVarlong(buf, p, r.timestamp - baseTimestamp);
-    p = putVarint(buf, p, i);
-    p = putNullableBytes(buf, p, r.key);
-    p = putNullableBytes(buf, p, r.value);
-    const headers = r.headers;
-    p = putVarint(buf, p, headers.length);
-    for (let j = 0; j < headers.length; j++) {
-      const h = headers[j]!;
-      const keyLength = keyLens[k++]!;
-      p = putVarint(buf, p, keyLength);
-      p = putUtf8(buf, p, h.key, keyLength);
-      p = putNullableBytes(buf, p, h.value);
-    }
+    p = writeRecord(buf, p, r, bodies[i]!, r.timestamp - baseTimestamp, i, keyLens, k);
+    k += r.headers.length;
   }
   // Invariant: pass 1 and pass 2 agree byte for byte (a mismatch is a codec bug, not bad input).
   if (p !== total) throw new Error(`encodeBatch size mismatch: computed ${total}, wrote ${p}`);
-  view.setUint32(OFF_CRC, crc32c(buf, BATCH_HEADER_BYTES, total));
+  new DataView(buf.buffer, buf.byteOffset, total).setUint32(OFF_CRC, crc32c(buf, BATCH_HEADER_BYTES, total));
   return buf;
+}
+
+/**
+ * Bytes of a record's key, value and headers with their length fields: the part of its
+ * encoded size that does not depend on its position in a batch. Pass it to
+ * {@link BatchBuilder.appendedBytes} and {@link BatchBuilder.append}, so a record is measured once.
+ * @throws CodecError if a field cannot be encoded.
+ */
+export function recordPayloadBytes(r: ProducerRecord): number {
+  return positionFreeBytes(r);
+}
+
+/**
+ * Builds one record batch record by record into a buffer the caller supplies and may grow,
+ * as Kafka's MemoryRecordsBuilder appends into a producer's batch buffer: no record objects
+ * are kept, each record is written once, and the buffer can be reused for later batches.
+ *
+ * The header is written by {@link build}, which may be called again with other header fields
+ * (e.g. a new producer sequence) without touching the records; the records' CRC (the CRC
+ * covers the records section only, see the format above) is computed once.
+ *
+ * Offsets, timestamps and counts follow {@link encodeBatch}: record i gets offsetDelta i and
+ * timestampDelta timestamp - (first record's timestamp); the bytes equal encodeBatch's for
+ * the same header and records.
+ */
+export class BatchBuilder {
+  #buf: Uint8Array;
+  #pos = BATCH_HEADER_BYTES;
+  #count = 0;
+  #baseTimestamp = NO_TIMESTAMP;
+  #maxTimestamp = NO_TIMESTAMP;
+  /** CRC-32C of the records written so far, once computed (see {@link checksum}). */
+  #crc: number | undefined;
+  readonly #keyLens: number[] = [];
+
+  /**
+   * @param buffer where the batch is written, from offset 0; its contents do not matter.
+   * @throws RangeError if it is shorter than BATCH_HEADER_BYTES.
+   */
+  constructor(buffer: Uint8Array) {
+    if (buffer.length < BATCH_HEADER_BYTES) throw new RangeError(`a batch buffer needs at least ${BATCH_HEADER_BYTES} bytes, got ${buffer.length}`);
+    this.#buf = buffer;
+  }
+
+  /** Records appended. */
+  get recordCount(): number {
+    return this.#count;
+  }
+
+  /** Bytes of the batch so far, header included. */
+  get sizeBytes(): number {
+    return this.#pos;
+  }
+
+  /** The buffer written to (its first {@link sizeBytes} bytes are the batch). */
+  get buffer(): Uint8Array {
+    return this.#buf;
+  }
+
+  /**
+   * Bytes a record adds when appended next (its length prefix included).
+   * @param payloadBytes {@link recordPayloadBytes} of the record
+   * @param timestamp its timestamp, ms
+   */
+  appendedBytes(payloadBytes: number, timestamp: number): number {
+    const body = bodyBytes(payloadBytes, this.#count === 0 ? 0 : timestamp - this.#baseTimestamp, this.#count);
+    return varintSize(body) + body;
+  }
+
+  /**
+   * Appends `r` as the next record. The buffer must hold sizeBytes + appendedBytes(...)
+   * bytes: grow it first with {@link moveTo}.
+   * @param payloadBytes {@link recordPayloadBytes}(r)
+   * @throws CodecError for a timestamp (or delta) that is not a safe integer, over 2^31
+   *   records or a records section over 4 GiB; RangeError when the buffer is too small.
+   */
+  append(r: ProducerRecord, payloadBytes: number): void {
+    const ts = r.timestamp;
+    checkSafe("record timestamp", ts);
+    const first = this.#count === 0;
+    const delta = first ? 0 : ts - this.#baseTimestamp;
+    checkSafe("record timestamp delta", delta);
+    if (this.#count >= INT32_MAX) throw new CodecError("more than 2^31 - 1 records in one batch");
+    const body = bodyBytes(payloadBytes, delta, this.#count);
+    const end = this.#pos + varintSize(body) + body;
+    if (end - BATCH_HEADER_BYTES > MAX_RECORDS_BYTES) throw new CodecError("records section exceeds 4 GiB");
+    if (end > this.#buf.length) throw new RangeError(`batch buffer of ${this.#buf.length} bytes cannot take a record ending at ${end}`);
+    const keyLens = this.#keyLens;
+    keyLens.length = 0;
+    for (let j = 0; j < r.headers.length; j++) keyLens.push(utf8Length(r.headers[j]!.key));
+    const p = writeRecord(this.#buf, this.#pos, r, body, delta, this.#count, keyLens, 0);
+    if (p !== end) throw new Error(`BatchBuilder size mismatch: computed ${end}, wrote ${p}`);
+    if (first) {
+      this.#baseTimestamp = ts;
+      this.#maxTimestamp = ts;
+    } else if (ts > this.#maxTimestamp) this.#maxTimestamp = ts;
+    this.#pos = end;
+    this.#count++;
+    this.#crc = undefined;
+  }
+
+  /**
+   * Copies the batch so far into `buffer` and continues there (to grow, or to move into a
+   * pooled buffer).
+   * @throws RangeError if `buffer` is smaller than sizeBytes.
+   */
+  moveTo(buffer: Uint8Array): void {
+    if (buffer.length < this.#pos) throw new RangeError(`cannot move a batch of ${this.#pos} bytes into ${buffer.length}`);
+    buffer.set(this.#buf.subarray(0, this.#pos));
+    this.#buf = buffer;
+  }
+
+  /** Computes the records' CRC now (so that a later {@link build} only writes the header). */
+  checksum(): void {
+    this.#crc ??= crc32c(this.#buf, BATCH_HEADER_BYTES, this.#pos);
+  }
+
+  /**
+   * Writes the header and returns the batch: a view of the buffer's first sizeBytes bytes,
+   * valid until the builder or its buffer is reused. Header defaults as {@link encodeBatch}.
+   * @throws CodecError for a header field out of range (see encodeBatch).
+   */
+  build(header: Partial<BatchHeader>): Uint8Array {
+    const fields = checkedHeader(header, this.#count);
+    this.checksum();
+    const buf = this.#buf.subarray(0, this.#pos);
+    writeHeader(buf, fields, this.#count, this.#baseTimestamp, this.#maxTimestamp, this.#pos - BATCH_HEADER_BYTES);
+    new DataView(buf.buffer, buf.byteOffset, buf.length).setUint32(OFF_CRC, this.#crc!);
+    return buf;
+  }
+}
+
+interface HeaderFields {
+  baseOffset: number;
+  attributes: number;
+  producerId: number;
+  producerEpoch: number;
+  baseSequence: number;
+  partitionLeaderEpoch: number;
+}
+
+/** Header fields with their defaults, range-checked for a batch of `n` records. */
+function checkedHeader(header: Partial<BatchHeader>, n: number): HeaderFields {
+  const f: HeaderFields = {
+    baseOffset: header.baseOffset ?? 0,
+    attributes: header.attributes ?? 0,
+    producerId: header.producerId ?? NO_PRODUCER_ID,
+    producerEpoch: header.producerEpoch ?? NO_PRODUCER_EPOCH,
+    baseSequence: header.baseSequence ?? NO_SEQUENCE,
+    partitionLeaderEpoch: header.partitionLeaderEpoch ?? 0,
+  };
+  checkInt("baseOffset", f.baseOffset, 0, Number.MAX_SAFE_INTEGER);
+  checkInt("attributes", f.attributes, 0, 0xffff);
+  if ((f.attributes & ATTR_COMPRESSION_MASK) !== 0) throw new CodecError("compressed batches are not supported");
+  checkInt("producerId", f.producerId, -1, Number.MAX_SAFE_INTEGER);
+  checkInt("producerEpoch", f.producerEpoch, -0x8000, 0x7fff);
+  checkInt("baseSequence", f.baseSequence, INT32_MIN, INT32_MAX);
+  checkInt("partitionLeaderEpoch", f.partitionLeaderEpoch, INT32_MIN, INT32_MAX);
+  checkInt("record count", n, 0, INT32_MAX);
+  checkSafe("baseOffset + lastOffsetDelta", f.baseOffset + Math.max(0, n - 1));
+  return f;
+}
+
+/** Writes every header byte except the CRC (buffers may be reused: nothing is left unwritten). */
+function writeHeader(buf: Uint8Array, f: HeaderFields, n: number, baseTimestamp: number, maxTimestamp: number, recordsLength: number): void {
+  const view = new DataView(buf.buffer, buf.byteOffset, BATCH_HEADER_BYTES);
+  buf[OFF_MAGIC] = BATCH_MAGIC;
+  view.setUint16(OFF_ATTRIBUTES, f.attributes);
+  view.setBigInt64(OFF_BASE_OFFSET, BigInt(f.baseOffset));
+  view.setInt32(OFF_LAST_OFFSET_DELTA, n - 1);
+  view.setBigInt64(OFF_BASE_TIMESTAMP, BigInt(baseTimestamp));
+  view.setBigInt64(OFF_MAX_TIMESTAMP, BigInt(maxTimestamp));
+  view.setBigInt64(OFF_PRODUCER_ID, BigInt(f.producerId));
+  view.setInt16(OFF_PRODUCER_EPOCH, f.producerEpoch);
+  view.setInt32(OFF_BASE_SEQUENCE, f.baseSequence);
+  view.setInt32(OFF_PARTITION_LEADER_EPOCH, f.partitionLeaderEpoch);
+  view.setInt32(OFF_RECORD_COUNT, n);
+  view.setUint32(OFF_RECORDS_LENGTH, recordsLength);
+}
+
+/**
+ * Writes one record (length prefix `body` first) at `buf[p]`; returns the next position.
+ * `keyLens[k...]` are the UTF-8 lengths of its header keys. Unchecked: the caller measured it.
+ */
+function writeRecord(buf: Uint8Array, p: number, r: ProducerRecord, body: number, timestampDelta: number, offsetDelta: number, keyLens: readonly number[], k: number): number {
+  p = putVarint(buf, p, body);
+  buf[p++] = 0; // record attributes: unused in v2, always 0
+  p = putVarlong(buf, p, timestampDelta);
+  p = putVarint(buf, p, offsetDelta);
+  p = putNullableBytes(buf, p, r.key);
+  p = putNullableBytes(buf, p, r.value);
+  const headers = r.headers;
+  p = putVarint(buf, p, headers.length);
+  for (let j = 0; j < headers.length; j++) {
+    const h = headers[j]!;
+    const keyLength = keyLens[k++]!;
+    p = putVarint(buf, p, keyLength);
+    p = putUtf8(buf, p, h.key, keyLength);
+    p = putNullableBytes(buf, p, h.value);
+  }
+  return p;
 }
 
 /** Writes the zigzag varint of an int32 `n` at `buf[p]`; returns the next position. Unchecked: see encodeBatch. */

@@ -94,8 +94,10 @@ describe("batching", () => {
     const sent = producer.send({ topic: "t", messages: Array.from({ length: 1000 }, () => ({ value })) });
     await producer.flush();
     expect((await sent).map((m) => m.offset)).toEqual(Array.from({ length: 1000 }, (_, i) => i));
-    // The first request left as soon as its batch was full (10 records), not after all 1000.
-    expect(bufferedAtFirstProduce).toBe(10 * perRecord);
+    // The first request left as soon as its batch was full (10 records), not after all 1000:
+    // 10 records buffered, counted at their exact encoded size (offset deltas 0-9 and equal
+    // timestamps take one byte each, as in a one-record batch).
+    expect(bufferedAtFirstProduce).toBe(10 * (perRecord - 8));
   });
 
   it("sends a record larger than the topic's max.message.bytes alone, so only it fails", async () => {
