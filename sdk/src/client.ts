@@ -41,7 +41,12 @@ import { EdgelogClientError, errorFromBody, errorFromNetwork, protocolViolation 
 export interface EdgelogClientOptions {
   /** Base URL of the gateway, e.g. `http://127.0.0.1:8787` (a path prefix is kept; routes start with `/v1`). */
   baseUrl: string;
-  /** The fetch implementation (tests, custom agents, a Worker service binding's `fetch`). @default globalThis.fetch */
+  /**
+   * The fetch implementation (tests, custom agents, a Worker service binding's `fetch`). It
+   * must take a byte body's contents when called, as the Fetch standard's does (a BufferSource
+   * body is copied when the request is made): the {@link Producer} reuses a batch's buffer once
+   * the batch's request is answered. @default globalThis.fetch
+   */
   fetch?: typeof fetch;
   /** Extra headers sent with every request (e.g. `authorization`). */
   headers?: Record<string, string>;
