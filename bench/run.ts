@@ -3,7 +3,11 @@
  * same run on the same path (Miniflare's dispatchFetch into the real Worker and Durable
  * Objects in workerd; see bench/engine.ts). Prints figures and ratios; asserts nothing.
  *
- * Usage: npm run bench [-- --only core|groups|streams] [--quick]
+ * Usage: npm run bench [-- --only core|groups|streams] [--quick] [--path dispatch|direct]
+ *
+ * --path (core only): `dispatch` (default) sends every request with Miniflare's dispatchFetch;
+ * `direct` sends them over HTTP to the Worker's own socket in workerd with a lean undici
+ * client (see bench/engine.ts), measuring the same Worker with less client CPU per request.
  */
 import { parseArgs } from "node:util";
 import { EdgelogClient, Producer } from "../sdk/src/index.ts";
@@ -11,9 +15,11 @@ import { startEngine, type Engine } from "./engine.ts";
 import { fmt, pct, closedLoop } from "./util.ts";
 
 const { values: args } = parseArgs({
-  options: { only: { type: "string" }, quick: { type: "boolean", default: false } },
+  options: { only: { type: "string" }, quick: { type: "boolean", default: false }, path: { type: "string", default: "dispatch" } },
 });
 const QUICK = args.quick === true;
+if (args.path !== "dispatch" && args.path !== "direct") throw new Error(`--path must be dispatch or direct, got ${args.path}`);
+const PATH = args.path;
 
 export interface Row {
   name: string;
@@ -41,17 +47,19 @@ async function ok(res: Response): Promise<void> {
   await res.arrayBuffer();
 }
 
-const BASE = "http://edgelog.bench";
+/** Base URL of every request: Miniflare's dispatch accepts any origin; the direct path needs the socket's. */
+let BASE = "http://edgelog.bench";
 
 const list = (xs: number[]): string => xs.map((x) => `${x.toFixed(2)}x`).join(", ");
 const median = (xs: number[]): string => `${pct([...xs].sort((a, b) => a - b), 50).toFixed(2)}x`;
 
 async function benchCore(engine: Engine): Promise<void> {
-  const f = engine.fetch;
+  const f = PATH === "direct" ? engine.directFetch : engine.fetch;
+  if (PATH === "direct") BASE = engine.url;
   const client = new EdgelogClient({ baseUrl: BASE, fetch: f });
   const RECORD_BYTES = 1024;
   const BATCH_BYTES = 256 * 1024;
-  const totalRecords = QUICK ? 20_000 : 100_000;
+  const totalRecords = QUICK ? 20_000 : 200_000;
   const concurrency = 8;
   const partitions = 6;
   const value = new Uint8Array(RECORD_BYTES).fill(97);
@@ -62,7 +70,10 @@ async function benchCore(engine: Engine): Promise<void> {
   // rounds; the per-round ratios are printed after the table to show the spread.
   // Rounds split the batched workload at send() boundaries (totalRecords / ROUNDS is a
   // multiple of the 5000-message chunk), so slicing adds no partial batches.
-  const ROUNDS = QUICK ? 4 : 5;
+  // 10 rounds of 20 000 records (full run): a round's ratio swings by up to ±0.2 on this
+  // machine (a SQLite WAL checkpoint or a GC lands in one path's slice), so more, shorter
+  // rounds average that out better than fewer long ones.
+  const ROUNDS = QUICK ? 4 : 10;
 
   // warm-up: create topics, first requests load the isolate and the objects
   await client.createTopic({ name: "bench-batched", partitions });
@@ -140,7 +151,7 @@ async function benchCore(engine: Engine): Promise<void> {
   // stored as one raw row per request (HTTP in, one DO RPC, one SQLite commit, HTTP out).
   // Shapes: (clients in flight, partitions). The gateway coalesces concurrent requests for one
   // partition (src/gateway/append-coalescer.ts), so what counts is clients per partition.
-  const singles = QUICK ? 2_000 : 5_000;
+  const singles = QUICK ? 2_000 : 8_000;
   const perRound = Math.ceil(singles / ROUNDS);
   const singlesDone = perRound * ROUNDS;
   const shapes: { clients: number; partitions: number; topic: string }[] = [
@@ -234,7 +245,7 @@ async function benchCore(engine: Engine): Promise<void> {
   }
   lat.sort((a, b) => a - b);
 
-  printRows("Core: produce and fetch (Miniflare dispatchFetch -> Worker -> Durable Objects, workerd)", [
+  printRows(`Core: produce and fetch (${PATH === "direct" ? "undici Pool -> the Worker's own socket in workerd" : "Miniflare dispatchFetch"} -> Worker -> Durable Objects, workerd)`, [
     { name: `batched produce, SDK producer, 1 KiB records, ${BATCH_BYTES / 1024} KiB batches, ${partitions} partitions`, value: prodMBps, unit: "MB/s", ceilingName: `raw ${BATCH_BYTES / 1024} KiB single-row DO insert`, ceiling: rawMBps, target: 0.8 },
     { name: "batched produce, records/s", value: totalRecords / prodSecs, unit: "records/s" },
     ...singleRows,
@@ -248,7 +259,7 @@ async function benchCore(engine: Engine): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  console.log(`# Edgelog benchmarks — ${new Date().toISOString()} — node ${process.version}, ${QUICK ? "quick" : "full"} run`);
+  console.log(`# Edgelog benchmarks — ${new Date().toISOString()} — node ${process.version}, ${QUICK ? "quick" : "full"} run, ${PATH} path`);
   const only = args.only;
   if (only === undefined || only === "core") {
     const engine = await startEngine();
