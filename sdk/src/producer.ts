@@ -30,7 +30,12 @@ import { EdgelogClientError, protocolViolation } from "./errors.ts";
 import { backoffMs, sleep, withRetries } from "./retry.ts";
 import { toBytes, type Bytes } from "./text.ts";
 
-/** One message to send. */
+/**
+ * One message to send. A `Uint8Array` key, value or header value is read when the message
+ * is written into its batch, which may be after send() returns (e.g. while earlier calls are
+ * queued or the buffer is full): do not modify it until send() settles (as with Node's
+ * `socket.write(buffer)`). Strings are encoded when send() is called.
+ */
 export interface Message {
   /** Key bytes (strings are UTF-8). `null`/absent = null key (spread by the sticky partitioner). */
   key?: Bytes;
@@ -81,7 +86,9 @@ export interface ProducerOptions {
    * idempotent: a sequence number advances only when its batch succeeded, so the next batch
    * of a partition can only be built after the previous one is acknowledged, which also keeps
    * the partition's order across retries. Raise it only with `idempotent: false`, accepting
-   * reordering on retries (as Kafka documents). @default 1
+   * that a partition may store batches out of order: unlike Kafka's requests on one
+   * connection, requests in flight at once are independent HTTP requests that may reach the
+   * partition in any order, retried or not. @default 1
    */
   maxInFlight?: number;
   /** Retries of a batch after a retriable error (UNAVAILABLE, REQUEST_TIMED_OUT, INTERNAL). @default 5 */
@@ -270,6 +277,8 @@ export class Producer {
    * retriable ones (UNAVAILABLE, REQUEST_TIMED_OUT, INTERNAL) after `retries` retries. Other
    * messages of the same call may have been appended. TypeError/RangeError for a malformed
    * message (nothing is sent); Error when the producer is closed.
+   *
+   * Byte arrays in `messages` are read until the call settles: see {@link Message}.
    */
   async send(request: SendRequest): Promise<RecordMetadata[]> {
     if (this.#closed) throw new Error("Producer is closed.");
