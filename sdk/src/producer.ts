@@ -129,12 +129,6 @@ export const PRODUCER_DEFAULTS = {
   metadataMaxAgeMs: 300_000,
 } as const satisfies Required<ProducerOptions>;
 
-/**
- * Batch buffers kept for reuse at most (each maxBatchBytes long): enough for one batch per
- * partition in flight plus one being encoded on a producer writing to a dozen partitions.
- */
-const MAX_POOLED_BUFFERS = 16;
-
 /** A record may take up to 8 more bytes inside a batch than alone (wider deltas; see recordSizeBytes). */
 const RECORD_IN_BATCH_SLACK_BYTES = 8;
 /** First buffer of a batch when none is pooled; it doubles as records arrive, up to maxBatchBytes. */
@@ -238,6 +232,8 @@ export class Producer {
    * "extract a body": a BufferSource is copied); a custom `fetch` must not read the body later.
    */
   #bufferPool: Uint8Array[] = [];
+  /** Full-size buffers kept at most: maxBufferedBytes worth (Kafka's buffer.memory bounds its pool the same way). */
+  readonly #maxPooledBuffers: number;
   #closed = false;
 
   /**
@@ -264,6 +260,7 @@ export class Producer {
     // replica per partition), so only acks 0, which never sees the sequence acknowledged, is refused.
     if (opts.idempotent && opts.acks === 0) throw new RangeError('acks 0 needs idempotent: false (idempotence requires acknowledged appends, as Kafka\'s acks "all").');
     this.#opts = opts;
+    this.#maxPooledBuffers = Math.max(1, Math.floor(opts.maxBufferedBytes / opts.maxBatchBytes));
   }
 
   /**
@@ -460,7 +457,7 @@ export class Producer {
   #finish(q: PartitionQueue, batch: Batch): void {
     if (!q.inFlight.delete(batch)) return;
     const buffer = batch.builder.buffer;
-    if (buffer.length === this.#opts.maxBatchBytes && this.#bufferPool.length < MAX_POOLED_BUFFERS) this.#bufferPool.push(buffer);
+    if (buffer.length === this.#opts.maxBatchBytes && this.#bufferPool.length < this.#maxPooledBuffers) this.#bufferPool.push(buffer);
     this.#release(batch.recordBytes);
     batch.settle();
     this.#pump(q);
