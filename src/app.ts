@@ -4,11 +4,13 @@
  *   1. body reader on /v1/* (POST/PUT/PATCH bodies read once, size-limited: REQUEST_TOO_LARGE);
  *   2. bench gate + body reader on /bench/* (404 unless EDGELOG_BENCH_ROUTES = "1");
  *   3. routes (specific paths before ambiguous ones, see topicRoute);
- *   4. notFound -> NOT_FOUND JSON; one onError -> the error table's JSON and HTTP status.
+ *   4. notFound -> METHOD_NOT_ALLOWED (with `Allow`) when the path has routes for other
+ *      methods, else NOT_FOUND JSON; one onError -> the error table's JSON and HTTP status.
  */
 import { Hono } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { AppEnv } from "./gateway/context.ts";
+import { AllowedMethods } from "./gateway/allowed-methods.ts";
 import { toEdgelogErrorResponse } from "./gateway/errors.ts";
 import { benchGate } from "./middleware/bench.ts";
 import { bodyReader } from "./middleware/body.ts";
@@ -42,7 +44,15 @@ export function createApp(): Hono<AppEnv> {
   benchRoutes(app);
   durableStreamsRoutes(app);
 
-  app.notFound((c) => c.json(new EdgelogError("NOT_FOUND", `No route for ${c.req.method} ${c.req.path}.`).toBody(), 404));
+  const allowed = new AllowedMethods(app.routes);
+  app.notFound((c) => {
+    const methods = allowed.forPath(c.req.path);
+    if (methods.length > 0 && !methods.includes(c.req.method)) {
+      const e = new EdgelogError("METHOD_NOT_ALLOWED", `${c.req.method} is not allowed on ${c.req.path}; allowed: ${methods.join(", ")}.`, { allowed: methods });
+      return c.json(e.toBody(), 405, { Allow: methods.join(", ") });
+    }
+    return c.json(new EdgelogError("NOT_FOUND", `No route for ${c.req.method} ${c.req.path}.`).toBody(), 404);
+  });
   app.onError((err, c) => {
     const e = toEdgelogErrorResponse(err);
     return c.json(e.toBody(), e.httpStatus as ContentfulStatusCode);

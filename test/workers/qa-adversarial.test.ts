@@ -125,7 +125,8 @@ suite("QA: every rejected request is one JSON error and changes nothing", () => 
       ["create: segment.bytes 13", json("POST", "/v1/topics", { name: `${t}-x`, configs: { "segment.bytes": 13 } }), "INVALID_CONFIG"],
       ["create: body over the limit", call("/v1/topics", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ name: `${t}-x`, pad: "p".repeat(MAX_REQUEST_BYTES) }) }), "REQUEST_TOO_LARGE"],
       ["delete: %2F-encoded bad name", call(`/v1/topics/qa%2F${t}`, { method: "DELETE" }), "INVALID_TOPIC_NAME"],
-      ["wrong method on a known path", call(`/v1/topics/${t}/partitions/0/offsets?spec=latest`, { method: "DELETE" }), "NOT_FOUND"],
+      ["wrong method on a known path", call(`/v1/topics/${t}/partitions/0/offsets?spec=latest`, { method: "DELETE" }), "METHOD_NOT_ALLOWED"],
+      ["PUT on the produce route", call(`/v1/topics/${t}/partitions/0/records`, { method: "PUT", headers: { "content-type": "application/json" }, body: '{"records":[{"value":"x"}]}' }), "METHOD_NOT_ALLOWED"],
     ];
     for (const [what, pending, code] of cases) {
       const e = await expectErrorShape(await pending, what);

@@ -25,6 +25,24 @@ suite("gateway basics", () => {
     expect(res.headers.get("content-type")).toContain("application/json");
   });
 
+  it("a known path with another method answers METHOD_NOT_ALLOWED (405) with Allow; an unknown path NOT_FOUND", async () => {
+    const t = randomTopic("mna");
+    await createTopic(t, 1);
+    const del = await call(`/v1/topics/${t}/partitions/0/records`, { method: "DELETE" });
+    const e = await expectError(del, "METHOD_NOT_ALLOWED", 405);
+    expect(del.headers.get("allow")).toBe("GET, HEAD, POST");
+    expect(e.details).toEqual({ allowed: ["GET", "HEAD", "POST"] });
+    const put = await call("/v1/topics", { method: "PUT", headers: { "content-type": "application/json" }, body: JSON.stringify({ name: `${t}-x` }) });
+    await expectError(put, "METHOD_NOT_ALLOWED", 405);
+    expect(put.headers.get("allow")).toBe("GET, HEAD, POST");
+    // The rejected PUT created nothing.
+    await expectError(await call(`/v1/topics/${t}-x`), "UNKNOWN_TOPIC_OR_PARTITION", 404);
+    const offsets = await call(`/v1/topics/public/default/${t}/partitions/0/offsets?spec=latest`, { method: "POST" });
+    await expectError(offsets, "METHOD_NOT_ALLOWED", 405);
+    expect(offsets.headers.get("allow")).toBe("GET, HEAD");
+    await expectError(await call("/v1/nope", { method: "DELETE" }), "NOT_FOUND", 404);
+  });
+
   it("bench routes: noop, and one raw row insert per call", async () => {
     const noop = await call("/bench/noop");
     expect(noop.status).toBe(200);
