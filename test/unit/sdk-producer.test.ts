@@ -16,6 +16,22 @@ function setup(partitions = 1, options: ProducerOptions = {}) {
   return { server, producer };
 }
 
+/** A fake server on topic "t" (1 partition) whose first produce request is held until `release()`. */
+function holdFirstProduce(): { server: FakeServer; gated: typeof fetch; release: () => void } {
+  const server = new FakeServer();
+  server.addTopic("t", 1);
+  let release!: () => void;
+  const gate = new Promise<void>((r) => {
+    release = r;
+  });
+  let produces = 0;
+  const gated: typeof fetch = async (input, init) => {
+    if (init?.method === "POST" && String(input).endsWith("/records") && ++produces === 1) await gate;
+    return server.fetch(input, init);
+  };
+  return { server, gated, release };
+}
+
 const produceRequests = (server: FakeServer) => server.count("POST", /\/partitions\/\d+\/records$/);
 
 afterEach(() => {
@@ -46,17 +62,7 @@ describe("batching", () => {
   });
 
   it("keeps filling a partition's open batch while its previous request is in flight (as Kafka's accumulator)", async () => {
-    const server = new FakeServer();
-    server.addTopic("t", 1);
-    let release!: () => void;
-    const gate = new Promise<void>((r) => {
-      release = r;
-    });
-    let produces = 0;
-    const gated: typeof fetch = async (input, init) => {
-      if (init?.method === "POST" && String(input).endsWith("/records") && ++produces === 1) await gate;
-      return server.fetch(input, init);
-    };
+    const { server, gated, release } = holdFirstProduce();
     const producer = new Producer(new EdgelogClient({ baseUrl: "http://x", fetch: gated }), { ...FAST, lingerMs: 1 });
     const first = producer.send({ topic: "t", messages: [{ value: "a" }] });
     await new Promise((r) => setTimeout(r, 20)); // the first request is now held in flight
@@ -287,18 +293,8 @@ describe("idempotence (KIP-98)", () => {
     ]);
   });
 
-  it("a batch encoded ahead (during its predecessor's flight) is re-encoded when the predecessor fails: same base sequence", async () => {
-    const server = new FakeServer();
-    server.addTopic("t", 1);
-    let release!: () => void;
-    const gate = new Promise<void>((r) => {
-      release = r;
-    });
-    let produces = 0;
-    const gated: typeof fetch = async (input, init) => {
-      if (init?.method === "POST" && String(input).endsWith("/records") && ++produces === 1) await gate;
-      return server.fetch(input, init);
-    };
+  it("a batch sealed during its predecessor's flight is sent with the base sequence of the predecessor when that one fails", async () => {
+    const { server, gated, release } = holdFirstProduce();
     const value = "x".repeat(100);
     const perRecord = recordSizeBytes({ key: null, value: utf8(`${value}a`), headers: [], timestamp: 0 }) + 8;
     // Two records per batch: the second send() fills a sealed batch while the first is held.
@@ -306,7 +302,7 @@ describe("idempotence (KIP-98)", () => {
     server.produceScript = [{ code: "INVALID_BATCH" }];
     const first = producer.send({ topic: "t", messages: [{ value: `${value}a` }, { value: `${value}b` }] }).catch((e: unknown) => e);
     const second = producer.send({ topic: "t", messages: [{ value: `${value}c` }, { value: `${value}d` }] });
-    // The first request is held in flight; the second batch, sealed, is encoded ahead with sequence 2.
+    // The first request is held in flight while the second batch is sealed and checksummed ahead.
     await new Promise((r) => setTimeout(r, 20));
     release();
     expect(await first).toBeInstanceOf(EdgelogClientError);
