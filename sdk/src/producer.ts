@@ -190,7 +190,7 @@ interface PartitionQueue {
   lingerExpired: boolean;
   ready: Batch[];
   inFlight: Set<Batch>;
-  /** A checksum-ahead of the next ready batch is scheduled (see #checksumAhead). */
+  /** A checksum-ahead of the next ready batch is scheduled (see #scheduleChecksum). */
   checksumScheduled: boolean;
 }
 
@@ -227,9 +227,10 @@ export class Producer {
   /**
    * Reusable batch buffers of maxBatchBytes (Kafka's BufferPool): a new batch takes one when
    * there is one (else it starts small and grows), and a full-size buffer comes back when its
-   * batch is acknowledged or failed, so steady producing allocates no batch buffers (less GC). Safe because the buffer is only reused after the request's
-   * answer arrived, and fetch copies a byte body when the request is made (Fetch standard,
-   * "extract a body": a BufferSource is copied); a custom `fetch` must not read the body later.
+   * batch is acknowledged or failed, so steady producing allocates no batch buffers (less GC).
+   * Safe because a buffer is reused only after its request's answer arrived, and fetch copies
+   * a byte body when the request is made (Fetch standard, "extract a body"); a custom `fetch`
+   * must not read the body later.
    */
   #bufferPool: Uint8Array[] = [];
   /** Full-size buffers kept at most: maxBufferedBytes worth (Kafka's buffer.memory bounds its pool the same way). */
