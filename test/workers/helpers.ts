@@ -2,8 +2,10 @@
  * Helpers for the workers tests: every request goes through the real gateway (SELF.fetch)
  * to the real Durable Objects. Each test uses its own random topic names.
  */
-import { SELF } from "cloudflare:test";
+import { SELF, env } from "cloudflare:test";
 import { expect } from "vitest";
+import { encodeBatch } from "../../src/codec/index.ts";
+import { partitionObjectName, type PartitionRpc } from "../../src/partition/rpc.ts";
 import type { ErrorBody, ErrorCode, JsonFetchResponse, ProduceResponse, TopicDescription } from "../../src/protocol/index.ts";
 
 const BASE = "http://edgelog.test";
@@ -58,3 +60,12 @@ export async function fetchJson(topic: string, partition: number, query: string)
   expect(res.status, text).toBe(200);
   return JSON.parse(text) as JsonFetchResponse;
 }
+
+/** The partition Durable Object of a topic id, called directly (RPC), bypassing the gateway. */
+export function partitionObject(topicId: string, p = 0): PartitionRpc {
+  return env.PARTITION.getByName(partitionObjectName(topicId, p)) as unknown as PartitionRpc;
+}
+
+/** A one-record batch (null key, UTF-8 `value`, no headers). */
+export const oneRecordBatch = (value: string, timestamp = 1): Uint8Array =>
+  encodeBatch({}, [{ key: null, value: new TextEncoder().encode(value), headers: [], timestamp }]);

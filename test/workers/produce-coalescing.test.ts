@@ -5,18 +5,13 @@
  * In this tier the gateway's coalescing is off (see vitest.config.ts);
  * test/e2e/produce-coalescing.test.ts runs concurrent requests with it on.
  */
-import { env } from "cloudflare:test";
 import { describe as suite, expect, it } from "vitest";
-import { encodeBatch } from "../../src/codec/index.ts";
-import { partitionObjectName, type AppendOk, type PartitionRpc } from "../../src/partition/rpc.ts";
+import type { AppendOk } from "../../src/partition/rpc.ts";
 import type { ProduceResponse } from "../../src/protocol/index.ts";
-import { call, createTopic, fetchJson, highWatermarks, json, randomTopic } from "./helpers.ts";
+import { call, createTopic, fetchJson, highWatermarks, json, randomTopic, oneRecordBatch, partitionObject } from "./helpers.ts";
 
-function partition(topicId: string, p = 0): PartitionRpc {
-  return env.PARTITION.getByName(partitionObjectName(topicId, p)) as unknown as PartitionRpc;
-}
-
-const batch = (value: string, timestamp = 1): Uint8Array => encodeBatch({}, [{ key: null, value: new TextEncoder().encode(value), headers: [], timestamp }]);
+const partition = partitionObject;
+const batch = oneRecordBatch;
 
 suite("produce: concurrent requests for one partition", () => {
   it("100 concurrent one-record requests get 100 distinct dense offsets, each holding its own record", async () => {

@@ -5,17 +5,12 @@
  * INTERNAL, the others their offsets (found by QA: it used to reject the whole RPC; fixed).
  * The throwing request's batch is not a Uint8Array, standing in for any unexpected throw.
  */
-import { env } from "cloudflare:test";
 import { describe as suite, expect, it } from "vitest";
-import { encodeBatch } from "../../src/codec/index.ts";
-import { partitionObjectName, type AppendOk, type AppendRequest, type PartitionRpc, type RpcResult } from "../../src/partition/rpc.ts";
-import { createTopic, fetchJson, randomTopic } from "./helpers.ts";
+import type { AppendOk, AppendRequest, RpcResult } from "../../src/partition/rpc.ts";
+import { createTopic, fetchJson, randomTopic, oneRecordBatch, partitionObject } from "./helpers.ts";
 
-function partition(topicId: string, p = 0): PartitionRpc {
-  return env.PARTITION.getByName(partitionObjectName(topicId, p)) as unknown as PartitionRpc;
-}
-
-const batch = (value: string, timestamp = 1): Uint8Array => encodeBatch({}, [{ key: null, value: new TextEncoder().encode(value), headers: [], timestamp }]);
+const partition = partitionObject;
+const batch = oneRecordBatch;
 
 suite("QA PartitionDO.appendMany: a throwing request", () => {
   it("a request that throws fails alone; the committed request before it gets its offsets", async () => {
