@@ -98,10 +98,18 @@ export const RECONCILING_HEARTBEAT_MS = 200;
 
 /** Argument of {@link GroupConsumer.subscribe} (kafkajs: `{topics, fromBeginning}`). */
 export interface SubscribeOptions {
-  /** Topic names; a RegExp element is a pattern subscription (kafkajs style). */
+  /**
+   * Topic names; a RegExp element is a pattern subscription (kafkajs style). The coordinator
+   * matches its `source` with RE2 syntax (no backreferences or lookaround; flags are ignored:
+   * write `(?i)` inside the pattern instead).
+   */
   topics?: readonly (string | RegExp)[];
   topic?: string | RegExp;
-  /** Regular expression matched against whole topic names (short for `public/default`, or full). */
+  /**
+   * Regular expression matched against whole topic names (short for `public/default`, or full),
+   * in RE2 syntax (docs/PROTOCOL.md); a string is sent as is. A pattern the coordinator cannot
+   * compile fails the first heartbeat with INVALID_REGULAR_EXPRESSION.
+   */
   pattern?: string | RegExp;
   /** Start at the log start when the group has no committed offset (autoOffsetReset "earliest"). */
   fromBeginning?: boolean;
@@ -296,11 +304,16 @@ export class GroupConsumer {
   async subscribe(s: SubscribeOptions): Promise<void> {
     if (this.#running) throw new Error("subscribe() must be called before run()");
     const items: (string | RegExp)[] = [...(s.topics ?? []), ...(s.topic !== undefined ? [s.topic] : [])];
-    if (s.pattern !== undefined) items.push(s.pattern instanceof RegExp ? s.pattern : new RegExp(s.pattern));
+    const patterns: string[] = [];
     for (const item of items) {
       if (typeof item === "string") this.#topics.push(fullTopic(item));
-      else this.#pattern = this.#pattern === null ? item.source : `${this.#pattern}|${item.source}`;
+      else patterns.push(item.source);
     }
+    // A string pattern goes to the coordinator untouched: RE2 accepts syntax JavaScript rejects (`(?i)`).
+    if (s.pattern !== undefined) patterns.push(s.pattern instanceof RegExp ? s.pattern.source : s.pattern);
+    if (this.#pattern !== null) patterns.unshift(this.#pattern);
+    // Several patterns: one alternation, each grouped so a flag like `(?i)` stays in its own branch.
+    if (patterns.length > 0) this.#pattern = patterns.length === 1 ? patterns[0]! : patterns.map((p) => `(?:${p})`).join("|");
     if (s.fromBeginning === true) this.#autoOffsetReset = "earliest";
   }
 

@@ -52,6 +52,7 @@ import {
   union,
 } from "./assignment.ts";
 import { ASSIGNORS } from "./assignors.ts";
+import { type SubscriptionRegex, compileSubscriptionRegex } from "./subscription-regex.ts";
 
 // ---------------------------------------------------------------------------------------
 // State
@@ -338,19 +339,6 @@ export function heartbeatIntervalMs(s: GroupState, m: MemberState): number {
 // Target assignment
 // ---------------------------------------------------------------------------------------
 
-const regexCache = new Map<string, RegExp>();
-
-/** Compiles a subscription regex as a whole-name match (Java's Matcher.matches()). */
-export function compileSubscriptionRegex(source: string): RegExp {
-  let re = regexCache.get(source);
-  if (re === undefined) {
-    re = new RegExp(`^(?:${source})$`);
-    if (regexCache.size >= 256) regexCache.clear();
-    regexCache.set(source, re);
-  }
-  return re;
-}
-
 const DEFAULT_PREFIX = "public/default/";
 
 /** The existing topics a member subscribes to, by name or regex, sorted. */
@@ -358,9 +346,18 @@ export function resolveSubscription(m: MemberState, topics: TopicsSnapshot): str
   const out = new Set<string>();
   for (const t of m.subscribedTopicNames) if (topics[t] !== undefined) out.add(t);
   if (m.subscribedTopicRegex !== null) {
-    const re = compileSubscriptionRegex(m.subscribedTopicRegex);
-    for (const t of Object.keys(topics)) {
-      if (re.test(t) || (t.startsWith(DEFAULT_PREFIX) && re.test(t.slice(DEFAULT_PREFIX.length)))) out.add(t);
+    // Validated at the gateway; a stored pattern that no longer compiles (a limit lowered since)
+    // subscribes to nothing rather than failing every heartbeat of the group.
+    let re: SubscriptionRegex | null = null;
+    try {
+      re = compileSubscriptionRegex(m.subscribedTopicRegex);
+    } catch {
+      re = null;
+    }
+    if (re !== null) {
+      for (const t of Object.keys(topics)) {
+        if (re.matches(t) || (t.startsWith(DEFAULT_PREFIX) && re.matches(t.slice(DEFAULT_PREFIX.length)))) out.add(t);
+      }
     }
   }
   return [...out].sort();

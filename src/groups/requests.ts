@@ -29,7 +29,7 @@ import { MAX_PARTITIONS } from "../protocol/limits.ts";
 import { parseTopicName } from "../protocol/names.ts";
 import { type Assignment, assignmentOf } from "./assignment.ts";
 import type { CommitInput, HeartbeatInput, LeaveInput } from "./coordinator-core.ts";
-import { compileSubscriptionRegex } from "./coordinator-core.ts";
+import { compileSubscriptionRegex } from "./subscription-regex.ts";
 
 /** Member ids: server-made UUIDs, or a client-made id (KIP-1082 style) of the same alphabet. */
 const MEMBER_ID = /^[a-zA-Z0-9._-]{1,128}$/;

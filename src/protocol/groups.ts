@@ -290,8 +290,14 @@ export const MAX_OFFSET_METADATA_BYTES = 4096;
 export const MAX_GROUP_MEMBERS = 1000;
 /** Most subscribed topic names per member. */
 export const MAX_SUBSCRIBED_TOPICS = 1000;
-/** Longest subscription regex (JavaScript regexes have no linear-time guarantee, unlike Kafka's RE2J). */
+/** Longest subscription regex (RE2 syntax, matched in linear time: src/groups/subscription-regex.ts). */
 export const MAX_SUBSCRIPTION_REGEX_CHARS = 256;
+/**
+ * Largest compiled subscription regex, in RE2 program instructions (RE2's own "program size"
+ * cost measure). Matching is linear in name length x program size; this keeps a match of a
+ * 249-character topic name well under a millisecond. `[a-z]{1000}` is about 1000.
+ */
+export const MAX_SUBSCRIPTION_REGEX_PROGRAM_SIZE = 2000;
 /** Longest instance id / client id. */
 export const MAX_INSTANCE_ID_CHARS = 249;
 export const MAX_CLIENT_ID_CHARS = 249;
