@@ -1,5 +1,6 @@
 /**
  * The gateway: a hono app. Order matters:
+ *   -. unread request bodies drained (bounded) before any answer leaves (middleware/body.ts);
  *   0. CORS on /v1/* (preflights answered before anything reads a body; streams do their own);
  *   1. body reader on /v1/* (POST/PUT/PATCH bodies read once, size-limited: REQUEST_TOO_LARGE);
  *   2. bench gate + body reader on /bench/* (404 unless EDGELOG_BENCH_ROUTES = "1");
@@ -13,7 +14,7 @@ import type { AppEnv } from "./gateway/context.ts";
 import { AllowedMethods } from "./gateway/allowed-methods.ts";
 import { toEdgelogErrorResponse } from "./gateway/errors.ts";
 import { benchGate } from "./middleware/bench.ts";
-import { bodyReader } from "./middleware/body.ts";
+import { bodyReader, drainUnreadBody } from "./middleware/body.ts";
 import { corsMiddleware } from "./middleware/cors.ts";
 import { EdgelogError } from "./protocol/errors.ts";
 import { MAX_REQUEST_BYTES, MAX_STORED_BATCH_BYTES } from "./protocol/limits.ts";
@@ -30,6 +31,7 @@ import { STREAMS_PATH_PREFIX } from "./streams/names.ts";
 export function createApp(): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
 
+  app.use("*", drainUnreadBody());
   app.use("/v1/*", corsMiddleware({ skipPrefixes: [STREAMS_PATH_PREFIX] }));
   app.use("/v1/*", bodyReader({ maxBytes: MAX_REQUEST_BYTES }));
   // A bench row must fit SQLite's 2 MB row limit.
