@@ -83,10 +83,15 @@ export interface IntQueryOptions {
   max: number;
 }
 
-/** An integer query parameter: absent -> default; malformed or below min -> INVALID_REQUEST; above max -> max. */
+/**
+ * An integer query parameter: absent -> default; malformed or below min -> INVALID_REQUEST;
+ * above max -> max, including well-formed values beyond 2^53 (docs/PROTOCOL.md: "values above
+ * the maxima are clamped").
+ */
 export function intQuery(c: AppContext, name: string, o: IntQueryOptions): number {
   const raw = c.req.query(name);
   if (raw === undefined) return o.default;
+  if (DECIMAL.test(raw) && !Number.isSafeInteger(Number(raw))) return o.max;
   const n = parseNonNegativeInt(raw);
   if (n === null || n < o.min) {
     throw new EdgelogError("INVALID_REQUEST", `Query parameter ${name} must be an integer >= ${o.min}, got ${JSON.stringify(raw)}.`, { field: name });

@@ -267,10 +267,12 @@ export function parseResetOffsets(body: unknown): ResetOffsetsInput {
       spec = { to: "timestamp", timestamp: int(s.timestamp, "spec.timestamp", 0, Number.MAX_SAFE_INTEGER) };
       break;
     case "offset":
-      if (typeof s.offset !== "number" || !Number.isSafeInteger(s.offset) || s.offset < 0) {
+      if (typeof s.offset !== "number" || !Number.isInteger(s.offset) || s.offset < 0) {
         throw new EdgelogError("INVALID_OFFSET", "spec.offset must be a non-negative integer.", { field: "spec.offset" });
       }
-      spec = { to: "offset", offset: s.offset };
+      // Clamped to [logStartOffset, logEndOffset] by the coordinator (docs/PROTOCOL.md); an
+      // integer beyond 2^53 is clamped here first so it stays exact.
+      spec = { to: "offset", offset: Math.min(s.offset, Number.MAX_SAFE_INTEGER) };
       break;
     default:
       throw invalid("spec.to", 'spec.to must be "earliest", "latest", "timestamp" or "offset".');
@@ -286,7 +288,8 @@ export function parseGroupConfigs(body: unknown): Partial<GroupConfigs> {
   const configs = obj(b.configs, "configs");
   const out: Partial<GroupConfigs> = {};
   for (const [k, v] of Object.entries(configs)) {
-    const n = typeof v === "string" && /^\d+$/.test(v) ? Number(v) : v;
+    // Exact decimal strings only, as for topic configs (src/protocol/config.ts).
+    const n = typeof v === "string" && /^(0|[1-9][0-9]*)$/.test(v) ? Number(v) : v;
     switch (k) {
       case "heartbeat.interval.ms":
         out[k] = configInt(k, n, MIN_HEARTBEAT_INTERVAL_MS, MAX_HEARTBEAT_INTERVAL_MS);

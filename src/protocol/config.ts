@@ -1,10 +1,12 @@
 import { EdgelogError } from "./errors.ts";
-import { MAX_MESSAGE_BYTES_LIMIT } from "./limits.ts";
+import { MAX_MESSAGE_BYTES_LIMIT, MAX_SEGMENT_BYTES, MIN_MAX_MESSAGE_BYTES, MIN_SEGMENT_BYTES } from "./limits.ts";
 import type { CleanupPolicy, TimestampType, TopicConfigs } from "./types.ts";
 
 /**
  * Topic config defaults, mirroring Kafka's broker defaults where they fit the platform
  * (kafka.apache.org/documentation/#topicconfigs). Sizes in bytes, times in ms; -1 = unlimited.
+ * Ranges (docs/PROTOCOL.md, "Topic configs"): max.message.bytes [64, 1047552];
+ * retention.ms and retention.bytes -1 or [0, 2^53-1]; segment.bytes [1 MiB, 1 GiB].
  * retention.*, cleanup.policy and segment.bytes are stored and described now and enforced
  * by the storage lifecycle work.
  */
@@ -20,17 +22,25 @@ export const DEFAULT_TOPIC_CONFIGS: TopicConfigs = {
 const TIMESTAMP_TYPES: readonly TimestampType[] = ["CreateTime", "LogAppendTime"];
 const CLEANUP_POLICIES: readonly CleanupPolicy[] = ["delete", "compact", "compact,delete"];
 
+/**
+ * An exact decimal integer: optional minus, no leading zeros, no spaces or `+`, no exponent.
+ * Kafka tools pass configs as strings; `"1 "`, `"01"` or `"1e3"` are typos, not numbers.
+ */
+const EXACT_INTEGER = /^(0|-?[1-9][0-9]*)$/;
+
 function intIn(key: string, v: unknown, min: number, max: number): number {
-  // Accept numbers and decimal strings (Kafka tools pass configs as strings).
-  const n = typeof v === "string" && /^-?\d+$/.test(v.trim()) ? Number(v.trim()) : v;
+  const n = typeof v === "string" && EXACT_INTEGER.test(v) ? Number(v) : v;
   if (typeof n !== "number" || !Number.isSafeInteger(n) || n < min || n > max) {
-    throw new EdgelogError("INVALID_CONFIG", `Config ${key} must be an integer in [${min}, ${max}], got ${JSON.stringify(v)}.`, { config: key });
+    throw new EdgelogError("INVALID_CONFIG", `Config ${key} must be an integer in [${min}, ${max}] (a number or an exact decimal string), got ${JSON.stringify(v)}.`, {
+      config: key,
+    });
   }
   return n;
 }
 
+/** One of `allowed`; a list value (cleanup.policy) may have spaces around its commas, as Kafka's list configs do. */
 function oneOf<T extends string>(key: string, v: unknown, allowed: readonly T[]): T {
-  const s = typeof v === "string" ? v.replace(/\s+/g, "") : v;
+  const s = typeof v === "string" ? v.split(",").map((part) => part.trim()).join(",") : v;
   if (typeof s !== "string" || !(allowed as readonly string[]).includes(s)) {
     throw new EdgelogError("INVALID_CONFIG", `Config ${key} must be one of ${allowed.join(" | ")}, got ${JSON.stringify(v)}.`, { config: key });
   }
@@ -50,7 +60,7 @@ export function mergeTopicConfigs(base: TopicConfigs, patch: unknown): TopicConf
   for (const [key, v] of Object.entries(patch as Record<string, unknown>)) {
     switch (key) {
       case "max.message.bytes":
-        out[key] = intIn(key, v, 1, MAX_MESSAGE_BYTES_LIMIT);
+        out[key] = intIn(key, v, MIN_MAX_MESSAGE_BYTES, MAX_MESSAGE_BYTES_LIMIT);
         break;
       case "message.timestamp.type":
         out[key] = oneOf(key, v, TIMESTAMP_TYPES);
@@ -65,7 +75,7 @@ export function mergeTopicConfigs(base: TopicConfigs, patch: unknown): TopicConf
         out[key] = oneOf(key, v, CLEANUP_POLICIES);
         break;
       case "segment.bytes":
-        out[key] = intIn(key, v, 14, 1024 * 1024 * 1024);
+        out[key] = intIn(key, v, MIN_SEGMENT_BYTES, MAX_SEGMENT_BYTES);
         break;
       default:
         throw new EdgelogError("INVALID_CONFIG", `Unknown topic config ${JSON.stringify(key)}.`, { config: key });

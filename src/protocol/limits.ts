@@ -17,6 +17,18 @@ export const MAX_STORED_BATCH_BYTES = 1024 * 1024;
 /** Upper bound for the topic config max.message.bytes (must fit one stored batch with its header). */
 export const MAX_MESSAGE_BYTES_LIMIT = MAX_STORED_BATCH_BYTES - 1024;
 
+/**
+ * Lower bound for max.message.bytes: the smallest record (null key, empty value, no headers)
+ * encodes to 7 bytes; below 64 not even a record with a few bytes of key and value fits, so a
+ * smaller limit is a typo, not a policy.
+ */
+export const MIN_MAX_MESSAGE_BYTES = 64;
+
+/** Lower bound for segment.bytes: a segment must hold at least one stored record batch. */
+export const MIN_SEGMENT_BYTES = MAX_STORED_BATCH_BYTES;
+/** Upper bound for segment.bytes (Kafka's 1 GiB default ceiling). */
+export const MAX_SEGMENT_BYTES = 1024 * 1024 * 1024;
+
 /** Most partitions a topic may have. */
 export const MAX_PARTITIONS = 1024;
 

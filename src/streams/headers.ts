@@ -215,13 +215,15 @@ export interface ProducerHeaders {
   seq: number;
 }
 
-const UINT = /^\d+$/;
 const utf8 = new TextEncoder();
 
 /**
  * Parses `Producer-Id`/`Producer-Epoch`/`Producer-Seq`: all three or none (null).
  * Errors: only some present; an empty or over-long id; an epoch or sequence that is not a
- * decimal integer in [0, 2^53-1].
+ * decimal integer in [0, 2^53-1]. PROTOCOL.md 5.2.1 says only "a non-negative integer <= 2^53-1";
+ * its one decimal grammar (Stream-TTL, 5.1: no sign, no leading zeros, no fraction or
+ * exponent) is applied here too, so `00` or `+1` is refused rather than read as 0 or 1
+ * (the reference server accepts them).
  */
 export function parseProducerHeaders(get: HeaderGetter): Parsed<ProducerHeaders | null> {
   const id = get(H.producerId);
@@ -235,8 +237,12 @@ export function parseProducerHeaders(get: HeaderGetter): Parsed<ProducerHeaders 
   if (utf8.encode(id).length > MAX_PRODUCER_ID_BYTES) return { error: `Producer-Id is longer than ${MAX_PRODUCER_ID_BYTES} bytes.` };
   const e = epoch.trim();
   const s = seq.trim();
-  if (!UINT.test(e) || !Number.isSafeInteger(Number(e))) return { error: "Producer-Epoch must be an integer in [0, 2^53-1]." };
-  if (!UINT.test(s) || !Number.isSafeInteger(Number(s))) return { error: "Producer-Seq must be an integer in [0, 2^53-1]." };
+  if (!DECIMAL.test(e) || !Number.isSafeInteger(Number(e))) {
+    return { error: `Producer-Epoch must be a decimal integer in [0, 2^53-1] without sign or leading zeros, got ${JSON.stringify(e)}.` };
+  }
+  if (!DECIMAL.test(s) || !Number.isSafeInteger(Number(s))) {
+    return { error: `Producer-Seq must be a decimal integer in [0, 2^53-1] without sign or leading zeros, got ${JSON.stringify(s)}.` };
+  }
   return { id, epoch: Number(e), seq: Number(s) };
 }
 

@@ -45,3 +45,90 @@ suite("subscription regexes run in linear time (RE2)", () => {
     }
   });
 });
+
+suite("parsing as strict as the contract", () => {
+  it("topic configs: exact decimal strings, documented minima; a rejected create or alter changes nothing", async () => {
+    const name = `cfg-${crypto.randomUUID()}`;
+    const bad: [string, unknown][] = [
+      ["max.message.bytes", "1 "],
+      ["max.message.bytes", " 2048"],
+      ["max.message.bytes", "02048"],
+      ["max.message.bytes", "+2048"],
+      ["max.message.bytes", "2e3"],
+      ["max.message.bytes", "2048.0"],
+      ["max.message.bytes", 1],
+      ["max.message.bytes", 63],
+      ["retention.ms", "-01"],
+      ["retention.ms", "-0"],
+      ["retention.ms", -2],
+      ["segment.bytes", 14],
+      ["segment.bytes", 1048575],
+      ["cleanup.policy", "del ete"],
+    ];
+    for (const [key, value] of bad) {
+      const e = await expectError(await json("POST", "/v1/topics", { name, configs: { [key]: value } }), "INVALID_CONFIG", 400);
+      expect(e.details?.config, `${key}=${JSON.stringify(value)}`).toBe(key);
+    }
+    await expectError(await call(`/v1/topics/${name}`), "UNKNOWN_TOPIC_OR_PARTITION", 404);
+
+    const t = await createTopic(name, 1, { "max.message.bytes": "64", "retention.ms": "-1", "segment.bytes": 1048576, "cleanup.policy": "compact, delete" });
+    expect([t.configs["max.message.bytes"], t.configs["retention.ms"], t.configs["segment.bytes"], t.configs["cleanup.policy"]]).toEqual([64, -1, 1048576, "compact,delete"]);
+    await expectError(await json("PATCH", `/v1/topics/${name}`, { configs: { "max.message.bytes": "100 " } }), "INVALID_CONFIG", 400);
+    const after = (await (await call(`/v1/topics/${name}`)).json()) as { configs: Record<string, unknown> };
+    expect(after.configs["max.message.bytes"]).toBe(64);
+  });
+
+  it("group configs: exact decimal strings", async () => {
+    const g = randomGroup();
+    const join = await json("POST", `/v1/groups/${g}/heartbeat`, { memberEpoch: 0, subscribedTopicNames: ["x"] });
+    expect(join.status).toBe(200);
+    for (const v of ["05000", "5000 ", "+5000"]) {
+      await expectError(await json("PATCH", `/v1/groups/${g}`, { configs: { "heartbeat.interval.ms": v } }), "INVALID_CONFIG", 400);
+    }
+    const ok = await json("PATCH", `/v1/groups/${g}`, { configs: { "heartbeat.interval.ms": "4000" } });
+    expect(((await ok.json()) as { configs: Record<string, number> }).configs["heartbeat.interval.ms"]).toBe(4000);
+  });
+
+  it("fetch: every clamped parameter clamps, even beyond 2^53; malformed values are INVALID_REQUEST", async () => {
+    const topic = `clamp-${crypto.randomUUID()}`;
+    await createTopic(topic);
+    const huge = "9".repeat(40);
+    for (const q of [`maxWaitMs=${huge}&minBytes=0`, `maxWaitMs=9007199254740993&minBytes=0`, `maxRecords=${huge}`, `maxBytes=${huge}`, `minBytes=${huge}&maxWaitMs=0`]) {
+      const res = await call(`/v1/topics/${topic}/partitions/0/records?offset=0&${q}`);
+      const body = await res.text();
+      expect(res.status, `${q}: ${body}`).toBe(200);
+      expect((JSON.parse(body) as { records: unknown[] }).records).toEqual([]);
+    }
+    for (const q of ["maxWaitMs=-1", "maxWaitMs=1.5", "maxWaitMs=01", "maxRecords=0", "maxBytes=1e3"]) {
+      await expectError(await call(`/v1/topics/${topic}/partitions/0/records?offset=0&${q}`), "INVALID_REQUEST", 400);
+    }
+  });
+
+  it("reset-offsets {to: offset} clamps an integer beyond 2^53 to the log end", async () => {
+    const topic = `reset-${crypto.randomUUID()}`;
+    await createTopic(topic);
+    await json("POST", `/v1/topics/${topic}/partitions/0/records`, { records: [{ value: "a" }, { value: "b" }] });
+    const g = randomGroup();
+    const res = await json("POST", `/v1/groups/${g}/reset-offsets`, { topics: [{ topic, partitions: [0] }], spec: { to: "offset", offset: 1e20 }, dryRun: true });
+    const text = await res.text();
+    expect(res.status, text).toBe(200);
+    expect((JSON.parse(text) as { offsets: { offset: number }[] }).offsets.map((o) => o.offset)).toEqual([2]);
+  });
+
+  it("Durable Streams: Producer-Epoch and Producer-Seq with leading zeros or a sign are 400 and append nothing", async () => {
+    const path = `/v1/stream/ds-${crypto.randomUUID()}`;
+    const created = await call(path, { method: "PUT", headers: { "content-type": "text/plain" } });
+    expect(created.status).toBe(201);
+    const tail = async () => (await call(path, { method: "HEAD" })).headers.get("Stream-Next-Offset");
+    const before = await tail();
+    for (const [epoch, seq] of [["00", "0"], ["01", "0"], ["+1", "0"], ["0", "00"], ["0", "1.0"]]) {
+      const res = await call(path, { method: "POST", headers: { "content-type": "text/plain", "Producer-Id": "p", "Producer-Epoch": epoch!, "Producer-Seq": seq! }, body: "x" });
+      const e = await expectError(res, "INVALID_REQUEST", 400);
+      expect(e.message).toMatch(/without sign or leading zeros/);
+    }
+    expect(await tail()).toBe(before);
+    const ok = await call(path, { method: "POST", headers: { "content-type": "text/plain", "Producer-Id": "p", "Producer-Epoch": "0", "Producer-Seq": "0" }, body: "x" });
+    expect(ok.status).toBe(200);
+    expect(await tail()).not.toBe(before);
+  });
+});
