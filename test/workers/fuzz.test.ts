@@ -123,7 +123,7 @@ const admin: fc.Arbitrary<FuzzRequest> = fc.oneof(
     bodyVariant(fc.constant(b)).map((body) => ({ family: "admin", method: "POST", path: "/v1/topics", headers: { "content-type": "application/json" }, body })),
   ),
   topicName.map((t) => ({ family: "admin", method: "GET", path: `/v1/topics/${t}`, headers: {}, body: null })),
-  fc.tuple(topicName, bodyVariant(fc.record({ partitions: fc.oneof(fc.constantFrom(0, 1, -1, 1.5, "2", 2000), junkValue), configs: configPatch() }, { requiredKeys: [] }))).map(([t, body]) => ({
+  fc.tuple(topicName, bodyVariant(fc.oneof(fc.record({ configs: configPatch() }), fc.record({ partitions: fc.oneof(fc.constantFrom(0, 1, -1, 1.5, "2", 2000), junkValue), configs: configPatch() }, { requiredKeys: [] })))).map(([t, body]) => ({
     family: "admin",
     method: "PATCH",
     path: `/v1/topics/${t}`,
@@ -137,10 +137,18 @@ const admin: fc.Arbitrary<FuzzRequest> = fc.oneof(
 /** Config maps whose valid values cannot make state change by itself (no short retention). */
 function configPatch(): fc.Arbitrary<unknown> {
   return fc.oneof(
+    fc.constantFrom<unknown>(
+      { "max.message.bytes": 2048 },
+      { "max.message.bytes": "4096" },
+      { "cleanup.policy": "compact, delete" },
+      { "message.timestamp.type": "LogAppendTime" },
+      { "retention.ms": "604800000" },
+      { "segment.bytes": 1048576 },
+    ),
     fc.dictionary(
       fc.constantFrom("max.message.bytes", "retention.ms", "retention.bytes", "segment.bytes", "cleanup.policy", "message.timestamp.type", "bogus"),
-      fc.oneof(nasty, fc.constantFrom(63, 64, 1, 1047553, "2048", 2048, "compact, delete", "CreateTime", 1048575, -2)),
-      { maxKeys: 3 },
+      fc.oneof(nasty, fc.constantFrom(63, 1047553, "2048 ", "02048", "del ete", 1048575, -2, 14)),
+      { minKeys: 1, maxKeys: 3 },
     ),
     junkValue,
   );
