@@ -7,7 +7,8 @@
  * - offsets are dense: 0..highWatermark-1 each hold exactly one record;
  * - no record appears twice (an idempotent retry of a committed request is a duplicate that
  *   answers the original offsets and appends nothing, KIP-98);
- * - an idempotent retry after the restart answers the same offsets as any earlier ack.
+ * - an idempotent retry after the restart is acknowledged at offsets that hold its bytes (a
+ *   duplicate answers the offsets the request got before the kill).
  * Producers per trial: idempotent JSON to the partition route (the only ones retried),
  * plain JSON to the topic route, and binary record batches to the partition route. Values are
  * random bytes sent as base64 and read back with `encoding=base64`. Prints a summary; exit 1
@@ -57,21 +58,29 @@ let inFlightRetried = 0;
 let retriedDuplicates = 0;
 let unackedRequests = 0;
 
-async function post(path: string, body: unknown, contentType = "application/json"): Promise<{ status: number; json: any }> {
+/** The fields of the answers this script reads (produce, producers, create topic). */
+interface Answer {
+  producerId: number;
+  producerEpoch: number;
+  duplicate?: boolean;
+  records: { partition: number; offset: number }[];
+}
+
+async function post(path: string, body: unknown, contentType = "application/json"): Promise<{ status: number; json: Answer }> {
   const res = await fetch(`${base}${path}`, {
     method: "POST",
     headers: { "content-type": contentType },
     body: body instanceof Uint8Array ? body : JSON.stringify(body),
   });
   const text = await res.text();
-  return { status: res.status, json: text === "" ? null : JSON.parse(text) };
+  return { status: res.status, json: (text === "" ? {} : JSON.parse(text)) as Answer };
 }
 
 /** One idempotent producer on one partition: sequential requests; the one in flight at the kill is returned. */
 async function idempotentProducer(partition: number, stop: { now: boolean }) {
   const { json: pid } = await post("/v1/producers", {});
   let baseSequence = 0;
-  let pending: { body: any; values: string[] } | null = null;
+  let pending: { body: Record<string, unknown>; values: string[] } | null = null;
   while (!stop.now) {
     const values = Array.from({ length: randInt(1, 5) }, () => b64(randomBytes(randInt(0, 64))));
     const body = { producerId: pid.producerId, producerEpoch: pid.producerEpoch, baseSequence, valueEncoding: "base64", records: values.map((value) => ({ value })) };
@@ -79,7 +88,7 @@ async function idempotentProducer(partition: number, stop: { now: boolean }) {
     try {
       const r = await post(`/v1/topics/${topic}/partitions/${partition}/records`, body);
       if (r.status !== 200) throw new Error(`status ${r.status}`);
-      r.json.records.forEach((rec: { offset: number }, i: number) => acks.push({ partition, offset: rec.offset, value: values[i]!, how: "idempotent" }));
+      for (const [i, rec] of r.json.records.entries()) acks.push({ partition, offset: rec.offset, value: values[i]!, how: "idempotent" });
       baseSequence += values.length;
       pending = null;
     } catch {
@@ -96,7 +105,7 @@ async function plainProducer(stop: { now: boolean }) {
     try {
       const r = await post(`/v1/topics/${topic}/records`, { valueEncoding: "base64", records: values.map((value) => ({ value })) });
       if (r.status !== 200) throw new Error(`status ${r.status}`);
-      r.json.records.forEach((rec: { partition: number; offset: number }, i: number) => acks.push({ partition: rec.partition, offset: rec.offset, value: values[i]!, how: "plain" }));
+      for (const [i, rec] of r.json.records.entries()) acks.push({ partition: rec.partition, offset: rec.offset, value: values[i]!, how: "plain" });
     } catch {
       unackedRequests++;
       return;
@@ -112,7 +121,7 @@ async function binaryProducer(partition: number, stop: { now: boolean }) {
     try {
       const r = await post(`/v1/topics/${topic}/partitions/${partition}/records`, batch, BATCH_MEDIA_TYPE);
       if (r.status !== 200) throw new Error(`status ${r.status}`);
-      r.json.records.forEach((rec: { offset: number }, i: number) => acks.push({ partition, offset: rec.offset, value: b64(bytes[i]!), how: "binary" }));
+      for (const [i, rec] of r.json.records.entries()) acks.push({ partition, offset: rec.offset, value: b64(bytes[i]!), how: "binary" });
     } catch {
       unackedRequests++;
       return;
@@ -156,7 +165,7 @@ try {
         continue;
       }
       if (r.json.duplicate === true) retriedDuplicates++;
-      r.json.records.forEach((rec: { offset: number }, i: number) => acks.push({ partition, offset: rec.offset, value: p.values[i]!, how: "retry" }));
+      for (const [i, rec] of r.json.records.entries()) acks.push({ partition, offset: rec.offset, value: p.values[i]!, how: "retry" });
     }
     console.log(`trial ${trial + 1}/${trials}: ${acks.length} acknowledged records so far`);
   }
@@ -166,9 +175,9 @@ try {
   for (let p = 0; p < partitions; p++) {
     const log = await readPartition(p);
     records += log.length;
-    log.forEach((r, i) => {
+    for (const [i, r] of log.entries()) {
       if (r.offset !== i) violations.push(`partition ${p}: offset ${r.offset} at position ${i} (offsets not dense)`);
-    });
+    }
     const byOffset = new Map(log.map((r) => [r.offset, r.value]));
     const seen = new Map<string, number>();
     for (const r of log) if (r.value.length > 8) seen.set(r.value, (seen.get(r.value) ?? 0) + 1);
