@@ -61,7 +61,7 @@ const junkValue: fc.Arbitrary<unknown> = fc.oneof(
   fc.dictionary(fc.constantFrom("a", "value", "key", "__proto__"), fc.oneof(junkString, junkNumber), { maxKeys: 2 }),
 );
 
-const topicName = fc.oneof({ weight: 4, arbitrary: fc.constantFrom(T, T2) }, { weight: 1, arbitrary: fc.constantFrom("bad name", ".", "..", "a".repeat(250), "x%2Fy", "public/default/" + T, "a/b/c", "%E0%A4%A", "") });
+const topicName = fc.oneof({ weight: 4, arbitrary: fc.constantFrom(T, T2) }, { weight: 1, arbitrary: fc.constantFrom("bad name", ".", "..", "a".repeat(250), "x%2Fy", `public/default/${T}`, "a/b/c", "%E0%A4%A", "") });
 const partitionSeg = fc.oneof({ weight: 4, arbitrary: fc.constantFrom("0", "1") }, { weight: 1, arbitrary: fc.constantFrom("2", "-1", "01", "1.0", "x", "99999999999999999999", "") });
 const groupName = fc.oneof({ weight: 4, arbitrary: fc.constantFrom(G, G2) }, { weight: 1, arbitrary: fc.constantFrom("bad group", "g".repeat(250), "%00", "..") });
 const streamPath = fc.oneof({ weight: 4, arbitrary: fc.constantFrom(S, S2) }, { weight: 1, arbitrary: fc.constantFrom("/v1/stream/", "/v1/stream/%00", "/v1/stream/a/../b", `/v1/stream/${"s".repeat(2000)}`, "/v1/stream/%ff%fe") });
