@@ -122,10 +122,10 @@ export class GroupCoordinatorDO extends SqliteDurableObject<GroupsEnv> implement
 
   constructor(ctx: DurableObjectState, env: GroupsEnv) {
     super(ctx, env);
-    this.startUp(MIGRATIONS);
+    this.startUp([{ room: "group", migrations: MIGRATIONS }], { adoptLegacy: (v) => ({ group: v }) });
   }
 
-  protected onStart(): void {
+  protected override onStart(): void {
     this.#state = this.#load();
     for (const r of this.sql.all<{ key: string; due_ms: number }>("SELECT key, due_ms FROM schedule")) this.#schedule.set(r.key, r.due_ms);
     for (const [k, due] of this.#schedule) {
@@ -309,8 +309,8 @@ export class GroupCoordinatorDO extends SqliteDurableObject<GroupsEnv> implement
     });
   }
 
-  async alarm(): Promise<void> {
-    // The alarm that is running is consumed: whatever is due next must be armed again.
+  protected override async onTimer(): Promise<void> {
+    // The timer that is running is consumed: whatever is due next must be armed again.
     this.#alarmMs = null;
     const now = Date.now();
     if (this.#directoryRetryMs !== null && this.#directoryRetryMs <= now) {
@@ -496,8 +496,8 @@ export class GroupCoordinatorDO extends SqliteDurableObject<GroupsEnv> implement
     for (const due of this.#schedule.values()) if (earliest === null || due < earliest) earliest = due;
     if (earliest === this.#alarmMs) return;
     this.#alarmMs = earliest;
-    if (earliest === null) void this.ctx.storage.deleteAlarm();
-    else void this.ctx.storage.setAlarm(earliest);
+    if (earliest === null) this.timers("group").clear("alarm");
+    else this.timers("group").set("alarm", earliest);
   }
 
   // ---- directory ----
