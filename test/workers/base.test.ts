@@ -5,13 +5,14 @@
  * timers: a test installs its `onTimer` on the live instance.
  */
 import { env, evictDurableObject, runInDurableObject } from "cloudflare:test";
-import { describe as suite, expect, it } from "vitest";
+import { describe as suite, expect, it, vi } from "vitest";
 import { BenchDO } from "../../durable-objects/bench.ts";
 import { Sql, TIMERS_PER_WAKE, checkRooms, migrateRooms, type RoomSchema, type RoomTimers } from "../../durable-objects/base.ts";
 import { TIMER_RETRY_BASE_MS } from "../../durable-objects/schedule.ts";
+import { GROUP_DIRECTORY_OBJECT_NAME, type GroupsEnv } from "../../src/groups/rpc.ts";
 import { partitionObjectName } from "../../src/partition/rpc.ts";
-import { call, createTopic, fetchJson, produce, randomTopic } from "./helpers.ts";
-import { LEGACY_PARTITION, legacyMigrate, makeLegacy, tableNames } from "./legacy-schema.ts";
+import { call, createTopic, fetchJson, json, produce, randomTopic } from "./helpers.ts";
+import { LEGACY_COORDINATOR, LEGACY_PARTITION, legacyMigrate, makeLegacy, tableNames } from "./legacy-schema.ts";
 
 /** What a test reaches of a live object: the base's protected members. */
 interface BaseInternals {
@@ -148,6 +149,44 @@ suite("legacy adoption", () => {
     const read = await call(`/v1/stream/${path}`);
     expect({ status: read.status, body: await read.text() }).toEqual({ status: 200, body: "hello" });
   });
+  it("a group coordinator created under _schema v1 keeps its group, and its legacy schedule becomes the group and directory rooms' timers", async () => {
+    const topic = randomTopic();
+    await createTopic(topic, 2);
+    const group = `g-${crypto.randomUUID()}`;
+    const hb = await json("POST", `/v1/groups/${group}/heartbeat`, { memberId: null, memberEpoch: 0, subscribedTopicNames: [topic], sessionTimeoutMs: 45_000 });
+    expect(hb.status).toBe(200);
+    const { memberId } = (await hb.json()) as { memberId: string };
+    const stub = (env as unknown as GroupsEnv).GROUP_COORDINATOR.getByName(group);
+    const retryMs = Date.now() + 3_600_000;
+    let sessionDue = 0;
+    await runInDurableObject(stub, async (_o, state) => {
+      const timers = state.storage.sql.exec<{ room: string; key: string; due_ms: number }>("SELECT room, key, due_ms FROM _schedule").toArray();
+      expect(timers.map((t) => `${t.room}/${t.key}`)).toEqual([`group/session:${memberId}`]);
+      sessionDue = (timers[0] as { due_ms: number }).due_ms;
+      // The old code kept every timer in one table, a directory push retry under `directory:<group>`.
+      await makeLegacy(state.storage, LEGACY_COORDINATOR, {
+        schedule: [
+          { key: `session:${memberId}`, due_ms: sessionDue },
+          { key: `directory:${group}`, due_ms: retryMs },
+        ],
+      });
+      expect(tableNames(state.storage)).toEqual(["_schema", "grp", "members", "offsets", "schedule", "targets"]);
+    });
+    await evictDurableObject(stub);
+    const d = await call(`/v1/groups/${group}`);
+    const text = await d.text();
+    expect(d.status, text).toBe(200);
+    expect((JSON.parse(text) as { members: { memberId: string }[] }).members.map((m) => m.memberId)).toEqual([memberId]);
+    await runInDurableObject(stub, async (_o, state) => {
+      expect(tableNames(state.storage)).toEqual(["_rooms", "_schedule", "grp", "members", "offsets", "targets"]);
+      expect(rooms(state.storage)).toEqual({ group: 2 });
+      expect(state.storage.sql.exec("SELECT room, key, due_ms FROM _schedule ORDER BY room, key").toArray()).toEqual([
+        { room: "directory", key: group, due_ms: retryMs },
+        { room: "group", key: `session:${memberId}`, due_ms: sessionDue },
+      ]);
+      expect(await state.storage.getAlarm()).toBe(sessionDue);
+    });
+  });
 });
 
 suite("one alarm, many timers", () => {
@@ -277,6 +316,29 @@ suite("one alarm, many timers", () => {
       expect(() => internals(o).timers("echo").set("x", 1.5)).toThrow(RangeError);
       internals(o).timers("echo").clearAll();
     });
+  });
+});
+
+suite("group coordinator timers", () => {
+  it("a due `directory` timer pushes the group's listing again", async () => {
+    const topic = randomTopic();
+    await createTopic(topic, 1);
+    const group = `g-${crypto.randomUUID()}`;
+    expect((await json("POST", `/v1/groups/${group}/heartbeat`, { memberId: null, memberEpoch: 0, subscribedTopicNames: [topic] })).status).toBe(200);
+    const groupsEnv = env as unknown as GroupsEnv;
+    const listed = async () => ((await (await call("/v1/groups")).json()) as { groups: { groupId: string }[] }).groups.some((g) => g.groupId === group);
+    await vi.waitFor(async () => expect(await listed()).toBe(true));
+    // The directory loses the listing (as if the push had failed); the retry timer restores it.
+    await runInDurableObject(groupsEnv.GROUP_DIRECTORY.getByName(GROUP_DIRECTORY_OBJECT_NAME), (_o, state) => {
+      state.storage.sql.exec("DELETE FROM groups WHERE group_id = ?", group);
+    });
+    expect(await listed()).toBe(false);
+    await runInDurableObject(groupsEnv.GROUP_COORDINATOR.getByName(group), async (o) => {
+      const c = o as unknown as BaseInternals;
+      c.timers("directory").set(group, Date.now() - 1);
+      await c.alarm();
+    });
+    await vi.waitFor(async () => expect(await listed()).toBe(true));
   });
 });
 

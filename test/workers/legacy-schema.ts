@@ -148,14 +148,19 @@ function legacyTables(migrations: readonly LegacyMigration[]): string[] {
 
 /**
  * Turns the storage of a live object into what the old code would have left (see the file
- * header). Deletes the alarm (the old objects' alarm is re-armed from their schedule).
+ * header); `legacyRows` gives the rows of a legacy table that today's code no longer has. Deletes the alarm (the old objects' alarm is re-armed from their schedule).
  * Call inside `runInDurableObject`, then evict the object so that its constructor runs again.
  * @returns the rows kept, by table (for the test's own checks).
  */
-export async function makeLegacy(storage: DurableObjectStorage, migrations: readonly LegacyMigration[]): Promise<Record<string, Record<string, SqlStorageValue>[]>> {
+export async function makeLegacy(
+  storage: DurableObjectStorage,
+  migrations: readonly LegacyMigration[],
+  legacyRows: Record<string, Record<string, SqlStorageValue>[]> = {},
+): Promise<Record<string, Record<string, SqlStorageValue>[]>> {
   const sql = storage.sql;
   const kept: Record<string, Record<string, SqlStorageValue>[]> = {};
-  for (const t of legacyTables(migrations)) kept[t] = sql.exec(`SELECT * FROM ${t}`).toArray();
+  // A legacy table today's code no longer has takes its rows from `legacyRows`.
+  for (const t of legacyTables(migrations)) kept[t] = legacyRows[t] ?? sql.exec(`SELECT * FROM ${t}`).toArray();
   const all = sql.exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '_cf_%' AND name NOT LIKE 'sqlite_%'").toArray();
   for (const { name } of all) sql.exec(`DROP TABLE ${name}`);
   await storage.deleteAlarm();
