@@ -124,9 +124,12 @@ export type LegacyAdoption = (legacyVersion: number) => Readonly<Record<string, 
 /**
  * One room's timers, on the object's one schedule. Keys are the room's own (any non-empty
  * string); times are epoch milliseconds (integers). Each call writes the `_schedule` row at
- * once, so inside a `transactionSync` it commits or rolls back with the rest; the in-memory
- * mirror is updated at once too (a rolled-back `set` can at worst cause one spurious
- * `onTimer` call, see {@link SqliteDurableObject.alarm}).
+ * once, so inside a `transactionSync` it commits or rolls back with the rest. The in-memory
+ * mirror is updated at once and does not roll back: a rolled-back `set` never runs (the alarm
+ * checks each timer's row before its call), a rolled-back `clear` leaves a timer that runs
+ * after the object is next loaded (handlers re-check their state, so a late call is harmless).
+ * @throws Error (a bug) for an empty key; RangeError for a due time that is not a
+ *   non-negative integer.
  */
 export interface RoomTimers {
   /** Adds or moves the timer `key` to `dueMs`; re-arms the alarm if it is now the earliest. */
