@@ -313,7 +313,10 @@ suite("one alarm, many timers", () => {
       expect(await state.storage.getAlarm()).toBe(now + 3_600_000);
       expect(() => internals(o).timers("nope")).toThrow(/unknown room/);
       expect(() => internals(o).timers("echo").set("", now)).toThrow(/non-empty/);
-      expect(() => internals(o).timers("echo").set("x", 1.5)).toThrow(RangeError);
+      expect(() => internals(o).timers("echo").set("x", Number.NaN)).toThrow(RangeError);
+      internals(o).timers("echo").set("frac", now + 1000.25);
+      internals(o).timers("echo").set("before-epoch", -5);
+      expect([internals(o).timers("echo").dueMs("frac"), internals(o).timers("echo").dueMs("before-epoch")]).toEqual([now + 1001, 0]);
       internals(o).timers("echo").clearAll();
     });
   });
