@@ -50,7 +50,7 @@ import type { AppendOk, AppendRequest, FetchOk, FetchRequest, ListOffsetsOk, Par
 import { errorResult, type ErrorResult } from "../src/protocol/errors.ts";
 import { FETCH_MAX_WAIT_MS_LIMIT, MAX_APPEND_GROUP_REQUESTS, MAX_STORED_BATCH_BYTES } from "../src/protocol/limits.ts";
 import type { PartitionDescription, TopicConfigs } from "../src/protocol/types.ts";
-import { SqliteDurableObject, blob, type Migration } from "./base.ts";
+import { SqliteDurableObject, blob, type Migration, type RoomSchema } from "./base.ts";
 import { PartitionStreams, STREAM_MIGRATION } from "./partition-streams.ts";
 import type {
   AppendStreamOk,
@@ -69,7 +69,7 @@ import type {
   StreamRpc,
 } from "../src/streams/rpc.ts";
 
-const MIGRATIONS: readonly Migration[] = [
+const LOG_MIGRATIONS: readonly Migration[] = [
   {
     version: 1,
     name: "log",
@@ -109,9 +109,14 @@ const MIGRATIONS: readonly Migration[] = [
       `);
     },
   },
-  // Durable Streams state of a stream's partition (docs/DURABLE-STREAMS.md).
-  STREAM_MIGRATION,
 ];
+// Rooms (issue 9 refines them): the log, and the Durable Streams state of a stream's
+// partition (docs/DURABLE-STREAMS.md). Legacy `_schema` v1 had the log, v2 added the streams.
+const ROOMS: readonly RoomSchema[] = [
+  { room: "log", migrations: LOG_MIGRATIONS },
+  { room: "streams", migrations: [{ ...STREAM_MIGRATION, version: 1 }] },
+];
+const adoptLegacy = (v: number): Record<string, number> => (v >= 2 ? { log: 1, streams: 1 } : { log: 1 });
 
 /** In-memory copy of the meta table of an initialised partition (loaded once at start-up). */
 interface PartitionState {
@@ -177,7 +182,7 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
       wake: () => this.#wakeWaiters(),
       startLogAt: (offset) => this.#startLogAt(offset),
       transaction: (fn) => this.ctx.storage.transactionSync(fn),
-      setAlarm: (atMs) => void this.ctx.storage.setAlarm(atMs),
+      setAlarm: (atMs) => this.timers("streams").set("expiry", atMs),
     },
     this.sql,
     this.env,
@@ -185,10 +190,10 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    this.startUp(MIGRATIONS);
+    this.startUp(ROOMS, { adoptLegacy });
   }
 
-  protected onStart(): void {
+  protected override onStart(): void {
     this.#streams.load();
     const meta = new Map<string, SqlStorageValue>();
     for (const row of this.sql.all<{ key: string; value: SqlStorageValue }>("SELECT key, value FROM meta")) meta.set(row.key, row.value);
@@ -258,7 +263,7 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     this.#state = null;
     this.#producers.clear();
     this.#streams.reset();
-    await this.ctx.storage.deleteAll();
+    await this.deleteAllStorage();
     this.#wakeWaiters();
     return { ok: true };
   }
@@ -496,8 +501,8 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     return this.#streams.dsBoundaryValues(req);
   }
 
-  /** The object's one alarm: today only stream expiry uses it. */
-  async alarm(): Promise<void> {
+  /** Timers: today only stream expiry (`streams`/`expiry`) uses them. */
+  protected override async onTimer(): Promise<void> {
     await this.#streams.onAlarm();
   }
 
