@@ -8,7 +8,7 @@
 import { describe as suite, expect, it } from "vitest";
 import type { AppendOk } from "../../src/partition/rpc.ts";
 import type { ProduceResponse } from "../../src/protocol/index.ts";
-import { call, createTopic, fetchJson, highWatermarks, json, randomTopic, oneRecordBatch, partitionObject } from "./helpers.ts";
+import { call, createTopic, fetchJson, highWatermarks, json, oneRecordBatch, partitionObject, produce, randomTopic } from "./helpers.ts";
 
 const partition = partitionObject;
 const batch = oneRecordBatch;
@@ -48,6 +48,30 @@ suite("produce: concurrent requests for one partition", () => {
     expect(await highWatermarks(t)).toEqual([20]);
     const values = (await fetchJson(t, 0, "offset=0")).records.map((r) => r.value);
     expect(values.sort()).toEqual(Array.from({ length: 20 }, (_, i) => `g${i}`).sort());
+  });
+
+  it("many concurrent producers on one partition get dense offsets, no gaps, no duplicates", async () => {
+    const t = randomTopic("qa");
+    await createTopic(t, 1);
+    const clients = 16;
+    const requests = 5;
+    const perRequest = 7;
+    const acked: number[][] = [];
+    await Promise.all(
+      Array.from({ length: clients }, async (_, c) => {
+        for (let r = 0; r < requests; r++) {
+          const p = await produce(`/v1/topics/${t}/partitions/0/records`, { records: Array.from({ length: perRequest }, (_, k) => ({ value: `${c}/${r}/${k}` })) });
+          acked.push(p.records.map((x) => x.offset));
+        }
+      }),
+    );
+    const total = clients * requests * perRequest;
+    // Each request's offsets are contiguous, and all of them together are exactly 0..total-1.
+    for (const offs of acked) expect(offs).toEqual(Array.from({ length: perRequest }, (_, k) => offs[0]! + k));
+    expect(acked.flat().sort((a, b) => a - b)).toEqual(Array.from({ length: total }, (_, i) => i));
+    const f = await fetchJson(t, 0, `offset=0&maxRecords=${total}`);
+    expect(f.records.map((r) => r.offset)).toEqual(Array.from({ length: total }, (_, i) => i));
+    expect(new Set(f.records.map((r) => r.value)).size).toBe(total);
   });
 });
 

@@ -144,6 +144,40 @@ suite("produce: encodings and record model", () => {
     expect(all.records.map((r) => (r.value as string).length)).toEqual([big.length, big.length, 5]);
     expect(all.nextOffset).toBe(3);
   });
+
+  it("null and empty header values stay distinct in string and base64, duplicates in order", async () => {
+    const t = randomTopic("qa");
+    await createTopic(t, 1);
+    await produce(`/v1/topics/${t}/partitions/0/records`, {
+      records: [{ value: "s", headers: [{ key: "h", value: null }, { key: "h", value: "" }, { key: "h" }, { key: "", value: "k-empty" }] }],
+    });
+    await produce(`/v1/topics/${t}/partitions/0/records`, {
+      valueEncoding: "base64",
+      records: [{ value: "", headers: [{ key: "h", value: "" }, { key: "h", value: null }, { key: "h", value: "AA" }] }],
+    });
+    await produce(`/v1/topics/${t}/partitions/0/records`, {
+      valueEncoding: "json",
+      records: [{ value: null, headers: [{ key: "h", value: null }, { key: "h", value: "" }, { key: "h", value: 0 }] }],
+    });
+    const asString = await fetchJson(t, 0, "offset=0");
+    expect(asString.records.map((r) => [r.value, r.headers])).toEqual([
+      ["s", [{ key: "h", value: null }, { key: "h", value: "" }, { key: "h", value: null }, { key: "", value: "k-empty" }]],
+      ["", [{ key: "h", value: "" }, { key: "h", value: null }, { key: "h", value: "\u0000" }]],
+      [null, [{ key: "h", value: null }, { key: "h", value: '""' }, { key: "h", value: "0" }]],
+    ]);
+    const asJson = await fetchJson(t, 0, "offset=2&encoding=json");
+    expect(asJson.records.map((r) => [r.value, r.headers])).toEqual([[null, [{ key: "h", value: null }, { key: "h", value: "" }, { key: "h", value: 0 }]]]);
+  });
+
+  it("a leading U+FEFF (BOM) and a U+0000 in a string value are data and round trip", async () => {
+    const t = randomTopic("qa");
+    await createTopic(t, 1);
+    await produce(`/v1/topics/${t}/partitions/0/records`, { records: [{ key: "\uFEFFk", value: "\uFEFFv\u0000w" }] });
+    const f = await fetchJson(t, 0, "offset=0");
+    expect([f.records[0]!.key, f.records[0]!.value]).toEqual(["\uFEFFk", "\uFEFFv\u0000w"]);
+    const b64 = await fetchJson(t, 0, "offset=0&encoding=base64");
+    expect(b64.records[0]!.value).toBe("77u/dgB3");
+  });
 });
 
 suite("produce: partitioning", () => {
