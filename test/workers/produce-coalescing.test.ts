@@ -6,7 +6,7 @@
  * test/e2e/produce-coalescing.test.ts runs concurrent requests with it on.
  */
 import { describe as suite, expect, it } from "vitest";
-import type { AppendOk } from "../../src/partition/rpc.ts";
+import type { AppendOk, AppendRequest, RpcResult } from "../../src/partition/rpc.ts";
 import type { ProduceResponse } from "../../src/protocol/index.ts";
 import { call, createTopic, fetchJson, highWatermarks, json, oneRecordBatch, partitionObject, produce, randomTopic } from "./helpers.ts";
 
@@ -98,5 +98,29 @@ suite("PartitionDO.appendMany", () => {
   it("answers UNKNOWN_TOPIC_OR_PARTITION for every request on a partition that does not exist", async () => {
     const out = await partition(crypto.randomUUID()).appendMany([{ batches: [batch("a")] }, { batches: [batch("b")] }]);
     expect(out.map((r) => (r.ok ? "ok" : r.code))).toEqual(["UNKNOWN_TOPIC_OR_PARTITION", "UNKNOWN_TOPIC_OR_PARTITION"]);
+  });
+
+  it("a request that throws fails alone; the committed request before it gets its offsets", async () => {
+    // Each carried request is its own transaction and "one request's failure MUST NOT affect another's"
+    // (docs/PROTOCOL.md "Atomicity and acks"): the throwing request gets INTERNAL, the others their
+    // offsets. Its batch is not a Uint8Array, standing in for any unexpected throw.
+    const t = randomTopic();
+    const created = await createTopic(t);
+    const throwing = { batches: [[1, 2, 3]], crcVerified: true } as unknown as AppendRequest;
+    let out: unknown;
+    try {
+      out = await partition(created.topicId).appendMany([{ batches: [batch("a", 10)] }, throwing, { batches: [batch("c", 12)] }]);
+    } catch (e) {
+      out = e;
+    }
+    // What was committed:
+    const stored = (await fetchJson(t, 0, "offset=0")).records.map((r) => [r.offset, r.value]);
+    expect({ out: Array.isArray(out) ? (out as RpcResult<AppendOk>[]).map((r) => (r.ok ? r.baseOffset : r.code)) : String(out), stored }).toEqual({
+      out: [0, "INTERNAL", 1],
+      stored: [
+        [0, "a"],
+        [1, "c"],
+      ],
+    });
   });
 });

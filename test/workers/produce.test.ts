@@ -463,4 +463,20 @@ suite("produce: compact answer (Accept: application/vnd.edgelog.produce-summary+
     const res = await call(`/v1/topics/${t}/partitions/3/records`, { method: "POST", headers: { "content-type": "application/json", ...summary }, body: JSON.stringify({ records: [{ value: "a" }] }) });
     await expectError(res, "UNKNOWN_TOPIC_OR_PARTITION", 404);
   });
+
+  // RFC 9110 §12.4.2: a media range with q=0 is "not acceptable" (src/gateway/http.ts acceptsMediaType).
+  for (const accept of [`${PRODUCE_SUMMARY_MEDIA_TYPE};q=0, application/json`, `application/json, ${PRODUCE_SUMMARY_MEDIA_TYPE}; q=0.0`]) {
+    it(`Accept: ${accept} -> the full answer (the summary type is refused with q=0)`, async () => {
+      const t = randomTopic();
+      await createTopic(t);
+      const res = await call(`/v1/topics/${t}/partitions/0/records`, {
+        method: "POST",
+        headers: { "content-type": "application/json", accept },
+        body: JSON.stringify({ records: [{ value: "a", timestamp: 5 }] }),
+      });
+      expect(res.status).toBe(200);
+      expect(res.headers.get("content-type")).toMatch(/^application\/json/);
+      expect(await res.json()).toEqual({ topic: `public/default/${t}`, records: [{ partition: 0, offset: 0, timestamp: 5 }] });
+    });
+  }
 });
