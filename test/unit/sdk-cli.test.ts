@@ -197,8 +197,18 @@ describe("main (against the fake server)", () => {
     const err: string[] = [];
     const value: CliIo = {
       stdin: Readable.from(stdin.map((s) => Buffer.from(s))),
-      stdout: new Writable({ write: (c: Buffer, _e, cb) => (out.push(Buffer.from(c)), cb()) }),
-      stderr: new Writable({ write: (c: Buffer, _e, cb) => (err.push(c.toString()), cb()) }),
+      stdout: new Writable({
+        write: (c: Buffer, _e, cb) => {
+          out.push(Buffer.from(c));
+          cb();
+        },
+      }),
+      stderr: new Writable({
+        write: (c: Buffer, _e, cb) => {
+          err.push(c.toString());
+          cb();
+        },
+      }),
       env: {},
       fetch: server.fetch,
     };

@@ -23,7 +23,7 @@ describe("toBytes", () => {
     const b = new Uint8Array([1, 2, 3]);
     expect(toBytes(b)).toBe(b);
     expect(toBytes("é")).toEqual(new Uint8Array([0xc3, 0xa9]));
-    expect(toBytes("a".repeat(64) + "é")).toEqual(encoder.encode("a".repeat(64) + "é"));
+    expect(toBytes(`${"a".repeat(64)}é`)).toEqual(encoder.encode(`${"a".repeat(64)}é`));
     expect(toBytes("\u007f\u0080")).toEqual(new Uint8Array([0x7f, 0xc2, 0x80]));
   });
 });
