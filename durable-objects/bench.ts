@@ -3,8 +3,8 @@
  * the ceiling a produce (decode, validate, rewrite, insert, meta update) is measured against
  * in the same run. Reached only through /bench/raw-insert/:name when EDGELOG_BENCH_ROUTES=1.
  */
-import type { Env } from "../src/env.ts";
-import type { RpcResult } from "../src/partition/rpc.ts";
+import type { BenchRpc, Env } from "../src/env.ts";
+import type { RpcResult } from "../src/protocol/errors.ts";
 import { SqliteDurableObject, blob, type Migration } from "./base.ts";
 
 const MIGRATIONS: readonly Migration[] = [
@@ -17,7 +17,7 @@ const MIGRATIONS: readonly Migration[] = [
   },
 ];
 
-export class BenchDO extends SqliteDurableObject<Env> {
+export class BenchDO extends SqliteDurableObject<Env> implements BenchRpc {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.startUp(MIGRATIONS);

@@ -24,10 +24,11 @@ import { checkInvariants, commitOffsets as coreCommit, committedOffset, expire, 
 import { type Assignment, parseTpKey, toWire, tpKey } from "../src/groups/assignment.ts";
 import type { OffsetFetchInput, ResetOffsetsInput, TopicSelection } from "../src/groups/requests.ts";
 import { MAX_PARTITIONS_PER_OFFSET_REQUEST } from "../src/groups/requests.ts";
-import { type GroupCoordinatorRpc, type GroupsEnv, groupDirectoryStub } from "../src/groups/rpc.ts";
+import type { GroupsEnv } from "../src/env.ts";
+import { type GroupCoordinatorRpc, groupDirectoryStub } from "../src/groups/rpc.ts";
 import { metadataStore } from "../src/metadata/store.ts";
-import { partitionStub, type RpcResult } from "../src/partition/rpc.ts";
-import { type ErrorResult, errorResult } from "../src/protocol/errors.ts";
+import { partitionStub } from "../src/partition/rpc.ts";
+import { type ErrorResult, errorResult, type RpcResult } from "../src/protocol/errors.ts";
 import {
   type AssignorName,
   type ConsumerGroupHeartbeatResponse,

@@ -31,8 +31,8 @@
  * Pure: no Workers imports; the RPC is the injected `send`. Unit-tested in
  * test/unit/append-coalescer.test.ts.
  */
-import type { AppendOk, AppendRequest, RpcResult } from "../partition/rpc.ts";
-import { EdgelogError } from "../protocol/errors.ts";
+import type { AppendOk, AppendRequest } from "../partition/rpc.ts";
+import { EdgelogError, type RpcResult } from "../protocol/errors.ts";
 import { MAX_APPEND_GROUP_BYTES, MAX_APPEND_GROUP_REQUESTS } from "../protocol/limits.ts";
 
 export type AppendOutcome = RpcResult<AppendOk>;

@@ -27,9 +27,9 @@ import {
   type ProducerFields,
 } from "../gateway/produce-request.ts";
 import { checkPartition, partitionError, withTopic } from "../gateway/topics.ts";
-import { partitionStub, type AppendOk, type AppendRequest, type RpcResult } from "../partition/rpc.ts";
+import { partitionStub, type AppendOk, type AppendRequest } from "../partition/rpc.ts";
 import { AppendCoalescer } from "../gateway/append-coalescer.ts";
-import { EdgelogError, toEdgelogError, type ErrorResult } from "../protocol/errors.ts";
+import { EdgelogError, toEdgelogError, type ErrorResult, type RpcResult } from "../protocol/errors.ts";
 import {
   BATCH_MEDIA_TYPE,
   PRODUCE_SUMMARY_MEDIA_TYPE,

@@ -6,7 +6,8 @@
  * test/e2e/produce-coalescing.test.ts runs concurrent requests with it on.
  */
 import { describe as suite, expect, it } from "vitest";
-import type { AppendOk, AppendRequest, RpcResult } from "../../src/partition/rpc.ts";
+import type { AppendOk, AppendRequest } from "../../src/partition/rpc.ts";
+import type { RpcResult } from "../../src/protocol/errors.ts";
 import type { ProduceResponse } from "../../src/protocol/index.ts";
 import { call, createTopic, fetchJson, highWatermarks, json, oneRecordBatch, partitionObject, produce, randomTopic } from "./helpers.ts";
 

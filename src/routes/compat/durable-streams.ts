@@ -12,8 +12,8 @@ import type { Hono, MiddlewareHandler } from "hono";
 import type { AppContext, AppEnv } from "../../gateway/context.ts";
 import { StaleTopicError, topicCache, withTopic } from "../../gateway/topics.ts";
 import { metadataStore } from "../../metadata/store.ts";
-import { partitionStub, type RpcResult } from "../../partition/rpc.ts";
-import { EdgelogError, ERRORS, errorResult, type ErrorCode, type ErrorResult } from "../../protocol/errors.ts";
+import { partitionStub } from "../../partition/rpc.ts";
+import { EdgelogError, ERRORS, errorResult, type ErrorCode, type ErrorResult, type RpcResult } from "../../protocol/errors.ts";
 import { MAX_RECORDS_PER_REQUEST } from "../../protocol/limits.ts";
 import type { TopicSummary } from "../../protocol/types.ts";
 import {
