@@ -5,13 +5,14 @@
  *   2. bench gate + body reader on /bench/* (404 unless EDGELOG_BENCH_ROUTES = "1");
  *   3. routes (specific paths before ambiguous ones, see topicRoute);
  *   4. notFound -> METHOD_NOT_ALLOWED (with `Allow`) when the path has routes for other
- *      methods, else NOT_FOUND JSON; one onError -> the error table's JSON and HTTP status.
+ *      methods, else NOT_FOUND JSON; one onError -> the error table's JSON and HTTP status
+ *      (and the headers an ErrorWithHeaders carries, e.g. Durable Streams' protocol headers).
  */
 import { Hono } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { AppEnv } from "./gateway/context.ts";
 import { AllowedMethods } from "./gateway/allowed-methods.ts";
-import { toEdgelogErrorResponse } from "./gateway/errors.ts";
+import { ErrorWithHeaders, toEdgelogErrorResponse } from "./gateway/errors.ts";
 import { benchGate } from "./middleware/bench.ts";
 import { bodyReader } from "./middleware/body.ts";
 import { corsMiddleware } from "./middleware/cors.ts";
@@ -55,7 +56,8 @@ export function createApp(): Hono<AppEnv> {
   });
   app.onError((err, c) => {
     const e = toEdgelogErrorResponse(err);
-    return c.json(e.toBody(), e.httpStatus as ContentfulStatusCode);
+    // The one error writer: the table's status and JSON body, and the headers a protocol asked for.
+    return c.json(e.toBody(), e.httpStatus as ContentfulStatusCode, e instanceof ErrorWithHeaders ? { ...e.headers } : undefined);
   });
   return app;
 }
