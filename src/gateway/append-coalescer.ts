@@ -227,7 +227,9 @@ export class AppendCoalescer {
       keepAlive?.(rpc.catch(() => undefined));
       const outcomes = await rpc;
       if (outcomes.length !== group.length) throw new Error(`append RPC answered ${outcomes.length} outcomes for ${group.length} requests`);
-      group.forEach((e, i) => e.settle({ outcome: outcomes[i]! }));
+      group.forEach((e, i) => {
+        e.settle({ outcome: outcomes[i]! });
+      });
     } catch (error) {
       for (const e of group) e.settle({ error });
     } finally {

@@ -201,7 +201,9 @@ describe("produce coalescing (real dev server): idempotence, acks=0, many partit
       const res = await reqs[i]!;
       expect(res.status).toBe(200);
       const b = (await res.json()) as ProduceResponse;
-      b.records.forEach((r, k) => acked.set(`${r.partition}:${r.offset}`, `r${i}-${k}`));
+      b.records.forEach((r, k) => {
+        acked.set(`${r.partition}:${r.offset}`, `r${i}-${k}`);
+      });
     }
     const all = await readAll(client, topic, 32);
     expect(all.length).toBe(60 * 64);
@@ -227,7 +229,9 @@ describe("produce coalescing (real dev server): idempotence, acks=0, many partit
       const text = await res.text();
       expect(res.status, text.slice(0, 300)).toBe(200);
       const b = JSON.parse(text) as ProduceResponse;
-      b.records.forEach((rec, k) => acked.set(rec.offset, r.values[k]!));
+      b.records.forEach((rec, k) => {
+        acked.set(rec.offset, r.values[k]!);
+      });
     }
     const all = await readAll(client, topic, 1);
     expect(all.length).toBe(acked.size);
@@ -345,7 +349,11 @@ describe("produce coalescing: crash", () => {
     await server.restart();
     const all = await readAll(client, topic, partitions);
     const byPos = new Map(all.map((r) => [`${r.partition}:${r.offset}`, toText(r.value)]));
-    for (const a of acks) a.offsets.forEach((o, k) => expect(byPos.get(`${a.partition}:${o}`), `${a.key} k${k} @${a.partition}:${o}`).toBe(`${a.key}-k${k}`));
+    for (const a of acks) {
+      a.offsets.forEach((o, k) => {
+        expect(byPos.get(`${a.partition}:${o}`), `${a.key} k${k} @${a.partition}:${o}`).toBe(`${a.key}-k${k}`);
+      });
+    }
     for (let p = 0; p < partitions; p++) {
       const offs = all.filter((r) => r.partition === p).map((r) => r.offset);
       expect(offs).toEqual(offs.map((_, k) => k));

@@ -93,7 +93,9 @@ describe("real input through the real dev server", () => {
 
     // Every key lives on exactly one partition, the one the producer reported.
     const partitionOfKey = new Map<string, number>();
-    events.forEach((e, i) => partitionOfKey.set(e.key, metas[i]?.partition ?? -1));
+    events.forEach((e, i) => {
+      partitionOfKey.set(e.key, metas[i]?.partition ?? -1);
+    });
     for (const r of records) expect(r.partition).toBe(partitionOfKey.get(new TextDecoder().decode(r.key ?? new Uint8Array())));
 
     // Describe agrees with what was read.
@@ -241,7 +243,9 @@ describe("real dev server: crash under heavy concurrent produce, the CLI followi
     const byPosition = new Map(all.map((r) => [`${r.partition}:${r.offset}`, toText(r.value)]));
     // Every acknowledged record is at its acknowledged offset.
     for (const a of acks) {
-      a.offsets.forEach((offset, k) => expect(byPosition.get(`${a.partition}:${offset}`)?.startsWith(`w${a.w}-r${a.i}-k${k}-`), `${a.w}/${a.i}/${k}`).toBe(true));
+      a.offsets.forEach((offset, k) => {
+        expect(byPosition.get(`${a.partition}:${offset}`)?.startsWith(`w${a.w}-r${a.i}-k${k}-`), `${a.w}/${a.i}/${k}`).toBe(true);
+      });
     }
     // Offsets dense from 0 on every partition, and describe agrees.
     const desc = await client.describeTopic(topic);
