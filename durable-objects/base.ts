@@ -225,7 +225,7 @@ export abstract class SqliteDurableObject<E = unknown> extends DurableObject<E> 
     // TypeScript has no `final`: refuse a subclass that defines a sealed entry point.
     for (let proto = Object.getPrototypeOf(this) as object | null; proto !== null && proto !== SqliteDurableObject.prototype; proto = Object.getPrototypeOf(proto) as object | null) {
       for (const name of SEALED) {
-        if (Object.prototype.hasOwnProperty.call(proto, name)) throw new Error(`${this.constructor.name} defines ${name}(): platform entry points are sealed in SqliteDurableObject (durable-objects/base.ts); use onTimer/onUpgrade/onSocket`);
+        if (Object.hasOwn(proto, name)) throw new Error(`${this.constructor.name} defines ${name}(): platform entry points are sealed in SqliteDurableObject (durable-objects/base.ts); use onTimer/onUpgrade/onSocket`);
       }
     }
   }

@@ -11,9 +11,8 @@
  * `{echo, label, connectedMs, messages, instance}` (the socket's attachment after counting the
  * message, and this instance's id, new after every eviction); a binary message is echoed as is.
  */
-import type { Env } from "../src/env.ts";
-import type { RpcResult } from "../src/partition/rpc.ts";
-import { errorResult, type ErrorResult } from "../src/protocol/errors.ts";
+import type { BenchRpc, Env } from "../src/env.ts";
+import { errorResult, type ErrorResult, type RpcResult } from "../src/protocol/errors.ts";
 import { SqliteDurableObject, blob, type Migration, type SocketAccept, type SocketAttachment, type SocketEvent } from "./base.ts";
 
 /** The echo room's per-socket state (attachment version 1). */
@@ -35,7 +34,7 @@ const MIGRATIONS: readonly Migration[] = [
   },
 ];
 
-export class BenchDO extends SqliteDurableObject<Env> {
+export class BenchDO extends SqliteDurableObject<Env> implements BenchRpc {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.startUp(

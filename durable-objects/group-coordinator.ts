@@ -27,10 +27,11 @@ import { checkInvariants, commitOffsets as coreCommit, committedOffset, expire, 
 import { type Assignment, parseTpKey, toWire, tpKey } from "../src/groups/assignment.ts";
 import type { OffsetFetchInput, ResetOffsetsInput, TopicSelection } from "../src/groups/requests.ts";
 import { MAX_PARTITIONS_PER_OFFSET_REQUEST } from "../src/groups/requests.ts";
-import { type GroupCoordinatorRpc, type GroupsEnv, groupDirectoryStub } from "../src/groups/rpc.ts";
+import type { Env } from "../src/env.ts";
+import { type GroupCoordinatorRpc, groupDirectoryStub } from "../src/groups/rpc.ts";
 import { metadataStore } from "../src/metadata/store.ts";
-import { partitionStub, type RpcResult } from "../src/partition/rpc.ts";
-import { type ErrorResult, errorResult } from "../src/protocol/errors.ts";
+import { partitionStub } from "../src/partition/rpc.ts";
+import { type ErrorResult, errorResult, type RpcResult } from "../src/protocol/errors.ts";
 import {
   type AssignorName,
   type ConsumerGroupHeartbeatResponse,
@@ -126,7 +127,7 @@ type GroupRow = {
 };
 type OffsetRow = { topic: string; partition: number; committed_offset: number; metadata: string; commit_ms: number; topic_id: string };
 
-export class GroupCoordinatorDO extends SqliteDurableObject<GroupsEnv> implements GroupCoordinatorRpc {
+export class GroupCoordinatorDO extends SqliteDurableObject<Env> implements GroupCoordinatorRpc {
   /** The group, or null when it does not exist (never created, deleted, or expired). */
   #state: GroupState | null = null;
   #topicsCache: { snapshot: TopicsSnapshot; fetchedMs: number } | null = null;
@@ -138,7 +139,7 @@ export class GroupCoordinatorDO extends SqliteDurableObject<GroupsEnv> implement
   /** The group id after the group was deleted (for the directory's tombstone). */
   #lastGroupId: string | null = null;
 
-  constructor(ctx: DurableObjectState, env: GroupsEnv) {
+  constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.startUp(
       [

@@ -11,7 +11,7 @@
  * deleted 0/1, updated_ms). Tombstones older than {@link TOMBSTONE_RETENTION_MS} are purged.
  */
 import type { Env } from "../src/env.ts";
-import type { RpcResult } from "../src/partition/rpc.ts";
+import type { RpcResult } from "../src/protocol/errors.ts";
 import type { GroupListing, GroupStateName, AssignorName } from "../src/protocol/groups.ts";
 import { isValidGroupId } from "../src/protocol/groups.ts";
 import type { GroupDirectoryRpc } from "../src/groups/rpc.ts";

@@ -16,9 +16,9 @@
  */
 import type { Env } from "../src/env.ts";
 import { METADATA_OBJECT_NAME, type AlterTopicInput, type CreateTopicInput, type TopicMetadataStore } from "../src/metadata/store.ts";
-import { partitionStub, type RpcResult } from "../src/partition/rpc.ts";
+import { partitionStub } from "../src/partition/rpc.ts";
 import { mergeTopicConfigs, DEFAULT_TOPIC_CONFIGS } from "../src/protocol/config.ts";
-import { EdgelogError, errorResult, type ErrorResult } from "../src/protocol/errors.ts";
+import { EdgelogError, errorResult, type ErrorResult, type RpcResult } from "../src/protocol/errors.ts";
 import { MAX_PARTITIONS } from "../src/protocol/limits.ts";
 import { parseTopicName } from "../src/protocol/names.ts";
 import type { InitProducerResponse, PartitionDescription, TopicConfigs, TopicDescription, TopicSummary } from "../src/protocol/types.ts";

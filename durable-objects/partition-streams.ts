@@ -15,8 +15,8 @@
 import { encodeBatch, splitRecords, type ProducerRecord } from "../src/codec/index.ts";
 import type { Env } from "../src/env.ts";
 import { metadataStore } from "../src/metadata/store.ts";
-import { partitionStub, type AppendOk, type RpcResult } from "../src/partition/rpc.ts";
-import { errorResult, type ErrorResult } from "../src/protocol/errors.ts";
+import { partitionStub, type AppendOk } from "../src/partition/rpc.ts";
+import { errorResult, type ErrorResult, type RpcResult } from "../src/protocol/errors.ts";
 import { MAX_STORED_BATCH_BYTES } from "../src/protocol/limits.ts";
 import { decideAppend, type ClosedBy, type ProducerState } from "../src/streams/append.ts";
 import { createMatches } from "../src/streams/create.ts";

@@ -46,8 +46,8 @@ import {
   type ProducerState,
   type StoredBatchRef,
 } from "../src/partition/core.ts";
-import type { AppendOk, AppendRequest, FetchOk, FetchRequest, ListOffsetsOk, PartitionInit, PartitionRpc, RpcResult } from "../src/partition/rpc.ts";
-import { errorResult, type ErrorResult } from "../src/protocol/errors.ts";
+import type { AppendOk, AppendRequest, FetchOk, FetchRequest, ListOffsetsOk, PartitionInit, PartitionRpc } from "../src/partition/rpc.ts";
+import { errorResult, type ErrorResult, type RpcResult } from "../src/protocol/errors.ts";
 import { FETCH_MAX_WAIT_MS_LIMIT, MAX_APPEND_GROUP_REQUESTS, MAX_STORED_BATCH_BYTES } from "../src/protocol/limits.ts";
 import type { PartitionDescription, TopicConfigs } from "../src/protocol/types.ts";
 import { SqliteDurableObject, blob, type Migration, type RoomSchema } from "./base.ts";

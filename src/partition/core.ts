@@ -259,7 +259,7 @@ export function appendTimestamps(records: readonly ProducerRecord[], logAppendTi
 
 /** Running maximum timestamp after a batch: monotone over offsets, so it can be indexed. */
 export function nextRunningMaxTimestamp(previous: number, batchMaxTimestamp: number): number {
-  return batchMaxTimestamp > previous ? batchMaxTimestamp : previous;
+  return Math.max(previous, batchMaxTimestamp);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -146,6 +146,14 @@ export interface ErrorResult {
   details?: Record<string, unknown>;
 }
 
+/** A successful RPC result: `{ok: true}` and the fields of `T`. */
+export type Ok<T> = { ok: true } & T;
+/**
+ * What a Durable Object RPC method answers: {@link Ok} or an expected failure ({@link ErrorResult}).
+ * A thrown error is a bug or a platform failure.
+ */
+export type RpcResult<T> = Ok<T> | ErrorResult;
+
 export function errorResult(code: ErrorCode, message?: string, details?: Record<string, unknown>): ErrorResult {
   const r: ErrorResult = { ok: false, code };
   if (message !== undefined) r.message = message;

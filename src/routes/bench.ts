@@ -8,8 +8,8 @@
  *   Durable Object base's sealed WebSocket entry points and hibernation (test/workers/base.test.ts).
  */
 import type { Hono } from "hono";
+import type { BenchRpc } from "../env.ts";
 import type { AppEnv } from "../gateway/context.ts";
-import type { BenchDO } from "../../durable-objects/bench.ts";
 import { toEdgelogError } from "../protocol/errors.ts";
 
 export function benchRoutes(app: Hono<AppEnv>): void {
@@ -22,8 +22,8 @@ export function benchRoutes(app: Hono<AppEnv>): void {
   app.get("/bench/echo/:name", (c) => c.env.BENCH.getByName(c.req.param("name")).fetch(c.req.raw));
 
   app.post("/bench/raw-insert/:name", async (c) => {
-    // Typed by the class's own method (the namespace's stub type wraps results in Rpc.Result<>).
-    const bench = c.env.BENCH.getByName(c.req.param("name")) as unknown as Pick<BenchDO, "insert">;
+    // The namespace's own stub type wraps results in Rpc.Result<>; BenchRpc is what the class implements.
+    const bench = c.env.BENCH.getByName(c.req.param("name")) as unknown as BenchRpc;
     const r = await bench.insert(c.get("body"));
     if (!r.ok) throw toEdgelogError(r);
     return c.json({ id: r.id, bytes: r.bytes });

@@ -7,8 +7,7 @@
  *
  * Pure module: types only.
  */
-import type { RpcResult } from "../partition/rpc.ts";
-import type { ErrorCode } from "../protocol/errors.ts";
+import type { ErrorCode, RpcResult } from "../protocol/errors.ts";
 import type { ExpiryConfig, ProducerHeaders } from "./headers.ts";
 import type { OffsetSpec } from "./offsets.ts";
 

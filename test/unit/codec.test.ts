@@ -654,7 +654,9 @@ describe("splitRecords", () => {
         const groups = splitRecords(records, maxBatchBytes);
         // Order preserved, nothing lost or duplicated (same objects).
         expect(groups.flat()).toEqual(records);
-        groups.flat().forEach((r, i) => expect(r).toBe(records[i]));
+        groups.flat().forEach((r, i) => {
+          expect(r).toBe(records[i]);
+        });
         groups.forEach((g, gi) => {
           expect(g.length).toBeGreaterThan(0);
           const size = encodeBatch({}, g).length;

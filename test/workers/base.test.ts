@@ -9,7 +9,8 @@ import { describe as suite, expect, it, vi } from "vitest";
 import { BenchDO } from "../../durable-objects/bench.ts";
 import { ATTACHMENT_MAX_BYTES, Sql, TIMERS_PER_WAKE, checkRooms, migrateRooms, sendableCloseCode, type RoomSchema, type RoomTimers } from "../../durable-objects/base.ts";
 import { TIMER_RETRY_BASE_MS } from "../../durable-objects/schedule.ts";
-import { GROUP_DIRECTORY_OBJECT_NAME, type GroupsEnv } from "../../src/groups/rpc.ts";
+import type { Env } from "../../src/env.ts";
+import { GROUP_DIRECTORY_OBJECT_NAME } from "../../src/groups/rpc.ts";
 import { partitionObjectName } from "../../src/partition/rpc.ts";
 import { call, createTopic, expectError, fetchJson, json, produce, randomTopic } from "./helpers.ts";
 import { LEGACY_COORDINATOR, LEGACY_PARTITION, legacyMigrate, makeLegacy, tableNames } from "./legacy-schema.ts";
@@ -156,7 +157,7 @@ suite("legacy adoption", () => {
     const hb = await json("POST", `/v1/groups/${group}/heartbeat`, { memberId: null, memberEpoch: 0, subscribedTopicNames: [topic], sessionTimeoutMs: 45_000 });
     expect(hb.status).toBe(200);
     const { memberId } = (await hb.json()) as { memberId: string };
-    const stub = (env as unknown as GroupsEnv).GROUP_COORDINATOR.getByName(group);
+    const stub = (env as unknown as Env).GROUP_COORDINATOR.getByName(group);
     const retryMs = Date.now() + 3_600_000;
     let sessionDue = 0;
     await runInDurableObject(stub, async (_o, state) => {
@@ -345,7 +346,7 @@ suite("group coordinator timers", () => {
     await createTopic(topic, 1);
     const group = `g-${crypto.randomUUID()}`;
     expect((await json("POST", `/v1/groups/${group}/heartbeat`, { memberId: null, memberEpoch: 0, subscribedTopicNames: [topic] })).status).toBe(200);
-    const groupsEnv = env as unknown as GroupsEnv;
+    const groupsEnv = env as unknown as Env;
     const listed = async () => ((await (await call("/v1/groups")).json()) as { groups: { groupId: string }[] }).groups.some((g) => g.groupId === group);
     await vi.waitFor(async () => expect(await listed()).toBe(true));
     // The directory loses the listing (as if the push had failed); the retry timer restores it.
