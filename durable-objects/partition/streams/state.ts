@@ -1,0 +1,671 @@
+/**
+ * The Durable Streams state room of a partition (docs/DURABLE-STREAMS.md): a stream is a
+ * one-partition topic, and this room is the part of its PartitionDO that knows about the
+ * stream: its configuration and state, its writes (create, append, close, delete, expiry,
+ * fork references) and the tail cache its appends fill. Reads are the room above it,
+ * streams/read.ts. Stream records are ordinary record batches appended through the log room.
+ *
+ * Storage (room "streams", migration 1):
+ * - `ds_stream`: zero or one row, the stream's configuration and state (content type, expiry,
+ *   closed flag, last Stream-Seq, fork source, reference count, soft-deleted flag).
+ * - `ds_producers`: idempotent-producer state per string Producer-Id.
+ * Timer: "expiry" (the stream's TTL / Expires-At deadline).
+ *
+ * Decisions are the pure functions of src/streams/; this room decides and hands each write to
+ * the switchboard's commit as a command (records for the log, state for this room), applied in
+ * one transaction: SQL is written only in {@link StreamsState.apply}.
+ */
+import { encodeBatch, NO_PRODUCER_ID, splitRecords, type ProducerRecord } from "../../../src/codec/index.ts";
+import type { Peers } from "../../../src/partition/peers.ts";
+import type { AppendOk, RpcResult } from "../../../src/partition/rpc.ts";
+import { errorResult, type ErrorResult } from "../../../src/protocol/errors.ts";
+import { MAX_STORED_BATCH_BYTES } from "../../../src/protocol/limits.ts";
+import { decideAppend, type ClosedBy } from "../../../src/streams/append.ts";
+import { ByteCache } from "../../../src/streams/byte-cache.ts";
+import { cacheSeparator } from "../../../src/streams/body.ts";
+import { createMatches } from "../../../src/streams/create.ts";
+import { expiryDeadlineMs, forkExpiry, isExpired, touchPersistIntervalMs } from "../../../src/streams/expiry.ts";
+import { DEFAULT_CONTENT_TYPE, isJsonContentType } from "../../../src/streams/headers.ts";
+import { splitBody } from "../../../src/streams/records.ts";
+import type { AppendStreamOk, AppendStreamRequest, CreateStreamOk, CreateStreamRequest, DeleteStreamOk, HeadStreamOk, StreamFacts } from "../../../src/streams/rpc.ts";
+import type { Migration, Sql } from "../../base.ts";
+import { unknownPartition, type LogCommand, type LogRoom, type PartitionState } from "../log.ts";
+import type { ProducersCommand } from "../producers.ts";
+import type { WaitersRoom } from "../waiters.ts";
+
+/** The streams room's migrations (its own list, numbered from 1). */
+export const STREAMS_MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: "durable-streams",
+    up(sql) {
+      sql.run(`
+        CREATE TABLE ds_stream (
+          id INTEGER PRIMARY KEY CHECK (id = 1),
+          path TEXT NOT NULL,
+          content_type TEXT NOT NULL,
+          ttl_seconds INTEGER,
+          expires_at_ms INTEGER,
+          expiry_inherited INTEGER NOT NULL,
+          last_access_ms INTEGER NOT NULL,
+          closed INTEGER NOT NULL,
+          closed_by_id TEXT,
+          closed_by_epoch INTEGER,
+          closed_by_seq INTEGER,
+          stream_seq TEXT,
+          fork_source_path TEXT,
+          fork_source_topic TEXT,
+          fork_source_topic_id TEXT,
+          fork_anchor INTEGER,
+          fork_sub_offset INTEGER NOT NULL,
+          fork_offset INTEGER,
+          visible_start INTEGER NOT NULL,
+          ref_count INTEGER NOT NULL,
+          soft_deleted INTEGER NOT NULL,
+          created_at_ms INTEGER NOT NULL
+        );
+        CREATE TABLE ds_producers (
+          producer_id TEXT PRIMARY KEY,
+          epoch INTEGER NOT NULL,
+          last_seq INTEGER NOT NULL,
+          updated_at_ms INTEGER NOT NULL
+        ) WITHOUT ROWID;
+      `);
+    },
+  },
+];
+
+/** The stream's expiry timer key (room "streams"). */
+export const EXPIRY_TIMER = "expiry";
+
+/** Bytes of a record's framing kept free when a body is cut into values (recordSizeBytes of a bare record is < 32). */
+const RECORD_OVERHEAD_BYTES = 64;
+
+/**
+ * Budget of the tail cache of recently appended values (src/streams/byte-cache.ts). Modest,
+ * because several objects may share an isolate's 128 MB (developers.cloudflare.com/workers/platform/limits).
+ */
+export const STREAM_CACHE_MAX_BYTES = 8 * 1024 * 1024;
+
+export interface ForkState {
+  sourcePath: string;
+  sourceTopic: string;
+  sourceTopicId: string;
+  anchor: number;
+  subOffset: number;
+  /** First offset of this stream's own log; reads below it go to the source. */
+  forkOffset: number;
+}
+
+/** In-memory copy of the ds_stream row. */
+export interface StreamMeta {
+  path: string;
+  contentType: string;
+  json: boolean;
+  ttlSeconds: number | null;
+  expiresAtMs: number | null;
+  expiryInherited: boolean;
+  lastAccessMs: number;
+  closed: boolean;
+  closedBy: ClosedBy | null;
+  streamSeq: string | null;
+  fork: ForkState | null;
+  visibleStart: number;
+  refCount: number;
+  softDeleted: boolean;
+  createdAtMs: number;
+}
+
+type StreamRow = {
+  path: string;
+  content_type: string;
+  ttl_seconds: number | null;
+  expires_at_ms: number | null;
+  expiry_inherited: number;
+  last_access_ms: number;
+  closed: number;
+  closed_by_id: string | null;
+  closed_by_epoch: number | null;
+  closed_by_seq: number | null;
+  stream_seq: string | null;
+  fork_source_path: string | null;
+  fork_source_topic: string | null;
+  fork_source_topic_id: string | null;
+  fork_anchor: number | null;
+  fork_sub_offset: number;
+  fork_offset: number | null;
+  visible_start: number;
+  ref_count: number;
+  soft_deleted: number;
+  created_at_ms: number;
+};
+
+/** A change of the stream's state. `values`: the appended values, for the tail cache. */
+export type StreamChange =
+  | { op: "create"; meta: StreamMeta; values: Uint8Array[] }
+  | {
+      op: "append";
+      previous: StreamMeta;
+      next: StreamMeta;
+      values: Uint8Array[];
+      /** The Producer-Id's new state, stamped with the decision's time. */
+      producer: { id: string; epoch: number; lastSeq: number; atMs: number } | null;
+    }
+  | { op: "touch"; lastAccessMs: number }
+  | { op: "softDelete" }
+  | { op: "refCount"; refCount: number };
+
+/** The streams room's part of a command. */
+export interface StreamsCommand {
+  stream: StreamChange | null;
+}
+
+/** A whole command as the streams room builds it (the switchboard's `Command`). */
+export type StreamsRoomCommand = LogCommand & ProducersCommand & StreamsCommand;
+
+/** A stream that must go for good: what the switchboard's destroy path does after destroying this object. */
+export interface SelfDestroy {
+  /** The stream's topic, deleted from the metadata store. */
+  topic: string;
+  /** The fork source whose reference this stream holds, released after. */
+  releaseFork: { sourceTopicId: string; sourcePath: string } | null;
+}
+
+/** Timers of one room (the base's schedule). */
+export interface StreamTimers {
+  set(key: string, dueMs: number): void;
+}
+
+/** What the switchboard gives the streams room. */
+export interface StreamsContext {
+  sql: Sql;
+  peers: Peers;
+  timers: StreamTimers;
+  /** The switchboard's commit: one transaction, every room's apply, then publish. */
+  commit(cmd: StreamsRoomCommand): void;
+  /** The switchboard's destroy path: this object's storage first, then the peers (rule 6). */
+  destroySelf(d: SelfDestroy): Promise<void>;
+}
+
+export type Gate = { ok: true; meta: StreamMeta; log: Readonly<PartitionState> } | ErrorResult;
+
+export class StreamsState {
+  readonly name = "streams";
+  readonly #ctx: StreamsContext;
+  readonly #log: LogRoom;
+  readonly #waiters: WaitersRoom;
+  #meta: StreamMeta | null = null;
+  /** Bytes of the latest records appended through the stream API, served to readers without SQLite. */
+  readonly cache = new ByteCache(STREAM_CACHE_MAX_BYTES);
+  /** last_access_ms as stored (the in-memory value may be newer, see touchPersistIntervalMs). */
+  #storedAccessMs = 0;
+
+  constructor(ctx: StreamsContext, log: LogRoom, waiters: WaitersRoom) {
+    this.#ctx = ctx;
+    this.#log = log;
+    this.#waiters = waiters;
+  }
+
+  /** The stream's state, or null when this partition backs no stream. */
+  get meta(): StreamMeta | null {
+    return this.#meta;
+  }
+
+  get peers(): Peers {
+    return this.#ctx.peers;
+  }
+
+  /** Loads the stream row (start-up). */
+  load(): void {
+    const r = this.#ctx.sql.first<StreamRow>("SELECT * FROM ds_stream WHERE id = 1");
+    this.#meta = r === undefined ? null : fromRow(r);
+    this.#storedAccessMs = r?.last_access_ms ?? 0;
+  }
+
+  /** Forgets the in-memory state (the partition's storage was deleted). */
+  reset(): void {
+    this.#meta = null;
+    this.cache.reset();
+  }
+
+  /**
+   * Append guard of native produce into a stream's topic: refused while the stream is closed
+   * (closure is monotonic for every writer) or soft-deleted. @returns the error, or null to proceed.
+   */
+  blocksNativeAppend(): ErrorResult | null {
+    const m = this.#meta;
+    if (m === null) return null;
+    if (m.softDeleted) return errorResult("STREAM_GONE", "This topic backs a deleted stream kept for its forks.");
+    if (m.closed) return errorResult("STREAM_CLOSED", "This topic backs a closed stream.", { tail: this.#log.state?.logEndOffset ?? null, closed: true });
+    return null;
+  }
+
+  // ---- RPC ----
+
+  async dsCreate(req: CreateStreamRequest): Promise<RpcResult<CreateStreamOk>> {
+    const log = this.#log.state;
+    if (log === null) return unknownPartition();
+    const nowMs = Date.now();
+    const existing = this.#meta;
+    if (existing !== null) {
+      if (existing.path !== req.path) return errorResult("STREAM_CONFLICT", "This topic backs another stream path.");
+      if (existing.softDeleted) return errorResult("STREAM_CONFLICT", "The stream at this path was deleted but forks still reference it.");
+      if (this.expired(existing, nowMs)) {
+        await this.expire();
+        // The caller re-creates the topic and asks again.
+        return unknownPartition();
+      }
+      const same = createMatches(
+        {
+          contentType: existing.contentType,
+          ttlSeconds: existing.ttlSeconds,
+          expiresAtMs: existing.expiresAtMs,
+          expiryInherited: existing.expiryInherited,
+          closed: existing.closed,
+          forkSource: existing.fork?.sourcePath ?? null,
+          forkAnchor: existing.fork?.anchor ?? null,
+          forkSubOffset: existing.fork?.subOffset ?? 0,
+        },
+        {
+          contentType: req.contentType,
+          ttlSeconds: req.ttlSeconds,
+          expiresAtMs: req.expiresAtMs,
+          closed: req.closed,
+          fork: req.fork === null ? null : { source: req.fork.sourcePath, anchor: req.fork.anchorRequested, subOffset: req.fork.subOffset },
+        },
+      );
+      if (!same) return errorResult("STREAM_CONFLICT", "A stream exists at this path with a different configuration.");
+      return { ok: true, status: "exists", ...this.facts(existing, log), ttlSeconds: existing.ttlSeconds, expiresAtMs: existing.expiresAtMs };
+    }
+
+    const fork = req.fork;
+    const contentType = req.contentType ?? fork?.source.contentType ?? DEFAULT_CONTENT_TYPE;
+    const requested = { ttlSeconds: req.ttlSeconds, expiresAtMs: req.expiresAtMs };
+    const expiry = fork === null ? requested : forkExpiry(requested, fork.source.expiry);
+    if (fork !== null) {
+      if (log.logEndOffset !== log.logStartOffset || (log.logStartOffset !== 0 && log.logStartOffset !== fork.source.forkOffset)) {
+        return errorResult("STREAM_CONFLICT", "A fork needs an empty topic.");
+      }
+      // A fork's own log starts at its fork offset: its own commit, before the records are planned there.
+      this.#ctx.commit({ log: { op: "startAt", offset: fork.source.forkOffset }, append: null, producer: null, stream: null });
+    }
+    const meta: StreamMeta = {
+      path: req.path,
+      contentType,
+      json: isJsonContentType(contentType),
+      ttlSeconds: expiry.ttlSeconds,
+      expiresAtMs: expiry.expiresAtMs,
+      expiryInherited: fork !== null && requested.ttlSeconds === null && requested.expiresAtMs === null && (expiry.ttlSeconds !== null || expiry.expiresAtMs !== null),
+      lastAccessMs: nowMs,
+      closed: req.closed,
+      closedBy: null,
+      streamSeq: null,
+      fork:
+        fork === null
+          ? null
+          : {
+              sourcePath: fork.sourcePath,
+              sourceTopic: fork.sourceTopic,
+              sourceTopicId: fork.sourceTopicId,
+              anchor: fork.anchor,
+              subOffset: fork.subOffset,
+              forkOffset: fork.source.forkOffset,
+            },
+      visibleStart: fork === null ? log.logStartOffset : fork.source.visibleStart,
+      refCount: 0,
+      softDeleted: false,
+      createdAtMs: nowMs,
+    };
+    const values: Uint8Array[] = [];
+    const prefix = fork?.source.prefix ?? null;
+    if (prefix !== null) values.push(prefix);
+    if (meta.json) {
+      if (req.messages === null && req.body !== null && req.body.length > 0) throw new Error("a JSON stream was created with an unparsed body");
+      for (const m of req.messages ?? []) values.push(m);
+    } else if (req.body !== null && req.body.length > 0) {
+      for (const v of splitBody(req.body, maxValueBytes(log))) values.push(v);
+    }
+    const r = this.#commitWithValues(values, nowMs, { op: "create", meta, values });
+    if (r !== null && !r.ok) return r;
+    const after = this.#log.state!;
+    return { ok: true, status: "created", ...this.facts(meta, after), ttlSeconds: meta.ttlSeconds, expiresAtMs: meta.expiresAtMs };
+  }
+
+  async dsHead(path: string): Promise<RpcResult<HeadStreamOk>> {
+    const g = await this.gate(path, false);
+    if (!g.ok) return g;
+    return { ok: true, ...this.facts(g.meta, g.log), ttlSeconds: g.meta.ttlSeconds, expiresAtMs: g.meta.expiresAtMs };
+  }
+
+  async dsAppend(req: AppendStreamRequest): Promise<RpcResult<AppendStreamOk>> {
+    const g = await this.gate(req.path, true);
+    if (!g.ok) return g;
+    const { meta, log } = g;
+    const nowMs = Date.now();
+    // From here on nothing awaits: decide and commit in one turn of the object.
+    const producer =
+      req.producer === null
+        ? null
+        : (this.#ctx.sql.first<{ epoch: number; last_seq: number }>("SELECT epoch, last_seq FROM ds_producers WHERE producer_id = ?", req.producer.id) ?? null);
+    const hasBody = req.body.length > 0;
+    const d = decideAppend(
+      {
+        contentType: meta.contentType,
+        closed: meta.closed,
+        closedBy: meta.closedBy,
+        streamSeq: meta.streamSeq,
+        producer: producer === null ? null : { epoch: producer.epoch, lastSeq: producer.last_seq },
+      },
+      { contentType: req.contentType, hasBody, bodyError: req.bodyError, close: req.close, streamSeq: req.streamSeq, producer: req.producer },
+    );
+    if (d.kind === "reject") {
+      return errorResult(d.code, d.message, {
+        tail: log.logEndOffset,
+        closed: meta.closed,
+        ...(d.currentEpoch !== undefined ? { currentEpoch: d.currentEpoch } : {}),
+        ...(d.expectedSeq !== undefined ? { expectedSeq: d.expectedSeq, receivedSeq: d.receivedSeq } : {}),
+      });
+    }
+    if (d.kind === "noop") {
+      return { ok: true, status: 204, ...this.facts(meta, log), producerEpoch: req.producer?.epoch ?? null, producerSeq: d.producerSeq };
+    }
+    let values: Uint8Array[] = [];
+    if (hasBody) {
+      if (meta.json) {
+        if (req.messages === null) throw new Error("a JSON stream accepted an append without parsed messages");
+        values = req.messages;
+      } else {
+        values = splitBody(req.body, maxValueBytes(log));
+      }
+    }
+    const next: StreamMeta = {
+      ...meta,
+      closed: meta.closed || d.close,
+      closedBy: d.close && req.producer !== null ? req.producer : meta.closedBy,
+      streamSeq: d.streamSeq ?? meta.streamSeq,
+    };
+    const p = d.producer !== null && req.producer !== null ? { id: req.producer.id, epoch: d.producer.epoch, lastSeq: d.producer.lastSeq, atMs: nowMs } : null;
+    const r = this.#commitWithValues(values, nowMs, { op: "append", previous: meta, next, values, producer: p });
+    if (r !== null && !r.ok) return r;
+    const after = this.#log.state!;
+    return {
+      ok: true,
+      status: req.producer !== null && hasBody ? 200 : 204,
+      ...this.facts(next, after),
+      producerEpoch: req.producer?.epoch ?? null,
+      producerSeq: d.producer?.lastSeq ?? null,
+    };
+  }
+
+  async dsDelete(path: string): Promise<RpcResult<DeleteStreamOk>> {
+    const g = await this.gate(path, false);
+    if (!g.ok) return g;
+    if (g.meta.refCount > 0) {
+      this.#commitStream({ op: "softDelete" });
+      return { ok: true, soft: true };
+    }
+    await this.#deleteSelf();
+    return { ok: true, soft: false };
+  }
+
+  async dsRelease(path: string): Promise<RpcResult<object>> {
+    const m = this.#meta;
+    if (m === null || m.path !== path) return { ok: true };
+    this.#commitStream({ op: "refCount", refCount: Math.max(0, m.refCount - 1) });
+    if (m.refCount === 0 && m.softDeleted) await this.#deleteSelf();
+    return { ok: true };
+  }
+
+  /** Takes a reference for a new fork (dsForkSource, in streams/read.ts). */
+  retain(): void {
+    const m = this.#meta;
+    if (m === null) throw new Error("retain without a stream");
+    this.#commitStream({ op: "refCount", refCount: m.refCount + 1 });
+  }
+
+  /** Timer "expiry": expire an idle stream at its deadline, or re-arm for a deadline that moved. */
+  async onTimer(key: string): Promise<void> {
+    if (key !== EXPIRY_TIMER) throw new Error(`streams room has no timer ${key}`);
+    const m = this.#meta;
+    if (m === null || m.softDeleted) return;
+    if (this.expired(m, Date.now())) await this.expire();
+    else this.#armExpiry(m);
+  }
+
+  // ---- shared with streams/read.ts ----
+
+  /**
+   * Every client-facing call starts here: the stream must exist at this path, not be
+   * expired (expiring it now if it is) and not be soft-deleted. Reads and writes reset a
+   * sliding TTL (`touch`); HEAD and DELETE do not.
+   */
+  async gate(path: string, touch: boolean): Promise<Gate> {
+    const nowMs = Date.now();
+    const log = this.#log.state;
+    if (log === null) return unknownPartition();
+    let meta = this.#meta;
+    if (meta === null || meta.path !== path) return errorResult("STREAM_NOT_FOUND", "No stream exists at this path.");
+    if (!meta.softDeleted && this.expired(meta, nowMs)) {
+      await this.expire();
+      meta = this.#meta;
+      if (meta === null) return errorResult("STREAM_NOT_FOUND", "The stream expired.");
+    }
+    if (meta.softDeleted) return errorResult("STREAM_GONE", "The stream was deleted; it is kept only for the forks that reference it.");
+    if (touch) this.#touch(meta, nowMs);
+    return { ok: true, meta, log };
+  }
+
+  expired(m: StreamMeta, nowMs: number): boolean {
+    return isExpired(m, m.lastAccessMs, nowMs);
+  }
+
+  /** Expiry: like DELETE (protocol 4): soft when forks reference the stream, else for good. */
+  async expire(): Promise<void> {
+    const m = this.#meta;
+    if (m === null) return;
+    if (m.refCount > 0) this.#commitStream({ op: "softDelete" });
+    else await this.#deleteSelf();
+  }
+
+  facts(m: StreamMeta, log: Readonly<PartitionState>): StreamFacts {
+    return { topicId: log.topicId, contentType: m.contentType, tail: log.logEndOffset, closed: m.closed };
+  }
+
+  // ---- applying (SQL, inside the commit's transaction; deterministic) ----
+
+  apply(cmd: StreamsCommand): void {
+    const c = cmd.stream;
+    if (c === null) return;
+    const sql = this.#ctx.sql;
+    switch (c.op) {
+      case "create":
+        writeRow(sql, c.meta);
+        return;
+      case "append": {
+        const { previous: meta, next } = c;
+        if (c.producer !== null) {
+          sql.run(
+            `INSERT INTO ds_producers (producer_id, epoch, last_seq, updated_at_ms) VALUES (?, ?, ?, ?)
+             ON CONFLICT (producer_id) DO UPDATE SET epoch = excluded.epoch, last_seq = excluded.last_seq, updated_at_ms = excluded.updated_at_ms`,
+            c.producer.id,
+            c.producer.epoch,
+            c.producer.lastSeq,
+            c.producer.atMs,
+          );
+        }
+        if (next.closed !== meta.closed || next.streamSeq !== meta.streamSeq) {
+          sql.run(
+            "UPDATE ds_stream SET closed = ?, closed_by_id = ?, closed_by_epoch = ?, closed_by_seq = ?, stream_seq = ? WHERE id = 1",
+            next.closed ? 1 : 0,
+            next.closedBy?.id ?? null,
+            next.closedBy?.epoch ?? null,
+            next.closedBy?.seq ?? null,
+            next.streamSeq,
+          );
+        }
+        return;
+      }
+      case "touch":
+        sql.run("UPDATE ds_stream SET last_access_ms = ? WHERE id = 1", c.lastAccessMs);
+        return;
+      case "softDelete":
+        sql.run("UPDATE ds_stream SET soft_deleted = 1 WHERE id = 1");
+        return;
+      case "refCount":
+        sql.run("UPDATE ds_stream SET ref_count = ? WHERE id = 1", c.refCount);
+        return;
+    }
+  }
+
+  /** After the commit: memory follows; the tail cache takes appended values; readers wake on a close or delete. */
+  publish(cmd: StreamsCommand & LogCommand): void {
+    const c = cmd.stream;
+    if (c === null) return;
+    switch (c.op) {
+      case "create":
+        this.#meta = c.meta;
+        this.#storedAccessMs = c.meta.lastAccessMs;
+        this.#cacheValues(cmd, c.values, c.meta.json);
+        this.#armExpiry(c.meta);
+        return;
+      case "append":
+        this.#meta = c.next;
+        this.#cacheValues(cmd, c.values, c.next.json);
+        // The log woke readers for records; a close-only request must wake them too.
+        if (c.next.closed && !c.previous.closed) this.#waiters.wake();
+        return;
+      case "touch":
+        this.#storedAccessMs = c.lastAccessMs;
+        return;
+      case "softDelete":
+        if (this.#meta !== null) this.#meta.softDeleted = true;
+        this.#waiters.wake();
+        return;
+      case "refCount":
+        if (this.#meta !== null) this.#meta.refCount = c.refCount;
+        return;
+    }
+  }
+
+  // ---- helpers ----
+
+  #cacheValues(cmd: LogCommand, values: Uint8Array[], json: boolean): void {
+    if (cmd.append !== null && values.length > 0) this.cache.append(cmd.append.baseOffset, values, cacheSeparator(json));
+  }
+
+  /**
+   * Commits a stream change together with the records of `values` (none: the change alone).
+   * @returns the append's outcome (null when there were no values), an error changing nothing.
+   */
+  #commitWithValues(values: readonly Uint8Array[], nowMs: number, stream: StreamChange): RpcResult<AppendOk> | null {
+    if (values.length === 0) {
+      this.#commitStream(stream);
+      return null;
+    }
+    // The stream room encodes these batches itself, in this object: no CRC to re-verify.
+    const scanned = this.#log.scan(encodeValues(values, nowMs), true);
+    if ("code" in scanned) return scanned;
+    if (scanned.validated.producer !== null && scanned.validated.producer.producerId !== NO_PRODUCER_ID) throw new Error("stream batches carry no producer id");
+    const append = this.#log.plan(scanned);
+    this.#ctx.commit({ log: null, append, producer: null, stream });
+    return this.#log.appended(append);
+  }
+
+  #commitStream(stream: StreamChange): void {
+    this.#ctx.commit({ log: null, append: null, producer: null, stream });
+  }
+
+  #touch(m: StreamMeta, nowMs: number): void {
+    if (m.ttlSeconds === null || nowMs <= m.lastAccessMs) return;
+    m.lastAccessMs = nowMs;
+    if (nowMs - this.#storedAccessMs >= touchPersistIntervalMs(m.ttlSeconds)) this.#commitStream({ op: "touch", lastAccessMs: nowMs });
+  }
+
+  /**
+   * Deletes the stream for good through the switchboard's destroy path: this object's storage
+   * first (so nothing answers for the stream any more), then its topic in the metadata store,
+   * then the reference it holds on its fork source, which may cascade up the chain (protocol 4.2).
+   */
+  async #deleteSelf(): Promise<void> {
+    const m = this.#meta;
+    const log = this.#log.state;
+    if (m === null || log === null) return;
+    await this.#ctx.destroySelf({
+      topic: log.topic,
+      releaseFork: m.fork === null ? null : { sourceTopicId: m.fork.sourceTopicId, sourcePath: m.fork.sourcePath },
+    });
+  }
+
+  #armExpiry(m: StreamMeta): void {
+    const d = expiryDeadlineMs(m, m.lastAccessMs);
+    if (d !== null) this.#ctx.timers.set(EXPIRY_TIMER, d);
+  }
+}
+
+function writeRow(sql: Sql, m: StreamMeta): void {
+  sql.run(
+    `INSERT INTO ds_stream (id, path, content_type, ttl_seconds, expires_at_ms, expiry_inherited, last_access_ms, closed,
+       closed_by_id, closed_by_epoch, closed_by_seq, stream_seq, fork_source_path, fork_source_topic, fork_source_topic_id,
+       fork_anchor, fork_sub_offset, fork_offset, visible_start, ref_count, soft_deleted, created_at_ms)
+     VALUES (1, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, NULL, NULL, ?, ?, ?, ?, ?, ?, ?, 0, 0, ?)`,
+    m.path,
+    m.contentType,
+    m.ttlSeconds,
+    m.expiresAtMs,
+    m.expiryInherited ? 1 : 0,
+    m.lastAccessMs,
+    m.closed ? 1 : 0,
+    m.fork?.sourcePath ?? null,
+    m.fork?.sourceTopic ?? null,
+    m.fork?.sourceTopicId ?? null,
+    m.fork?.anchor ?? null,
+    m.fork?.subOffset ?? 0,
+    m.fork?.forkOffset ?? null,
+    m.visibleStart,
+    m.createdAtMs,
+  );
+}
+
+function fromRow(r: StreamRow): StreamMeta {
+  return {
+    path: r.path,
+    contentType: r.content_type,
+    json: isJsonContentType(r.content_type),
+    ttlSeconds: r.ttl_seconds,
+    expiresAtMs: r.expires_at_ms,
+    expiryInherited: r.expiry_inherited === 1,
+    lastAccessMs: r.last_access_ms,
+    closed: r.closed === 1,
+    closedBy: r.closed_by_id === null ? null : { id: r.closed_by_id, epoch: Number(r.closed_by_epoch), seq: Number(r.closed_by_seq) },
+    streamSeq: r.stream_seq,
+    fork:
+      r.fork_source_path === null
+        ? null
+        : {
+            sourcePath: r.fork_source_path,
+            sourceTopic: String(r.fork_source_topic),
+            sourceTopicId: String(r.fork_source_topic_id),
+            anchor: Number(r.fork_anchor),
+            subOffset: r.fork_sub_offset,
+            forkOffset: Number(r.fork_offset),
+          },
+    visibleStart: r.visible_start,
+    refCount: r.ref_count,
+    softDeleted: r.soft_deleted === 1,
+    createdAtMs: r.created_at_ms,
+  };
+}
+
+/** Largest value of one record: the topic's max.message.bytes minus the record's own framing. */
+function maxValueBytes(log: Readonly<PartitionState>): number {
+  return Math.max(4, log.configs["max.message.bytes"] - RECORD_OVERHEAD_BYTES);
+}
+
+/**
+ * Record batches of bare records (no key, no headers, the broker's time), each small enough
+ * to be one stored row, so the partition stores them as they are instead of re-encoding.
+ */
+function encodeValues(values: readonly Uint8Array[], nowMs: number): Uint8Array[] {
+  const records: ProducerRecord[] = values.map((value) => ({ key: null, value, headers: [], timestamp: nowMs }));
+  return splitRecords(records, MAX_STORED_BATCH_BYTES).map((group) => encodeBatch({}, group));
+}
