@@ -19,7 +19,8 @@ import type { BoundaryValuesRequest, ForkSourceOk, ForkSourceRequest, ReadRangeO
 import { forEachValue } from "../../../src/streams/values.ts";
 import { unknownPartition, type LogRoom } from "../log.ts";
 import type { WaitersRoom } from "../waiters.ts";
-import { STREAM_CACHE_MAX_BYTES, type ForkState, type StreamsState } from "./state.ts";
+import type { ForkState } from "../../../src/streams/state.ts";
+import { STREAM_CACHE_MAX_BYTES, type StreamsState } from "./state.ts";
 
 /**
  * Largest answer sent as one buffer in the RPC result (a Durable Object RPC answer is

@@ -15,19 +15,18 @@
  * the switchboard's commit as a command (records for the log, state for this room), applied in
  * one transaction: SQL is written only in {@link StreamsState.apply}.
  */
-import { encodeBatch, NO_PRODUCER_ID, splitRecords, type ProducerRecord } from "../../../src/codec/index.ts";
+import { NO_PRODUCER_ID } from "../../../src/codec/index.ts";
 import type { Peers } from "../../../src/partition/peers.ts";
 import type { AppendOk, RpcResult } from "../../../src/partition/rpc.ts";
 import { errorResult, type ErrorResult } from "../../../src/protocol/errors.ts";
-import { MAX_STORED_BATCH_BYTES } from "../../../src/protocol/limits.ts";
-import { decideAppend, type ClosedBy } from "../../../src/streams/append.ts";
+import { decideAppend } from "../../../src/streams/append.ts";
 import { ByteCache } from "../../../src/streams/byte-cache.ts";
 import { cacheSeparator } from "../../../src/streams/body.ts";
 import { createMatches } from "../../../src/streams/create.ts";
-import { expiryDeadlineMs, forkExpiry, isExpired, touchPersistIntervalMs } from "../../../src/streams/expiry.ts";
-import { DEFAULT_CONTENT_TYPE, isJsonContentType } from "../../../src/streams/headers.ts";
+import { expiryDeadlineMs, isExpired, touchPersistIntervalMs } from "../../../src/streams/expiry.ts";
 import { splitBody } from "../../../src/streams/records.ts";
 import type { AppendStreamOk, AppendStreamRequest, CreateStreamOk, CreateStreamRequest, DeleteStreamOk, HeadStreamOk, StreamFacts } from "../../../src/streams/rpc.ts";
+import { createValues, encodeValues, maxValueBytes, newStream, streamConfig, streamFromRow, type StreamMeta, type StreamRow } from "../../../src/streams/state.ts";
 import type { Migration, Sql } from "../../base.ts";
 import { unknownPartition, type LogCommand, type LogRoom, type PartitionState } from "../log.ts";
 import type { ProducersCommand } from "../producers.ts";
@@ -78,67 +77,11 @@ export const STREAMS_MIGRATIONS: readonly Migration[] = [
 /** The stream's expiry timer key (room "streams"). */
 export const EXPIRY_TIMER = "expiry";
 
-/** Bytes of a record's framing kept free when a body is cut into values (recordSizeBytes of a bare record is < 32). */
-const RECORD_OVERHEAD_BYTES = 64;
-
 /**
  * Budget of the tail cache of recently appended values (src/streams/byte-cache.ts). Modest,
  * because several objects may share an isolate's 128 MB (developers.cloudflare.com/workers/platform/limits).
  */
 export const STREAM_CACHE_MAX_BYTES = 8 * 1024 * 1024;
-
-export interface ForkState {
-  sourcePath: string;
-  sourceTopic: string;
-  sourceTopicId: string;
-  anchor: number;
-  subOffset: number;
-  /** First offset of this stream's own log; reads below it go to the source. */
-  forkOffset: number;
-}
-
-/** In-memory copy of the ds_stream row. */
-export interface StreamMeta {
-  path: string;
-  contentType: string;
-  json: boolean;
-  ttlSeconds: number | null;
-  expiresAtMs: number | null;
-  expiryInherited: boolean;
-  lastAccessMs: number;
-  closed: boolean;
-  closedBy: ClosedBy | null;
-  streamSeq: string | null;
-  fork: ForkState | null;
-  visibleStart: number;
-  refCount: number;
-  softDeleted: boolean;
-  createdAtMs: number;
-}
-
-type StreamRow = {
-  path: string;
-  content_type: string;
-  ttl_seconds: number | null;
-  expires_at_ms: number | null;
-  expiry_inherited: number;
-  last_access_ms: number;
-  closed: number;
-  closed_by_id: string | null;
-  closed_by_epoch: number | null;
-  closed_by_seq: number | null;
-  stream_seq: string | null;
-  fork_source_path: string | null;
-  fork_source_topic: string | null;
-  fork_source_topic_id: string | null;
-  fork_anchor: number | null;
-  fork_sub_offset: number;
-  fork_offset: number | null;
-  visible_start: number;
-  ref_count: number;
-  soft_deleted: number;
-  created_at_ms: number;
-};
 
 /** A change of the stream's state. `values`: the appended values, for the tail cache. */
 export type StreamChange =
@@ -218,7 +161,7 @@ export class StreamsState {
   /** Loads the stream row (start-up). */
   load(): void {
     const r = this.#ctx.sql.first<StreamRow>("SELECT * FROM ds_stream WHERE id = 1");
-    this.#meta = r === undefined ? null : fromRow(r);
+    this.#meta = r === undefined ? null : streamFromRow(r);
     this.#storedAccessMs = r?.last_access_ms ?? 0;
   }
 
@@ -255,33 +198,18 @@ export class StreamsState {
         // The caller re-creates the topic and asks again.
         return unknownPartition();
       }
-      const same = createMatches(
-        {
-          contentType: existing.contentType,
-          ttlSeconds: existing.ttlSeconds,
-          expiresAtMs: existing.expiresAtMs,
-          expiryInherited: existing.expiryInherited,
-          closed: existing.closed,
-          forkSource: existing.fork?.sourcePath ?? null,
-          forkAnchor: existing.fork?.anchor ?? null,
-          forkSubOffset: existing.fork?.subOffset ?? 0,
-        },
-        {
-          contentType: req.contentType,
-          ttlSeconds: req.ttlSeconds,
-          expiresAtMs: req.expiresAtMs,
-          closed: req.closed,
-          fork: req.fork === null ? null : { source: req.fork.sourcePath, anchor: req.fork.anchorRequested, subOffset: req.fork.subOffset },
-        },
-      );
+      const same = createMatches(streamConfig(existing), {
+        contentType: req.contentType,
+        ttlSeconds: req.ttlSeconds,
+        expiresAtMs: req.expiresAtMs,
+        closed: req.closed,
+        fork: req.fork === null ? null : { source: req.fork.sourcePath, anchor: req.fork.anchorRequested, subOffset: req.fork.subOffset },
+      });
       if (!same) return errorResult("STREAM_CONFLICT", "A stream exists at this path with a different configuration.");
       return { ok: true, status: "exists", ...this.facts(existing, log), ttlSeconds: existing.ttlSeconds, expiresAtMs: existing.expiresAtMs };
     }
 
     const fork = req.fork;
-    const contentType = req.contentType ?? fork?.source.contentType ?? DEFAULT_CONTENT_TYPE;
-    const requested = { ttlSeconds: req.ttlSeconds, expiresAtMs: req.expiresAtMs };
-    const expiry = fork === null ? requested : forkExpiry(requested, fork.source.expiry);
     if (fork !== null) {
       if (log.logEndOffset !== log.logStartOffset || (log.logStartOffset !== 0 && log.logStartOffset !== fork.source.forkOffset)) {
         return errorResult("STREAM_CONFLICT", "A fork needs an empty topic.");
@@ -289,42 +217,8 @@ export class StreamsState {
       // A fork's own log starts at its fork offset: its own commit, before the records are planned there.
       this.#ctx.commit({ log: { op: "startAt", offset: fork.source.forkOffset }, append: null, producer: null, stream: null });
     }
-    const meta: StreamMeta = {
-      path: req.path,
-      contentType,
-      json: isJsonContentType(contentType),
-      ttlSeconds: expiry.ttlSeconds,
-      expiresAtMs: expiry.expiresAtMs,
-      expiryInherited: fork !== null && requested.ttlSeconds === null && requested.expiresAtMs === null && (expiry.ttlSeconds !== null || expiry.expiresAtMs !== null),
-      lastAccessMs: nowMs,
-      closed: req.closed,
-      closedBy: null,
-      streamSeq: null,
-      fork:
-        fork === null
-          ? null
-          : {
-              sourcePath: fork.sourcePath,
-              sourceTopic: fork.sourceTopic,
-              sourceTopicId: fork.sourceTopicId,
-              anchor: fork.anchor,
-              subOffset: fork.subOffset,
-              forkOffset: fork.source.forkOffset,
-            },
-      visibleStart: fork === null ? log.logStartOffset : fork.source.visibleStart,
-      refCount: 0,
-      softDeleted: false,
-      createdAtMs: nowMs,
-    };
-    const values: Uint8Array[] = [];
-    const prefix = fork?.source.prefix ?? null;
-    if (prefix !== null) values.push(prefix);
-    if (meta.json) {
-      if (req.messages === null && req.body !== null && req.body.length > 0) throw new Error("a JSON stream was created with an unparsed body");
-      for (const m of req.messages ?? []) values.push(m);
-    } else if (req.body !== null && req.body.length > 0) {
-      for (const v of splitBody(req.body, maxValueBytes(log))) values.push(v);
-    }
+    const meta = newStream(req, log.logStartOffset, nowMs);
+    const values = createValues(req, meta, log.configs["max.message.bytes"]);
     const r = this.#commitWithValues(values, nowMs, { op: "create", meta, values });
     if (r !== null && !r.ok) return r;
     const after = this.#log.state!;
@@ -375,7 +269,7 @@ export class StreamsState {
         if (req.messages === null) throw new Error("a JSON stream accepted an append without parsed messages");
         values = req.messages;
       } else {
-        values = splitBody(req.body, maxValueBytes(log));
+        values = splitBody(req.body, maxValueBytes(log.configs["max.message.bytes"]));
       }
     }
     const next: StreamMeta = {
@@ -624,48 +518,4 @@ function writeRow(sql: Sql, m: StreamMeta): void {
     m.visibleStart,
     m.createdAtMs,
   );
-}
-
-function fromRow(r: StreamRow): StreamMeta {
-  return {
-    path: r.path,
-    contentType: r.content_type,
-    json: isJsonContentType(r.content_type),
-    ttlSeconds: r.ttl_seconds,
-    expiresAtMs: r.expires_at_ms,
-    expiryInherited: r.expiry_inherited === 1,
-    lastAccessMs: r.last_access_ms,
-    closed: r.closed === 1,
-    closedBy: r.closed_by_id === null ? null : { id: r.closed_by_id, epoch: Number(r.closed_by_epoch), seq: Number(r.closed_by_seq) },
-    streamSeq: r.stream_seq,
-    fork:
-      r.fork_source_path === null
-        ? null
-        : {
-            sourcePath: r.fork_source_path,
-            sourceTopic: String(r.fork_source_topic),
-            sourceTopicId: String(r.fork_source_topic_id),
-            anchor: Number(r.fork_anchor),
-            subOffset: r.fork_sub_offset,
-            forkOffset: Number(r.fork_offset),
-          },
-    visibleStart: r.visible_start,
-    refCount: r.ref_count,
-    softDeleted: r.soft_deleted === 1,
-    createdAtMs: r.created_at_ms,
-  };
-}
-
-/** Largest value of one record: the topic's max.message.bytes minus the record's own framing. */
-function maxValueBytes(log: Readonly<PartitionState>): number {
-  return Math.max(4, log.configs["max.message.bytes"] - RECORD_OVERHEAD_BYTES);
-}
-
-/**
- * Record batches of bare records (no key, no headers, the broker's time), each small enough
- * to be one stored row, so the partition stores them as they are instead of re-encoding.
- */
-function encodeValues(values: readonly Uint8Array[], nowMs: number): Uint8Array[] {
-  const records: ProducerRecord[] = values.map((value) => ({ key: null, value, headers: [], timestamp: nowMs }));
-  return splitRecords(records, MAX_STORED_BATCH_BYTES).map((group) => encodeBatch({}, group));
 }
