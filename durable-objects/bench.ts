@@ -1,7 +1,12 @@
 /**
- * BenchDO: bench-only. `insert` writes the bytes it is given as ONE SQLite row, nothing else:
- * the ceiling a produce (decode, validate, rewrite, insert, meta update) is measured against
- * in the same run. Reached only through /bench/raw-insert/:name when EDGELOG_BENCH_ROUTES=1.
+ * BenchDO: bench-only, reached only through /bench/* routes when EDGELOG_BENCH_ROUTES=1.
+ *
+ * Room `bench`: `insert` writes the bytes it is given as ONE SQLite row, nothing else: the
+ * ceiling a produce (decode, validate, rewrite, insert, meta update) is measured against in
+ * the same run (/bench/raw-insert/:name).
+ *
+ * Room `echo` (no tables): the proving ground of the base's machinery (durable-objects/base.ts),
+ * used by the workers tests: its timers, and its hibernatable WebSockets that echo what they get.
  */
 import type { Env } from "../src/env.ts";
 import type { RpcResult } from "../src/partition/rpc.ts";
@@ -20,10 +25,16 @@ const MIGRATIONS: readonly Migration[] = [
 export class BenchDO extends SqliteDurableObject<Env> {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    this.startUp(MIGRATIONS);
+    this.startUp(
+      [
+        { room: "bench", migrations: MIGRATIONS },
+        { room: "echo", migrations: [] },
+      ],
+      { adoptLegacy: (v) => ({ bench: v }) },
+    );
   }
 
-  protected onStart(): void {}
+  protected override onStart(): void {}
 
   /** Inserts `data` as one row. @returns the row id and the byte count. */
   async insert(data: Uint8Array): Promise<RpcResult<{ id: number; bytes: number }>> {

@@ -45,10 +45,10 @@ type Row = { group_id: string; state: string; assignor: string; members: number;
 export class GroupDirectoryDO extends SqliteDurableObject<Env> implements GroupDirectoryRpc {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    this.startUp(MIGRATIONS);
+    this.startUp([{ room: "group-directory", migrations: MIGRATIONS }], { adoptLegacy: (v) => ({ "group-directory": v }) });
   }
 
-  protected onStart(): void {
+  protected override onStart(): void {
     // Nothing cached: every call is one indexed SQLite statement.
   }
 

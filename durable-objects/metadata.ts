@@ -65,10 +65,10 @@ export class MetadataDO extends SqliteDurableObject<Env> implements TopicMetadat
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    this.startUp(MIGRATIONS);
+    this.startUp([{ room: "metadata", migrations: MIGRATIONS }], { adoptLegacy: (v) => ({ metadata: v }) });
   }
 
-  protected onStart(): void {
+  protected override onStart(): void {
     // Nothing cached: reads are single-row SQLite lookups in this object's own thread.
   }
 

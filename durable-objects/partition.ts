@@ -47,28 +47,28 @@ import type {
   ReadStreamRequest,
   StreamRpc,
 } from "../src/streams/rpc.ts";
-import { SqliteDurableObject, type Migration } from "./base.ts";
+import { SqliteDurableObject, type LegacyAdoption, type RoomSchema, type RoomTimers } from "./base.ts";
 import { LOG_MIGRATIONS, LogRoom, unknownPartition, type LogCommand } from "./partition/log.ts";
 import { PRODUCERS_MIGRATIONS, ProducersRoom, type ProducerChange, type ProducersCommand } from "./partition/producers.ts";
 import { StreamsRead } from "./partition/streams/read.ts";
-import { EXPIRY_TIMER, STREAMS_MIGRATIONS, StreamsState, type SelfDestroy, type StreamsCommand } from "./partition/streams/state.ts";
+import { STREAMS_MIGRATIONS, StreamsState, type SelfDestroy, type StreamsCommand } from "./partition/streams/state.ts";
 import { WaitersRoom } from "./partition/waiters.ts";
 
 /** One write of the partition: each room's part, null when it has none. */
 export type Command = LogCommand & ProducersCommand & StreamsCommand;
 
-/** The single migration list objects were created with before rooms had their own (versions 1 and 2). */
-export const LEGACY_MIGRATIONS: readonly Migration[] = [
-  {
-    version: 1,
-    name: "log",
-    up(sql) {
-      LOG_MIGRATIONS[0]!.up(sql);
-      PRODUCERS_MIGRATIONS[0]!.up(sql);
-    },
-  },
-  { version: 2, name: "durable-streams", up: (sql) => STREAMS_MIGRATIONS[0]!.up(sql) },
+/** The rooms with tables, in migration order: each its own migrations, numbered from 1. */
+const ROOMS: readonly RoomSchema[] = [
+  { room: "log", migrations: LOG_MIGRATIONS },
+  { room: "producers", migrations: PRODUCERS_MIGRATIONS },
+  { room: "streams", migrations: STREAMS_MIGRATIONS },
 ];
+
+/**
+ * Objects created before rooms had one `_schema` version: 1 created meta, batches, producers
+ * and producer_batches (today's log 1 and producers 1); 2 added the ds_* tables (streams 1).
+ */
+export const adoptLegacy: LegacyAdoption = (version): Record<string, number> => (version >= 2 ? { log: 1, producers: 1, streams: 1 } : { log: 1, producers: 1 });
 
 export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRpc, StreamRpc {
   /** Set by destroy(): later calls answer UNKNOWN_TOPIC_OR_PARTITION. */
@@ -100,7 +100,7 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
       {
         sql: this.sql,
         peers: this.#peers,
-        timers: { set: (_key, dueMs) => void this.ctx.storage.setAlarm(dueMs) },
+        timers: lazyTimers(() => this.timers("streams")),
         commit: (cmd) => this.#commit(cmd),
         destroySelf: (d) => this.#destroySelf(d),
       },
@@ -110,10 +110,10 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     this.#streamsRead = new StreamsRead(this.#streams, this.#log, this.#waiters);
     // Who hears what, in order.
     this.#log.onAppended(this.#waiters.wake);
-    this.startUp(LEGACY_MIGRATIONS);
+    this.startUp(ROOMS, { adoptLegacy });
   }
 
-  protected onStart(): void {
+  protected override onStart(): void {
     this.#log.load();
     this.#producers.load();
     this.#streams.load();
@@ -242,9 +242,11 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     return this.#streamsRead.dsBoundaryValues(req);
   }
 
-  /** The object's one alarm: today only stream expiry uses it. */
-  async alarm(): Promise<void> {
-    await this.#streams.onTimer(EXPIRY_TIMER);
+  // ---- timers (the base's one schedule dispatches each due timer here) ----
+
+  protected override async onTimer(room: string, key: string): Promise<void> {
+    if (room === "streams") return this.#streams.onTimer(key);
+    throw new Error(`partition has no timer ${room}/${key}`);
   }
 
   // ---- append guards and the append ----
@@ -285,7 +287,7 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     this.#log.reset();
     this.#producers.reset();
     this.#streams.reset();
-    await this.ctx.storage.deleteAll();
+    await this.deleteAllStorage();
     this.#waiters.wake();
   }
 
@@ -304,4 +306,14 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     const rr = await this.#peers.partition(f.sourceTopicId, 0).dsRelease(f.sourcePath);
     if (!rr.ok && rr.code !== "UNKNOWN_TOPIC_OR_PARTITION") throw new Error(`releasing fork source ${f.sourcePath} failed: ${rr.code}`);
   }
+}
+
+/**
+ * A room's timers, resolved on first use: the base's `timers(room)` answers only once
+ * `startUp` declared the rooms, which comes after the rooms are built.
+ */
+function lazyTimers(get: () => RoomTimers): RoomTimers {
+  let t: RoomTimers | null = null;
+  const of = (): RoomTimers => (t ??= get());
+  return { set: (k, d) => of().set(k, d), clear: (k) => of().clear(k), clearAll: () => of().clearAll(), dueMs: (k) => of().dueMs(k) };
 }
