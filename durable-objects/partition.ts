@@ -49,9 +49,10 @@ import type {
 } from "../src/streams/rpc.ts";
 import { SqliteDurableObject, type LegacyAdoption, type RoomSchema, type RoomTimers } from "./base.ts";
 import { LOG_MIGRATIONS, LogRoom, unknownPartition, type LogCommand } from "./partition/log.ts";
-import { PRODUCERS_MIGRATIONS, ProducersRoom, type ProducerChange, type ProducersCommand } from "./partition/producers.ts";
+import { PRODUCER_EXPIRY_TIMER, PRODUCERS_MIGRATIONS, ProducersRoom, type ProducerChange, type ProducersCommand } from "./partition/producers.ts";
 import { StreamsRead } from "./partition/streams/read.ts";
-import { STREAMS_MIGRATIONS, StreamsState, type SelfDestroy, type StreamsCommand } from "./partition/streams/state.ts";
+import type { SelfDestroy, StreamsCommand } from "../src/streams/state.ts";
+import { STREAMS_MIGRATIONS, StreamsState } from "./partition/streams/state.ts";
 import { WaitersRoom } from "./partition/waiters.ts";
 
 /** One write of the partition: each room's part, null when it has none. */
@@ -94,7 +95,7 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     this.#peers = peersOf(env);
     // The rooms, lowest first.
     this.#log = new LogRoom(this.sql);
-    this.#producers = new ProducersRoom(this.sql);
+    this.#producers = new ProducersRoom(this.sql, this.#log, lazyTimers(() => this.timers("producers")));
     this.#waiters = new WaitersRoom();
     this.#streams = new StreamsState(
       {
@@ -110,6 +111,7 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     this.#streamsRead = new StreamsRead(this.#streams, this.#log, this.#waiters);
     // Who hears what, in order.
     this.#log.onAppended(this.#waiters.wake);
+    this.#streams.onValuesAppended(this.#streamsRead.remember);
     this.startUp(ROOMS, { adoptLegacy });
   }
 
@@ -218,7 +220,7 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     return this.#streams.dsCreate(req);
   }
   dsHead(path: string): Promise<RpcResult<HeadStreamOk>> {
-    return this.#streams.dsHead(path);
+    return this.#streamsRead.dsHead(path);
   }
   dsAppend(req: AppendStreamRequest): Promise<RpcResult<AppendStreamOk>> {
     return this.#streams.dsAppend(req);
@@ -246,6 +248,12 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
 
   protected override async onTimer(room: string, key: string): Promise<void> {
     if (room === "streams") return this.#streams.onTimer(key);
+    if (room === "producers" && key === PRODUCER_EXPIRY_TIMER) {
+      const nowMs = Date.now();
+      const producer = this.#producers.expiryChange(nowMs);
+      if (producer !== null) this.#commit({ log: null, append: null, producer, stream: null });
+      return this.#producers.rearm(nowMs);
+    }
     throw new Error(`partition has no timer ${room}/${key}`);
   }
 
@@ -275,7 +283,7 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     if (decision.kind === "error") return decision.error;
     if (decision.kind === "duplicate") return this.#log.duplicateAnswer(decision.entry);
     const append = this.#log.plan(scanned);
-    producer = this.#producers.change(p, previous, append.baseOffset, append.lastOffset);
+    producer = this.#producers.change(p, previous, append.baseOffset, append.lastOffset, Date.now());
     this.#commit({ log: null, append, producer, stream: null });
     return this.#log.appended(append);
   }
@@ -287,6 +295,7 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     this.#log.reset();
     this.#producers.reset();
     this.#streams.reset();
+    this.#streamsRead.reset();
     await this.deleteAllStorage();
     this.#waiters.wake();
   }

@@ -3,16 +3,28 @@
  * PRODUCER_BATCHES_KEPT requests per producer id for duplicate detection, and an in-memory
  * cache of it so that an idempotent append reads no SQL after a producer's first request.
  *
- * Storage (room "producers", migration 1):
- * - producers(producer_id PK, producer_epoch, last_sequence);
+ * Storage (room "producers"; migration 1 the tables, 2 the last append time):
+ * - producers(producer_id PK, producer_epoch, last_sequence, last_append_ms);
  * - producer_batches(producer_id, producer_epoch, base_sequence, last_sequence, first_offset,
  *   last_offset; PK (producer_id, first_offset)).
+ * Timer: "expiry" (room "producers"), due when the least recently appending producer reaches
+ * the topic's `producer.id.expiration.ms` of idle time (KIP-854).
+ *
+ * Expiry (KIP-854 semantics, Edgelog's sequence rule): a producer id that appended nothing for
+ * `producer.id.expiration.ms` is forgotten, rows and cache. One that comes back is a producer
+ * this partition has not seen, so {@link checkSequence} asks it to start at sequence 0
+ * (OUT_OF_ORDER_SEQUENCE_NUMBER, expectedSequence 0, which the SDK producer answers by
+ * restarting its sequence). Kafka since KIP-360 accepts any sequence from an unknown producer
+ * id; Edgelog keeps its stricter documented rule for every unknown id (docs/PROTOCOL.md
+ * "Idempotent producers").
  *
  * Writes only in {@link ProducersRoom.apply}, inside the switchboard's commit transaction; the
  * cache follows in {@link ProducersRoom.publish}, after the commit.
  */
 import { applyProducerAppend, checkSequence, type ProducerAppend, type ProducerState, type SequenceDecision } from "../../src/partition/core.ts";
-import type { Migration, Sql } from "../base.ts";
+import { producerIdExpirationMs } from "../../src/protocol/config.ts";
+import type { Migration, RoomTimers, Sql } from "../base.ts";
+import type { LogRoom } from "./log.ts";
 
 /** The producers room's migrations (its own list, numbered from 1). */
 export const PRODUCERS_MIGRATIONS: readonly Migration[] = [
@@ -38,7 +50,22 @@ export const PRODUCERS_MIGRATIONS: readonly Migration[] = [
       `);
     },
   },
+  {
+    version: 2,
+    name: "producer last append time",
+    up(sql) {
+      // Producers stored before this migration get a whole expiration window from now.
+      sql.run("ALTER TABLE producers ADD COLUMN last_append_ms INTEGER NOT NULL DEFAULT 0");
+      sql.run("UPDATE producers SET last_append_ms = ?", Date.now());
+    },
+  },
 ];
+
+/** The producers room's expiry timer key. */
+export const PRODUCER_EXPIRY_TIMER = "expiry";
+
+/** Most producer ids one expiry slice forgets; more set the timer again at once (a bounded slice). */
+export const PRODUCER_EXPIRY_SLICE = 1000;
 
 /**
  * Most producer states kept in memory (KIP-98 state; SQLite stays the source of truth, an
@@ -47,13 +74,22 @@ export const PRODUCERS_MIGRATIONS: readonly Migration[] = [
  */
 const PRODUCER_CACHE_MAX_ENTRIES = 10_000;
 
-/** A producer's state change, decided by {@link ProducersRoom.decide}'s caller. */
-export interface ProducerChange {
-  producerId: number;
-  /** The committed state before this request (undefined: none). */
-  previous: ProducerState | undefined;
-  next: ProducerState;
-}
+/**
+ * A change of the producers room: an idempotent request appended (its state before and after,
+ * and the time of the decision), or an expiry slice (forget up to PRODUCER_EXPIRY_SLICE
+ * producers whose last append is before `beforeMs`).
+ */
+export type ProducerChange =
+  | {
+      op: "append";
+      producerId: number;
+      /** The committed state before this request (undefined: none). */
+      previous: ProducerState | undefined;
+      next: ProducerState;
+      /** When the request was decided (epoch ms): the producer's last append time. */
+      atMs: number;
+    }
+  | { op: "expire"; beforeMs: number };
 
 /** The producers room's part of a command (see durable-objects/partition.ts `commit`). */
 export interface ProducersCommand {
@@ -74,9 +110,15 @@ export class ProducersRoom {
    * Updated only after the commit; cleared by reset().
    */
   readonly #cache = new Map<number, ProducerState>();
+  readonly #log: LogRoom;
+  readonly #timers: RoomTimers;
+  /** Whether the expiry timer is set (undefined: not known yet, ask the schedule once). */
+  #expiryArmed: boolean | undefined = undefined;
 
-  constructor(sql: Sql) {
+  constructor(sql: Sql, log: LogRoom, timers: RoomTimers) {
     this.#sql = sql;
+    this.#log = log;
+    this.#timers = timers;
   }
 
   load(): void {
@@ -85,6 +127,7 @@ export class ProducersRoom {
 
   reset(): void {
     this.#cache.clear();
+    this.#expiryArmed = undefined;
   }
 
   /** KIP-98 decision for an idempotent request (src/partition/core.ts checkSequence). */
@@ -93,9 +136,32 @@ export class ProducersRoom {
     return { decision: checkSequence(previous, req), previous };
   }
 
-  /** The change that records `req` appended at [firstOffset, lastOffset]. */
-  change(req: ProducerAppend, previous: ProducerState | undefined, firstOffset: number, lastOffset: number): ProducerChange {
-    return { producerId: req.producerId, previous, next: applyProducerAppend(previous, req, firstOffset, lastOffset) };
+  /** The change that records `req` appended at [firstOffset, lastOffset], decided at `atMs`. */
+  change(req: ProducerAppend, previous: ProducerState | undefined, firstOffset: number, lastOffset: number, atMs: number): ProducerChange {
+    return { op: "append", producerId: req.producerId, previous, next: applyProducerAppend(previous, req, firstOffset, lastOffset), atMs };
+  }
+
+  /**
+   * Timer "expiry": the slice to commit now, or null when the partition is gone. The
+   * switchboard commits it, then calls {@link rearm}.
+   */
+  expiryChange(nowMs: number): ProducerChange | null {
+    const s = this.#log.state;
+    if (s === null) return null;
+    return { op: "expire", beforeMs: nowMs - producerIdExpirationMs(s.configs) };
+  }
+
+  /** After an expiry slice: the timer follows the least recently appending producer left (at once if the slice was full). */
+  rearm(nowMs: number): void {
+    const s = this.#log.state;
+    const oldest = this.#sql.first<{ m: number | null }>("SELECT MIN(last_append_ms) AS m FROM producers")?.m ?? null;
+    if (s === null || oldest === null) {
+      this.#timers.clear(PRODUCER_EXPIRY_TIMER);
+      this.#expiryArmed = false;
+      return;
+    }
+    this.#timers.set(PRODUCER_EXPIRY_TIMER, Math.max(nowMs, oldest + producerIdExpirationMs(s.configs)));
+    this.#expiryArmed = true;
   }
 
   /**
@@ -105,13 +171,21 @@ export class ProducersRoom {
   apply(cmd: ProducersCommand): void {
     const c = cmd.producer;
     if (c === null) return;
+    if (c.op === "expire") {
+      const expired = "SELECT producer_id FROM producers WHERE last_append_ms < ? ORDER BY last_append_ms, producer_id LIMIT ?";
+      this.#sql.run(`DELETE FROM producer_batches WHERE producer_id IN (${expired})`, c.beforeMs, PRODUCER_EXPIRY_SLICE);
+      this.#sql.run(`DELETE FROM producers WHERE producer_id IN (${expired})`, c.beforeMs, PRODUCER_EXPIRY_SLICE);
+      return;
+    }
     const { producerId, previous, next } = c;
     this.#sql.run(
-      `INSERT INTO producers (producer_id, producer_epoch, last_sequence) VALUES (?, ?, ?)
-       ON CONFLICT (producer_id) DO UPDATE SET producer_epoch = excluded.producer_epoch, last_sequence = excluded.last_sequence`,
+      `INSERT INTO producers (producer_id, producer_epoch, last_sequence, last_append_ms) VALUES (?, ?, ?, ?)
+       ON CONFLICT (producer_id) DO UPDATE SET producer_epoch = excluded.producer_epoch, last_sequence = excluded.last_sequence,
+         last_append_ms = excluded.last_append_ms`,
       producerId,
       next.producerEpoch,
       next.lastSequence,
+      c.atMs,
     );
     const newest = next.batches[next.batches.length - 1];
     const oldest = next.batches[0];
@@ -131,10 +205,23 @@ export class ProducersRoom {
     if (dropsSome) this.#sql.run("DELETE FROM producer_batches WHERE producer_id = ? AND first_offset < ?", producerId, oldest.firstOffset);
   }
 
-  /** After the commit: the cache holds the committed state. */
+  /** After the commit: the cache holds the committed state; the expiry timer is set once a producer exists. */
   publish(cmd: ProducersCommand): void {
     const c = cmd.producer;
-    if (c !== null) this.#remember(c.producerId, c.next);
+    if (c === null) return;
+    if (c.op === "expire") {
+      // Rare (once per expiration window): the cache is rebuilt from SQLite on demand.
+      this.#cache.clear();
+      return;
+    }
+    this.#remember(c.producerId, c.next);
+    if (this.#expiryArmed === true) return;
+    this.#expiryArmed = this.#timers.dueMs(PRODUCER_EXPIRY_TIMER) !== undefined;
+    if (!this.#expiryArmed) {
+      const s = this.#log.state;
+      if (s !== null) this.#timers.set(PRODUCER_EXPIRY_TIMER, c.atMs + producerIdExpirationMs(s.configs));
+      this.#expiryArmed = true;
+    }
   }
 
   /** A producer's committed state: from memory, else from SQLite (then kept in memory). */

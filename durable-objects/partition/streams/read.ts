@@ -1,26 +1,33 @@
 /**
- * The Durable Streams read room of a partition (docs/DURABLE-STREAMS.md): reads of a stream
- * (long-poll included), range and boundary reads that a fork asks of its source, and the fork
+ * The Durable Streams read room of a partition (docs/DURABLE-STREAMS.md): HEAD and reads of a
+ * stream (long-poll included), range and boundary reads that a fork asks of its source, and the fork
  * point a new fork asks for. It writes nothing itself: a read's touch and a fork's reference
  * go through the state room below it (streams/state.ts), which commits them.
  *
- * Reads come from the state room's tail cache while it holds the records, else from the
+ * Reads come from this room's tail cache (values of the stream appends the state room
+ * committed, heard through its listener, and refilled by reads from storage) while it holds the records, else from the
  * stored batches through the log room's `rawDataFrom`; a fork's records below its fork offset
  * come from its source, through the peers door.
  */
 import type { RpcResult } from "../../../src/partition/rpc.ts";
 import { errorResult } from "../../../src/protocol/errors.ts";
 import { answerPieces, cacheSeparator, chunkPieces, concatPieces, piecesLength, type AnswerPart } from "../../../src/streams/body.ts";
-import { RECORD_OVERHEAD_BYTES as CACHE_RECORD_OVERHEAD_BYTES } from "../../../src/streams/byte-cache.ts";
+import { ByteCache, RECORD_OVERHEAD_BYTES as CACHE_RECORD_OVERHEAD_BYTES } from "../../../src/streams/byte-cache.ts";
 import { remainingLifetimeMs } from "../../../src/streams/expiry.ts";
 import { contentTypesMatch } from "../../../src/streams/headers.ts";
 import { resolveSubOffset } from "../../../src/streams/records.ts";
-import type { BoundaryValuesRequest, ForkSourceOk, ForkSourceRequest, ReadRangeOk, ReadRangeRequest, ReadStreamOk, ReadStreamRequest, StreamRpc } from "../../../src/streams/rpc.ts";
+import type { BoundaryValuesRequest, ForkSourceOk, HeadStreamOk, ForkSourceRequest, ReadRangeOk, ReadRangeRequest, ReadStreamOk, ReadStreamRequest, StreamRpc } from "../../../src/streams/rpc.ts";
 import { forEachValue } from "../../../src/streams/values.ts";
 import { unknownPartition, type LogRoom } from "../log.ts";
 import type { WaitersRoom } from "../waiters.ts";
 import type { ForkState } from "../../../src/streams/state.ts";
-import { STREAM_CACHE_MAX_BYTES, type StreamsState } from "./state.ts";
+import type { StreamsState } from "./state.ts";
+
+/**
+ * Budget of the tail cache of recently appended values (src/streams/byte-cache.ts). Modest,
+ * because several objects may share an isolate's 128 MB (developers.cloudflare.com/workers/platform/limits).
+ */
+export const STREAM_CACHE_MAX_BYTES = 8 * 1024 * 1024;
 
 /**
  * Largest answer sent as one buffer in the RPC result (a Durable Object RPC answer is
@@ -57,11 +64,28 @@ export class StreamsRead {
   readonly #state: StreamsState;
   readonly #log: LogRoom;
   readonly #waiters: WaitersRoom;
+  /** Bytes of the latest records appended through the stream API, served to readers without SQLite. */
+  readonly #cache = new ByteCache(STREAM_CACHE_MAX_BYTES);
+  /** Listener of the state room's appended values (wired in the switchboard's constructor). */
+  readonly remember = (baseOffset: number, values: readonly Uint8Array[], json: boolean): void => {
+    this.#cache.append(baseOffset, values, cacheSeparator(json));
+  };
 
   constructor(state: StreamsState, log: LogRoom, waiters: WaitersRoom) {
     this.#state = state;
     this.#log = log;
     this.#waiters = waiters;
+  }
+
+  /** Forgets the tail cache (the partition's storage was deleted). */
+  reset(): void {
+    this.#cache.reset();
+  }
+
+  async dsHead(path: string): Promise<RpcResult<HeadStreamOk>> {
+    const g = await this.#state.gate(path, false);
+    if (!g.ok) return g;
+    return { ok: true, ...this.#state.facts(g.meta, g.log), ttlSeconds: g.meta.ttlSeconds, expiresAtMs: g.meta.expiresAtMs };
   }
 
   async dsRead(req: ReadStreamRequest): Promise<RpcResult<ReadStreamOk>> {
@@ -196,7 +220,7 @@ export class StreamsRead {
     if ((meta.fork === null || next >= meta.fork.forkOffset) && values.length < req.maxRecords) {
       const plan: ReadPlan = { parts: [], count: values.length, bytes };
       next = this.#planOwn(next, end, Math.min(req.maxBytes, RPC_BODY_MAX_BYTES), req.maxRecords, plan);
-      const cache = this.#state.cache;
+      const cache = this.#cache;
       for (const part of plan.parts) {
         if (part.kind === "cache") {
           for (let o = part.from; o < part.to; o++) values.push(cache.value(o));
@@ -231,7 +255,7 @@ export class StreamsRead {
    * @returns the offset after the last record planned
    */
   #planOwn(from: number, end: number, maxBytes: number, maxRecords: number, plan: ReadPlan): number {
-    const cache = this.#state.cache;
+    const cache = this.#cache;
     let next = from;
     let storageBytes = 0;
     while (next < end && plan.count < maxRecords) {
@@ -299,7 +323,7 @@ export class StreamsRead {
       if (bytes > STREAM_CACHE_MAX_BYTES) break;
       k--;
     }
-    if (k < values.length) this.#state.cache.append(from + k, values.slice(k) as Uint8Array[], separator);
+    if (k < values.length) this.#cache.append(from + k, values.slice(k) as Uint8Array[], separator);
   }
 
   /** Values from `anchor` to the end of the record batch holding it, capped at `end` (sub-offset forks). */

@@ -2,14 +2,17 @@
  * The Durable Streams state room of a partition (docs/DURABLE-STREAMS.md): a stream is a
  * one-partition topic, and this room is the part of its PartitionDO that knows about the
  * stream: its configuration and state, its writes (create, append, close, delete, expiry,
- * fork references) and the tail cache its appends fill. Reads are the room above it,
- * streams/read.ts. Stream records are ordinary record batches appended through the log room.
+ * fork references). Reads, and the tail cache of appended values they serve, are the room
+ * above it, streams/read.ts, which hears of appended values through a listener. Stream records are ordinary record batches appended through the log room.
  *
  * Storage (room "streams", migration 1):
  * - `ds_stream`: zero or one row, the stream's configuration and state (content type, expiry,
  *   closed flag, last Stream-Seq, fork source, reference count, soft-deleted flag).
  * - `ds_producers`: idempotent-producer state per string Producer-Id.
- * Timer: "expiry" (the stream's TTL / Expires-At deadline).
+ * Timers (room "streams"): "expiry" (the stream's TTL / Expires-At deadline) and "producers"
+ * (Producer-Id state idle for the topic's `producer.id.expiration.ms` is forgotten, KIP-854
+ * semantics: `ds_producers.updated_at_ms` is the last accepted write; a producer that comes
+ * back after it is unknown, so its next request must start at Producer-Seq 0, PROTOCOL.md 5.2.1).
  *
  * Decisions are the pure functions of src/streams/; this room decides and hands each write to
  * the switchboard's commit as a command (records for the log, state for this room), applied in
@@ -19,15 +22,26 @@ import { NO_PRODUCER_ID } from "../../../src/codec/index.ts";
 import type { Peers } from "../../../src/partition/peers.ts";
 import type { AppendOk, RpcResult } from "../../../src/partition/rpc.ts";
 import { errorResult, type ErrorResult } from "../../../src/protocol/errors.ts";
-import { decideAppend } from "../../../src/streams/append.ts";
-import { ByteCache } from "../../../src/streams/byte-cache.ts";
-import { cacheSeparator } from "../../../src/streams/body.ts";
 import { createMatches } from "../../../src/streams/create.ts";
 import { expiryDeadlineMs, isExpired, touchPersistIntervalMs } from "../../../src/streams/expiry.ts";
-import { splitBody } from "../../../src/streams/records.ts";
-import type { AppendStreamOk, AppendStreamRequest, CreateStreamOk, CreateStreamRequest, DeleteStreamOk, HeadStreamOk, StreamFacts } from "../../../src/streams/rpc.ts";
-import { createValues, encodeValues, maxValueBytes, newStream, streamConfig, streamFromRow, type StreamMeta, type StreamRow } from "../../../src/streams/state.ts";
-import type { Migration, Sql } from "../../base.ts";
+import type { AppendStreamOk, AppendStreamRequest, CreateStreamOk, CreateStreamRequest, DeleteStreamOk, StreamFacts } from "../../../src/streams/rpc.ts";
+import {
+  createConfig,
+  createValues,
+  encodeValues,
+  newStream,
+  planStreamAppend,
+  streamConfig,
+  streamFromRow,
+  streamRowValues,
+  type SelfDestroy,
+  type StreamChange,
+  type StreamMeta,
+  type StreamRow,
+  type StreamsCommand,
+} from "../../../src/streams/state.ts";
+import { producerIdExpirationMs } from "../../../src/protocol/config.ts";
+import type { Migration, RoomTimers, Sql } from "../../base.ts";
 import { unknownPartition, type LogCommand, type LogRoom, type PartitionState } from "../log.ts";
 import type { ProducersCommand } from "../producers.ts";
 import type { WaitersRoom } from "../waiters.ts";
@@ -76,54 +90,19 @@ export const STREAMS_MIGRATIONS: readonly Migration[] = [
 
 /** The stream's expiry timer key (room "streams"). */
 export const EXPIRY_TIMER = "expiry";
-
-/**
- * Budget of the tail cache of recently appended values (src/streams/byte-cache.ts). Modest,
- * because several objects may share an isolate's 128 MB (developers.cloudflare.com/workers/platform/limits).
- */
-export const STREAM_CACHE_MAX_BYTES = 8 * 1024 * 1024;
-
-/** A change of the stream's state. `values`: the appended values, for the tail cache. */
-export type StreamChange =
-  | { op: "create"; meta: StreamMeta; values: Uint8Array[] }
-  | {
-      op: "append";
-      previous: StreamMeta;
-      next: StreamMeta;
-      values: Uint8Array[];
-      /** The Producer-Id's new state, stamped with the decision's time. */
-      producer: { id: string; epoch: number; lastSeq: number; atMs: number } | null;
-    }
-  | { op: "touch"; lastAccessMs: number }
-  | { op: "softDelete" }
-  | { op: "refCount"; refCount: number };
-
-/** The streams room's part of a command. */
-export interface StreamsCommand {
-  stream: StreamChange | null;
-}
+/** The Producer-Id expiry timer key (room "streams"). */
+export const PRODUCERS_TIMER = "producers";
+/** Most Producer-Ids one expiry slice forgets; more set the timer again at once. */
+const PRODUCERS_EXPIRY_SLICE = 1000;
 
 /** A whole command as the streams room builds it (the switchboard's `Command`). */
 export type StreamsRoomCommand = LogCommand & ProducersCommand & StreamsCommand;
-
-/** A stream that must go for good: what the switchboard's destroy path does after destroying this object. */
-export interface SelfDestroy {
-  /** The stream's topic, deleted from the metadata store. */
-  topic: string;
-  /** The fork source whose reference this stream holds, released after. */
-  releaseFork: { sourceTopicId: string; sourcePath: string } | null;
-}
-
-/** Timers of one room (the base's schedule). */
-export interface StreamTimers {
-  set(key: string, dueMs: number): void;
-}
 
 /** What the switchboard gives the streams room. */
 export interface StreamsContext {
   sql: Sql;
   peers: Peers;
-  timers: StreamTimers;
+  timers: RoomTimers;
   /** The switchboard's commit: one transaction, every room's apply, then publish. */
   commit(cmd: StreamsRoomCommand): void;
   /** The switchboard's destroy path: this object's storage first, then the peers (rule 6). */
@@ -138,15 +117,24 @@ export class StreamsState {
   readonly #log: LogRoom;
   readonly #waiters: WaitersRoom;
   #meta: StreamMeta | null = null;
-  /** Bytes of the latest records appended through the stream API, served to readers without SQLite. */
-  readonly cache = new ByteCache(STREAM_CACHE_MAX_BYTES);
+  readonly #appended: ((baseOffset: number, values: readonly Uint8Array[], json: boolean) => void)[] = [];
   /** last_access_ms as stored (the in-memory value may be newer, see touchPersistIntervalMs). */
   #storedAccessMs = 0;
+  /** Whether the "producers" timer is set (undefined: not known yet, ask the schedule once). */
+  #producersArmed: boolean | undefined = undefined;
 
   constructor(ctx: StreamsContext, log: LogRoom, waiters: WaitersRoom) {
     this.#ctx = ctx;
     this.#log = log;
     this.#waiters = waiters;
+  }
+
+  /**
+   * Registers a listener of the values a stream append committed at `baseOffset` (the read
+   * room's tail cache). Wired in the switchboard's constructor.
+   */
+  onValuesAppended(listener: (baseOffset: number, values: readonly Uint8Array[], json: boolean) => void): void {
+    this.#appended.push(listener);
   }
 
   /** The stream's state, or null when this partition backs no stream. */
@@ -168,7 +156,7 @@ export class StreamsState {
   /** Forgets the in-memory state (the partition's storage was deleted). */
   reset(): void {
     this.#meta = null;
-    this.cache.reset();
+    this.#producersArmed = undefined;
   }
 
   /**
@@ -198,14 +186,7 @@ export class StreamsState {
         // The caller re-creates the topic and asks again.
         return unknownPartition();
       }
-      const same = createMatches(streamConfig(existing), {
-        contentType: req.contentType,
-        ttlSeconds: req.ttlSeconds,
-        expiresAtMs: req.expiresAtMs,
-        closed: req.closed,
-        fork: req.fork === null ? null : { source: req.fork.sourcePath, anchor: req.fork.anchorRequested, subOffset: req.fork.subOffset },
-      });
-      if (!same) return errorResult("STREAM_CONFLICT", "A stream exists at this path with a different configuration.");
+      if (!createMatches(streamConfig(existing), createConfig(req))) return errorResult("STREAM_CONFLICT", "A stream exists at this path with a different configuration.");
       return { ok: true, status: "exists", ...this.facts(existing, log), ttlSeconds: existing.ttlSeconds, expiresAtMs: existing.expiresAtMs };
     }
 
@@ -225,12 +206,6 @@ export class StreamsState {
     return { ok: true, status: "created", ...this.facts(meta, after), ttlSeconds: meta.ttlSeconds, expiresAtMs: meta.expiresAtMs };
   }
 
-  async dsHead(path: string): Promise<RpcResult<HeadStreamOk>> {
-    const g = await this.gate(path, false);
-    if (!g.ok) return g;
-    return { ok: true, ...this.facts(g.meta, g.log), ttlSeconds: g.meta.ttlSeconds, expiresAtMs: g.meta.expiresAtMs };
-  }
-
   async dsAppend(req: AppendStreamRequest): Promise<RpcResult<AppendStreamOk>> {
     const g = await this.gate(req.path, true);
     if (!g.ok) return g;
@@ -241,54 +216,15 @@ export class StreamsState {
       req.producer === null
         ? null
         : (this.#ctx.sql.first<{ epoch: number; last_seq: number }>("SELECT epoch, last_seq FROM ds_producers WHERE producer_id = ?", req.producer.id) ?? null);
-    const hasBody = req.body.length > 0;
-    const d = decideAppend(
-      {
-        contentType: meta.contentType,
-        closed: meta.closed,
-        closedBy: meta.closedBy,
-        streamSeq: meta.streamSeq,
-        producer: producer === null ? null : { epoch: producer.epoch, lastSeq: producer.last_seq },
-      },
-      { contentType: req.contentType, hasBody, bodyError: req.bodyError, close: req.close, streamSeq: req.streamSeq, producer: req.producer },
-    );
-    if (d.kind === "reject") {
-      return errorResult(d.code, d.message, {
-        tail: log.logEndOffset,
-        closed: meta.closed,
-        ...(d.currentEpoch !== undefined ? { currentEpoch: d.currentEpoch } : {}),
-        ...(d.expectedSeq !== undefined ? { expectedSeq: d.expectedSeq, receivedSeq: d.receivedSeq } : {}),
-      });
-    }
-    if (d.kind === "noop") {
-      return { ok: true, status: 204, ...this.facts(meta, log), producerEpoch: req.producer?.epoch ?? null, producerSeq: d.producerSeq };
-    }
-    let values: Uint8Array[] = [];
-    if (hasBody) {
-      if (meta.json) {
-        if (req.messages === null) throw new Error("a JSON stream accepted an append without parsed messages");
-        values = req.messages;
-      } else {
-        values = splitBody(req.body, maxValueBytes(log.configs["max.message.bytes"]));
-      }
-    }
-    const next: StreamMeta = {
-      ...meta,
-      closed: meta.closed || d.close,
-      closedBy: d.close && req.producer !== null ? req.producer : meta.closedBy,
-      streamSeq: d.streamSeq ?? meta.streamSeq,
-    };
-    const p = d.producer !== null && req.producer !== null ? { id: req.producer.id, epoch: d.producer.epoch, lastSeq: d.producer.lastSeq, atMs: nowMs } : null;
+    const plan = planStreamAppend(meta, producer === null ? null : { epoch: producer.epoch, lastSeq: producer.last_seq }, req, log.logEndOffset, log.configs["max.message.bytes"], nowMs);
+    if (plan.kind === "reject") return errorResult(plan.code, plan.message, plan.details);
+    const producerEpoch = req.producer?.epoch ?? null;
+    if (plan.kind === "noop") return { ok: true, status: 204, ...this.facts(meta, log), producerEpoch, producerSeq: plan.producerSeq };
+    const { next, values, producer: p } = plan;
     const r = this.#commitWithValues(values, nowMs, { op: "append", previous: meta, next, values, producer: p });
     if (r !== null && !r.ok) return r;
-    const after = this.#log.state!;
-    return {
-      ok: true,
-      status: req.producer !== null && hasBody ? 200 : 204,
-      ...this.facts(next, after),
-      producerEpoch: req.producer?.epoch ?? null,
-      producerSeq: d.producer?.lastSeq ?? null,
-    };
+    const status = req.producer !== null && req.body.length > 0 ? 200 : 204;
+    return { ok: true, status, ...this.facts(next, this.#log.state!), producerEpoch, producerSeq: p?.lastSeq ?? null };
   }
 
   async dsDelete(path: string): Promise<RpcResult<DeleteStreamOk>> {
@@ -317,8 +253,12 @@ export class StreamsState {
     this.#commitStream({ op: "refCount", refCount: m.refCount + 1 });
   }
 
-  /** Timer "expiry": expire an idle stream at its deadline, or re-arm for a deadline that moved. */
+  /**
+   * Timer "expiry": expire an idle stream at its deadline, or re-arm for a deadline that moved.
+   * Timer "producers": forget idle Producer-Ids (a bounded slice), then follow the oldest left.
+   */
   async onTimer(key: string): Promise<void> {
+    if (key === PRODUCERS_TIMER) return this.#expireProducers(Date.now());
     if (key !== EXPIRY_TIMER) throw new Error(`streams room has no timer ${key}`);
     const m = this.#meta;
     if (m === null || m.softDeleted) return;
@@ -373,7 +313,7 @@ export class StreamsState {
     const sql = this.#ctx.sql;
     switch (c.op) {
       case "create":
-        writeRow(sql, c.meta);
+        sql.run(INSERT_STREAM, ...streamRowValues(c.meta));
         return;
       case "append": {
         const { previous: meta, next } = c;
@@ -408,6 +348,13 @@ export class StreamsState {
       case "refCount":
         sql.run("UPDATE ds_stream SET ref_count = ? WHERE id = 1", c.refCount);
         return;
+      case "expireProducers":
+        sql.run(
+          "DELETE FROM ds_producers WHERE producer_id IN (SELECT producer_id FROM ds_producers WHERE updated_at_ms < ? ORDER BY updated_at_ms, producer_id LIMIT ?)",
+          c.beforeMs,
+          PRODUCERS_EXPIRY_SLICE,
+        );
+        return;
     }
   }
 
@@ -427,6 +374,7 @@ export class StreamsState {
         this.#cacheValues(cmd, c.values, c.next.json);
         // The log woke readers for records; a close-only request must wake them too.
         if (c.next.closed && !c.previous.closed) this.#waiters.wake();
+        if (c.producer !== null && this.#producersArmed !== true) this.#armProducers(c.producer.atMs);
         return;
       case "touch":
         this.#storedAccessMs = c.lastAccessMs;
@@ -438,13 +386,16 @@ export class StreamsState {
       case "refCount":
         if (this.#meta !== null) this.#meta.refCount = c.refCount;
         return;
+      case "expireProducers":
+        return;
     }
   }
 
   // ---- helpers ----
 
   #cacheValues(cmd: LogCommand, values: Uint8Array[], json: boolean): void {
-    if (cmd.append !== null && values.length > 0) this.cache.append(cmd.append.baseOffset, values, cacheSeparator(json));
+    if (cmd.append === null || values.length === 0) return;
+    for (const listener of this.#appended) listener(cmd.append.baseOffset, values, json);
   }
 
   /**
@@ -490,32 +441,36 @@ export class StreamsState {
     });
   }
 
+  /** Sets the "producers" timer for a Producer-Id written at `atMs`, unless it is set already. */
+  #armProducers(atMs: number): void {
+    const timers = this.#ctx.timers;
+    this.#producersArmed = timers.dueMs(PRODUCERS_TIMER) !== undefined;
+    const log = this.#log.state;
+    if (this.#producersArmed || log === null) return;
+    timers.set(PRODUCERS_TIMER, atMs + producerIdExpirationMs(log.configs));
+    this.#producersArmed = true;
+  }
+
+  async #expireProducers(nowMs: number): Promise<void> {
+    const log = this.#log.state;
+    const timers = this.#ctx.timers;
+    if (log === null) return;
+    const idleMs = producerIdExpirationMs(log.configs);
+    this.#commitStream({ op: "expireProducers", beforeMs: nowMs - idleMs });
+    const oldest = this.#ctx.sql.first<{ m: number | null }>("SELECT MIN(updated_at_ms) AS m FROM ds_producers")?.m ?? null;
+    this.#producersArmed = oldest !== null;
+    if (oldest === null) timers.clear(PRODUCERS_TIMER);
+    else timers.set(PRODUCERS_TIMER, Math.max(nowMs, oldest + idleMs));
+  }
+
   #armExpiry(m: StreamMeta): void {
     const d = expiryDeadlineMs(m, m.lastAccessMs);
     if (d !== null) this.#ctx.timers.set(EXPIRY_TIMER, d);
   }
 }
 
-function writeRow(sql: Sql, m: StreamMeta): void {
-  sql.run(
-    `INSERT INTO ds_stream (id, path, content_type, ttl_seconds, expires_at_ms, expiry_inherited, last_access_ms, closed,
-       closed_by_id, closed_by_epoch, closed_by_seq, stream_seq, fork_source_path, fork_source_topic, fork_source_topic_id,
-       fork_anchor, fork_sub_offset, fork_offset, visible_start, ref_count, soft_deleted, created_at_ms)
-     VALUES (1, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, NULL, NULL, ?, ?, ?, ?, ?, ?, ?, 0, 0, ?)`,
-    m.path,
-    m.contentType,
-    m.ttlSeconds,
-    m.expiresAtMs,
-    m.expiryInherited ? 1 : 0,
-    m.lastAccessMs,
-    m.closed ? 1 : 0,
-    m.fork?.sourcePath ?? null,
-    m.fork?.sourceTopic ?? null,
-    m.fork?.sourceTopicId ?? null,
-    m.fork?.anchor ?? null,
-    m.fork?.subOffset ?? 0,
-    m.fork?.forkOffset ?? null,
-    m.visibleStart,
-    m.createdAtMs,
-  );
-}
+/** The ds_stream row of a new stream ({@link streamRowValues} binds its parameters, in order). */
+const INSERT_STREAM = `INSERT INTO ds_stream (id, path, content_type, ttl_seconds, expires_at_ms, expiry_inherited, last_access_ms, closed,
+    closed_by_id, closed_by_epoch, closed_by_seq, stream_seq, fork_source_path, fork_source_topic, fork_source_topic_id,
+    fork_anchor, fork_sub_offset, fork_offset, visible_start, ref_count, soft_deleted, created_at_ms)
+  VALUES (1, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, NULL, NULL, ?, ?, ?, ?, ?, ?, ?, 0, 0, ?)`;
