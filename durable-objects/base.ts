@@ -31,14 +31,26 @@
  * `deleteAll()` also deletes the alarm from compatibility date 2026-02-24
  * (developers.cloudflare.com/changelog/2026-02-24-deleteall-deletes-alarms).
  *
+ * WebSockets (hibernation API): the sealed `fetch` serves upgrades only (STYLE.md: RPC for
+ * everything else) and asks `onUpgrade(request)` for the room, its attachment version, the
+ * socket's state and tags; it accepts with `ctx.acceptWebSocket` and stores the attachment
+ * `{r: room, v: version, ...state}` as ASCII JSON text, checked against the platform's
+ * 2,048-byte limit on `serializeAttachment` ({@link ATTACHMENT_MAX_BYTES}). The sealed
+ * `webSocketMessage/Close/Error` read and validate it (a socket without a valid one is closed
+ * with 1008, policy violation), dispatch to `onSocket(room, ws, attachment, event)` (a throw
+ * closes the socket with 1011) and always answer a close frame. After hibernation the object
+ * is constructed again (start-up runs) before the event is delivered; only the attachment and
+ * SQLite survive.
+ *
  * Sealed entry points: `alarm`, `fetch` and `webSocketMessage/Close/Error` are the base's;
  * TypeScript has no `final`, so the constructor throws if a subclass defines one, and
- * `noImplicitOverride` (tsconfig.json) makes an accidental override a compile error.
+ * `noImplicitOverride` (tsconfig.json) makes an accidental override a compile error. Rooms
+ * plug in through `onTimer`, `onUpgrade` and `onSocket`.
  *
  * SQL: a small `sql` helper whose parameters are always bound, never interpolated.
  */
 import { DurableObject } from "cloudflare:workers";
-import { EdgelogError, errorResult, type ErrorResult } from "../src/protocol/errors.ts";
+import { ERRORS, EdgelogError, errorResult, toEdgelogError, type ErrorResult } from "../src/protocol/errors.ts";
 import { TimerSchedule, checkDueMs, timerRetryDelayMs } from "./schedule.ts";
 
 /** A numbered migration of one room. Versions start at 1 and increase by 1; never edit one that has shipped. */
@@ -112,9 +124,12 @@ export type LegacyAdoption = (legacyVersion: number) => Readonly<Record<string, 
 /**
  * One room's timers, on the object's one schedule. Keys are the room's own (any non-empty
  * string); times are epoch milliseconds (integers). Each call writes the `_schedule` row at
- * once, so inside a `transactionSync` it commits or rolls back with the rest; the in-memory
- * mirror is updated at once too (a rolled-back `set` can at worst cause one spurious
- * `onTimer` call, see {@link SqliteDurableObject.alarm}).
+ * once, so inside a `transactionSync` it commits or rolls back with the rest. The in-memory
+ * mirror is updated at once and does not roll back: a rolled-back `set` never runs (the alarm
+ * checks each timer's row before its call), a rolled-back `clear` leaves a timer that runs
+ * after the object is next loaded (handlers re-check their state, so a late call is harmless).
+ * @throws Error (a bug) for an empty key; RangeError for a due time that is not a
+ *   non-negative integer.
  */
 export interface RoomTimers {
   /** Adds or moves the timer `key` to `dueMs`; re-arms the alarm if it is now the earliest. */
@@ -129,6 +144,53 @@ export interface RoomTimers {
 
 /** Most due timers one alarm wake dispatches; the rest run at the next wake, armed at once. */
 export const TIMERS_PER_WAKE = 32;
+
+/**
+ * Largest serialized WebSocket attachment (bytes): the platform's limit on
+ * `serializeAttachment`, which throws beyond it ("The serialized size of value is limited to
+ * 2,048 bytes", developers.cloudflare.com/durable-objects/api/websockets/). The base stores
+ * the attachment as ASCII-only JSON text, whose serialized size is its length plus a few
+ * bytes of header, so it checks the text against this minus {@link ATTACHMENT_HEADER_BYTES}.
+ */
+export const ATTACHMENT_MAX_BYTES = 2_048;
+/** Bytes kept for the structured-clone header of the attachment string (version, tag, length). */
+export const ATTACHMENT_HEADER_BYTES = 16;
+
+/**
+ * A socket's attachment as the base stores it: namespaced by room (`r`), versioned by the
+ * room's own attachment shape (`v`, an integer ≥ 1, so a room can read sockets accepted by an
+ * older version of its code), and the room's per-socket state beside them.
+ */
+export type SocketAttachment = Readonly<{ r: string; v: number } & Record<string, unknown>>;
+
+/** What a subclass's `onUpgrade` answers to accept a WebSocket. */
+export interface SocketAccept {
+  /** The room that handles the socket's events (one of the rooms given to startUp). */
+  room: string;
+  /** Version of this room's attachment shape. @default 1 */
+  version?: number;
+  /**
+   * The socket's state: a JSON object (no keys `r` or `v`), small enough that the attachment
+   * fits {@link ATTACHMENT_MAX_BYTES}. Larger state goes in the room's tables, keyed by a value
+   * kept here.
+   */
+  state: Record<string, unknown>;
+  /** Hibernation tags (`ctx.getWebSockets(tag)`); the platform limits their number and length. */
+  tags?: string[];
+}
+
+/** A WebSocket event, as the base hands it to a room's `onSocket`. */
+export type SocketEvent =
+  | { type: "message"; data: string | ArrayBuffer }
+  | { type: "close"; code: number; reason: string; wasClean: boolean }
+  | { type: "error"; error: unknown };
+
+/** Close codes (RFC 6455 section 7.4.1). */
+export const CLOSE_NORMAL = 1000;
+/** Policy violation: the base closes a socket without a valid attachment with it. */
+export const CLOSE_POLICY_VIOLATION = 1008;
+/** Internal error: the base closes a socket whose room handler threw with it. */
+export const CLOSE_INTERNAL_ERROR = 1011;
 
 /** Platform entry points the base owns: a subclass that defines one is refused at construction. */
 const SEALED = ["fetch", "alarm", "webSocketMessage", "webSocketClose", "webSocketError"] as const;
@@ -287,6 +349,135 @@ export abstract class SqliteDurableObject<E = unknown> extends DurableObject<E> 
     this.#arm();
   }
 
+  /**
+   * Answers a WebSocket upgrade for a room (called by the sealed `fetch`). Return a
+   * {@link SocketAccept} to accept the socket, or an {@link ErrorResult} to refuse it (the
+   * base answers its JSON error). It must not keep the request: the socket's state goes in
+   * `state`, which survives hibernation.
+   * @default refuses with NOT_FOUND: the class serves no WebSocket room.
+   */
+  protected onUpgrade(_request: Request): SocketAccept | ErrorResult | Promise<SocketAccept | ErrorResult> {
+    return errorResult("NOT_FOUND", `${this.constructor.name} serves no WebSocket room.`);
+  }
+
+  /**
+   * An event of a socket whose attachment is valid and names `room` (called by the sealed
+   * webSocket handlers, also after the object hibernated: in-memory state is gone then, the
+   * attachment and SQLite are not). A throw is logged and the socket closed with 1011. For
+   * `close`, the base answers the close frame after this returns, whatever it does.
+   * @default throws: a class that accepts sockets must override it.
+   */
+  protected onSocket(room: string, _ws: WebSocket, _attachment: SocketAttachment, event: SocketEvent): void | Promise<void> {
+    throw new Error(`${this.constructor.name} has no socket handler (room ${room}, event ${event.type})`);
+  }
+
+  /**
+   * Replaces a socket's attachment (e.g. after the room's per-socket state changed).
+   * @throws Error when the room is unknown, the state malformed or the attachment too large
+   *   (a bug of the room: its state must stay bounded).
+   */
+  protected saveAttachment(ws: WebSocket, accept: Omit<SocketAccept, "tags">): void {
+    const r = this.#encodeAttachment(accept);
+    if (typeof r !== "string") throw new Error(`${this.constructor.name}: attachment refused: ${r.message}`);
+    ws.serializeAttachment(r);
+  }
+
+  /**
+   * WebSocket upgrades only (sealed; STYLE.md: "RPC between Worker and DO; fetch only for
+   * WebSocket upgrades"). A GET with `Upgrade: websocket` goes to `onUpgrade`; an accepted
+   * socket uses the hibernation API (`ctx.acceptWebSocket`) with its attachment. Errors (JSON
+   * bodies from the one table): METHOD_NOT_ALLOWED (405, `Allow: GET`) for another method,
+   * UPGRADE_REQUIRED (426, `Upgrade: websocket`, RFC 9110 section 15.5.22) without the
+   * upgrade header, INVALID_REQUEST (400) when the socket's state would not fit the
+   * attachment limit, and whatever `onUpgrade` refuses with.
+   */
+  override async fetch(request: Request): Promise<Response> {
+    if (request.method !== "GET") return errorResponse(errorResult("METHOD_NOT_ALLOWED", "WebSocket upgrades are GET requests.", { allowed: ["GET"] }), { allow: "GET" });
+    if (request.headers.get("upgrade")?.toLowerCase() !== "websocket") {
+      return errorResponse(errorResult("UPGRADE_REQUIRED", "This endpoint serves WebSocket upgrades only: send Upgrade: websocket."), { upgrade: "websocket" });
+    }
+    const accept = await this.onUpgrade(request);
+    if ("ok" in accept) return errorResponse(accept);
+    const attachment = this.#encodeAttachment(accept);
+    if (typeof attachment !== "string") return errorResponse(attachment);
+    const [client, server] = Object.values(new WebSocketPair()) as [WebSocket, WebSocket];
+    this.ctx.acceptWebSocket(server, accept.tags);
+    server.serializeAttachment(attachment);
+    return new Response(null, { status: 101, webSocket: client });
+  }
+
+  /** Sealed: validates the attachment (else closes with 1008) and hands the message to its room. */
+  override async webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {
+    const att = this.#attachmentOf(ws);
+    if (att === null) return closeQuietly(ws, CLOSE_POLICY_VIOLATION, "no valid attachment");
+    await this.#dispatchSocket(ws, att, { type: "message", data: message });
+  }
+
+  /**
+   * Sealed: hands the close to the socket's room, then always answers the close frame
+   * (RFC 6455 section 5.5.1: echoing the peer's code; 1000 for a code that must not be sent).
+   */
+  override async webSocketClose(ws: WebSocket, code: number, reason: string, wasClean: boolean): Promise<void> {
+    try {
+      const att = this.#attachmentOf(ws);
+      if (att !== null) await this.#dispatchSocket(ws, att, { type: "close", code, reason, wasClean });
+    } finally {
+      closeQuietly(ws, sendableCloseCode(code), reason);
+    }
+  }
+
+  /** Sealed: hands the error to the socket's room (the platform closes the socket). */
+  override async webSocketError(ws: WebSocket, error: unknown): Promise<void> {
+    const att = this.#attachmentOf(ws);
+    if (att === null) return closeQuietly(ws, CLOSE_POLICY_VIOLATION, "no valid attachment");
+    await this.#dispatchSocket(ws, att, { type: "error", error });
+  }
+
+  async #dispatchSocket(ws: WebSocket, att: SocketAttachment, event: SocketEvent): Promise<void> {
+    try {
+      await this.onSocket(att.r, ws, att, event);
+    } catch (err) {
+      console.error(`${this.constructor.name}: socket handler of room ${att.r} failed on ${event.type}`, err);
+      if (event.type !== "close") closeQuietly(ws, CLOSE_INTERNAL_ERROR, "internal error");
+    }
+  }
+
+  /** The socket's attachment, or null when it is absent, not ours, or names an unknown room. */
+  #attachmentOf(ws: WebSocket): SocketAttachment | null {
+    let raw: unknown;
+    try {
+      raw = ws.deserializeAttachment();
+    } catch {
+      return null;
+    }
+    if (typeof raw !== "string") return null;
+    let att: unknown;
+    try {
+      att = JSON.parse(raw);
+    } catch {
+      return null;
+    }
+    if (typeof att !== "object" || att === null || Array.isArray(att)) return null;
+    const { r, v } = att as { r?: unknown; v?: unknown };
+    if (typeof r !== "string" || this.#rooms?.has(r) !== true) return null;
+    if (typeof v !== "number" || !Number.isSafeInteger(v) || v < 1) return null;
+    return att as SocketAttachment;
+  }
+
+  /** The attachment text of an accepted socket, or the error that refuses it. */
+  #encodeAttachment(accept: Omit<SocketAccept, "tags">): string | ErrorResult {
+    const version = accept.version ?? 1;
+    if (this.#rooms?.has(accept.room) !== true) throw new Error(`${this.constructor.name}: socket of unknown room ${JSON.stringify(accept.room)}`);
+    if (!Number.isSafeInteger(version) || version < 1) throw new Error(`${this.constructor.name}: attachment version must be an integer >= 1, got ${version}`);
+    if ("r" in accept.state || "v" in accept.state) throw new Error(`${this.constructor.name}: socket state must not use the keys r and v`);
+    const text = asciiJson({ r: accept.room, v: version, ...accept.state });
+    const budget = ATTACHMENT_MAX_BYTES - ATTACHMENT_HEADER_BYTES;
+    if (text.length > budget) {
+      return errorResult("INVALID_REQUEST", `The socket's state is too large: ${text.length} bytes of attachment, at most ${budget}.`, { attachmentBytes: text.length, maxBytes: budget });
+    }
+    return text;
+  }
+
   #setTimer(room: string, key: string, dueMs: number): void {
     if (typeof key !== "string" || key.length === 0) throw new Error(`timer key must be a non-empty string (room ${room})`);
     checkDueMs(dueMs);
@@ -322,6 +513,36 @@ export abstract class SqliteDurableObject<E = unknown> extends DurableObject<E> 
     if (earliest === null) void this.ctx.storage.deleteAlarm();
     else void this.ctx.storage.setAlarm(earliest);
   }
+}
+
+/** JSON text with every non-ASCII character escaped: one byte per character once serialized. */
+function asciiJson(value: unknown): string {
+  return JSON.stringify(value).replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+}
+
+/**
+ * The close code to answer with: the peer's, unless it is one an endpoint must not send
+ * (1005 no status, 1006 abnormal closure, 1015 TLS failure; RFC 6455 section 7.4.1) or outside
+ * the sendable ranges (1000-1014 minus those, 3000-4999).
+ */
+export function sendableCloseCode(code: number): number {
+  if (code === 1005 || code === 1006 || code === 1015) return CLOSE_NORMAL;
+  if ((code >= 1000 && code <= 1014) || (code >= 3000 && code <= 4999)) return code;
+  return CLOSE_NORMAL;
+}
+
+/** Closes a socket, ignoring a socket that is already closed. */
+function closeQuietly(ws: WebSocket, code: number, reason: string): void {
+  try {
+    ws.close(code, reason);
+  } catch {
+    // Already closed (or the platform already answered the close frame): nothing to answer.
+  }
+}
+
+/** A JSON error response from an {@link ErrorResult} (the gateway's body shape, src/protocol/errors.ts). */
+function errorResponse(e: ErrorResult, headers: Record<string, string> = {}): Response {
+  return Response.json(toEdgelogError(e).toBody(), { status: ERRORS[e.code].httpStatus, headers });
 }
 
 function timerId(room: string, key: string): string {

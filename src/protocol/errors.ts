@@ -35,6 +35,7 @@ export const ERRORS = {
   RECORD_TOO_LARGE: { httpStatus: 413, retriable: false, message: "A record exceeds the topic's max.message.bytes." },
   NOT_FOUND: { httpStatus: 404, retriable: false, message: "No such route." },
   METHOD_NOT_ALLOWED: { httpStatus: 405, retriable: false, message: "Method not allowed on this route." },
+  UPGRADE_REQUIRED: { httpStatus: 426, retriable: false, message: "This endpoint serves WebSocket upgrades only: send a GET with Upgrade: websocket." },
 
   // ---- topics ----
   INVALID_TOPIC_NAME: { httpStatus: 400, retriable: false, message: "Topic names are 1-249 characters of [a-zA-Z0-9._-], optionally prefixed by tenant/namespace/." },

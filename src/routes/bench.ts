@@ -3,7 +3,9 @@
  * - `GET /bench/noop`: the gateway's floor, no Durable Object; `POST /bench/noop` the same
  *   with a request body read;
  * - `POST /bench/raw-insert/{name}`: the body inserted as one SQLite row by BenchDO `name`,
- *   the ceiling a produce is compared against in the same run.
+ *   the ceiling a produce is compared against in the same run;
+ * - `GET /bench/echo/{name}` (WebSocket upgrade): BenchDO `name`'s echo room, the proof of the
+ *   Durable Object base's sealed WebSocket entry points and hibernation (test/workers/base.test.ts).
  */
 import type { Hono } from "hono";
 import type { AppEnv } from "../gateway/context.ts";
@@ -15,6 +17,9 @@ export function benchRoutes(app: Hono<AppEnv>): void {
   // The same with a request body (read by the body middleware, as a produce's is), so a
   // POST-shaped request can be compared with a POST-shaped ceiling.
   app.post("/bench/noop", (c) => c.text("ok"));
+
+  // The one use of a Durable Object's fetch: a WebSocket upgrade, answered by the object.
+  app.get("/bench/echo/:name", (c) => c.env.BENCH.getByName(c.req.param("name")).fetch(c.req.raw));
 
   app.post("/bench/raw-insert/:name", async (c) => {
     // Typed by the class's own method (the namespace's stub type wraps results in Rpc.Result<>).

@@ -7,11 +7,11 @@
 import { env, evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { describe as suite, expect, it, vi } from "vitest";
 import { BenchDO } from "../../durable-objects/bench.ts";
-import { Sql, TIMERS_PER_WAKE, checkRooms, migrateRooms, type RoomSchema, type RoomTimers } from "../../durable-objects/base.ts";
+import { ATTACHMENT_MAX_BYTES, Sql, TIMERS_PER_WAKE, checkRooms, migrateRooms, sendableCloseCode, type RoomSchema, type RoomTimers } from "../../durable-objects/base.ts";
 import { TIMER_RETRY_BASE_MS } from "../../durable-objects/schedule.ts";
 import { GROUP_DIRECTORY_OBJECT_NAME, type GroupsEnv } from "../../src/groups/rpc.ts";
 import { partitionObjectName } from "../../src/partition/rpc.ts";
-import { call, createTopic, fetchJson, json, produce, randomTopic } from "./helpers.ts";
+import { call, createTopic, expectError, fetchJson, json, produce, randomTopic } from "./helpers.ts";
 import { LEGACY_COORDINATOR, LEGACY_PARTITION, legacyMigrate, makeLegacy, tableNames } from "./legacy-schema.ts";
 
 /** What a test reaches of a live object: the base's protected members. */
@@ -356,5 +356,96 @@ suite("sealed entry points", () => {
       expect(() => new OwnMessage(state, env)).toThrow(/defines webSocketMessage\(\)/);
       expect(() => new Deeper(state, env)).toThrow(/defines alarm\(\)/);
     });
+  });
+});
+
+suite("sealed WebSocket entry points and hibernation (BenchDO's echo room)", () => {
+  /** Opens an echo socket through the gateway; collects what it receives. */
+  async function connect(name: string, label: string): Promise<{ ws: WebSocket; next(): Promise<MessageEvent>; closed: Promise<CloseEvent> }> {
+    const res = await call(`/bench/echo/${name}?label=${label}`, { headers: { upgrade: "websocket" } });
+    expect(res.status).toBe(101);
+    const ws = res.webSocket as WebSocket;
+    const queue: MessageEvent[] = [];
+    const waiting: ((e: MessageEvent) => void)[] = [];
+    ws.addEventListener("message", (e) => {
+      const w = waiting.shift();
+      if (w) w(e);
+      else queue.push(e);
+    });
+    const closed = new Promise<CloseEvent>((resolve) => ws.addEventListener("close", resolve));
+    ws.accept();
+    return {
+      ws,
+      next: () => {
+        const e = queue.shift();
+        return e ? Promise.resolve(e) : new Promise((resolve) => waiting.push(resolve));
+      },
+      closed,
+    };
+  }
+  type Echo = { echo: string; label: string; connectedMs: number; messages: number; instance: string };
+
+  it("echoes, hibernates on eviction, wakes a new instance on a message with the attachment intact", async () => {
+    const name = `echo-${crypto.randomUUID()}`;
+    const before = Date.now();
+    const s = await connect(name, "alpha");
+    s.ws.send("one");
+    const first = JSON.parse((await s.next()).data as string) as Echo;
+    expect({ ...first, connectedMs: 0, instance: "" }).toEqual({ echo: "one", label: "alpha", connectedMs: 0, messages: 1, instance: "" });
+    expect(first.connectedMs).toBeGreaterThanOrEqual(before - 1000);
+    const bytes = new Uint8Array([0, 1, 2, 255]);
+    s.ws.send(bytes);
+    const bin = (await s.next()).data as Blob | ArrayBuffer; // a Blob with the default binaryType
+    expect(new Uint8Array(bin instanceof Blob ? await bin.arrayBuffer() : bin)).toEqual(bytes);
+
+    const stub = env.BENCH.getByName(name);
+    await evictDurableObject(stub); // hibernatable sockets are hibernated, not closed
+    s.ws.send("two");
+    const second = JSON.parse((await s.next()).data as string) as Echo;
+    expect(second.instance).not.toBe(first.instance); // a new instance answered
+    expect(second).toEqual({ echo: "two", label: "alpha", connectedMs: first.connectedMs, messages: 3, instance: second.instance });
+    s.ws.close(1000, "done");
+    const closed = await s.closed;
+    expect(closed.code).toBe(1000); // the object answered the close frame with the same code
+  });
+
+  it("closes a socket whose attachment is corrupted or absent with 1008", async () => {
+    for (const corrupt of ["not json", null, JSON.stringify({ r: "nope", v: 1 }), JSON.stringify({ r: "echo", v: 0 }), 42]) {
+      const name = `echo-${crypto.randomUUID()}`;
+      const s = await connect(name, "beta");
+      s.ws.send("hello");
+      expect((JSON.parse((await s.next()).data as string) as Echo).messages).toBe(1);
+      await runInDurableObject(env.BENCH.getByName(name), (_o, state) => {
+        const sockets = state.getWebSockets();
+        expect(sockets).toHaveLength(1);
+        sockets[0]?.serializeAttachment(corrupt);
+      });
+      s.ws.send("again");
+      const closed = await s.closed;
+      expect({ corrupt, code: closed.code }).toEqual({ corrupt, code: 1008 });
+    }
+  });
+
+  it("answers anything but a WebSocket upgrade with a JSON error; refuses state beyond the attachment limit", async () => {
+    const name = `echo-${crypto.randomUUID()}`;
+    const plain = await call(`/bench/echo/${name}?label=x`);
+    expect(plain.headers.get("upgrade")).toBe("websocket");
+    await expectError(plain, "UPGRADE_REQUIRED", 426);
+    const direct = await env.BENCH.getByName(name).fetch("http://bench/", { method: "POST", body: "x" });
+    expect(direct.headers.get("allow")).toBe("GET");
+    await expectError(direct, "METHOD_NOT_ALLOWED", 405);
+    await expectError(await call(`/bench/echo/${name}?label=${encodeURIComponent("bad label")}`, { headers: { upgrade: "websocket" } }), "INVALID_REQUEST", 400);
+    const e = await expectError(await call(`/bench/echo/${name}?label=${"x".repeat(ATTACHMENT_MAX_BYTES)}`, { headers: { upgrade: "websocket" } }), "INVALID_REQUEST", 400);
+    expect(e.details).toEqual({ attachmentBytes: ATTACHMENT_MAX_BYTES + 70, maxBytes: ATTACHMENT_MAX_BYTES - 16 });
+    // The largest label that fits is accepted, and the platform takes its attachment.
+    const s = await connect(name, "x".repeat(ATTACHMENT_MAX_BYTES - 16 - 70));
+    s.ws.send("fits");
+    expect((JSON.parse((await s.next()).data as string) as Echo).label).toHaveLength(ATTACHMENT_MAX_BYTES - 16 - 70);
+    s.ws.close(1000, "done");
+    await s.closed;
+  });
+
+  it("answers a close frame with a reserved code by a normal close", () => {
+    expect([1000, 1001, 1008, 1011, 3000, 4999, 1005, 1006, 1015, 999, 2000, 5000].map(sendableCloseCode)).toEqual([1000, 1001, 1008, 1011, 3000, 4999, 1000, 1000, 1000, 1000, 1000, 1000]);
   });
 });
