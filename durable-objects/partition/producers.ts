@@ -172,9 +172,17 @@ export class ProducersRoom {
     const c = cmd.producer;
     if (c === null) return;
     if (c.op === "expire") {
-      const expired = "SELECT producer_id FROM producers WHERE last_append_ms < ? ORDER BY last_append_ms, producer_id LIMIT ?";
-      this.#sql.run(`DELETE FROM producer_batches WHERE producer_id IN (${expired})`, c.beforeMs, PRODUCER_EXPIRY_SLICE);
-      this.#sql.run(`DELETE FROM producers WHERE producer_id IN (${expired})`, c.beforeMs, PRODUCER_EXPIRY_SLICE);
+      this.#sql.run(
+        `DELETE FROM producer_batches WHERE producer_id IN
+           (SELECT producer_id FROM producers WHERE last_append_ms < ? ORDER BY last_append_ms, producer_id LIMIT ?)`,
+        c.beforeMs,
+        PRODUCER_EXPIRY_SLICE,
+      );
+      this.#sql.run(
+        "DELETE FROM producers WHERE producer_id IN (SELECT producer_id FROM producers WHERE last_append_ms < ? ORDER BY last_append_ms, producer_id LIMIT ?)",
+        c.beforeMs,
+        PRODUCER_EXPIRY_SLICE,
+      );
       return;
     }
     const { producerId, previous, next } = c;
