@@ -25,7 +25,7 @@
  * idempotent one: producer state is served from memory after its first read.
  */
 import type { Env } from "../src/env.ts";
-import type { ListOffsetsSpec } from "../src/partition/core.ts";
+import type { ListOffsetsSpec, ProducerState } from "../src/partition/core.ts";
 import { peersOf, type Peers } from "../src/partition/peers.ts";
 import type { AppendOk, AppendRequest, FetchOk, FetchRequest, ListOffsetsOk, PartitionInit, PartitionRpc, RpcResult } from "../src/partition/rpc.ts";
 import { errorResult, type ErrorResult } from "../src/protocol/errors.ts";
@@ -49,7 +49,7 @@ import type {
 } from "../src/streams/rpc.ts";
 import { SqliteDurableObject, type LegacyAdoption, type RoomSchema, type RoomTimers } from "./base.ts";
 import { LOG_MIGRATIONS, LogRoom, unknownPartition, type LogCommand } from "./partition/log.ts";
-import { PRODUCER_EXPIRY_TIMER, PRODUCERS_MIGRATIONS, ProducersRoom, type ProducerChange, type ProducersCommand } from "./partition/producers.ts";
+import { PRODUCER_EXPIRY_TIMER, PRODUCERS_MIGRATIONS, ProducersRoom, type ProducersCommand } from "./partition/producers.ts";
 import { StreamsRead } from "./partition/streams/read.ts";
 import type { SelfDestroy, StreamsCommand } from "../src/streams/state.ts";
 import { STREAMS_MIGRATIONS, StreamsState } from "./partition/streams/state.ts";
@@ -273,17 +273,15 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     const scanned = this.#log.scan(req.batches, req.crcVerified === true);
     if ("code" in scanned) return scanned;
     const p = scanned.validated.producer;
-    let producer: ProducerChange | null = null;
-    if (p === null) {
-      const append = this.#log.plan(scanned);
-      this.#commit({ log: null, append, producer, stream: null });
-      return this.#log.appended(append);
+    let previous: ProducerState | undefined;
+    if (p !== null) {
+      const { decision, previous: state } = this.#producers.decide(p);
+      if (decision.kind === "error") return decision.error;
+      if (decision.kind === "duplicate") return this.#log.duplicateAnswer(decision.entry);
+      previous = state;
     }
-    const { decision, previous } = this.#producers.decide(p);
-    if (decision.kind === "error") return decision.error;
-    if (decision.kind === "duplicate") return this.#log.duplicateAnswer(decision.entry);
     const append = this.#log.plan(scanned);
-    producer = this.#producers.change(p, previous, append.baseOffset, append.lastOffset, Date.now());
+    const producer = p === null ? null : this.#producers.change(p, previous, append.baseOffset, append.lastOffset, Date.now());
     this.#commit({ log: null, append, producer, stream: null });
     return this.#log.appended(append);
   }
