@@ -208,12 +208,18 @@ export class LogRoom {
 
   /**
    * Asserts the invariants of the state a command would leave (before commit): the bounds of
-   * {@link checkLogInvariants}, and an append planned against the current end of the log.
+   * {@link checkLogInvariants}, an append planned against the current end of the log, a log
+   * start moved only on an empty log.
    * @returns the violated invariant, or undefined.
    */
   checkCommand(cmd: LogCommand): string | undefined {
     const p = cmd.append;
     const s = this.#state;
+    const c = cmd.log;
+    if (c !== null && c.op === "startAt") {
+      if (s === null || s.logEndOffset !== s.logStartOffset) return "the log start moves only on an empty log";
+      return checkLogInvariants(c.offset, c.offset, c.offset, s.storedBytes, s.runningMaxTimestamp, s.runningMaxTimestamp);
+    }
     if (p === null || s === null) return undefined;
     if (p.baseOffset !== s.logEndOffset) return `append planned at ${p.baseOffset}, log end offset is ${s.logEndOffset}`;
     // highWatermark after the append: equal to the log end offset (see PartitionState.highWatermark).
