@@ -153,6 +153,10 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
   async updateConfigs(configs: TopicConfigs): Promise<RpcResult<object>> {
     if (this.#log.state === null) return unknownPartition();
     this.#commit({ log: { op: "configs", configs }, append: null, producer: null, stream: null });
+    // producer.id.expiration.ms may have changed: the expiry timers follow.
+    const nowMs = Date.now();
+    this.#producers.rearm(nowMs);
+    this.#streams.rearmProducers(nowMs);
     return { ok: true };
   }
 

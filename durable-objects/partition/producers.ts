@@ -151,7 +151,10 @@ export class ProducersRoom {
     return { op: "expire", beforeMs: nowMs - producerIdExpirationMs(s.configs) };
   }
 
-  /** After an expiry slice: the timer follows the least recently appending producer left (at once if the slice was full). */
+  /**
+   * The timer follows the least recently appending producer (at once if an expiry slice was
+   * full): after an expiry slice, and after a config change (the idle time may have moved).
+   */
   rearm(nowMs: number): void {
     const s = this.#log.state;
     const oldest = this.#sql.first<{ m: number | null }>("SELECT MIN(last_append_ms) AS m FROM producers")?.m ?? null;

@@ -147,6 +147,24 @@ suite("partition rooms: native producer expiry (producer.id.expiration.ms)", () 
   });
 });
 
+suite("partition rooms: producer expiry follows a config change", () => {
+  it("a shorter producer.id.expiration.ms moves the expiry timer of producers already known", async () => {
+    const topic = randomTopic();
+    const created = await createTopic(topic);
+    const producerId = await newProducerId();
+    expect((await idempotent(topic, producerId, 0, "a")).status).toBe(200);
+    expect((await json("PATCH", `/v1/topics/${topic}`, { configs: { "producer.id.expiration.ms": 50 } })).status).toBe(200);
+    const s = stub(created.topicId);
+    await runInDurableObject(s, (_o, state) => {
+      const due = state.storage.sql.exec<{ due_ms: number }>("SELECT due_ms FROM _schedule WHERE room = 'producers' AND key = 'expiry'").one().due_ms;
+      expect(due).toBeLessThan(Date.now() + 60_000);
+    });
+    await sleep(150);
+    await runDurableObjectAlarm(s);
+    await expectError(await idempotent(topic, producerId, 1, "b"), "OUT_OF_ORDER_SEQUENCE_NUMBER", 409);
+  });
+});
+
 suite("partition rooms: Durable Streams producer expiry", () => {
   it("forgets an idle Producer-Id at the streams/producers timer; coming back it starts over at Producer-Seq 0", async () => {
     const path = randomTopic("ds");

@@ -453,14 +453,19 @@ export class StreamsState {
 
   async #expireProducers(nowMs: number): Promise<void> {
     const log = this.#log.state;
-    const timers = this.#ctx.timers;
     if (log === null) return;
-    const idleMs = producerIdExpirationMs(log.configs);
-    this.#commitStream({ op: "expireProducers", beforeMs: nowMs - idleMs });
+    this.#commitStream({ op: "expireProducers", beforeMs: nowMs - producerIdExpirationMs(log.configs) });
+    this.rearmProducers(nowMs);
+  }
+
+  /** The "producers" timer follows the least recently written Producer-Id (after an expiry slice, or a config change). */
+  rearmProducers(nowMs: number): void {
+    const log = this.#log.state;
+    const timers = this.#ctx.timers;
     const oldest = this.#ctx.sql.first<{ m: number | null }>("SELECT MIN(updated_at_ms) AS m FROM ds_producers")?.m ?? null;
-    this.#producersArmed = oldest !== null;
-    if (oldest === null) timers.clear(PRODUCERS_TIMER);
-    else timers.set(PRODUCERS_TIMER, Math.max(nowMs, oldest + idleMs));
+    this.#producersArmed = oldest !== null && log !== null;
+    if (oldest === null || log === null) timers.clear(PRODUCERS_TIMER);
+    else timers.set(PRODUCERS_TIMER, Math.max(nowMs, oldest + producerIdExpirationMs(log.configs)));
   }
 
   #armExpiry(m: StreamMeta): void {
