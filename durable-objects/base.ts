@@ -51,7 +51,7 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import { ERRORS, EdgelogError, errorResult, toEdgelogError, type ErrorResult } from "../src/protocol/errors.ts";
-import { TimerSchedule, checkDueMs, timerRetryDelayMs } from "./schedule.ts";
+import { TimerSchedule, normalizeDueMs, timerRetryDelayMs } from "./schedule.ts";
 
 /** A numbered migration of one room. Versions start at 1 and increase by 1; never edit one that has shipped. */
 export interface Migration {
@@ -128,8 +128,8 @@ export type LegacyAdoption = (legacyVersion: number) => Readonly<Record<string, 
  * mirror is updated at once and does not roll back: a rolled-back `set` never runs (the alarm
  * checks each timer's row before its call), a rolled-back `clear` leaves a timer that runs
  * after the object is next loaded (handlers re-check their state, so a late call is harmless).
- * @throws Error (a bug) for an empty key; RangeError for a due time that is not a
- *   non-negative integer.
+ * A due time in the past (even before the epoch) means at once; a fraction rounds up.
+ * @throws Error (a bug) for an empty key; RangeError for NaN or an infinite due time.
  */
 export interface RoomTimers {
   /** Adds or moves the timer `key` to `dueMs`; re-arms the alarm if it is now the earliest. */
@@ -478,9 +478,9 @@ export abstract class SqliteDurableObject<E = unknown> extends DurableObject<E> 
     return text;
   }
 
-  #setTimer(room: string, key: string, dueMs: number): void {
+  #setTimer(room: string, key: string, requestedMs: number): void {
     if (typeof key !== "string" || key.length === 0) throw new Error(`timer key must be a non-empty string (room ${room})`);
-    checkDueMs(dueMs);
+    const dueMs = normalizeDueMs(requestedMs);
     if (this.#schedule.get(room, key) === dueMs) return;
     this.sql.run("INSERT INTO _schedule (room, key, due_ms) VALUES (?, ?, ?) ON CONFLICT (room, key) DO UPDATE SET due_ms = excluded.due_ms", room, key, dueMs);
     this.#schedule.set(room, key, dueMs);

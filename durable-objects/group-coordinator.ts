@@ -485,8 +485,7 @@ export class GroupCoordinatorDO extends SqliteDurableObject<GroupsEnv> implement
     const want = new Set<string>();
     for (const { key, dueMs } of timers(next)) {
       want.add(key);
-      // Never earlier than the core's deadline.
-      t.set(key, Math.ceil(dueMs));
+      t.set(key, dueMs);
     }
     if (prev !== null) for (const { key } of timers(prev)) if (!want.has(key)) t.clear(key);
   }

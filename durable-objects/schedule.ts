@@ -31,9 +31,19 @@ export function timerRetryDelayMs(failures: number): number {
   return Math.min(TIMER_RETRY_MAX_MS, TIMER_RETRY_BASE_MS * 2 ** Math.min(failures - 1, 30));
 }
 
-/** Checks a timer's due time: a finite, non-negative integer number of epoch ms. */
+/** Checks a stored timer's due time: a non-negative integer number of epoch ms. */
 export function checkDueMs(dueMs: number): void {
   if (!Number.isSafeInteger(dueMs) || dueMs < 0) throw new RangeError(`timer due time must be a non-negative integer of epoch ms, got ${dueMs}`);
+}
+
+/**
+ * A requested due time as stored: fractions round up (a timer never runs early) and a time
+ * before the epoch becomes 0 (a due time in the past means "at once", whatever its value).
+ * @throws RangeError for NaN or an infinite time (a bug of the caller).
+ */
+export function normalizeDueMs(dueMs: number): number {
+  if (!Number.isFinite(dueMs)) throw new RangeError(`timer due time must be a finite number of epoch ms, got ${dueMs}`);
+  return Math.max(0, Math.ceil(dueMs));
 }
 
 /**

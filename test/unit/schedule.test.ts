@@ -1,7 +1,7 @@
 /** The pure schedule of the Durable Object base (durable-objects/schedule.ts). */
 import fc from "fast-check";
 import { describe as suite, expect, it } from "vitest";
-import { TIMER_RETRY_BASE_MS, TIMER_RETRY_MAX_MS, TimerSchedule, timerRetryDelayMs } from "../../durable-objects/schedule.ts";
+import { TIMER_RETRY_BASE_MS, TIMER_RETRY_MAX_MS, TimerSchedule, normalizeDueMs, timerRetryDelayMs } from "../../durable-objects/schedule.ts";
 
 suite("timerRetryDelayMs", () => {
   it("doubles from the base per failure in a row, capped", () => {
@@ -14,6 +14,13 @@ suite("timerRetryDelayMs", () => {
 
   it("refuses a failure count that is not a positive integer", () => {
     for (const bad of [0, -1, 1.5, Number.NaN]) expect(() => timerRetryDelayMs(bad)).toThrow(RangeError);
+  });
+});
+
+suite("normalizeDueMs", () => {
+  it("rounds fractions up, maps times before the epoch to 0, refuses NaN and infinities", () => {
+    expect([normalizeDueMs(5), normalizeDueMs(5.01), normalizeDueMs(-1), normalizeDueMs(-0.5), normalizeDueMs(0)]).toEqual([5, 6, 0, 0, 0]);
+    for (const bad of [Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY]) expect(() => normalizeDueMs(bad)).toThrow(RangeError);
   });
 });
 

@@ -4,7 +4,7 @@
  * one schedule behind the sealed alarm. BenchDO's `echo` room is the proving ground for
  * timers: a test installs its `onTimer` on the live instance.
  */
-import { env, evictDurableObject, runInDurableObject } from "cloudflare:test";
+import { env, evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe as suite, expect, it, vi } from "vitest";
 import { BenchDO } from "../../durable-objects/bench.ts";
 import { ATTACHMENT_MAX_BYTES, Sql, TIMERS_PER_WAKE, checkRooms, migrateRooms, sendableCloseCode, type RoomSchema, type RoomTimers } from "../../durable-objects/base.ts";
@@ -289,6 +289,23 @@ suite("one alarm, many timers", () => {
     });
   });
 
+  it("an alarm that wakes before any timer is due runs nothing and arms again at the earliest", async () => {
+    const stub = bench();
+    const due = Date.now() + 3_600_000;
+    const fired: string[] = [];
+    await runInDurableObject(stub, (o) => {
+      internals(o).onTimer = (room, key) => void fired.push(`${room}/${key}`);
+      internals(o).timers("echo").set("later", due);
+    });
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    expect(fired).toEqual([]);
+    await runInDurableObject(stub, async (o, state) => {
+      expect(await state.storage.getAlarm()).toBe(due);
+      internals(o).timers("echo").clearAll();
+      expect(await state.storage.getAlarm()).toBeNull();
+    });
+  });
+
   it("a timer set in a transaction that rolls back never runs; timers survive eviction", async () => {
     const stub = bench();
     const now = Date.now();
@@ -313,7 +330,10 @@ suite("one alarm, many timers", () => {
       expect(await state.storage.getAlarm()).toBe(now + 3_600_000);
       expect(() => internals(o).timers("nope")).toThrow(/unknown room/);
       expect(() => internals(o).timers("echo").set("", now)).toThrow(/non-empty/);
-      expect(() => internals(o).timers("echo").set("x", 1.5)).toThrow(RangeError);
+      expect(() => internals(o).timers("echo").set("x", Number.NaN)).toThrow(RangeError);
+      internals(o).timers("echo").set("frac", now + 1000.25);
+      internals(o).timers("echo").set("before-epoch", -5);
+      expect([internals(o).timers("echo").dueMs("frac"), internals(o).timers("echo").dueMs("before-epoch")]).toEqual([now + 1001, 0]);
       internals(o).timers("echo").clearAll();
     });
   });
