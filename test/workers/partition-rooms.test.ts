@@ -9,7 +9,9 @@ import { env, evictDurableObject, runDurableObjectAlarm, runInDurableObject } fr
 import { describe as suite, expect, it } from "vitest";
 import { partitionObjectName } from "../../src/partition/rpc.ts";
 import { DEFAULT_TOPIC_CONFIGS, type TopicDescription } from "../../src/protocol/index.ts";
-import { call, createTopic, expectError, fetchJson, json, partitionObject, randomTopic } from "./helpers.ts";
+import type { PartitionRpc } from "../../src/partition/rpc.ts";
+import { encodeBatch } from "../../src/codec/index.ts";
+import { call, createTopic, expectError, fetchJson, json, oneRecordBatch, partitionObject, randomTopic } from "./helpers.ts";
 import { LEGACY_PARTITION, makeLegacy, tableNames } from "./legacy-schema.ts";
 
 const records = (...values: string[]) => values.map((value) => ({ value }));
@@ -74,6 +76,55 @@ suite("partition rooms: adoption of a legacy object", () => {
       const p = state.storage.sql.exec<{ last_append_ms: number }>("SELECT last_append_ms FROM producers").one();
       expect(p.last_append_ms).toBeGreaterThanOrEqual(before - 60_000);
       expect(timers(state.storage)).toEqual(["producers/expiry"]);
+    });
+  });
+});
+
+suite("partition rooms: the append's cost", () => {
+  it("stays 2 SQL statements for a non-idempotent append and 4 (5 when a kept request drops out) for an idempotent one", async () => {
+    const topic = randomTopic();
+    const created = await createTopic(topic);
+    const producerId = await newProducerId();
+    const batch = (baseSequence: number) => encodeBatch({ producerId, producerEpoch: 0, baseSequence }, [{ key: null, value: new TextEncoder().encode("v"), headers: [], timestamp: 1 }]);
+    await runInDurableObject(stub(created.topicId), async (o, state) => {
+      const sql = state.storage.sql as SqlStorage & { exec: SqlStorage["exec"] };
+      const exec = sql.exec.bind(sql);
+      const statements: string[] = [];
+      sql.exec = ((query: string, ...params: SqlStorageValue[]) => {
+        statements.push(query.trim().split(/\s+/).slice(0, 3).join(" "));
+        return exec(query, ...params);
+      }) as SqlStorage["exec"];
+      const p = o as unknown as PartitionRpc;
+      const count = async (f: () => Promise<unknown>): Promise<string[]> => {
+        statements.length = 0;
+        expect(await f()).toMatchObject({ ok: true });
+        return [...statements];
+      };
+      try {
+        expect(await count(() => p.append({ batches: [oneRecordBatch("a")] }))).toEqual(["INSERT INTO batches", "UPDATE meta SET"]);
+        // A producer's first request reads its state once (none) and sets the expiry timer once.
+        expect(await count(() => p.append({ batches: [batch(0)] }))).toEqual([
+          "SELECT producer_epoch, last_sequence",
+          "INSERT INTO batches",
+          "UPDATE meta SET",
+          "INSERT INTO producers",
+          "INSERT INTO producer_batches",
+          "INSERT INTO _schedule",
+        ]);
+        for (let seq = 1; seq < 5; seq++) {
+          expect(await count(() => p.append({ batches: [batch(seq)] }))).toEqual(["INSERT INTO batches", "UPDATE meta SET", "INSERT INTO producers", "INSERT INTO producer_batches"]);
+        }
+        // The sixth request: the oldest of the 5 kept requests drops out.
+        expect(await count(() => p.append({ batches: [batch(5)] }))).toEqual([
+          "INSERT INTO batches",
+          "UPDATE meta SET",
+          "INSERT INTO producers",
+          "INSERT INTO producer_batches",
+          "DELETE FROM producer_batches",
+        ]);
+      } finally {
+        sql.exec = exec;
+      }
     });
   });
 });
