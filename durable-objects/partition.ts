@@ -4,9 +4,9 @@
  * the append guards, and `#commit`. The rooms live in durable-objects/partition/:
  *
  * - log              meta + batches: append plan / apply / publish, reads, bounds
- * - producers        KIP-98 idempotent-producer state and its cache
+ * - producers        KIP-98 idempotent-producer state and its cache, timer "expiry"
  * - waiters          long-poll fetches and stream reads waiting for the next append (bounded)
- * - streams/state    Durable Streams state (ds_stream, ds_producers), timer "expiry"
+ * - streams/state    Durable Streams state (ds_stream, ds_producers), timers "expiry", "producers"
  * - streams/read     Durable Streams reads, fork range and boundary reads
  *
  * Every write is a command `{log, append, producer, stream}`: a room decides (with its pure
@@ -31,22 +31,7 @@ import type { AppendOk, AppendRequest, FetchOk, FetchRequest, ListOffsetsOk, Par
 import { errorResult, type ErrorResult } from "../src/protocol/errors.ts";
 import { FETCH_MAX_WAIT_MS_LIMIT, MAX_APPEND_GROUP_REQUESTS } from "../src/protocol/limits.ts";
 import type { PartitionDescription, TopicConfigs } from "../src/protocol/types.ts";
-import type {
-  AppendStreamOk,
-  AppendStreamRequest,
-  BoundaryValuesRequest,
-  CreateStreamOk,
-  CreateStreamRequest,
-  DeleteStreamOk,
-  ForkSourceOk,
-  ForkSourceRequest,
-  HeadStreamOk,
-  ReadRangeOk,
-  ReadRangeRequest,
-  ReadStreamOk,
-  ReadStreamRequest,
-  StreamRpc,
-} from "../src/streams/rpc.ts";
+import type * as Ds from "../src/streams/rpc.ts";
 import { SqliteDurableObject, type LegacyAdoption, type RoomSchema, type RoomTimers } from "./base.ts";
 import { LOG_MIGRATIONS, LogRoom, unknownPartition, type LogCommand } from "./partition/log.ts";
 import { PRODUCER_EXPIRY_TIMER, PRODUCERS_MIGRATIONS, ProducersRoom, type ProducersCommand } from "./partition/producers.ts";
@@ -71,7 +56,7 @@ const ROOMS: readonly RoomSchema[] = [
  */
 export const adoptLegacy: LegacyAdoption = (version): Record<string, number> => (version >= 2 ? { log: 1, producers: 1, streams: 1 } : { log: 1, producers: 1 });
 
-export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRpc, StreamRpc {
+export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRpc, Ds.StreamRpc {
   /** Set by destroy(): later calls answer UNKNOWN_TOPIC_OR_PARTITION. */
   #destroyed = false;
   readonly #peers: Peers;
@@ -220,31 +205,31 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
 
   // ---- streams (docs/DURABLE-STREAMS.md) ----
 
-  dsCreate(req: CreateStreamRequest): Promise<RpcResult<CreateStreamOk>> {
+  dsCreate(req: Ds.CreateStreamRequest): Promise<RpcResult<Ds.CreateStreamOk>> {
     return this.#streams.dsCreate(req);
   }
-  dsHead(path: string): Promise<RpcResult<HeadStreamOk>> {
+  dsHead(path: string): Promise<RpcResult<Ds.HeadStreamOk>> {
     return this.#streamsRead.dsHead(path);
   }
-  dsAppend(req: AppendStreamRequest): Promise<RpcResult<AppendStreamOk>> {
+  dsAppend(req: Ds.AppendStreamRequest): Promise<RpcResult<Ds.AppendStreamOk>> {
     return this.#streams.dsAppend(req);
   }
-  dsDelete(path: string): Promise<RpcResult<DeleteStreamOk>> {
+  dsDelete(path: string): Promise<RpcResult<Ds.DeleteStreamOk>> {
     return this.#streams.dsDelete(path);
   }
   dsRelease(path: string): Promise<RpcResult<object>> {
     return this.#streams.dsRelease(path);
   }
-  dsRead(req: ReadStreamRequest): Promise<RpcResult<ReadStreamOk>> {
+  dsRead(req: Ds.ReadStreamRequest): Promise<RpcResult<Ds.ReadStreamOk>> {
     return this.#streamsRead.dsRead(req);
   }
-  dsForkSource(req: ForkSourceRequest): Promise<RpcResult<ForkSourceOk>> {
+  dsForkSource(req: Ds.ForkSourceRequest): Promise<RpcResult<Ds.ForkSourceOk>> {
     return this.#streamsRead.dsForkSource(req);
   }
-  dsReadRange(req: ReadRangeRequest): Promise<RpcResult<ReadRangeOk>> {
+  dsReadRange(req: Ds.ReadRangeRequest): Promise<RpcResult<Ds.ReadRangeOk>> {
     return this.#streamsRead.dsReadRange(req);
   }
-  dsBoundaryValues(req: BoundaryValuesRequest): Promise<RpcResult<{ values: (Uint8Array | null)[] }>> {
+  dsBoundaryValues(req: Ds.BoundaryValuesRequest): Promise<RpcResult<{ values: (Uint8Array | null)[] }>> {
     return this.#streamsRead.dsBoundaryValues(req);
   }
 

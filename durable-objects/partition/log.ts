@@ -26,7 +26,6 @@ import {
   scanAppend,
   type AppendPlan,
   type ListOffsetsSpec,
-  type LogBounds,
   type ProducerBatchEntry,
   type ScannedAppend,
   type StoredBatchRef,
@@ -339,10 +338,6 @@ export class LogRoom {
   }
 
   // ---- reads ----
-
-  bounds(): LogBounds | null {
-    return this.#state;
-  }
 
   /**
    * A fetch's answer when at least minBytes are available (or `final`), else null (the caller
