@@ -226,7 +226,8 @@ function toSummary(row: TopicRow): TopicSummary {
     topic: row.topic,
     topicId: row.topic_id,
     partitions: row.partitions,
-    configs: JSON.parse(row.configs) as TopicConfigs,
+    // Defaults first: configs stored before a key existed (producer.id.expiration.ms) show its default.
+    configs: { ...DEFAULT_TOPIC_CONFIGS, ...(JSON.parse(row.configs) as Partial<TopicConfigs>) },
     createdAt: row.created_at,
   };
 }

@@ -15,7 +15,19 @@ export const DEFAULT_TOPIC_CONFIGS: TopicConfigs = {
   "retention.bytes": -1,
   "cleanup.policy": "delete",
   "segment.bytes": 64 * 1024 * 1024,
+  "producer.id.expiration.ms": 24 * 60 * 60 * 1000,
 };
+
+/** Largest producer.id.expiration.ms: Kafka's config is an int (ms). */
+const PRODUCER_ID_EXPIRATION_MS_MAX = 0x7fffffff;
+
+/**
+ * A partition's producer idle time (ms): its configs' `producer.id.expiration.ms`, or the
+ * default for configs stored before the key existed.
+ */
+export function producerIdExpirationMs(configs: Partial<TopicConfigs>): number {
+  return configs["producer.id.expiration.ms"] ?? DEFAULT_TOPIC_CONFIGS["producer.id.expiration.ms"];
+}
 
 const TIMESTAMP_TYPES: readonly TimestampType[] = ["CreateTime", "LogAppendTime"];
 const CLEANUP_POLICIES: readonly CleanupPolicy[] = ["delete", "compact", "compact,delete"];
@@ -66,6 +78,9 @@ export function mergeTopicConfigs(base: TopicConfigs, patch: unknown): TopicConf
         break;
       case "segment.bytes":
         out[key] = intIn(key, v, 14, 1024 * 1024 * 1024);
+        break;
+      case "producer.id.expiration.ms":
+        out[key] = intIn(key, v, 1, PRODUCER_ID_EXPIRATION_MS_MAX);
         break;
       default:
         throw new EdgelogError("INVALID_CONFIG", `Unknown topic config ${JSON.stringify(key)}.`, { config: key });

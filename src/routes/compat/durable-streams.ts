@@ -7,7 +7,8 @@
  * PUT calls the create saga of src/gateway/streams.ts, which also creates the topic and, for a
  * fork, references the source), and map the typed result to the protocol's status codes and
  * headers. A failure is thrown (streamError) with its protocol headers to the one onError of
- * src/app.ts. The decisions live in src/streams/ and in the partition object.
+ * src/app.ts. The decisions live in src/streams/ and in the
+ * partition (durable-objects/partition/streams/).
  */
 import type { Hono, MiddlewareHandler } from "hono";
 import type { AppContext, AppEnv } from "../../gateway/context.ts";
@@ -34,7 +35,7 @@ const LONG_POLL_TIMEOUT_MAX_MS = 60_000;
  * limit; the reference server answers with everything). Large answers come from the
  * partition as a stream of chunks, so they are not held to the 32 MiB of one Durable Object
  * RPC answer; the partition reads at most 16 MiB of an answer from storage (the rest comes
- * from its in-memory tail cache, durable-objects/partition-streams.ts).
+ * from its in-memory tail cache, durable-objects/partition/streams/read.ts).
  */
 export const READ_MAX_BYTES = 32 * 1024 * 1024;
 /** Value bytes per live answer (long-poll, one SSE data event): live readers want it soon, not big. */
