@@ -511,7 +511,9 @@ export abstract class SqliteDurableObject<E = unknown> extends DurableObject<E> 
     if (earliest === this.#armedMs) return;
     this.#armedMs = earliest;
     if (earliest === null) void this.ctx.storage.deleteAlarm();
-    else void this.ctx.storage.setAlarm(earliest);
+    // The platform refuses an alarm time <= 0 ("setAlarm() cannot be called with an alarm time
+    // <= 0"); a timer due at or before the epoch (normalizeDueMs keeps it at 0) is due now.
+    else void this.ctx.storage.setAlarm(Math.max(1, earliest));
   }
 }
 
