@@ -241,6 +241,8 @@ class Simulation {
   readonly delayJitter: number;
   readonly crashPerSec: number;
   readonly pCrashAfterPersist: number;
+  readonly pCrashLeaderAfterPropose: number;
+  readonly pCrashNewLeader: number;
   readonly partitionPerSec: number;
   readonly compactEvery: number;
   readonly churn: boolean;
@@ -255,6 +257,9 @@ class Simulation {
   readonly appliedAt: string[] = [];
   readonly snapshotAt = new Map<number, string>();
   maxApplied = 0;
+  readonly committedTerm: number[] = [];
+  maxCommitted = 0;
+  readonly commitChecked = new Map<string, number>();
   // clients
   readonly history: (Operation<KvInput, KvOutput> & { done: boolean })[] = [];
   readonly clients: Client[] = [];
@@ -266,19 +271,21 @@ class Simulation {
     const rng = new Rng(opts.seed);
     this.rng = rng;
     this.n = opts.nodes ?? rng.pick([1, 3, 3, 5, 5]);
-    this.pDrop = rng.pick([0, 0.01, 0.05, 0.15]);
+    this.pDrop = rng.pick([0, 0.01, 0.05, 0.15, 0.3]);
     this.pDup = rng.pick([0, 0.02, 0.1]);
     this.delayBase = rng.range(1, 3);
     this.delayJitter = rng.pick([2, 10, 40]);
     this.crashPerSec = this.n === 1 ? rng.pick([0, 1]) : rng.pick([0, 1, 3, 6]);
     this.pCrashAfterPersist = rng.pick([0, 0.002, 0.01]);
+    this.pCrashLeaderAfterPropose = this.n === 1 ? 0 : rng.pick([0, 0, 0.05, 0.2]);
+    this.pCrashNewLeader = this.n === 1 ? 0 : rng.pick([0, 0, 0.2, 0.5]);
     this.partitionPerSec = this.n === 1 ? 0 : rng.pick([0, 1, 3]);
     this.compactEvery = rng.pick([4, 10, 30, 1_000_000]);
     this.churn = this.n === 5 && rng.chance(0.4);
     this.raftKnobs = {
       heartbeatTicks: rng.pick([1, 2, 3]),
-      maxMsgEntries: rng.pick([1, 2, 8, 64]),
-      maxInflightMsgs: rng.pick([1, 4, 16]),
+      maxMsgEntries: rng.pick([1, 1, 2, 8, 64]),
+      maxInflightMsgs: rng.pick([1, 1, 4, 16]),
       maxSnapshotChunkBytes: rng.pick([16, 64, 4096]),
       maxMsgBytes: 1 << 20,
     };
@@ -409,10 +416,71 @@ class Simulation {
         this.leaderOfTerm.set(r.term, node.id);
         this.stats.leadersElected++;
         this.checkLeaderCompleteness(node);
+        if (!this.quiet && this.rng.chance(this.pCrashNewLeader)) {
+          // A new leader dies while it is still bringing followers up to date (Raft paper, Fig. 8).
+          const inc = node.incarnation;
+          this.at(this.rng.range(0, 30), () => {
+            if (node.incarnation !== inc) return;
+            this.crash(node);
+            this.at(this.rng.range(10, 150), () => {
+              if (node.raft === null) this.start(node);
+            });
+          });
+        }
       } else if (prev !== node.id) {
         throw new Violation("electionSafety", `two leaders in term ${r.term}: ${prev} and ${node.id}`);
       }
       this.checkAcks(node);
+      this.recordLeaderCommit(node);
+    }
+  }
+
+  /** What a leader declares committed is committed: no index is ever committed with two terms. */
+  recordLeaderCommit(node: SimNode): void {
+    const r = node.raft!;
+    const key = `${node.id}:${r.term}`;
+    const from = Math.max(this.commitChecked.get(key) ?? 0, r.firstIndex - 1) + 1;
+    for (let i = from; i <= r.commitIndex; i++) this.recordCommitted(node, i, r.termAt(i)!);
+    if (from <= r.commitIndex && !this.churn) this.checkCommitDurable(node, r.commitIndex, r.termAt(r.commitIndex)!);
+    this.commitChecked.set(key, r.commitIndex);
+  }
+
+  /**
+   * Leader completeness looking forward: when a leader declares (index, term) committed, no
+   * member lacking it may still be electable, i.e. have a durable log at least as up to date
+   * as the durable logs of a majority of voters (§5.4.1's vote rule). This is the property the
+   * "commit only entries of the current term" rule protects (Raft paper, Fig. 8); checking it
+   * at commit time finds the bug without waiting for the rival to win. Static configurations
+   * only (with membership churn, members may count different voter sets).
+   */
+  checkCommitDurable(leader: SimNode, index: number, term: number): void {
+    const durable = (x: SimNode): [number, number] => {
+      const n = x.entries.length;
+      return n === 0 ? [x.snap.meta.index, x.snap.meta.term] : [x.entries[n - 1]!.index, x.entries[n - 1]!.term];
+    };
+    const holds = (x: SimNode) => index <= x.snap.meta.index || x.entries[index - x.snap.meta.index - 1]?.term === term;
+    const all = [...this.nodes.values()];
+    for (const m of all) {
+      if (holds(m)) continue;
+      const [mi, mt] = durable(m);
+      let votes = 0;
+      for (const v of all) {
+        const [vi, vt] = durable(v);
+        if (mt > vt || (mt === vt && mi >= vi)) votes++;
+      }
+      if (votes >= Math.floor(all.length / 2) + 1) {
+        throw new Violation("leaderCompleteness", `${leader.id} (term ${leader.raft!.term}) commits ${index}:${term}, but ${m.id} lacks it and could still win an election (${votes} of ${all.length} durable logs are no more up to date than its own)`);
+      }
+    }
+  }
+
+  recordCommitted(node: SimNode, index: number, term: number): void {
+    const seen = this.committedTerm[index];
+    if (seen === undefined) {
+      this.committedTerm[index] = term;
+      if (index > this.maxCommitted) this.maxCommitted = index;
+    } else if (seen !== term) {
+      throw new Violation("stateMachineSafety", `${node.id} takes index ${index} of term ${term} as committed; it was committed with term ${seen}`);
     }
   }
 
@@ -549,6 +617,7 @@ class Simulation {
     } else if (seen !== id) {
       throw new Violation("stateMachineSafety", `${node.id} applies ${id} at ${e.index}, another member applied ${seen}`);
     }
+    this.recordCommitted(node, e.index, e.term);
     node.applied = e.index;
     if (e.type === "conf") this.stats.confChanges++;
     if (e.type !== "normal") return;
@@ -587,11 +656,11 @@ class Simulation {
 
   checkLeaderCompleteness(node: SimNode): void {
     const r = node.raft!;
-    const c = this.maxApplied;
+    const c = this.maxCommitted;
     if (c === 0) return;
     if (c < r.firstIndex - 1) return; // inside its snapshot, which only holds committed entries
     const t = r.termAt(c);
-    const want = Number(this.appliedAt[c]!.split("|")[0]);
+    const want = this.committedTerm[c]!;
     if (t !== want) throw new Violation("leaderCompleteness", `${node.id} leads term ${r.term} without committed entry ${c} (term ${want}; it has ${t ?? "nothing"})`);
   }
 
@@ -763,7 +832,20 @@ class Simulation {
       }
       const res = r.propose(enc.encode(JSON.stringify(req.cmd)));
       if (!res.ok) this.reply(req, false, null, res.code === "notLeader" || res.code === "transferInProgress" ? res.leaderId : null);
-      else node.proposals.set(req.cmd.op, req);
+      else {
+        node.proposals.set(req.cmd.op, req);
+        if (!this.quiet && this.rng.chance(this.pCrashLeaderAfterPropose)) {
+          // Power loss at the leader just after a write: leaves entries of its term on a minority.
+          const inc = node.incarnation;
+          this.at(this.rng.range(0, 15), () => {
+            if (node.incarnation !== inc) return;
+            this.crash(node);
+            this.at(this.rng.range(10, 150), () => {
+              if (node.raft === null) this.start(node);
+            });
+          });
+        }
+      }
     });
   }
 
