@@ -839,7 +839,9 @@ export class RaftNode {
     if (pr.state === "probe") pr.becomeReplicate();
     else if (pr.state === "snapshot" && pr.match >= pr.pendingSnapshot) pr.becomeProbe();
     if (this.#maybeCommit()) this.#bcastAppend();
-    else if (wasPaused || pr.state === "replicate") this.#sendAppend(pr.id, false);
+    // A follower that was paused may have missed the latest commit index: tell it (even empty).
+    else if (wasPaused) this.#sendAppend(pr.id);
+    else if (pr.state === "replicate") this.#sendAppend(pr.id, false);
     if (pr.id === this.#leadTransferee && pr.match === this.log.lastIndex()) {
       this.#send({ type: "timeoutNow", to: pr.id, from: this.id, term: this.#term });
     }

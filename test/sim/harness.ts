@@ -21,6 +21,8 @@ export interface HarnessOptions {
   maxSnapshotChunkBytes?: number;
   /** Per-member durable state to start from (default: a new group of all ids at term 0). */
   disks?: Record<NodeId, Disk>;
+  /** Election timeout randomness, an integer in [0, n) (default 0: every timeout is exactly electionTicks). */
+  random?: (n: number) => number;
   /** Applied index per member at start (default: its snapshot's index). */
   applied?: Record<NodeId, number>;
 }
@@ -68,8 +70,8 @@ export class Harness {
       checkQuorum: this.opts.checkQuorum ?? true,
       maxMsgEntries: this.opts.maxMsgEntries ?? 256,
       maxSnapshotChunkBytes: this.opts.maxSnapshotChunkBytes ?? 1 << 20,
-      // Election timeouts are exactly electionTicks: the test decides who times out first.
-      random: () => 0,
+      // By default election timeouts are exactly electionTicks: the test decides who times out first.
+      random: this.opts.random ?? (() => 0),
     };
     const storage: RaftStorageState = { hardState: { ...d.hardState }, snapshot: d.snapshot, entries: [...d.entries], applied: applied ?? d.snapshot.meta.index };
     this.nodes.set(id, new RaftNode(cfg, storage));
