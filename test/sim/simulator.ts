@@ -57,6 +57,10 @@ export interface SimStats {
   opsUnknown: number;
   reads: number;
   snapshotsInstalled: number;
+  /** InstallSnapshot chunks sent. */
+  snapshotChunks: number;
+  /** TimeoutNow messages sent (leadership transfers reaching their last step). */
+  timeoutNows: number;
   confChanges: number;
   crashes: number;
   crashesAfterPersist: number;
@@ -228,6 +232,8 @@ class Simulation {
     opsUnknown: 0,
     reads: 0,
     snapshotsInstalled: 0,
+    snapshotChunks: 0,
+    timeoutNows: 0,
     confChanges: 0,
     crashes: 0,
     crashesAfterPersist: 0,
@@ -667,6 +673,8 @@ class Simulation {
   // ---- network ----
 
   send(m: Message): void {
+    if (m.type === "snapshot") this.stats.snapshotChunks++;
+    else if (m.type === "timeoutNow") this.stats.timeoutNows++;
     if (this.blocked.has(`${m.from}>${m.to}`)) return;
     if (!this.quiet && this.rng.chance(this.pDrop)) return;
     const copies = !this.quiet && this.rng.chance(this.pDup) ? 2 : 1;
