@@ -47,9 +47,10 @@ for (let s = first; s < first + n; s++) {
   if (values.verbose) print(r);
   if (r.violation !== null) {
     print(r);
-    console.log(`${s - first + 1} seeds, 1 violations: replay with npm run sim -- --seed ${s}${mutation ? ` --mutation ${mutation}` : ""}`);
+    console.log(`${s - first + 1} seeds, 1 violations: failing seed ${s}; replay with npm run sim -- --seed ${s}${mutation ? ` --mutation ${mutation}` : ""}`);
     process.exit(1);
   }
 }
 const secs = (performance.now() - started) / 1000;
-console.log(`${n} seeds, 0 violations (${secs.toFixed(1)} s, ${(n / secs).toFixed(0)} seeds/s)`);
+console.log(`${n} seeds, 0 violations`);
+console.log(`(${secs.toFixed(1)} s, ${(n / secs).toFixed(0)} seeds/s)`);
