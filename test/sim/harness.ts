@@ -5,6 +5,7 @@
  * its messages are queued, then applied.
  */
 import { RaftNode, bootstrapStorage, type RaftConfig, type RaftStorageState } from "../../src/raft/node.ts";
+import { makeNode, type Mutation } from "./mutants.ts";
 import type { ConfState, Entry, HardState, Message, NodeId, ReadState, Snapshot } from "../../src/raft/types.ts";
 
 export interface Disk {
@@ -21,6 +22,8 @@ export interface HarnessOptions {
   maxSnapshotChunkBytes?: number;
   /** Per-member durable state to start from (default: a new group of all ids at term 0). */
   disks?: Record<NodeId, Disk>;
+  /** A deliberate bug (test/sim/mutants.ts) for every member, to show a scenario catches it. */
+  mutation?: Mutation;
   /** Election timeout randomness, an integer in [0, n) (default 0: every timeout is exactly electionTicks). */
   random?: (n: number) => number;
   /** Applied index per member at start (default: its snapshot's index). */
@@ -74,7 +77,7 @@ export class Harness {
       random: this.opts.random ?? (() => 0),
     };
     const storage: RaftStorageState = { hardState: { ...d.hardState }, snapshot: d.snapshot, entries: [...d.entries], applied: applied ?? d.snapshot.meta.index };
-    this.nodes.set(id, new RaftNode(cfg, storage));
+    this.nodes.set(id, makeNode(cfg, storage, this.opts.mutation));
   }
 
   node(id: NodeId): RaftNode {

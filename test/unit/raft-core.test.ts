@@ -93,6 +93,48 @@ describe("election, replication and commit", () => {
   });
 });
 
+describe("commit only entries of the current term (Raft paper, Fig. 8)", () => {
+  /** S1 leads term 4 holding (2, term 2), also on S2; S5 holds (2, term 3); S3 and S4 hold only index 1. */
+  const fig8 = (mutation?: "commitOldTerm") => {
+    const ids = ["S1", "S2", "S3", "S4", "S5"];
+    const conf = { voters: ids, learners: [] };
+    const e1 = normalEntries(1, 1, 1);
+    const h = new Harness(ids, {
+      mutation,
+      disks: {
+        S1: diskWith(conf, 3, 1, [...e1, ...normalEntries(2, 2, 2, "old")]),
+        S2: diskWith(conf, 3, 1, [...e1, ...normalEntries(2, 2, 2, "old")]),
+        S3: diskWith(conf, 3, 1, e1),
+        S4: diskWith(conf, 3, 1, e1),
+        S5: diskWith(conf, 3, 1, [...e1, ...normalEntries(2, 2, 3, "rival")]),
+      },
+      applied: { S1: 1, S2: 1, S3: 1, S4: 1, S5: 1 },
+    });
+    h.drop = (m) => m.from === "S1" && m.type === "append"; // S1's appends are scripted below
+    h.elect("S1");
+    expect(h.node("S1").term).toBe(4);
+    // S2 and S3 acknowledge index 2 (term 2): it is now on a majority (S1, S2, S3) ...
+    const ack = (from: string, index: number) => h.node("S1").step({ type: "appendResp", from, to: "S1", term: 4, index, reject: false, hintIndex: 0, hintTerm: 0 });
+    ack("S2", 2);
+    ack("S3", 2);
+    return { h, ack };
+  };
+
+  it("does not commit an older term's entry by counting replicas: S5 could still be elected and overwrite it", () => {
+    const { h, ack } = fig8();
+    expect(h.node("S1").commitIndex).toBe(1);
+    // ... and it commits together with the leader's own no-op (index 3, term 4) once that is on a majority.
+    ack("S2", 3);
+    ack("S3", 3);
+    expect(h.node("S1").commitIndex).toBe(3);
+  });
+
+  it("the commitOldTerm mutant does commit it (the bug the mutation check plants)", () => {
+    const { h } = fig8("commitOldTerm");
+    expect(h.node("S1").commitIndex).toBe(2);
+  });
+});
+
 describe("membership (single-server changes) and learners", () => {
   it("refuses a change before the leader committed an entry of its term, and a second change while one is uncommitted", () => {
     const a = solo();
