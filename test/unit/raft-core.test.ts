@@ -35,6 +35,21 @@ describe("persistence contract", () => {
     a.advance(rd);
   });
 
+  it("a member that crashes after persisting its vote, before sending it, does not vote again in that term", () => {
+    const h = new Harness(["A", "B", "C"], { preVote: false });
+    // B's vote for A is persisted, then lost with B's crash; C hears nothing of term 1.
+    h.drop = (m) => (m.from === "B" && m.type === "voteResp") || (m.from === "A" && m.to === "C");
+    h.tick("A", 10);
+    expect(h.disks.get("B")!.hardState).toEqual({ term: 1, vote: "A", commit: 0 });
+    h.crash("B");
+    h.restart("B");
+    h.drop = (m) => m.from === "A";
+    h.tick("C", 10); // C campaigns in term 1 too
+    expect(h.node("C").term).toBe(1);
+    expect(h.sent.filter((m) => m.type === "voteResp" && m.from === "B" && m.to === "C")).toMatchObject([{ term: 1, granted: false }]);
+    expect(h.node("C").role).toBe("candidate");
+  });
+
   it("a leader counts its own entry only once durable: a single member commits after advance", () => {
     const a = solo();
     for (let i = 0; i < 10; i++) a.tick();
