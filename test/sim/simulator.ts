@@ -778,7 +778,6 @@ class Simulation {
   }
 
   checkLiveness(): void {
-    if (process.env.SIMDBG) for (const x of this.nodes.values()) console.log(x.id, x.raft?.role, x.raft?.term, x.raft?.leaderId, "commit", x.raft?.commitIndex, "applied", x.applied, "last", x.raft?.lastIndex, "first", x.raft?.firstIndex, JSON.stringify(x.raft?.conf), "busy", x.busy, "inbox", x.inbox.length);
     const leaders = [...this.nodes.values()].filter((x) => x.raft?.role === "leader");
     if (leaders.length === 0) throw new Violation("liveness", `no leader ${this.quietMs} ms after the faults stopped`);
     const top = leaders.reduce((a, b) => (a.raft!.term >= b.raft!.term ? a : b));
