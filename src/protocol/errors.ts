@@ -81,6 +81,10 @@ export const ERRORS = {
   INVALID_PRODUCER_SEQUENCE: { httpStatus: 400, retriable: false, message: "A new producer epoch must start at Producer-Seq 0." },
   OFFSET_GONE: { httpStatus: 410, retriable: false, message: "The offset is before the earliest retained position of the stream." },
 
+  // ---- replication (Raft groups: metadata quorum, replicated partitions; docs/RAFT.md) ----
+  NOT_LEADER: { httpStatus: 503, retriable: true, message: "This member is not the Raft leader of its group: retry at the leader named in details.leaderId (absent while an election runs)." },
+  FENCED_LEADER_EPOCH: { httpStatus: 409, retriable: true, message: "The leader epoch in the request is older than the group's current one (Kafka's FENCED_LEADER_EPOCH, KIP-320): refresh metadata and retry." },
+
   // ---- server ----
   REQUEST_TIMED_OUT: { httpStatus: 504, retriable: true, message: "The request timed out before it completed." },
   UNAVAILABLE: { httpStatus: 503, retriable: true, message: "The partition is temporarily unavailable (Durable Object reset or overloaded)." },
