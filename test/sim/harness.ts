@@ -4,7 +4,7 @@
  * member follows the persistence contract: each Ready is persisted to its in-memory disk before
  * its messages are queued, then applied.
  */
-import { RaftNode, bootstrapStorage, type RaftConfig, type RaftStorageState } from "../../src/raft/node.ts";
+import { type RaftNode, bootstrapStorage, type RaftConfig, type RaftStorageState } from "../../src/raft/node.ts";
 import { makeNode, type Mutation } from "./mutants.ts";
 import type { ConfState, Entry, HardState, Message, NodeId, ReadState, Snapshot } from "../../src/raft/types.ts";
 
