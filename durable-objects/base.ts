@@ -142,6 +142,17 @@ export interface RoomTimers {
   dueMs(key: string): number | undefined;
 }
 
+/**
+ * A room's timers, resolved on first use: the base's `timers(room)` answers only once
+ * `startUp` declared the rooms, which comes after a class has built its rooms (in its
+ * constructor, before `startUp`).
+ */
+export function lazyTimers(get: () => RoomTimers): RoomTimers {
+  let t: RoomTimers | null = null;
+  const of = (): RoomTimers => (t ??= get());
+  return { set: (k, d) => of().set(k, d), clear: (k) => of().clear(k), clearAll: () => of().clearAll(), dueMs: (k) => of().dueMs(k) };
+}
+
 /** Most due timers one alarm wake dispatches; the rest run at the next wake, armed at once. */
 export const TIMERS_PER_WAKE = 32;
 

@@ -32,29 +32,17 @@ import { errorResult, type ErrorResult, type RpcResult } from "../src/protocol/e
 import { FETCH_MAX_WAIT_MS_LIMIT, MAX_APPEND_GROUP_REQUESTS } from "../src/protocol/limits.ts";
 import type { PartitionDescription, TopicConfigs } from "../src/protocol/types.ts";
 import type * as Ds from "../src/streams/rpc.ts";
-import { SqliteDurableObject, type LegacyAdoption, type RoomSchema, type RoomTimers } from "./base.ts";
-import { LOG_MIGRATIONS, LogRoom, unknownPartition, type LogCommand } from "./partition/log.ts";
-import { PRODUCER_EXPIRY_TIMER, PRODUCERS_MIGRATIONS, ProducersRoom, type ProducersCommand } from "./partition/producers.ts";
+import { SqliteDurableObject, lazyTimers } from "./base.ts";
+import { LogRoom, unknownPartition, type LogCommand } from "./partition/log.ts";
+import { PRODUCER_EXPIRY_TIMER, ProducersRoom, type ProducersCommand } from "./partition/producers.ts";
+import { PARTITION_ROOMS, adoptLegacy } from "./partition/schema/index.ts";
 import { StreamsRead } from "./partition/streams/read.ts";
 import type { SelfDestroy, StreamsCommand } from "../src/streams/state.ts";
-import { STREAMS_MIGRATIONS, StreamsState } from "./partition/streams/state.ts";
+import { StreamsState } from "./partition/streams/state.ts";
 import { WaitersRoom } from "./partition/waiters.ts";
 
 /** One write of the partition: each room's part, null when it has none. */
 export type Command = LogCommand & ProducersCommand & StreamsCommand;
-
-/** The rooms with tables, in migration order: each its own migrations, numbered from 1. */
-const ROOMS: readonly RoomSchema[] = [
-  { room: "log", migrations: LOG_MIGRATIONS },
-  { room: "producers", migrations: PRODUCERS_MIGRATIONS },
-  { room: "streams", migrations: STREAMS_MIGRATIONS },
-];
-
-/**
- * Objects created before rooms had one `_schema` version: 1 created meta, batches, producers
- * and producer_batches (today's log 1 and producers 1); 2 added the ds_* tables (streams 1).
- */
-export const adoptLegacy: LegacyAdoption = (version): Record<string, number> => (version >= 2 ? { log: 1, producers: 1, streams: 1 } : { log: 1, producers: 1 });
 
 export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRpc, Ds.StreamRpc {
   /** Set by destroy(): later calls answer UNKNOWN_TOPIC_OR_PARTITION. */
@@ -97,7 +85,7 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     // Who hears what, in order.
     this.#log.onAppended(this.#waiters.wake);
     this.#streams.onValuesAppended(this.#streamsRead.remember);
-    this.startUp(ROOMS, { adoptLegacy });
+    this.startUp(PARTITION_ROOMS, { adoptLegacy });
   }
 
   protected override onStart(): void {
@@ -302,14 +290,4 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     const rr = await this.#peers.partition(f.sourceTopicId, 0).dsRelease(f.sourcePath);
     if (!rr.ok && rr.code !== "UNKNOWN_TOPIC_OR_PARTITION") throw new Error(`releasing fork source ${f.sourcePath} failed: ${rr.code}`);
   }
-}
-
-/**
- * A room's timers, resolved on first use: the base's `timers(room)` answers only once
- * `startUp` declared the rooms, which comes after the rooms are built.
- */
-function lazyTimers(get: () => RoomTimers): RoomTimers {
-  let t: RoomTimers | null = null;
-  const of = (): RoomTimers => (t ??= get());
-  return { set: (k, d) => of().set(k, d), clear: (k) => of().clear(k), clearAll: () => of().clearAll(), dueMs: (k) => of().dueMs(k) };
 }

@@ -3,7 +3,7 @@
  * publish, the reads (fetch, ListOffsets, duplicate answers, raw batch data for the stream
  * rooms) and the bounds (log start offset, high watermark, log end offset).
  *
- * Storage (room "log", migration 1):
+ * Storage (room "log", migration 1 in schema/log.ts):
  * - meta(key, value): topic, topic_id, partition, configs (JSON), log_start_offset,
  *   log_end_offset, leader_epoch, stored_bytes, state ("active").
  * - batches: one row per stored record batch; `data` is the encoded batch with its header
@@ -33,36 +33,7 @@ import {
 import type { AppendOk, FetchOk, FetchRequest, ListOffsetsOk, PartitionInit } from "../../src/partition/rpc.ts";
 import { errorResult, type ErrorResult, type Ok, type RpcResult } from "../../src/protocol/errors.ts";
 import type { PartitionDescription, TopicConfigs } from "../../src/protocol/types.ts";
-import { blob, type Migration, type Sql } from "../base.ts";
-
-/** The log room's migrations (its own list, numbered from 1). */
-export const LOG_MIGRATIONS: readonly Migration[] = [
-  {
-    version: 1,
-    name: "meta and batches",
-    up(sql) {
-      sql.run(`
-        CREATE TABLE meta (key TEXT PRIMARY KEY, value) WITHOUT ROWID;
-        CREATE TABLE batches (
-          base_offset INTEGER PRIMARY KEY,
-          last_offset INTEGER NOT NULL,
-          record_count INTEGER NOT NULL,
-          producer_id INTEGER NOT NULL,
-          producer_epoch INTEGER NOT NULL,
-          base_sequence INTEGER NOT NULL,
-          partition_leader_epoch INTEGER NOT NULL,
-          attributes INTEGER NOT NULL,
-          base_timestamp INTEGER NOT NULL,
-          max_timestamp INTEGER NOT NULL,
-          running_max_timestamp INTEGER NOT NULL,
-          size_bytes INTEGER NOT NULL,
-          data BLOB NOT NULL
-        );
-        CREATE INDEX batches_by_running_max_timestamp ON batches (running_max_timestamp, base_offset);
-      `);
-    },
-  },
-];
+import { blob, type Sql } from "../base.ts";
 
 /** In-memory copy of the meta table of an initialised partition (loaded once at start-up). */
 export interface PartitionState {

@@ -3,7 +3,7 @@
  * PRODUCER_BATCHES_KEPT requests per producer id for duplicate detection, and an in-memory
  * cache of it so that an idempotent append reads no SQL after a producer's first request.
  *
- * Storage (room "producers"; migration 1 the tables, 2 the last append time):
+ * Storage (room "producers"; schema/producers.ts: migration 1 the tables, 2 the last append time):
  * - producers(producer_id PK, producer_epoch, last_sequence, last_append_ms);
  * - producer_batches(producer_id, producer_epoch, base_sequence, last_sequence, first_offset,
  *   last_offset; PK (producer_id, first_offset)).
@@ -23,43 +23,8 @@
  */
 import { applyProducerAppend, checkSequence, type ProducerAppend, type ProducerState, type SequenceDecision } from "../../src/partition/core.ts";
 import { producerIdExpirationMs } from "../../src/protocol/config.ts";
-import type { Migration, RoomTimers, Sql } from "../base.ts";
+import type { RoomTimers, Sql } from "../base.ts";
 import type { LogRoom } from "./log.ts";
-
-/** The producers room's migrations (its own list, numbered from 1). */
-export const PRODUCERS_MIGRATIONS: readonly Migration[] = [
-  {
-    version: 1,
-    name: "producer state",
-    up(sql) {
-      sql.run(`
-        CREATE TABLE producers (
-          producer_id INTEGER PRIMARY KEY,
-          producer_epoch INTEGER NOT NULL,
-          last_sequence INTEGER NOT NULL
-        );
-        CREATE TABLE producer_batches (
-          producer_id INTEGER NOT NULL,
-          producer_epoch INTEGER NOT NULL,
-          base_sequence INTEGER NOT NULL,
-          last_sequence INTEGER NOT NULL,
-          first_offset INTEGER NOT NULL,
-          last_offset INTEGER NOT NULL,
-          PRIMARY KEY (producer_id, first_offset)
-        ) WITHOUT ROWID;
-      `);
-    },
-  },
-  {
-    version: 2,
-    name: "producer last append time",
-    up(sql) {
-      // Producers stored before this migration get a whole expiration window from now.
-      sql.run("ALTER TABLE producers ADD COLUMN last_append_ms INTEGER NOT NULL DEFAULT 0");
-      sql.run("UPDATE producers SET last_append_ms = ?", Date.now());
-    },
-  },
-];
 
 /** The producers room's expiry timer key. */
 export const PRODUCER_EXPIRY_TIMER = "expiry";

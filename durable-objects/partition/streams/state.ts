@@ -5,7 +5,7 @@
  * fork references). Reads, and the tail cache of appended values they serve, are the room
  * above it, streams/read.ts, which hears of appended values through a listener. Stream records are ordinary record batches appended through the log room.
  *
- * Storage (room "streams", migration 1):
+ * Storage (room "streams", migration 1 in schema/streams.ts):
  * - `ds_stream`: zero or one row, the stream's configuration and state (content type, expiry,
  *   closed flag, last Stream-Seq, fork source, reference count, soft-deleted flag).
  * - `ds_producers`: idempotent-producer state per string Producer-Id.
@@ -41,52 +41,10 @@ import {
   type StreamsCommand,
 } from "../../../src/streams/state.ts";
 import { producerIdExpirationMs } from "../../../src/protocol/config.ts";
-import type { Migration, RoomTimers, Sql } from "../../base.ts";
+import type { RoomTimers, Sql } from "../../base.ts";
 import { unknownPartition, type LogCommand, type LogRoom, type PartitionState } from "../log.ts";
 import type { ProducersCommand } from "../producers.ts";
 import type { WaitersRoom } from "../waiters.ts";
-
-/** The streams room's migrations (its own list, numbered from 1). */
-export const STREAMS_MIGRATIONS: readonly Migration[] = [
-  {
-    version: 1,
-    name: "durable-streams",
-    up(sql) {
-      sql.run(`
-        CREATE TABLE ds_stream (
-          id INTEGER PRIMARY KEY CHECK (id = 1),
-          path TEXT NOT NULL,
-          content_type TEXT NOT NULL,
-          ttl_seconds INTEGER,
-          expires_at_ms INTEGER,
-          expiry_inherited INTEGER NOT NULL,
-          last_access_ms INTEGER NOT NULL,
-          closed INTEGER NOT NULL,
-          closed_by_id TEXT,
-          closed_by_epoch INTEGER,
-          closed_by_seq INTEGER,
-          stream_seq TEXT,
-          fork_source_path TEXT,
-          fork_source_topic TEXT,
-          fork_source_topic_id TEXT,
-          fork_anchor INTEGER,
-          fork_sub_offset INTEGER NOT NULL,
-          fork_offset INTEGER,
-          visible_start INTEGER NOT NULL,
-          ref_count INTEGER NOT NULL,
-          soft_deleted INTEGER NOT NULL,
-          created_at_ms INTEGER NOT NULL
-        );
-        CREATE TABLE ds_producers (
-          producer_id TEXT PRIMARY KEY,
-          epoch INTEGER NOT NULL,
-          last_seq INTEGER NOT NULL,
-          updated_at_ms INTEGER NOT NULL
-        ) WITHOUT ROWID;
-      `);
-    },
-  },
-];
 
 /** The stream's expiry timer key (room "streams"). */
 export const EXPIRY_TIMER = "expiry";
