@@ -2,7 +2,8 @@ import { cloudflareTest } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
 
 // Three tiers (shared/STYLE.md): pure unit tests in node, gateway + Durable Objects
-// inside workerd, and end-to-end tests against a real `wrangler dev` server.
+// inside workerd, and end-to-end tests against a real `wrangler dev` server; plus `sim`,
+// the seeded simulation of the pure Raft core.
 export default defineConfig({
   test: {
     projects: [
@@ -28,6 +29,16 @@ export default defineConfig({
           name: "workers",
           include: ["test/workers/**/*.test.ts"],
           testTimeout: 30_000,
+        },
+      },
+      {
+        // The deterministic Raft simulation (docs/RAFT.md): >= 10,000 seeds split over files so
+        // they run in parallel workers, plus the mutation check and the linearizability checker's tests.
+        test: {
+          name: "sim",
+          include: ["test/sim/**/*.test.ts"],
+          environment: "node",
+          testTimeout: 900_000,
         },
       },
       {

@@ -304,7 +304,9 @@ export async function run(opts: { quick: boolean; edgelog?: Target }): Promise<v
     const per: Results[][] = servers.map(() => []);
     for (let i = 0; i < rounds; i++) {
       const r = await measureRound(servers, opts.quick, i);
-      r.forEach((x, k) => per[k]?.push(x));
+      r.forEach((x, k) => {
+        per[k]?.push(x);
+      });
     }
     print(medianOf(per[0] ?? []), medianOf(per[1] ?? []), medianOf(per[2] ?? []), opts.quick, rounds);
   } finally {

@@ -15,8 +15,8 @@ import { Pool } from "undici";
 export const ROOT = resolve(import.meta.dirname, "..");
 
 /** Reads the few wrangler.toml fields the bench needs (compat date/flags, DO bindings). */
-function readWranglerToml(): { compatibilityDate: string; compatibilityFlags: string[]; durableObjects: Record<string, string> } {
-  const text = readFileSync(join(ROOT, "wrangler.toml"), "utf8");
+function readWranglerToml(root: string): { compatibilityDate: string; compatibilityFlags: string[]; durableObjects: Record<string, string> } {
+  const text = readFileSync(join(root, "wrangler.toml"), "utf8");
   const date = /^compatibility_date\s*=\s*"([^"]+)"/m.exec(text)?.[1];
   const flags = /^compatibility_flags\s*=\s*\[([^\]]*)\]/m.exec(text)?.[1] ?? "";
   if (!date) throw new Error("wrangler.toml has no compatibility_date");
@@ -46,16 +46,20 @@ export interface Engine {
   dispose(): Promise<void>;
 }
 
-/** Bundles the Worker with wrangler and starts it in workerd with on-disk Durable Object storage. */
-export async function startEngine(extraBindings: Record<string, string> = {}, extraOptions: Record<string, unknown> = {}): Promise<Engine> {
+/**
+ * Bundles the Worker with wrangler and starts it in workerd with on-disk Durable Object storage.
+ * `root` is the checkout to bundle (default: this one); the A/B bench (bench/ab.ts) passes a
+ * second checkout, which needs its own `node_modules` (or a link to this one's).
+ */
+export async function startEngine(extraBindings: Record<string, string> = {}, extraOptions: Record<string, unknown> = {}, root: string = ROOT): Promise<Engine> {
   const outdir = mkdtempSync(join(tmpdir(), "edgelog-bench-bundle-"));
   const stateDir = mkdtempSync(join(tmpdir(), "edgelog-bench-state-"));
   execFileSync(join(ROOT, "node_modules/.bin/wrangler"), ["deploy", "--dry-run", "--outdir", outdir], {
-    cwd: ROOT,
+    cwd: root,
     env: { ...process.env, WRANGLER_SEND_METRICS: "false" },
     stdio: ["ignore", "ignore", "inherit"],
   });
-  const cfg = readWranglerToml();
+  const cfg = readWranglerToml(root);
   const durableObjects: Record<string, { className: string; useSQLite: boolean }> = {};
   for (const [binding, className] of Object.entries(cfg.durableObjects)) durableObjects[binding] = { className, useSQLite: true };
   // Miniflare 5 takes a new options shape; convertV4MiniflareOptions maps the classic

@@ -35,7 +35,7 @@ function printRows(title: string, rows: Row[]): void {
   console.log("| measurement | value | ceiling (same run) | ratio |");
   console.log("|---|---|---|---|");
   for (const r of rows) {
-    const ratio = r.ceiling ? (r.value / r.ceiling).toFixed(2) + "x" : "-";
+    const ratio = r.ceiling ? `${(r.value / r.ceiling).toFixed(2)}x` : "-";
     console.log(`| ${r.name} | ${fmt(r.value)} ${r.unit} | ${r.ceiling !== undefined ? `${fmt(r.ceiling)} ${r.unit} (${r.ceilingName})` : "-"} | ${ratio} |`);
   }
 }

@@ -3,7 +3,10 @@
  * same run on the same path (Miniflare's dispatchFetch into the real Worker and Durable
  * Objects in workerd; see bench/engine.ts). Prints figures and ratios; asserts nothing.
  *
- * Usage: npm run bench [-- --only core|groups|streams] [--quick] [--path dispatch|direct]
+ * Usage: npm run bench [-- --only core|groups|streams|ab] [--quick] [--path dispatch|direct] [--baseline DIR]
+ *
+ * --only ab --baseline DIR: interleaved A/B of the core data path against another checkout
+ * (bench/ab.ts); not part of the default run.
  *
  * --path (core only): `dispatch` (default) sends every request with Miniflare's dispatchFetch;
  * `direct` sends them over HTTP to the Worker's own socket in workerd with a lean undici
@@ -15,7 +18,7 @@ import { startEngine, type Engine } from "./engine.ts";
 import { fmt, pct, closedLoop } from "./util.ts";
 
 const { values: args } = parseArgs({
-  options: { only: { type: "string" }, quick: { type: "boolean", default: false }, path: { type: "string", default: "dispatch" } },
+  options: { only: { type: "string" }, quick: { type: "boolean", default: false }, path: { type: "string", default: "dispatch" }, baseline: { type: "string" } },
 });
 const QUICK = args.quick === true;
 if (args.path !== "dispatch" && args.path !== "direct") throw new Error(`--path must be dispatch or direct, got ${args.path}`);
@@ -263,6 +266,11 @@ async function benchCore(engine: Engine): Promise<void> {
 async function main(): Promise<void> {
   console.log(`# Edgelog benchmarks — ${new Date().toISOString()} — node ${process.version}, ${QUICK ? "quick" : "full"} run, ${PATH} path`);
   const only = args.only;
+  if (only === "ab") {
+    const { run } = await import("./ab.ts");
+    await run({ quick: QUICK, baseline: args.baseline });
+    return;
+  }
   if (only === undefined || only === "core") {
     const engine = await startEngine();
     try {

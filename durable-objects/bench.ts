@@ -1,11 +1,28 @@
 /**
- * BenchDO: bench-only. `insert` writes the bytes it is given as ONE SQLite row, nothing else:
- * the ceiling a produce (decode, validate, rewrite, insert, meta update) is measured against
- * in the same run. Reached only through /bench/raw-insert/:name when EDGELOG_BENCH_ROUTES=1.
+ * BenchDO: bench-only, reached only through /bench/* routes when EDGELOG_BENCH_ROUTES=1.
+ *
+ * Room `bench`: `insert` writes the bytes it is given as ONE SQLite row, nothing else: the
+ * ceiling a produce (decode, validate, rewrite, insert, meta update) is measured against in
+ * the same run (/bench/raw-insert/:name).
+ *
+ * Room `echo` (no tables): the proving ground of the base's machinery (durable-objects/base.ts)
+ * for the workers tests: its timers, and hibernatable WebSockets (GET /bench/echo/:name?label=…
+ * with `Upgrade: websocket`). A text message is answered with JSON
+ * `{echo, label, connectedMs, messages, instance}` (the socket's attachment after counting the
+ * message, and this instance's id, new after every eviction); a binary message is echoed as is.
  */
-import type { Env } from "../src/env.ts";
-import type { RpcResult } from "../src/partition/rpc.ts";
-import { SqliteDurableObject, blob, type Migration } from "./base.ts";
+import type { BenchRpc, Env } from "../src/env.ts";
+import { errorResult, type ErrorResult, type RpcResult } from "../src/protocol/errors.ts";
+import { SqliteDurableObject, blob, type Migration, type SocketAccept, type SocketAttachment, type SocketEvent } from "./base.ts";
+
+/** The echo room's per-socket state (attachment version 1). */
+interface EchoState {
+  label: string;
+  connectedMs: number;
+  messages: number;
+}
+/** Echo socket labels: long enough that the attachment limit can be reached on purpose. */
+const ECHO_LABEL = /^[A-Za-z0-9._-]{1,4096}$/;
 
 const MIGRATIONS: readonly Migration[] = [
   {
@@ -17,13 +34,40 @@ const MIGRATIONS: readonly Migration[] = [
   },
 ];
 
-export class BenchDO extends SqliteDurableObject<Env> {
+export class BenchDO extends SqliteDurableObject<Env> implements BenchRpc {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    this.startUp(MIGRATIONS);
+    this.startUp(
+      [
+        { room: "bench", migrations: MIGRATIONS },
+        { room: "echo", migrations: [] },
+      ],
+      { adoptLegacy: (v) => ({ bench: v }) },
+    );
   }
 
-  protected onStart(): void {}
+  /** This instance's id: a new one after every eviction (hibernation wakes a new instance). */
+  readonly #instance = crypto.randomUUID();
+
+  protected override onStart(): void {}
+
+  protected override onUpgrade(request: Request): SocketAccept | ErrorResult {
+    const label = new URL(request.url).searchParams.get("label") ?? "";
+    if (!ECHO_LABEL.test(label)) return errorResult("INVALID_REQUEST", "label must be 1-4096 characters of [A-Za-z0-9._-].");
+    const state: EchoState = { label, connectedMs: Date.now(), messages: 0 };
+    return { room: "echo", state: { ...state } };
+  }
+
+  protected override onSocket(room: string, ws: WebSocket, attachment: SocketAttachment, event: SocketEvent): void {
+    if (room !== "echo" || attachment.v !== 1) throw new Error(`bench: socket of room ${room} v${attachment.v}`);
+    if (event.type !== "message") return;
+    const { label, connectedMs, messages } = attachment;
+    if (typeof label !== "string" || typeof connectedMs !== "number" || typeof messages !== "number") throw new Error("bench: malformed echo attachment");
+    const next: EchoState = { label, connectedMs, messages: messages + 1 };
+    this.saveAttachment(ws, { room: "echo", state: { ...next } });
+    if (typeof event.data === "string") ws.send(JSON.stringify({ echo: event.data, ...next, instance: this.#instance }));
+    else ws.send(event.data);
+  }
 
   /** Inserts `data` as one row. @returns the row id and the byte count. */
   async insert(data: Uint8Array): Promise<RpcResult<{ id: number; bytes: number }>> {

@@ -7,27 +7,31 @@
  * the difference in ONE SQLite transaction and answers. There is no await between reading the
  * state and writing it, so calls that interleave at their awaits never lose an update.
  *
- * Timers: the core derives every deadline from the state (member session timeouts, rebalance
- * timeouts, offsets retention of an empty group). They are mirrored into the `schedule` table
- * and the object's single alarm is armed at the earliest one; the alarm runs the core's
- * `expire` and re-arms.
+ * Timers, on the base's one schedule (durable-objects/base.ts), in two rooms:
+ * - `group`: the core derives every deadline from the state (`session:<member>`,
+ *   `rebalance:<member>`, `offsets` retention of an empty group); they are written with the
+ *   state, in its transaction. A due one runs the core's `expire`, which settles every
+ *   deadline due by then (the others of the same wake then find their timer gone or moved);
+ * - `directory`: key = the group id, the retry of a failed push to the group directory (the
+ *   group id survives the group's deletion and an eviction in the key).
  *
- * Storage (SQLite, migration 1):
+ * Storage (SQLite, room `group`; migration 1, migration 2 moved the legacy `schedule(key,
+ * due_ms)` rows into the base's `_schedule`):
  * - grp (one row): group id, assignor, configs JSON, group epoch, target epoch, subscription
  *   metadata JSON, empty-since;
  * - members(member_id PK, data JSON of MemberState);
  * - targets(member_id PK, assignment JSON);
- * - offsets((topic, partition) PK, committed_offset, metadata, commit_ms, topic_id);
- * - schedule(key PK, due_ms): `session:<member>`, `rebalance:<member>`, `offsets`, `directory:<group>`.
+ * - offsets((topic, partition) PK, committed_offset, metadata, commit_ms, topic_id).
  */
 import { checkInvariants, commitOffsets as coreCommit, committedOffset, expire, resolvePosition, groupStateName, heartbeat as coreHeartbeat, leave as coreLeave, newGroup, partitionOwners, resetOffsets as coreReset, timers, alterConfigs as coreAlterConfigs, canDelete, type CommitInput, type CommittedOffset, type GroupState, type HeartbeatInput, type LeaveInput, type MemberState, type TopicMeta, type TopicsSnapshot } from "../src/groups/coordinator-core.ts";
 import { type Assignment, parseTpKey, toWire, tpKey } from "../src/groups/assignment.ts";
 import type { OffsetFetchInput, ResetOffsetsInput, TopicSelection } from "../src/groups/requests.ts";
 import { MAX_PARTITIONS_PER_OFFSET_REQUEST } from "../src/groups/requests.ts";
-import { type GroupCoordinatorRpc, type GroupsEnv, groupDirectoryStub } from "../src/groups/rpc.ts";
+import type { Env } from "../src/env.ts";
+import { type GroupCoordinatorRpc, groupDirectoryStub } from "../src/groups/rpc.ts";
 import { metadataStore } from "../src/metadata/store.ts";
-import { partitionStub, type RpcResult } from "../src/partition/rpc.ts";
-import { type ErrorResult, errorResult } from "../src/protocol/errors.ts";
+import { partitionStub } from "../src/partition/rpc.ts";
+import { type ErrorResult, errorResult, type RpcResult } from "../src/protocol/errors.ts";
 import {
   type AssignorName,
   type ConsumerGroupHeartbeatResponse,
@@ -52,8 +56,10 @@ export const TOPICS_SNAPSHOT_TTL_MS = 1000;
 const TOPICS_MIN_REFRESH_MS = 100;
 /** Retry delay of a failed push to the group directory (ms). */
 const DIRECTORY_RETRY_MS = 1000;
-/** Schedule key of a directory push retry: `directory:<groupId>` (the group id survives eviction). */
-const DIRECTORY_KEY_PREFIX = "directory:";
+/** Room of the group's own timers (keys from the core's `timers`) and its tables. */
+const GROUP_ROOM = "group";
+/** Room of the directory push retry (key: the group id). */
+const DIRECTORY_ROOM = "directory";
 /** Most partitions whose log bounds describe reads (each is one partition RPC). */
 const MAX_DESCRIBE_PARTITIONS = 2048;
 
@@ -89,6 +95,24 @@ const MIGRATIONS: readonly Migration[] = [
       `);
     },
   },
+  {
+    version: 2,
+    name: "timers on the base schedule",
+    up(sql) {
+      // The one write outside the room's own tables: the legacy timers, moved once into the
+      // base's schedule (`directory:<group>` -> room directory, key <group>).
+      sql.run(`
+        INSERT INTO _schedule (room, key, due_ms)
+          SELECT CASE WHEN key LIKE 'directory:%' THEN '${DIRECTORY_ROOM}' ELSE '${GROUP_ROOM}' END,
+                 CASE WHEN key LIKE 'directory:%' THEN substr(key, 11) ELSE key END,
+                 due_ms
+          FROM schedule
+          WHERE true
+        ON CONFLICT (room, key) DO UPDATE SET due_ms = excluded.due_ms;
+        DROP TABLE schedule;
+      `);
+    },
+  },
 ];
 
 type GroupRow = {
@@ -103,14 +127,9 @@ type GroupRow = {
 };
 type OffsetRow = { topic: string; partition: number; committed_offset: number; metadata: string; commit_ms: number; topic_id: string };
 
-export class GroupCoordinatorDO extends SqliteDurableObject<GroupsEnv> implements GroupCoordinatorRpc {
+export class GroupCoordinatorDO extends SqliteDurableObject<Env> implements GroupCoordinatorRpc {
   /** The group, or null when it does not exist (never created, deleted, or expired). */
   #state: GroupState | null = null;
-  /** Mirror of the schedule table: key -> due time (ms). */
-  #schedule = new Map<string, number>();
-  #alarmMs: number | null = null;
-  /** When a failed directory push is retried (a shell timer, in the schedule as `directory`). */
-  #directoryRetryMs: number | null = null;
   #topicsCache: { snapshot: TopicsSnapshot; fetchedMs: number } | null = null;
   #topicsInflight: Promise<TopicsSnapshot> | null = null;
   /** Directory push state: what was last pushed, whether a push runs, the last version used. */
@@ -120,20 +139,19 @@ export class GroupCoordinatorDO extends SqliteDurableObject<GroupsEnv> implement
   /** The group id after the group was deleted (for the directory's tombstone). */
   #lastGroupId: string | null = null;
 
-  constructor(ctx: DurableObjectState, env: GroupsEnv) {
+  constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    this.startUp(MIGRATIONS);
+    this.startUp(
+      [
+        { room: GROUP_ROOM, migrations: MIGRATIONS },
+        { room: DIRECTORY_ROOM, migrations: [] },
+      ],
+      { adoptLegacy: (v) => ({ [GROUP_ROOM]: v }) },
+    );
   }
 
-  protected onStart(): void {
+  protected override onStart(): void {
     this.#state = this.#load();
-    for (const r of this.sql.all<{ key: string; due_ms: number }>("SELECT key, due_ms FROM schedule")) this.#schedule.set(r.key, r.due_ms);
-    for (const [k, due] of this.#schedule) {
-      if (!k.startsWith(DIRECTORY_KEY_PREFIX)) continue;
-      // A directory push failed before the object was evicted: retry it for that group.
-      this.#directoryRetryMs = due;
-      this.#lastGroupId = k.slice(DIRECTORY_KEY_PREFIX.length);
-    }
     if (this.#state !== null) {
       const bad = checkInvariants(this.#state);
       if (bad !== undefined) throw new Error(`group ${this.#state.groupId}: invariant violated after load: ${bad}`);
@@ -309,36 +327,32 @@ export class GroupCoordinatorDO extends SqliteDurableObject<GroupsEnv> implement
     });
   }
 
-  async alarm(): Promise<void> {
-    // The alarm that is running is consumed: whatever is due next must be armed again.
-    this.#alarmMs = null;
-    const now = Date.now();
-    if (this.#directoryRetryMs !== null && this.#directoryRetryMs <= now) {
-      this.#directoryRetryMs = null;
+  /** A due timer (the base's sealed alarm calls this; see the header for the rooms). */
+  protected override async onTimer(room: string, key: string): Promise<void> {
+    if (room === DIRECTORY_ROOM) {
+      // A directory push failed (perhaps before an eviction): push again for that group.
+      if (this.#state === null) this.#lastGroupId = key;
       this.#directoryPushed = null;
       this.#syncDirectory();
+      return;
     }
-    const due = [...this.#schedule].some(([k, d]) => !k.startsWith(DIRECTORY_KEY_PREFIX) && d <= now);
-    if (this.#state !== null && due) {
-      let topics: TopicsSnapshot;
-      try {
-        topics = await this.#topics();
-      } catch (err) {
-        // Expiry must not wait for the metadata store: without it, targets are recomputed
-        // from the metadata of the current subscriptions (no topic changes are seen).
-        console.warn("group coordinator: topic metadata unavailable in alarm", err);
-        topics = this.#state?.subscriptionMetadata ?? {};
-      }
-      const s = this.#state;
-      if (s !== null) {
-        const r = expire(s, { nowMs: Date.now(), topics });
-        if (r.dead) this.#destroy();
-        else if (r.state !== s) this.#persist(r.state);
-        else this.#syncSchedule();
-        return;
-      }
+    if (room !== GROUP_ROOM) throw new Error(`group coordinator: timer of unknown room ${room}`);
+    if (this.#state === null) return; // a timer left by a group deleted meanwhile
+    let topics: TopicsSnapshot;
+    try {
+      topics = await this.#topics();
+    } catch (err) {
+      // Expiry must not wait for the metadata store: without it, targets are recomputed
+      // from the metadata of the current subscriptions (no topic changes are seen).
+      console.warn("group coordinator: topic metadata unavailable in timer", err);
+      topics = this.#state?.subscriptionMetadata ?? {};
     }
-    this.#syncSchedule();
+    const s = this.#state;
+    if (s === null) return;
+    const r = expire(s, { nowMs: Date.now(), topics });
+    if (r.dead) this.#destroy();
+    else if (r.state !== s) this.#persist(r.state);
+    else this.ctx.storage.transactionSync(() => this.#writeTimers(s, s)); // the fired timer was removed: set it again
   }
 
   // ---- state ----
@@ -387,8 +401,7 @@ export class GroupCoordinatorDO extends SqliteDurableObject<GroupsEnv> implement
 
   /**
    * Writes what changed between the current state and `next` in one transaction (the core
-   * keeps the identity of unchanged members, targets and offsets), then the schedule, then
-   * re-arms the alarm.
+   * keeps the identity of unchanged members, targets and offsets), timers included.
    */
   #persist(next: GroupState): void {
     const bad = checkInvariants(next);
@@ -446,58 +459,36 @@ export class GroupCoordinatorDO extends SqliteDurableObject<GroupsEnv> implement
           }
         });
       }
-      this.#writeSchedule(next);
+      this.#writeTimers(prev, next);
     });
     this.#state = next;
-    this.#armAlarm();
     this.#syncDirectory();
   }
 
-  /** Removes the group: every row, the schedule and the alarm (the schema stays). */
+  /** Removes the group: every row and every timer (the schema stays); pushes the tombstone. */
   #destroy(): void {
     this.#lastGroupId = this.#state?.groupId ?? this.#lastGroupId;
     this.ctx.storage.transactionSync(() => {
-      for (const t of ["grp", "members", "targets", "offsets", "schedule"]) this.sql.run(`DELETE FROM ${t}`);
+      for (const t of ["grp", "members", "targets", "offsets"]) this.sql.run(`DELETE FROM ${t}`);
+      this.timers(GROUP_ROOM).clearAll();
+      this.timers(DIRECTORY_ROOM).clearAll();
     });
     this.#state = null;
-    this.#schedule.clear();
-    this.#directoryRetryMs = null;
-    this.#armAlarm();
     this.#syncDirectory();
   }
 
-  /** Brings the schedule table to the core's timers plus the shell's directory retry. */
-  #writeSchedule(s: GroupState | null): void {
-    const want = new Map<string, number>();
-    if (s !== null) for (const t of timers(s)) want.set(t.key, t.dueMs);
-    const groupId = s?.groupId ?? this.#lastGroupId;
-    if (this.#directoryRetryMs !== null && groupId !== null) want.set(`${DIRECTORY_KEY_PREFIX}${groupId}`, this.#directoryRetryMs);
-    for (const [k] of this.#schedule) {
-      if (!want.has(k)) {
-        this.sql.run("DELETE FROM schedule WHERE key = ?", k);
-        this.#schedule.delete(k);
-      }
+  /**
+   * Brings the group room's timers from the core's timers of `prev` to those of `next`: sets
+   * each of `next` (a no-op when unchanged), clears those only `prev` had.
+   */
+  #writeTimers(prev: GroupState | null, next: GroupState): void {
+    const t = this.timers(GROUP_ROOM);
+    const want = new Set<string>();
+    for (const { key, dueMs } of timers(next)) {
+      want.add(key);
+      t.set(key, dueMs);
     }
-    for (const [k, due] of want) {
-      if (this.#schedule.get(k) === due) continue;
-      this.sql.run("INSERT INTO schedule (key, due_ms) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET due_ms = excluded.due_ms", k, due);
-      this.#schedule.set(k, due);
-    }
-  }
-
-  #syncSchedule(): void {
-    this.ctx.storage.transactionSync(() => this.#writeSchedule(this.#state));
-    this.#armAlarm();
-  }
-
-  /** One alarm: the earliest scheduled deadline. */
-  #armAlarm(): void {
-    let earliest: number | null = null;
-    for (const due of this.#schedule.values()) if (earliest === null || due < earliest) earliest = due;
-    if (earliest === this.#alarmMs) return;
-    this.#alarmMs = earliest;
-    if (earliest === null) void this.ctx.storage.deleteAlarm();
-    else void this.ctx.storage.setAlarm(earliest);
+    if (prev !== null) for (const { key } of timers(prev)) if (!want.has(key)) t.clear(key);
   }
 
   // ---- directory ----
@@ -510,7 +501,7 @@ export class GroupCoordinatorDO extends SqliteDurableObject<GroupsEnv> implement
 
   /**
    * Pushes the group's listing to the directory when it changed, in the background, one push
-   * at a time (the latest listing wins). A failed push is retried from the alarm.
+   * at a time (the latest listing wins). A failed push is retried from the `directory` timer.
    */
   #syncDirectory(): void {
     if (this.#directoryPushing) return;
@@ -530,12 +521,12 @@ export class GroupCoordinatorDO extends SqliteDurableObject<GroupsEnv> implement
         if (!r.ok) throw new Error(`directory answered ${r.code}`);
         this.#directoryPushed = key;
         this.#directoryPushing = false;
+        this.timers(DIRECTORY_ROOM).clear(groupId);
         this.#syncDirectory(); // something may have changed meanwhile
       } catch (err) {
         console.warn(`group ${groupId}: directory push failed, retrying`, err);
         this.#directoryPushing = false;
-        this.#directoryRetryMs = Date.now() + DIRECTORY_RETRY_MS;
-        this.#syncSchedule();
+        this.timers(DIRECTORY_ROOM).set(groupId, Date.now() + DIRECTORY_RETRY_MS);
       }
     })();
   }

@@ -11,7 +11,7 @@
  * deleted 0/1, updated_ms). Tombstones older than {@link TOMBSTONE_RETENTION_MS} are purged.
  */
 import type { Env } from "../src/env.ts";
-import type { RpcResult } from "../src/partition/rpc.ts";
+import type { RpcResult } from "../src/protocol/errors.ts";
 import type { GroupListing, GroupStateName, AssignorName } from "../src/protocol/groups.ts";
 import { isValidGroupId } from "../src/protocol/groups.ts";
 import type { GroupDirectoryRpc } from "../src/groups/rpc.ts";
@@ -45,10 +45,10 @@ type Row = { group_id: string; state: string; assignor: string; members: number;
 export class GroupDirectoryDO extends SqliteDurableObject<Env> implements GroupDirectoryRpc {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    this.startUp(MIGRATIONS);
+    this.startUp([{ room: "group-directory", migrations: MIGRATIONS }], { adoptLegacy: (v) => ({ "group-directory": v }) });
   }
 
-  protected onStart(): void {
+  protected override onStart(): void {
     // Nothing cached: every call is one indexed SQLite statement.
   }
 

@@ -16,9 +16,9 @@
  */
 import type { Env } from "../src/env.ts";
 import { METADATA_OBJECT_NAME, type AlterTopicInput, type CreateTopicInput, type TopicMetadataStore } from "../src/metadata/store.ts";
-import { partitionStub, type RpcResult } from "../src/partition/rpc.ts";
+import { partitionStub } from "../src/partition/rpc.ts";
 import { mergeTopicConfigs, DEFAULT_TOPIC_CONFIGS } from "../src/protocol/config.ts";
-import { EdgelogError, errorResult, type ErrorResult } from "../src/protocol/errors.ts";
+import { EdgelogError, errorResult, type ErrorResult, type RpcResult } from "../src/protocol/errors.ts";
 import { MAX_PARTITIONS } from "../src/protocol/limits.ts";
 import { parseTopicName } from "../src/protocol/names.ts";
 import type { InitProducerResponse, PartitionDescription, TopicConfigs, TopicDescription, TopicSummary } from "../src/protocol/types.ts";
@@ -65,10 +65,10 @@ export class MetadataDO extends SqliteDurableObject<Env> implements TopicMetadat
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    this.startUp(MIGRATIONS);
+    this.startUp([{ room: "metadata", migrations: MIGRATIONS }], { adoptLegacy: (v) => ({ metadata: v }) });
   }
 
-  protected onStart(): void {
+  protected override onStart(): void {
     // Nothing cached: reads are single-row SQLite lookups in this object's own thread.
   }
 
@@ -226,7 +226,8 @@ function toSummary(row: TopicRow): TopicSummary {
     topic: row.topic,
     topicId: row.topic_id,
     partitions: row.partitions,
-    configs: JSON.parse(row.configs) as TopicConfigs,
+    // Defaults first: configs stored before a key existed (producer.id.expiration.ms) show its default.
+    configs: { ...DEFAULT_TOPIC_CONFIGS, ...(JSON.parse(row.configs) as Partial<TopicConfigs>) },
     createdAt: row.created_at,
   };
 }

@@ -6,13 +6,14 @@
  *   2. bench gate + body reader on /bench/* (404 unless EDGELOG_BENCH_ROUTES = "1");
  *   3. routes (specific paths before ambiguous ones, see topicRoute);
  *   4. notFound -> METHOD_NOT_ALLOWED (with `Allow`) when the path has routes for other
- *      methods, else NOT_FOUND JSON; one onError -> the error table's JSON and HTTP status.
+ *      methods, else NOT_FOUND JSON; one onError -> the error table's JSON and HTTP status
+ *      (and the headers an ErrorWithHeaders carries, e.g. Durable Streams' protocol headers).
  */
-import { Hono } from "hono";
+import { type Context, Hono } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { AppEnv } from "./gateway/context.ts";
 import { AllowedMethods } from "./gateway/allowed-methods.ts";
-import { toEdgelogErrorResponse } from "./gateway/errors.ts";
+import { ErrorWithHeaders, toEdgelogErrorResponse } from "./gateway/errors.ts";
 import { benchGate } from "./middleware/bench.ts";
 import { bodyReader, drainUnreadBody } from "./middleware/body.ts";
 import { corsMiddleware } from "./middleware/cors.ts";
@@ -50,14 +51,20 @@ export function createApp(): Hono<AppEnv> {
   app.notFound((c) => {
     const methods = allowed.forPath(c.req.path);
     if (methods.length > 0 && !methods.includes(c.req.method)) {
-      const e = new EdgelogError("METHOD_NOT_ALLOWED", `${c.req.method} is not allowed on ${c.req.path}; allowed: ${methods.join(", ")}.`, { allowed: methods });
-      return c.json(e.toBody(), 405, { Allow: methods.join(", ") });
+      const message = `${c.req.method} is not allowed on ${c.req.path}; allowed: ${methods.join(", ")}.`;
+      return errorResponse(c, new ErrorWithHeaders("METHOD_NOT_ALLOWED", message, { allowed: methods }, { Allow: methods.join(", ") }));
     }
-    return c.json(new EdgelogError("NOT_FOUND", `No route for ${c.req.method} ${c.req.path}.`).toBody(), 404);
+    return errorResponse(c, new EdgelogError("NOT_FOUND", `No route for ${c.req.method} ${c.req.path}.`));
   });
-  app.onError((err, c) => {
-    const e = toEdgelogErrorResponse(err);
-    return c.json(e.toBody(), e.httpStatus as ContentfulStatusCode);
-  });
+  app.onError((err, c) => errorResponse(c, err));
   return app;
+}
+
+/**
+ * The one error writer: anything thrown (or not found) becomes the error table's HTTP status
+ * and JSON body (toEdgelogErrorResponse), with the headers an {@link ErrorWithHeaders} carries.
+ */
+function errorResponse(c: Context<AppEnv>, err: unknown): Response {
+  const e = toEdgelogErrorResponse(err);
+  return c.json(e.toBody(), e.httpStatus as ContentfulStatusCode, e instanceof ErrorWithHeaders ? { ...e.headers } : undefined);
 }

@@ -1,18 +1,35 @@
 /**
- * Bindings of the Worker (wrangler.toml). The Durable Object namespaces are typed with their
- * classes so stubs expose the RPC methods.
+ * Bindings of the Worker (wrangler.toml). Each Durable Object namespace is typed by the RPC
+ * interface its class implements (the class checks it with `implements`), not by the class:
+ * the gateway depends on the interfaces in src/ and never imports durable-objects/ (only
+ * src/index.ts does, to export the classes to the runtime; test/unit/layering.test.ts).
  */
-import type { BenchDO } from "../durable-objects/bench.ts";
-import type { MetadataDO } from "../durable-objects/metadata.ts";
-import type { PartitionDO } from "../durable-objects/partition.ts";
+import type { GroupCoordinatorRpc, GroupDirectoryRpc } from "./groups/rpc.ts";
+import type { TopicMetadataStore } from "./metadata/store.ts";
+import type { PartitionRpc } from "./partition/rpc.ts";
+import type { RpcResult } from "./protocol/errors.ts";
+import type { StreamRpc } from "./streams/rpc.ts";
+
+/** A namespace whose stubs expose the methods of `T`. */
+export type RpcNamespace<T> = DurableObjectNamespace<Rpc.DurableObjectBranded & T>;
+
+/** BenchDO (durable-objects/bench.ts), bench-only: too small for a file of its own. */
+export interface BenchRpc {
+  /** Inserts `data` as one SQLite row. @returns the row id and the byte count. */
+  insert(data: Uint8Array): Promise<RpcResult<{ id: number; bytes: number }>>;
+}
 
 export interface Env {
-  /** One object per topic-partition, named `${topicId}/${partition}`. */
-  PARTITION: DurableObjectNamespace<PartitionDO>;
+  /** One object per topic-partition, named `${topicId}/${partition}`: the log, and the Durable Stream it may back. */
+  PARTITION: RpcNamespace<PartitionRpc & StreamRpc>;
   /** One object, named "cluster": topics and producer ids. */
-  METADATA: DurableObjectNamespace<MetadataDO>;
+  METADATA: RpcNamespace<TopicMetadataStore>;
   /** Bench-only: raw single-row inserts, the ceiling a produce is measured against. */
-  BENCH: DurableObjectNamespace<BenchDO>;
+  BENCH: RpcNamespace<BenchRpc>;
+  /** One object per consumer group, named by the group id. */
+  GROUP_COORDINATOR: RpcNamespace<GroupCoordinatorRpc>;
+  /** One object, named "groups": the list of groups. */
+  GROUP_DIRECTORY: RpcNamespace<GroupDirectoryRpc>;
   /** "1" exposes /bench/* routes. @default "0" */
   EDGELOG_BENCH_ROUTES?: string;
   /**
@@ -23,3 +40,4 @@ export interface Env {
   /** Durable Streams long-poll timeout in ms (docs/DURABLE-STREAMS.md). @default "20000" */
   STREAMS_LONG_POLL_TIMEOUT_MS?: string;
 }
+

@@ -202,9 +202,15 @@ export class ByteWriter {
    * @throws CodecError if `n` is not a safe integer.
    */
   varlong(n: number): void {
-    if ((n | 0) === n) return this.unsigned(((n << 1) ^ (n >> 31)) >>> 0);
+    if ((n | 0) === n) {
+      this.unsigned(((n << 1) ^ (n >> 31)) >>> 0);
+      return;
+    }
     if (!Number.isSafeInteger(n)) throw new CodecError(`varlong out of safe-integer range: ${n}`);
-    if (n < EXACT_ZIGZAG_LIMIT && n > -EXACT_ZIGZAG_LIMIT) return this.unsigned(n >= 0 ? n * 2 : -n * 2 - 1);
+    if (n < EXACT_ZIGZAG_LIMIT && n > -EXACT_ZIGZAG_LIMIT) {
+      this.unsigned(n >= 0 ? n * 2 : -n * 2 - 1);
+      return;
+    }
     // zigzag(n) >= 2^53 is not exact in a double: take the BigInt path (rare: |n| >= 2^52).
     let z = n >= 0 ? BigInt(n) << 1n : (-BigInt(n) << 1n) - 1n;
     this.ensure(10);

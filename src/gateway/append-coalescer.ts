@@ -31,8 +31,8 @@
  * Pure: no Workers imports; the RPC is the injected `send`. Unit-tested in
  * test/unit/append-coalescer.test.ts.
  */
-import type { AppendOk, AppendRequest, RpcResult } from "../partition/rpc.ts";
-import { EdgelogError } from "../protocol/errors.ts";
+import type { AppendOk, AppendRequest } from "../partition/rpc.ts";
+import { EdgelogError, type RpcResult } from "../protocol/errors.ts";
 import { MAX_APPEND_GROUP_BYTES, MAX_APPEND_GROUP_REQUESTS } from "../protocol/limits.ts";
 
 export type AppendOutcome = RpcResult<AppendOk>;
@@ -227,7 +227,9 @@ export class AppendCoalescer {
       keepAlive?.(rpc.catch(() => undefined));
       const outcomes = await rpc;
       if (outcomes.length !== group.length) throw new Error(`append RPC answered ${outcomes.length} outcomes for ${group.length} requests`);
-      group.forEach((e, i) => e.settle({ outcome: outcomes[i]! }));
+      group.forEach((e, i) => {
+        e.settle({ outcome: outcomes[i]! });
+      });
     } catch (error) {
       for (const e of group) e.settle({ error });
     } finally {

@@ -1,7 +1,21 @@
 /**
  * Maps anything thrown while serving a request to the one error shape (docs/PROTOCOL.md).
  */
-import { EdgelogError } from "../protocol/errors.ts";
+import { EdgelogError, type ErrorCode } from "../protocol/errors.ts";
+
+/**
+ * An EdgelogError whose answer carries headers besides the JSON error body: a compatibility
+ * protocol's (e.g. Durable Streams' `Stream-Closed`, `Producer-Expected-Seq`). Thrown by a
+ * route like any EdgelogError; the one onError (src/app.ts) writes the headers with the body.
+ */
+export class ErrorWithHeaders extends EdgelogError {
+  readonly headers: Readonly<Record<string, string>>;
+
+  constructor(code: ErrorCode, message: string | undefined, details: Record<string, unknown> | undefined, headers: Record<string, string>) {
+    super(code, message, details);
+    this.headers = headers;
+  }
+}
 
 /**
  * EdgelogError as is; a Durable Object platform failure the runtime marks retryable or

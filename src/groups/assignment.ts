@@ -64,8 +64,7 @@ export function isEmpty(a: Assignment): boolean {
 }
 
 export function contains(a: Assignment, topic: string, partition: number): boolean {
-  const ps = a[topic];
-  return ps !== undefined && ps.includes(partition);
+  return a[topic]?.includes(partition) ?? false;
 }
 
 export function union(a: Assignment, b: Assignment): Assignment {

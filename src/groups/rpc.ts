@@ -4,12 +4,9 @@
  *   the group id;
  * - the group directory (durable-objects/group-directory.ts), one instance, which lists groups.
  * Expected outcomes are typed results; a thrown error is a bug or a platform failure.
- *
- * The bindings are declared here rather than in src/env.ts so this feature stays in its own
- * files: {@link GroupsEnv} is the Worker's Env plus the two namespaces (wrangler.toml).
+ * The bindings (GROUP_COORDINATOR, GROUP_DIRECTORY) are in src/env.ts, typed by these interfaces.
  */
-import type { Env } from "../env.ts";
-import type { RpcResult } from "../partition/rpc.ts";
+import type { RpcResult } from "../protocol/errors.ts";
 import type {
   ConsumerGroupHeartbeatResponse,
   GroupConfigs,
@@ -22,13 +19,6 @@ import type {
 } from "../protocol/groups.ts";
 import type { CommitInput, HeartbeatInput, LeaveInput } from "./coordinator-core.ts";
 import type { OffsetFetchInput, ResetOffsetsInput } from "./requests.ts";
-
-export interface GroupsEnv extends Env {
-  /** One object per consumer group, named by the group id. */
-  GROUP_COORDINATOR: DurableObjectNamespace<Rpc.DurableObjectBranded & GroupCoordinatorRpc>;
-  /** One object, named "groups": the list of groups. */
-  GROUP_DIRECTORY: DurableObjectNamespace<Rpc.DurableObjectBranded & GroupDirectoryRpc>;
-}
 
 export interface GroupCoordinatorRpc {
   /** Errors: UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH, INCONSISTENT_GROUP_PROTOCOL, GROUP_MAX_SIZE_REACHED, INVALID_REQUEST, UNAVAILABLE. */
@@ -59,12 +49,13 @@ export interface GroupDirectoryRpc {
 
 export const GROUP_DIRECTORY_OBJECT_NAME = "groups";
 
-export function groupCoordinatorStub(env: GroupsEnv, groupId: string): GroupCoordinatorRpc {
+/** The coordinator of `groupId`. `env` is the Worker's Env (structurally: this module does not import src/env.ts, which imports it). */
+export function groupCoordinatorStub(env: { GROUP_COORDINATOR: DurableObjectNamespace<Rpc.DurableObjectBranded & GroupCoordinatorRpc> }, groupId: string): GroupCoordinatorRpc {
   // The namespace's own stub type wraps results in Rpc.Result<>; the plain interface is what
   // callers need and what the class implements.
   return env.GROUP_COORDINATOR.getByName(groupId) as unknown as GroupCoordinatorRpc;
 }
 
-export function groupDirectoryStub(env: GroupsEnv): GroupDirectoryRpc {
+export function groupDirectoryStub(env: { GROUP_DIRECTORY: DurableObjectNamespace<Rpc.DurableObjectBranded & GroupDirectoryRpc> }): GroupDirectoryRpc {
   return env.GROUP_DIRECTORY.getByName(GROUP_DIRECTORY_OBJECT_NAME) as unknown as GroupDirectoryRpc;
 }

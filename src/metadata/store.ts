@@ -5,7 +5,7 @@
  * Routes depend on this interface only, so a later issue can move metadata onto a Raft
  * group (or shard it) without touching them. Expected failures are typed results.
  */
-import type { RpcResult } from "../partition/rpc.ts";
+import type { RpcResult } from "../protocol/errors.ts";
 import type { InitProducerResponse, TopicDescription, TopicSummary } from "../protocol/types.ts";
 
 /** Body of a create, already shape-checked by the route; the store validates values. */

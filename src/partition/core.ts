@@ -4,19 +4,31 @@
  * (shared/STYLE.md "pure cores, thin shells").
  *
  * - append validation: batch shape, record sizes against max.message.bytes, timestamps;
+ * - append planning: offsets, rewritten headers and the stored rows of an append
+ *   ({@link scanAppend} then {@link planAppend});
+ * - invariants of the log's bounds ({@link checkLogInvariants});
  * - idempotent producers (KIP-98): duplicate / fenced / out-of-order decisions and the
  *   "last 5 requests" window;
  * - fetch: offset range check and which stored batches a fetch returns (KIP-74);
  * - ListOffsets by timestamp over the running-max-timestamp index.
  */
 import {
+  ATTR_LOG_APPEND_TIME,
+  CodecError,
   NO_PRODUCER_ID,
+  NO_SEQUENCE,
+  decodeBatch,
+  encodeBatch,
+  rewriteBatchHeader,
+  scanBatch,
+  splitRecords,
   type BatchHeader,
+  type BatchScan,
   type LogRecord,
   type ProducerRecord,
 } from "../codec/index.ts";
 import { errorResult, type ErrorResult } from "../protocol/errors.ts";
-import { MAX_RECORDS_PER_REQUEST } from "../protocol/limits.ts";
+import { MAX_RECORDS_PER_REQUEST, MAX_STORED_BATCH_BYTES } from "../protocol/limits.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Bounds
@@ -28,6 +40,32 @@ export interface LogBounds {
   logEndOffset: number;
   /** Equals logEndOffset while a partition has a single replica (acks are local commits). */
   highWatermark: number;
+}
+
+/**
+ * The invariants of a log's bounds (TIGER_STYLE: asserted after reading and before writing):
+ * integers, logStartOffset <= highWatermark <= logEndOffset, storedBytes >= 0, and the
+ * running max timestamp never goes down (`previousRunningMaxTimestamp`, -1 for none).
+ * Scalars only, no object: it runs before every commit.
+ * @returns a description of the first violated invariant, or undefined. A violation is a bug.
+ */
+export function checkLogInvariants(
+  logStartOffset: number,
+  highWatermark: number,
+  logEndOffset: number,
+  storedBytes: number,
+  runningMaxTimestamp: number,
+  previousRunningMaxTimestamp: number,
+): string | undefined {
+  if (!Number.isSafeInteger(logStartOffset) || !Number.isSafeInteger(highWatermark) || !Number.isSafeInteger(logEndOffset) || !Number.isSafeInteger(storedBytes)) {
+    return `log bounds must be integers: logStartOffset ${logStartOffset}, highWatermark ${highWatermark}, logEndOffset ${logEndOffset}, storedBytes ${storedBytes}`;
+  }
+  if (!(logStartOffset >= 0 && logStartOffset <= highWatermark && highWatermark <= logEndOffset)) {
+    return `expected 0 <= logStartOffset ${logStartOffset} <= highWatermark ${highWatermark} <= logEndOffset ${logEndOffset}`;
+  }
+  if (storedBytes < 0) return `storedBytes ${storedBytes} < 0`;
+  if (runningMaxTimestamp < previousRunningMaxTimestamp) return `running max timestamp went down from ${previousRunningMaxTimestamp} to ${runningMaxTimestamp}`;
+  return undefined;
 }
 
 /**
@@ -259,7 +297,153 @@ export function appendTimestamps(records: readonly ProducerRecord[], logAppendTi
 
 /** Running maximum timestamp after a batch: monotone over offsets, so it can be indexed. */
 export function nextRunningMaxTimestamp(previous: number, batchMaxTimestamp: number): number {
-  return batchMaxTimestamp > previous ? batchMaxTimestamp : previous;
+  return Math.max(previous, batchMaxTimestamp);
+}
+
+/** One produced batch as scanned (framing, records, timestamps, sizes) with its bytes. */
+export type ScannedBatch = BatchScan & { bytes: Uint8Array };
+
+/** A produce request scanned and validated: nothing written, nothing rewritten yet. */
+export interface ScannedAppend {
+  scans: ScannedBatch[];
+  validated: ValidatedAppend;
+}
+
+/**
+ * Step 1 of an append: scans every batch once (framing, record structure, timestamps and
+ * sizes; the CRC-32C only when `verifyCrc`; no record objects: the bytes are stored as they
+ * are) and validates the request ({@link validateAppend}) before anything is written.
+ * @returns the scans and the request summary, or INVALID_BATCH (a CodecError, or bytes after a
+ *   batch) or any error of validateAppend.
+ */
+export function scanAppend(batches: readonly Uint8Array[], verifyCrc: boolean, maxMessageBytes: number): ScannedAppend | ErrorResult {
+  const scans: ScannedBatch[] = [];
+  for (const bytes of batches) {
+    try {
+      const d = scanBatch(bytes, 0, { verifyCrc });
+      if (d.totalBytes !== bytes.length) return errorResult("INVALID_BATCH", `${bytes.length - d.totalBytes} bytes after the record batch.`);
+      scans.push({ ...d, bytes });
+    } catch (err) {
+      if (err instanceof CodecError) return errorResult("INVALID_BATCH", err.message);
+      throw err;
+    }
+  }
+  const validated = validateAppend(scans, maxMessageBytes);
+  if ("code" in validated) return validated;
+  return { scans, validated };
+}
+
+/** What {@link planAppend} needs of the log: its end and its last running max timestamp. */
+export interface LogTail {
+  logEndOffset: number;
+  /** Running max timestamp of the last stored batch; -1 for an empty log. */
+  runningMaxTimestamp: number;
+  leaderEpoch: number;
+}
+
+/** A stored batch row to insert: the header as rewritten, and the bytes (rewritten in place). */
+export interface PlannedRow {
+  header: BatchHeader;
+  maxTimestamp: number;
+  runningMaxTimestamp: number;
+  bytes: Uint8Array;
+}
+
+/** The rows and the log's new tail after an append (step 3); the log room writes exactly this. */
+export interface AppendPlan {
+  rows: PlannedRow[];
+  /** Offset of the first record; equals the log end offset before the append. */
+  baseOffset: number;
+  lastOffset: number;
+  /** The log end offset after the append (lastOffset + 1). */
+  nextOffset: number;
+  /** Running max timestamp of the last row. */
+  runningMaxTimestamp: number;
+  /** Sum of the stored rows' bytes. */
+  addedBytes: number;
+  /** Per record, in request order: the stored timestamp. */
+  timestamps: readonly number[];
+  /** The broker time stamped under LogAppendTime (ms), else null. */
+  logAppendTime: number | null;
+}
+
+/**
+ * Step 3 of an append: assigns offsets from the log's end, rewrites each header in place
+ * (baseOffset, leader epoch, attributes, maxTimestamp; under LogAppendTime the broker time as
+ * baseTimestamp too) and computes the running max timestamp of each row. A batch over
+ * MAX_STORED_BATCH_BYTES (a SQLite row is limited to 2 MB) is split into re-encoded pieces.
+ * No I/O and no clock: `logAppendTime` is read by the caller (null under CreateTime).
+ * Mutates the scanned bytes (header fields only).
+ */
+export function planAppend(scanned: ScannedAppend, tail: LogTail, logAppendTime: number | null): AppendPlan {
+  const { scans, validated } = scanned;
+  const rows: PlannedRow[] = [];
+  const baseOffset = tail.logEndOffset;
+  let nextOffset = baseOffset;
+  let runningMax = tail.runningMaxTimestamp;
+  let addedBytes = 0;
+  const leaderEpoch = tail.leaderEpoch;
+  for (const d of scans) {
+    for (const piece of storedPieces(d)) {
+      const maxTimestamp = logAppendTime ?? piece.maxTimestamp;
+      const attributes = piece.header.attributes | (logAppendTime !== null ? ATTR_LOG_APPEND_TIME : 0);
+      rewriteBatchHeader(piece.bytes, {
+        baseOffset: nextOffset,
+        partitionLeaderEpoch: leaderEpoch,
+        attributes,
+        maxTimestamp,
+        ...(logAppendTime !== null ? { baseTimestamp: logAppendTime } : {}),
+      });
+      runningMax = nextRunningMaxTimestamp(runningMax, maxTimestamp);
+      rows.push({
+        header: { ...piece.header, baseOffset: nextOffset, attributes, partitionLeaderEpoch: leaderEpoch, maxTimestamp },
+        maxTimestamp,
+        runningMaxTimestamp: runningMax,
+        bytes: piece.bytes,
+      });
+      nextOffset += piece.header.recordCount;
+      addedBytes += piece.bytes.length;
+    }
+  }
+  const timestamps =
+    logAppendTime !== null ? new Array<number>(validated.recordCount).fill(logAppendTime) : scans.length === 1 ? scans[0]!.timestamps : scans.flatMap((d) => d.timestamps);
+  return { rows, baseOffset, lastOffset: nextOffset - 1, nextOffset, runningMaxTimestamp: runningMax, addedBytes, timestamps, logAppendTime };
+}
+
+/**
+ * The batches to store for one produced batch: itself when it fits a row (fast path: the
+ * bytes are stored as received, header rewritten in place), else its records re-encoded in
+ * groups of at most MAX_STORED_BATCH_BYTES (SQLite rows are limited to 2 MB).
+ */
+function* storedPieces(d: ScannedBatch): Generator<{ header: BatchHeader; bytes: Uint8Array; maxTimestamp: number }> {
+  if (d.bytes.length <= MAX_STORED_BATCH_BYTES) {
+    yield { header: d.header, bytes: d.bytes, maxTimestamp: maxOf(d.timestamps) };
+    return;
+  }
+  // Rare (a client batch over 1 MiB): decode the records to re-encode them. Already verified.
+  const { records } = decodeBatch(d.bytes, 0, { verifyCrc: false });
+  let sequence = d.header.baseSequence;
+  for (const group of splitRecords(records, MAX_STORED_BATCH_BYTES)) {
+    const header: Partial<BatchHeader> = {
+      producerId: d.header.producerId,
+      producerEpoch: d.header.producerEpoch,
+      baseSequence: d.header.producerId === NO_PRODUCER_ID ? NO_SEQUENCE : sequence,
+      attributes: d.header.attributes,
+    };
+    const bytes = encodeBatch(header, group);
+    sequence += group.length;
+    yield {
+      header: { ...d.header, ...header, recordCount: group.length, lastOffsetDelta: group.length - 1, baseTimestamp: group[0]?.timestamp ?? -1 } as BatchHeader,
+      bytes,
+      maxTimestamp: maxOf(group.map((r) => r.timestamp)),
+    };
+  }
+}
+
+function maxOf(timestamps: readonly number[]): number {
+  let max = -1;
+  for (const t of timestamps) if (t > max) max = t;
+  return max;
 }
 
 // ---------------------------------------------------------------------------------------------

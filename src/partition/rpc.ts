@@ -1,12 +1,12 @@
 /**
  * RPC interface of a partition Durable Object (durable-objects/partition.ts), as the gateway
  * and the metadata store call it. Expected outcomes are typed results (`{ok: true, ...}` or an
- * {@link ErrorResult}); a thrown error is a bug or a platform failure.
+ * ErrorResult, see {@link RpcResult}); a thrown error is a bug or a platform failure.
  *
  * Addressing: one object per topic-partition, named `${topicId}/${partition}` (the topic id,
  * not the name, so deleting and re-creating a topic gives fresh objects starting at offset 0).
  */
-import type { ErrorResult } from "../protocol/errors.ts";
+import type { RpcResult } from "../protocol/errors.ts";
 import type { PartitionDescription, TopicConfigs } from "../protocol/types.ts";
 import type { ListOffsetsSpec } from "./core.ts";
 
@@ -14,9 +14,6 @@ import type { ListOffsetsSpec } from "./core.ts";
 export function partitionObjectName(topicId: string, partition: number): string {
   return `${topicId}/${partition}`;
 }
-
-export type Ok<T> = { ok: true } & T;
-export type RpcResult<T> = Ok<T> | ErrorResult;
 
 export interface PartitionInit {
   /** Full topic name `tenant/namespace/topic`, for logs and answers. */

@@ -6,7 +6,8 @@ import type { CleanupPolicy, TimestampType, TopicConfigs } from "./types.ts";
  * Topic config defaults, mirroring Kafka's broker defaults where they fit the platform
  * (kafka.apache.org/documentation/#topicconfigs). Sizes in bytes, times in ms; -1 = unlimited.
  * Ranges (docs/PROTOCOL.md, "Topic configs"): max.message.bytes [64, 1047552];
- * retention.ms and retention.bytes -1 or [0, 2^53-1]; segment.bytes [1 MiB, 1 GiB].
+ * retention.ms and retention.bytes -1 or [0, 2^53-1]; segment.bytes [1 MiB, 1 GiB];
+ * producer.id.expiration.ms [1, 2^31-1].
  * retention.*, cleanup.policy and segment.bytes are stored and described now and enforced
  * by the storage lifecycle work.
  */
@@ -17,7 +18,19 @@ export const DEFAULT_TOPIC_CONFIGS: TopicConfigs = {
   "retention.bytes": -1,
   "cleanup.policy": "delete",
   "segment.bytes": 64 * 1024 * 1024,
+  "producer.id.expiration.ms": 24 * 60 * 60 * 1000,
 };
+
+/** Largest producer.id.expiration.ms: Kafka's config is an int (ms). */
+const PRODUCER_ID_EXPIRATION_MS_MAX = 0x7fffffff;
+
+/**
+ * A partition's producer idle time (ms): its configs' `producer.id.expiration.ms`, or the
+ * default for configs stored before the key existed.
+ */
+export function producerIdExpirationMs(configs: Partial<TopicConfigs>): number {
+  return configs["producer.id.expiration.ms"] ?? DEFAULT_TOPIC_CONFIGS["producer.id.expiration.ms"];
+}
 
 const TIMESTAMP_TYPES: readonly TimestampType[] = ["CreateTime", "LogAppendTime"];
 const CLEANUP_POLICIES: readonly CleanupPolicy[] = ["delete", "compact", "compact,delete"];
@@ -76,6 +89,9 @@ export function mergeTopicConfigs(base: TopicConfigs, patch: unknown): TopicConf
         break;
       case "segment.bytes":
         out[key] = intIn(key, v, MIN_SEGMENT_BYTES, MAX_SEGMENT_BYTES);
+        break;
+      case "producer.id.expiration.ms":
+        out[key] = intIn(key, v, 1, PRODUCER_ID_EXPIRATION_MS_MAX);
         break;
       default:
         throw new EdgelogError("INVALID_CONFIG", `Unknown topic config ${JSON.stringify(key)}.`, { config: key });

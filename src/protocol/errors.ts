@@ -35,6 +35,7 @@ export const ERRORS = {
   RECORD_TOO_LARGE: { httpStatus: 413, retriable: false, message: "A record exceeds the topic's max.message.bytes." },
   NOT_FOUND: { httpStatus: 404, retriable: false, message: "No such route." },
   METHOD_NOT_ALLOWED: { httpStatus: 405, retriable: false, message: "Method not allowed on this route." },
+  UPGRADE_REQUIRED: { httpStatus: 426, retriable: false, message: "This endpoint serves WebSocket upgrades only: send a GET with Upgrade: websocket." },
 
   // ---- topics ----
   INVALID_TOPIC_NAME: { httpStatus: 400, retriable: false, message: "Topic names are 1-249 characters of [a-zA-Z0-9._-], optionally prefixed by tenant/namespace/." },
@@ -79,6 +80,10 @@ export const ERRORS = {
   STALE_PRODUCER_EPOCH: { httpStatus: 403, retriable: false, message: "The producer epoch is older than the current one: this producer has been fenced." },
   INVALID_PRODUCER_SEQUENCE: { httpStatus: 400, retriable: false, message: "A new producer epoch must start at Producer-Seq 0." },
   OFFSET_GONE: { httpStatus: 410, retriable: false, message: "The offset is before the earliest retained position of the stream." },
+
+  // ---- replication (Raft groups: metadata quorum, replicated partitions; docs/RAFT.md) ----
+  NOT_LEADER: { httpStatus: 503, retriable: true, message: "This member is not the Raft leader of its group: retry at the leader named in details.leaderId (absent while an election runs)." },
+  FENCED_LEADER_EPOCH: { httpStatus: 409, retriable: true, message: "The leader epoch in the request is older than the group's current one (Kafka's FENCED_LEADER_EPOCH, KIP-320): refresh metadata and retry." },
 
   // ---- server ----
   REQUEST_TIMED_OUT: { httpStatus: 504, retriable: true, message: "The request timed out before it completed." },
@@ -144,6 +149,14 @@ export interface ErrorResult {
   message?: string;
   details?: Record<string, unknown>;
 }
+
+/** A successful RPC result: `{ok: true}` and the fields of `T`. */
+export type Ok<T> = { ok: true } & T;
+/**
+ * What a Durable Object RPC method answers: {@link Ok} or an expected failure ({@link ErrorResult}).
+ * A thrown error is a bug or a platform failure.
+ */
+export type RpcResult<T> = Ok<T> | ErrorResult;
 
 export function errorResult(code: ErrorCode, message?: string, details?: Record<string, unknown>): ErrorResult {
   const r: ErrorResult = { ok: false, code };

@@ -157,6 +157,14 @@ export interface TopicConfigs {
   "retention.bytes": number;
   "cleanup.policy": CleanupPolicy;
   "segment.bytes": number;
+  /**
+   * Idle time (ms) after which a partition forgets an idempotent producer's state (KIP-854:
+   * Kafka's `producer.id.expiration.ms`, a broker config there, a topic config here since
+   * each partition keeps its own producers). A producer that comes back after it starts over:
+   * the partition has not seen it, so its next request must start at sequence 0.
+   * Durable Streams producers (Producer-Id) of a stream's topic expire the same way.
+   */
+  "producer.id.expiration.ms": number;
 }
 
 /** Body of `POST /v1/topics`. */

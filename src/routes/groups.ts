@@ -22,18 +22,12 @@ import {
   parseResetOffsets,
   parseTopicSelection,
 } from "../groups/requests.ts";
-import { type GroupCoordinatorRpc, type GroupsEnv, groupCoordinatorStub, groupDirectoryStub } from "../groups/rpc.ts";
-import type { RpcResult } from "../partition/rpc.ts";
-import { toEdgelogError } from "../protocol/errors.ts";
-
-function env(c: AppContext): GroupsEnv {
-  // The group namespaces are bound in wrangler.toml; their types live in src/groups/rpc.ts.
-  return c.env as GroupsEnv;
-}
+import { type GroupCoordinatorRpc, groupCoordinatorStub, groupDirectoryStub } from "../groups/rpc.ts";
+import { toEdgelogError, type RpcResult } from "../protocol/errors.ts";
 
 function coordinator(c: AppContext): { groupId: string; stub: GroupCoordinatorRpc } {
   const groupId = parseGroupId(c.req.param("group"));
-  return { groupId, stub: groupCoordinatorStub(env(c), groupId) };
+  return { groupId, stub: groupCoordinatorStub(c.env, groupId) };
 }
 
 /** The value of an RPC result without its `ok` flag, or the error thrown. */
@@ -44,7 +38,7 @@ function unwrap<T extends object>(r: RpcResult<T>): T {
 }
 
 export function groupRoutes(app: Hono<AppEnv>): void {
-  app.get("/v1/groups", async (c) => c.json(unwrap(await groupDirectoryStub(env(c)).list())));
+  app.get("/v1/groups", async (c) => c.json(unwrap(await groupDirectoryStub(c.env).list())));
 
   app.post("/v1/groups/:group/heartbeat", async (c) => {
     const req = parseHeartbeat(jsonBody(c));

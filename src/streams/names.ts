@@ -40,6 +40,7 @@ const MAX_TOPIC_PART_CHARS = 249;
 const HASHED_PREFIX = "_h";
 const KEEP = /^[A-Za-z0-9.-]$/;
 // C0 controls and DEL: never valid in a stream path (they cannot appear in HTTP logs safely).
+// biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point.
 const CONTROL = /[\u0000-\u001f\u007f]/;
 
 const encoder = new TextEncoder();

@@ -1,14 +1,13 @@
 /**
  * RPC contract between the Durable Streams routes (src/routes/compat/durable-streams.ts)
- * and the stream state of a partition object (durable-objects/partition-streams.ts).
+ * and the stream rooms of a partition object (durable-objects/partition/streams/).
  * Offsets are Edgelog offsets; times are the partition object's clock (expiry, TTL, record
  * timestamps); expected failures are {@link ErrorResult}s whose `details` carry what the
  * answer's headers need (see each method).
  *
  * Pure module: types only.
  */
-import type { RpcResult } from "../partition/rpc.ts";
-import type { ErrorCode } from "../protocol/errors.ts";
+import type { ErrorCode, RpcResult } from "../protocol/errors.ts";
 import type { ExpiryConfig, ProducerHeaders } from "./headers.ts";
 import type { OffsetSpec } from "./offsets.ts";
 

@@ -24,6 +24,7 @@ const HEADER_BYTES = 61;
  * with `value` a view into `batch` (null for a null value). Stops when `visit` returns false.
  * @throws Error on a batch that is not a v1 uncompressed batch or is truncated (storage corruption)
  */
+// biome-ignore lint/suspicious/noConfusingVoidType: a visitor that never stops may return nothing.
 export function forEachValue(batch: Uint8Array, visit: (offset: number, value: Uint8Array | null) => boolean | void): void {
   if (batch.length < HEADER_BYTES || batch[0] !== MAGIC) throw new Error("not a v1 record batch");
   const view = new DataView(batch.buffer, batch.byteOffset, batch.byteLength);

@@ -461,7 +461,9 @@ describe("corruption and truncation", () => {
       }),
       { numRuns: 40 },
     );
-  });
+    // Thousands of cuts each run: a generous hang guard, not a timing target (seen over 5 s on a
+    // loaded 2-core machine).
+  }, 60_000);
 
   it("throws CodecError when the records section is cut at every position even with a consistent length and CRC", () => {
     const records = [rec("k1", "v1", 10, [["h", "x"], ["h", null]]), rec(null, "", 5), rec("", null, 20, [["ü", "y"]])];
@@ -654,7 +656,9 @@ describe("splitRecords", () => {
         const groups = splitRecords(records, maxBatchBytes);
         // Order preserved, nothing lost or duplicated (same objects).
         expect(groups.flat()).toEqual(records);
-        groups.flat().forEach((r, i) => expect(r).toBe(records[i]));
+        groups.flat().forEach((r, i) => {
+          expect(r).toBe(records[i]);
+        });
         groups.forEach((g, gi) => {
           expect(g.length).toBeGreaterThan(0);
           const size = encodeBatch({}, g).length;

@@ -1,16 +1,20 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { encodeBatch, scanBatch, type LogRecord, type ProducerRecord } from "../../src/codec/index.ts";
+import { ATTR_LOG_APPEND_TIME, decodeBatch, encodeBatch, scanBatch, type LogRecord, type ProducerRecord } from "../../src/codec/index.ts";
 import {
   PRODUCER_BATCHES_KEPT,
   applyProducerAppend,
   checkFetchOffset,
+  checkLogInvariants,
+  planAppend,
+  scanAppend,
   checkSequence,
   firstAtOrAfterTimestamp,
   nextRunningMaxTimestamp,
   planFetch,
   validateAppend,
   type ProducerAppend,
+  type ScannedAppend,
   type ProducerState,
 } from "../../src/partition/core.ts";
 
@@ -178,6 +182,112 @@ describe("timestamp lookup over the running max", () => {
         const batch = log.find((b) => b.running >= target);
         const got = batch === undefined ? null : firstAtOrAfterTimestamp(batch.records, target, 0);
         expect(got).toEqual(expected === undefined ? null : { offset: expected.offset, timestamp: expected.timestamp });
+      }),
+    );
+  });
+});
+
+describe("scanAppend", () => {
+  it("scans and validates a request without touching its bytes", () => {
+    const bytes = encodeBatch({ producerId: 7, producerEpoch: 1, baseSequence: 0 }, [rec(5), rec(9)]);
+    const before = bytes.slice();
+    const s = scanAppend([bytes], true, 1000) as ScannedAppend;
+    expect(s.validated).toEqual({ producer: { producerId: 7, producerEpoch: 1, baseSequence: 0, recordCount: 2 }, recordCount: 2, maxTimestamp: 9 });
+    expect(s.scans.map((d) => d.timestamps)).toEqual([[5, 9]]);
+    expect(bytes).toEqual(before);
+  });
+  it("answers INVALID_BATCH for trailing bytes and for a bad CRC (only when asked to check it)", () => {
+    const bytes = encodeBatch({}, [rec(1)]);
+    const padded = new Uint8Array(bytes.length + 3);
+    padded.set(bytes);
+    expect(scanAppend([padded], true, 1000)).toMatchObject({ ok: false, code: "INVALID_BATCH", message: "3 bytes after the record batch." });
+    const corrupt = bytes.slice();
+    corrupt[corrupt.length - 2]! ^= 0x01; // the value "v" becomes "w": framing and records stay valid
+    expect(scanAppend([corrupt], true, 1000)).toMatchObject({ ok: false, code: "INVALID_BATCH" });
+    expect("code" in (scanAppend([corrupt], false, 1000) as object)).toBe(false);
+  });
+  it("passes validateAppend's errors on", () => {
+    expect(scanAppend([encodeBatch({}, [rec(1, "x".repeat(100))])], true, 50)).toMatchObject({ ok: false, code: "RECORD_TOO_LARGE" });
+    expect(scanAppend([], true, 50)).toMatchObject({ ok: false, code: "EMPTY_BATCH" });
+  });
+});
+
+const scanned = (...batches: Uint8Array[]) => scanAppend(batches, true, 1_000_000) as ScannedAppend;
+
+describe("planAppend", () => {
+  const tail = { logEndOffset: 10, runningMaxTimestamp: 7, leaderEpoch: 3 };
+
+  it("assigns offsets from the log end, rewrites headers in place, and keeps the running max monotone", () => {
+    const a = encodeBatch({}, [rec(5), rec(4)]);
+    const b = encodeBatch({}, [rec(9)]);
+    const p = planAppend(scanned(a, b), tail, null);
+    expect({ base: p.baseOffset, last: p.lastOffset, next: p.nextOffset, running: p.runningMaxTimestamp, ts: p.timestamps, lat: p.logAppendTime }).toEqual({
+      base: 10,
+      last: 12,
+      next: 13,
+      running: 9,
+      ts: [5, 4, 9],
+      lat: null,
+    });
+    expect(p.rows.map((r) => [r.header.baseOffset, r.maxTimestamp, r.runningMaxTimestamp, r.header.partitionLeaderEpoch])).toEqual([
+      [10, 5, 7],
+      [12, 9, 9],
+    ].map(([o, m, rm]) => [o, m, rm, 3]));
+    expect(p.addedBytes).toBe(a.length + b.length);
+    // The stored bytes are the request's bytes, rewritten: they decode at the assigned offsets.
+    expect(p.rows[0]!.bytes).toBe(a);
+    expect(decodeBatch(a, 0).records.map((r) => r.offset)).toEqual([10, 11]);
+    expect(decodeBatch(b, 0).header.partitionLeaderEpoch).toBe(3);
+  });
+
+  it("stamps the broker time on every record under LogAppendTime", () => {
+    const a = encodeBatch({}, [rec(5), rec(4)]);
+    const p = planAppend(scanned(a), tail, 1000);
+    expect(p.timestamps).toEqual([1000, 1000]);
+    expect(p.rows[0]!.header.attributes & ATTR_LOG_APPEND_TIME).toBe(ATTR_LOG_APPEND_TIME);
+    expect(decodeBatch(a, 0).records.map((r) => r.timestamp)).toEqual([1000, 1000]);
+    expect(p.runningMaxTimestamp).toBe(1000);
+  });
+
+  it("splits a batch over a stored row's limit into pieces with contiguous offsets and sequences", () => {
+    const big = Array.from({ length: 3 }, (_, i) => rec(i, "x".repeat(700 * 1024)));
+    const p = planAppend(scanned(encodeBatch({ producerId: 1, producerEpoch: 0, baseSequence: 4 }, big)), tail, null);
+    expect(p.rows.length).toBeGreaterThan(1);
+    let offset = 10;
+    let sequence = 4;
+    for (const r of p.rows) {
+      expect([r.header.baseOffset, r.header.baseSequence]).toEqual([offset, sequence]);
+      offset += r.header.recordCount;
+      sequence += r.header.recordCount;
+    }
+    expect(p.nextOffset).toBe(13);
+  });
+});
+
+describe("checkLogInvariants", () => {
+  it("holds for ordered bounds", () => {
+    expect(checkLogInvariants(0, 0, 0, 0, -1, -1)).toBeUndefined();
+    expect(checkLogInvariants(2, 5, 7, 10, 9, 9)).toBeUndefined();
+  });
+  it("names the violated invariant", () => {
+    expect(checkLogInvariants(3, 2, 5, 0, 1, 1)).toBe("expected 0 <= logStartOffset 3 <= highWatermark 2 <= logEndOffset 5");
+    expect(checkLogInvariants(0, 6, 5, 0, 1, 1)).toBe("expected 0 <= logStartOffset 0 <= highWatermark 6 <= logEndOffset 5");
+    expect(checkLogInvariants(0, 1.5, 5, 0, 1, 1)).toMatch(/^log bounds must be integers/);
+    expect(checkLogInvariants(0, 0, 0, -1, 1, 1)).toBe("storedBytes -1 < 0");
+    expect(checkLogInvariants(0, 0, 0, 0, 4, 5)).toBe("running max timestamp went down from 5 to 4");
+  });
+  it("holds after every plan of a random sequence of appends (property)", () => {
+    fc.assert(
+      fc.property(fc.array(fc.array(fc.integer({ min: 0, max: 1_000_000 }), { minLength: 1, maxLength: 5 }), { minLength: 1, maxLength: 8 }), (requests) => {
+        let t = { logEndOffset: 0, runningMaxTimestamp: -1, leaderEpoch: 0 };
+        let bytes = 0;
+        for (const timestamps of requests) {
+          const p = planAppend(scanned(encodeBatch({}, timestamps.map((ts) => rec(ts)))), t, null);
+          expect(p.baseOffset).toBe(t.logEndOffset);
+          expect(checkLogInvariants(0, p.nextOffset, p.nextOffset, bytes + p.addedBytes, p.runningMaxTimestamp, t.runningMaxTimestamp)).toBeUndefined();
+          bytes += p.addedBytes;
+          t = { logEndOffset: p.nextOffset, runningMaxTimestamp: p.runningMaxTimestamp, leaderEpoch: 0 };
+        }
       }),
     );
   });

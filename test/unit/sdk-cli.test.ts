@@ -147,6 +147,22 @@ describe("formatRecord", () => {
     expect(text(formatRecord(r, { ...plain, json: true }))).toBe('{"partition":1,"offset":7,"timestamp":99,"key":"k","value":"hi\ufffd","headers":[{"key":"h","value":null}]}\n');
     expect(text(formatRecord(r, { ...plain, json: true, encoding: "base64" }))).toBe('{"partition":1,"offset":7,"timestamp":99,"key":"aw==","value":"aGn/","headers":[{"key":"h","value":null}]}\n');
   });
+
+  it("`consume --json` keeps a leading U+FEFF in key, value and header values (it is data, as in the server's JSON answers)", () => {
+    const bytes = utf8("\uFEFFhello");
+    const line = formatRecord(
+      { topic: "t", partition: 0, offset: 7, timestamp: 1, key: utf8("\uFEFF"), value: bytes, headers: [{ key: "h", value: utf8("\uFEFFx") }] },
+      { json: true, encoding: "string", printKey: false, keySeparator: "\t" },
+    );
+    expect(JSON.parse(new TextDecoder("utf-8", { fatal: false, ignoreBOM: true }).decode(line))).toEqual({
+      partition: 0,
+      offset: 7,
+      timestamp: 1,
+      key: "\uFEFF",
+      value: "\uFEFFhello",
+      headers: [{ key: "h", value: "\uFEFFx" }],
+    });
+  });
 });
 
 describe("formatDescription", () => {
@@ -181,8 +197,18 @@ describe("main (against the fake server)", () => {
     const err: string[] = [];
     const value: CliIo = {
       stdin: Readable.from(stdin.map((s) => Buffer.from(s))),
-      stdout: new Writable({ write: (c: Buffer, _e, cb) => (out.push(Buffer.from(c)), cb()) }),
-      stderr: new Writable({ write: (c: Buffer, _e, cb) => (err.push(c.toString()), cb()) }),
+      stdout: new Writable({
+        write: (c: Buffer, _e, cb) => {
+          out.push(Buffer.from(c));
+          cb();
+        },
+      }),
+      stderr: new Writable({
+        write: (c: Buffer, _e, cb) => {
+          err.push(c.toString());
+          cb();
+        },
+      }),
       env: {},
       fetch: server.fetch,
     };
@@ -264,5 +290,20 @@ describe("main (against the fake server)", () => {
     const u = io(server);
     expect(await main(["topics", "frob"], u.value)).toBe(2);
     expect(u.stderr()).toMatch(/^edgelog: Unknown command: topics frob\n\nUsage: edgelog/);
+  });
+
+  it("produce to a missing topic exits 1 with UNKNOWN_TOPIC_OR_PARTITION even when stdin is empty", async () => {
+    const server = new FakeServer();
+    const p = io(server, []);
+    expect(await main(["produce", "missing"], p.value)).toBe(1);
+    expect(p.stderr()).toBe("edgelog: UNKNOWN_TOPIC_OR_PARTITION: The topic or partition does not exist.\n");
+  });
+
+  it("produce with nothing missing still produces every line to an existing topic", async () => {
+    const server = new FakeServer();
+    server.addTopic("logs", 1);
+    const p = io(server, ["a\nb\n"]);
+    expect(await main(["produce", "logs"], p.value)).toBe(0);
+    expect(server.log("logs", 0).records.map((r) => text(r.value))).toEqual(["a", "b"]);
   });
 });

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { ATTR_CONTROL, encodeBatch, rewriteBatchHeader } from "../../src/codec/index.ts";
 import { BATCH_MEDIA_TYPE } from "../../src/protocol/index.ts";
-import { EdgelogClient, topicPath } from "../../sdk/src/client.ts";
-import type { EdgelogClientError } from "../../sdk/src/errors.ts";
+import { EdgelogClient, groupPath, topicPath } from "../../sdk/src/client.ts";
+import { EdgelogClientError } from "../../sdk/src/errors.ts";
 import { FakeServer, text, utf8 } from "./sdk-fake-server.ts";
 
 const rec = (v: string, timestamp = 1000) => ({ key: null, value: utf8(v), headers: [], timestamp });
@@ -106,5 +106,38 @@ describe("EdgelogClient.fetchRecords (binary)", () => {
     const e = (await client.fetchRecords("t", 0, { offset: 7 }).catch((x: unknown) => x)) as EdgelogClientError;
     expect([e.code, e.httpStatus, e.retriable]).toEqual(["OFFSET_OUT_OF_RANGE", 416, false]);
     expect(e.details).toEqual({ logStartOffset: 0, logEndOffset: 1, highWatermark: 1 });
+  });
+});
+
+function codeOf(f: () => unknown): string {
+  try {
+    f();
+  } catch (e) {
+    if (e instanceof EdgelogClientError) return `${e.code} ${e.httpStatus}`;
+    throw e;
+  }
+  return "no error";
+}
+
+describe("SDK paths never leave their route", () => {
+  it("topic names with '.', '..' or empty segments are INVALID_TOPIC_NAME before anything is sent", () => {
+    for (const name of ["..", ".", "", "../groups/g1", "a/../b", "a/./b", "a//b", "a/b/"]) {
+      expect(codeOf(() => topicPath(name)), name).toBe("INVALID_TOPIC_NAME 0");
+    }
+    expect(topicPath("a..b")).toBe("/v1/topics/a..b");
+    expect(topicPath("%2E%2E")).toBe("/v1/topics/%252E%252E");
+  });
+
+  it("group ids '.', '..' and '' are INVALID_GROUP_ID before anything is sent", () => {
+    for (const id of ["..", ".", ""]) expect(codeOf(() => groupPath(id)), id).toBe("INVALID_GROUP_ID 0");
+    expect(groupPath("..g")).toBe("/v1/groups/..g");
+  });
+
+  it("deleteTopic('../groups/g1') rejects and sends no request", async () => {
+    const server = new FakeServer();
+    const client = new EdgelogClient({ baseUrl: "http://edgelog.test", fetch: server.fetch });
+    await expect(client.deleteTopic("../groups/g1")).rejects.toMatchObject({ code: "INVALID_TOPIC_NAME", httpStatus: 0 });
+    await expect(client.deleteGroup("..")).rejects.toMatchObject({ code: "INVALID_GROUP_ID", httpStatus: 0 });
+    expect(server.requests).toEqual([]);
   });
 });

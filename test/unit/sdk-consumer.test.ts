@@ -172,4 +172,31 @@ describe("poll", () => {
     expect(e.code).toBe("UNAVAILABLE");
     expect(calls).toBe(3);
   });
+
+  it("poll({maxWaitMs: 0}) answers [] only when every partition was asked: waits for a fetch an earlier poll left in flight instead of answering [] without data", async () => {
+    const server = new FakeServer();
+    server.addTopic("t", 2);
+    server.append("t", 0, [{ key: null, value: utf8("slow"), headers: [], timestamp: 1 }]);
+    server.append("t", 1, [{ key: null, value: utf8("fast"), headers: [], timestamp: 1 }]);
+    // Partition 0's fetches answer 150 ms late; everything else at once.
+    const slowFetch: typeof fetch = async (input, init) => {
+      const url = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
+      if (/\/partitions\/0\/records/.test(url)) await new Promise((r) => setTimeout(r, 150));
+      return server.fetch(input, init);
+    };
+    const consumer = new Consumer(new EdgelogClient({ baseUrl: "http://x", fetch: slowFetch }));
+    consumer.assign([
+      { topic: "t", partition: 0 },
+      { topic: "t", partition: 1 },
+    ]);
+    await consumer.seekToBeginning();
+    const seen: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      const batch = await consumer.poll({ maxWaitMs: 0 });
+      if (batch.length === 0) break;
+      seen.push(...batch.map((r) => `${r.partition}:${toText(r.value)}`));
+    }
+    expect(seen).toEqual(["1:fast", "0:slow"]);
+    consumer.close();
+  });
 });

@@ -53,7 +53,7 @@ describe("topic names", () => {
   });
 
   it("hashes paths whose escaped form exceeds 249 characters", async () => {
-    const long = "x/".repeat(100) + "y"; // 100 escapes of 3 chars + 101 chars = 401
+    const long = `${"x/".repeat(100)}y`; // 100 escapes of 3 chars + 101 chars = 401
     const part = await topicPartForPath(long);
     expect(part).toMatch(/^_h[0-9a-f]{64}$/);
     expect(pathForTopicPart(part)).toBeNull();

@@ -3,7 +3,7 @@ import { describe as suite, expect, it } from "vitest";
 import { decodeBatches, encodeBatch, type ProducerRecord } from "../../src/codec/index.ts";
 import { partitionObjectName } from "../../src/partition/rpc.ts";
 import { BATCH_MEDIA_TYPE, utf8, type JsonFetchResponse, type ProduceResponse, type TopicDescription } from "../../src/protocol/index.ts";
-import { call, createTopic, expectError, fetchJson, highWatermarks, produce, randomTopic } from "./helpers.ts";
+import { call, createTopic, describe, expectError, expectErrorShape, fetchJson, highWatermarks, mutate, produce, randomTopic, rec, sendBatch } from "./helpers.ts";
 
 async function topicWith(values: string[][], configs?: Record<string, unknown>): Promise<{ name: string; created: TopicDescription }> {
   const name = randomTopic();
@@ -153,6 +153,34 @@ suite("fetch", () => {
     const f = (await (await poll).json()) as JsonFetchResponse;
     expect(f.records.map((r) => r.value)).toEqual(["a", "b"]);
   });
+
+  it("one append wakes every waiting long-poll", async () => {
+    const t = randomTopic("qa");
+    await createTopic(t, 1);
+    const waiting = Array.from({ length: 20 }, () => call(`/v1/topics/${t}/partitions/0/records?offset=0&maxWaitMs=20000`));
+    await new Promise((r) => setTimeout(r, 200));
+    const startedMs = Date.now();
+    await produce(`/v1/topics/${t}/partitions/0/records`, { records: [{ value: "wake" }] });
+    const answers = await Promise.all(waiting.map(async (p) => (await (await p).json()) as JsonFetchResponse));
+    expect(Date.now() - startedMs).toBeLessThan(10_000); // woken by the append, not by the 20 s deadline
+    expect(answers.map((a) => [a.records.map((r) => r.value), a.nextOffset])).toEqual(Array.from({ length: 20 }, () => [["wake"], 1]));
+  });
+
+  it("a long-poll held while its topic is deleted answers UNKNOWN_TOPIC_OR_PARTITION at once; re-created, the topic is empty", async () => {
+    const t = randomTopic("qa");
+    await createTopic(t, 1);
+    await produce(`/v1/topics/${t}/partitions/0/records`, { records: [{ value: "old" }] });
+    const startedMs = Date.now();
+    const held = call(`/v1/topics/${t}/partitions/0/records?offset=1&maxWaitMs=30000`);
+    await new Promise((r) => setTimeout(r, 200));
+    expect((await call(`/v1/topics/${t}`, { method: "DELETE" })).status).toBe(204);
+    const e = await expectError(await held, "UNKNOWN_TOPIC_OR_PARTITION", 404);
+    expect(e.details).toEqual({ topic: `public/default/${t}` });
+    expect(Date.now() - startedMs).toBeLessThan(15_000); // not at its 30 s deadline
+    await createTopic(t, 1);
+    expect(await fetchJson(t, 0, "offset=0")).toEqual({ topic: `public/default/${t}`, partition: 0, records: [], nextOffset: 0, highWatermark: 0, logStartOffset: 0 });
+    await expectError(await call(`/v1/topics/${t}/partitions/0/records?offset=1`), "OFFSET_OUT_OF_RANGE", 416);
+  });
 });
 
 suite("binary produce and fetch", () => {
@@ -245,5 +273,51 @@ suite("binary produce and fetch", () => {
     await expectError(await send(encodeBatch({}, [{ key: null, value: null, headers: [], timestamp: -5 }])), "INVALID_TIMESTAMP", 400);
     await expectError(await send(encodeBatch({ attributes: 0x10 }, [{ key: null, value: null, headers: [], timestamp: 1 }])), "INVALID_BATCH", 400);
     expect(await highWatermarks(name)).toEqual([0]);
+  });
+
+  it("binary batches that lie are INVALID_BATCH, including attribute bits with no meaning", async () => {
+    const t = randomTopic("qa");
+    await createTopic(t, 1);
+    const good = encodeBatch({}, [rec("a", 5), rec("b", 6)]);
+    const cases: [string, Uint8Array][] = [
+      ["magic 2", mutate(good, (_v, b) => (b[0] = 2))],
+      ["recordCount 3 (records say 2)", mutate(good, (v) => v.setInt32(49, 3))],
+      ["recordCount 1 (records say 2)", mutate(good, (v) => v.setInt32(49, 1))],
+      ["recordCount 1, lastOffsetDelta 0", mutate(good, (v) => { v.setInt32(49, 1); v.setInt32(11, 0); })],
+      ["recordCount 2^31-1", mutate(good, (v) => { v.setInt32(49, 0x7fffffff); v.setInt32(11, 0x7ffffffe); })],
+      ["recordCount -1", mutate(good, (v) => v.setInt32(49, -1))],
+      ["lastOffsetDelta 5 (offset gaps)", mutate(good, (v) => v.setInt32(11, 5))],
+      ["recordsLength 2^30", mutate(good, (v) => v.setUint32(57, 2 ** 30))],
+      ["recordsLength 3", mutate(good, (v) => v.setUint32(57, 3))],
+      ["negative baseOffset", mutate(good, (v) => v.setBigInt64(3, -1n))],
+      ["producer id beyond 2^53", mutate(good, (v) => v.setBigInt64(31, 1n << 60n))],
+      ["compression gzip", mutate(good, (v) => v.setUint16(1, 1))],
+      ["LogAppendTime bit", mutate(good, (v) => v.setUint16(1, 0x08))],
+      ["control bit", mutate(good, (v) => v.setUint16(1, 0x20))],
+      ["unassigned attribute bit 6", mutate(good, (v) => v.setUint16(1, 0x40))],
+      ["unassigned attribute bit 15", mutate(good, (v) => v.setUint16(1, 0x8000))],
+      ["record attributes 1", mutate(good, (_v, b) => (b[62] = 1), true)],
+      ["two batches in one body", new Uint8Array([...good, ...good])],
+    ];
+    for (const [what, body] of cases) {
+      const e = await expectErrorShape(await sendBatch(t, 0, body), what);
+      expect(e.code, what).toBe("INVALID_BATCH");
+    }
+    const producerCases: [string, Uint8Array][] = [
+      ["producer id -5", mutate(good, (v) => v.setBigInt64(31, -5n))],
+      ["producer 1 with epoch -1", mutate(good, (v) => { v.setBigInt64(31, 1n); v.setInt16(39, -1); v.setInt32(41, 0); })],
+      ["producer 1 with sequence -1", mutate(good, (v) => { v.setBigInt64(31, 1n); v.setInt16(39, 0); v.setInt32(41, -1); })],
+    ];
+    for (const [what, body] of producerCases) {
+      const e = await expectErrorShape(await sendBatch(t, 0, body), what);
+      expect(e.code, what).toBe("INVALID_PRODUCER_ID");
+    }
+    expect((await describe(t)).partitionDetails[0]).toEqual({ partition: 0, logStartOffset: 0, highWatermark: 0, logEndOffset: 0, recordCount: 0, bytes: 0 });
+    // A header that lies about maxTimestamp and baseOffset is corrected, not trusted.
+    const lying = mutate(good, (v) => { v.setBigInt64(23, 1n); v.setBigInt64(3, 77n); });
+    const ok = (await (await sendBatch(t, 0, lying)).json()) as ProduceResponse;
+    expect(ok.records).toEqual([{ partition: 0, offset: 0, timestamp: 5 }, { partition: 0, offset: 1, timestamp: 6 }]);
+    const max = (await (await call(`/v1/topics/${t}/partitions/0/offsets?spec=max_timestamp`)).json()) as { offset: number; timestamp: number };
+    expect([max.offset, max.timestamp]).toEqual([1, 6]);
   });
 });

@@ -5,7 +5,6 @@
  */
 import { env, evictDurableObject, runDurableObjectAlarm } from "cloudflare:test";
 import { describe as suite, expect, it } from "vitest";
-import type { GroupsEnv } from "../../src/groups/rpc.ts";
 import type {
   ConsumerGroupHeartbeatResponse,
   GroupDescription,
@@ -16,7 +15,6 @@ import type {
 } from "../../src/protocol/index.ts";
 import { call, createTopic, expectError, fetchJson, json, produce, randomTopic } from "./helpers.ts";
 
-const groupsEnv = env as unknown as GroupsEnv;
 
 function randomGroup(): string {
   return `g-${crypto.randomUUID()}`;
@@ -196,7 +194,7 @@ suite("consumer groups: offsets", () => {
     expect((await json("POST", `/v1/groups/${group}/leave`, { memberId: first.memberId, memberEpoch: first.epoch })).status).toBe(200);
 
     // Survives the coordinator being evicted (state reloaded from SQLite).
-    await evictDurableObject(groupsEnv.GROUP_COORDINATOR.getByName(group));
+    await evictDurableObject(env.GROUP_COORDINATOR.getByName(group));
 
     const restarted = new Member(group, { subscribedTopicNames: [topic] });
     await restarted.heartbeat();
@@ -295,7 +293,7 @@ suite("consumer groups: offsets", () => {
     expect((await describeGroup(group)).offsets[0]?.committedOffset).toBe(0);
     await sleep(1100);
     // The alarm may already have fired on its own; if not, run it now.
-    await runDurableObjectAlarm(groupsEnv.GROUP_COORDINATOR.getByName(group));
+    await runDurableObjectAlarm(env.GROUP_COORDINATOR.getByName(group));
     await expectError(await call(`/v1/groups/${group}`), "GROUP_ID_NOT_FOUND", 404);
   });
 });
@@ -312,7 +310,7 @@ suite("consumer groups: session expiry, static membership, topic changes", () =>
     await settle(group, [a, b]);
     expect(b.partitions()).toHaveLength(2);
     // B stops. A keeps heartbeating within its own session timeout.
-    const stub = groupsEnv.GROUP_COORDINATOR.getByName(group);
+    const stub = env.GROUP_COORDINATOR.getByName(group);
     for (let i = 0; i < 4; i++) {
       await sleep(250);
       await a.heartbeat();

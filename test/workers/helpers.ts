@@ -4,9 +4,19 @@
  */
 import { SELF, env } from "cloudflare:test";
 import { expect } from "vitest";
-import { encodeBatch } from "../../src/codec/index.ts";
+import { crc32c, encodeBatch, type ProducerRecord } from "../../src/codec/index.ts";
 import { partitionObjectName, type PartitionRpc } from "../../src/partition/rpc.ts";
-import type { ErrorBody, ErrorCode, JsonFetchResponse, ProduceResponse, TopicDescription } from "../../src/protocol/index.ts";
+import {
+  BATCH_MEDIA_TYPE,
+  ERRORS,
+  isErrorCode,
+  utf8,
+  type ErrorBody,
+  type ErrorCode,
+  type JsonFetchResponse,
+  type ProduceResponse,
+  type TopicDescription,
+} from "../../src/protocol/index.ts";
 
 const BASE = "http://edgelog.test";
 
@@ -69,3 +79,40 @@ export function partitionObject(topicId: string, p = 0): PartitionRpc {
 /** A one-record batch (null key, UTF-8 `value`, no headers). */
 export const oneRecordBatch = (value: string, timestamp = 1): Uint8Array =>
   encodeBatch({}, [{ key: null, value: new TextEncoder().encode(value), headers: [], timestamp }]);
+
+/** Everything a rejected request must leave unchanged: partition bounds, counts, bytes, configs. */
+export async function snapshot(name: string): Promise<Pick<TopicDescription, "partitions" | "configs" | "partitionDetails" | "topicId">> {
+  const d = await describe(name);
+  return { topicId: d.topicId, partitions: d.partitions, configs: d.configs, partitionDetails: d.partitionDetails };
+}
+
+/** Asserts the one error shape: JSON, a known code, the table's status and retriable flag. */
+export async function expectErrorShape(res: Response, what: string): Promise<ErrorBody["error"]> {
+  const text = await res.text();
+  expect(res.headers.get("content-type"), what).toMatch(/^application\/json/);
+  const body = JSON.parse(text) as ErrorBody;
+  expect(Object.keys(body), what).toEqual(["error"]);
+  const e = body.error;
+  expect(isErrorCode(e.code), `${what}: ${text}`).toBe(true);
+  expect({ status: res.status, retriable: e.retriable, message: typeof e.message }, `${what}: ${text}`).toEqual({
+    status: ERRORS[e.code].httpStatus,
+    retriable: ERRORS[e.code].retriable,
+    message: "string",
+  });
+  return e;
+}
+
+export const rec = (value: string | null, timestamp = 1_000): ProducerRecord => ({ key: null, value: value === null ? null : utf8(value), headers: [], timestamp });
+
+export function sendBatch(topic: string, partition: number, body: Uint8Array): Promise<Response> {
+  return call(`/v1/topics/${topic}/partitions/${partition}/records`, { method: "POST", headers: { "content-type": BATCH_MEDIA_TYPE }, body });
+}
+
+/** A copy of `batch` changed by `f` (DataView over the copy); `fixCrc` recomputes the records CRC. */
+export function mutate(batch: Uint8Array, f: (v: DataView, b: Uint8Array) => void, fixCrc = false): Uint8Array {
+  const b = batch.slice();
+  const v = new DataView(b.buffer);
+  f(v, b);
+  if (fixCrc) v.setUint32(53, crc32c(b, 61, b.length)); // layout: src/codec/batch.ts
+  return b;
+}

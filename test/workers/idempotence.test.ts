@@ -123,4 +123,19 @@ suite("idempotent producers (KIP-98)", () => {
     expect(next.records.map((r) => r.offset)).toEqual([2]);
     expect(await highWatermarks(t)).toEqual([3]);
   });
+
+  it("under LogAppendTime an idempotent retry answers the original broker timestamps", async () => {
+    const t = randomTopic("qa");
+    await createTopic(t, 1, { "message.timestamp.type": "LogAppendTime" });
+    const { producerId } = (await (await call("/v1/producers", { method: "POST" })).json()) as { producerId: number };
+    const body = { producerId, producerEpoch: 0, baseSequence: 0, records: [{ value: "a", timestamp: 5 }, { value: "b", timestamp: 6 }] };
+    const first = await produce(`/v1/topics/${t}/partitions/0/records`, body);
+    expect(first.records.map((r) => r.offset)).toEqual([0, 1]);
+    expect(first.records[0]!.timestamp).toBeGreaterThan(1_000_000_000_000);
+    expect(first.records[1]!.timestamp).toBe(first.records[0]!.timestamp);
+    await new Promise((r) => setTimeout(r, 5));
+    const retry = await produce(`/v1/topics/${t}/partitions/0/records`, body);
+    expect(retry).toEqual({ ...first, duplicate: true });
+    expect((await fetchJson(t, 0, "offset=0")).records.map((r) => r.timestamp)).toEqual(first.records.map((r) => r.timestamp));
+  });
 });

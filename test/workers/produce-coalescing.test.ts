@@ -6,9 +6,10 @@
  * test/e2e/produce-coalescing.test.ts runs concurrent requests with it on.
  */
 import { describe as suite, expect, it } from "vitest";
-import type { AppendOk } from "../../src/partition/rpc.ts";
+import type { AppendOk, AppendRequest } from "../../src/partition/rpc.ts";
+import type { RpcResult } from "../../src/protocol/errors.ts";
 import type { ProduceResponse } from "../../src/protocol/index.ts";
-import { call, createTopic, fetchJson, highWatermarks, json, randomTopic, oneRecordBatch, partitionObject } from "./helpers.ts";
+import { call, createTopic, fetchJson, highWatermarks, json, oneRecordBatch, partitionObject, produce, randomTopic } from "./helpers.ts";
 
 const partition = partitionObject;
 const batch = oneRecordBatch;
@@ -49,6 +50,30 @@ suite("produce: concurrent requests for one partition", () => {
     const values = (await fetchJson(t, 0, "offset=0")).records.map((r) => r.value);
     expect(values.sort()).toEqual(Array.from({ length: 20 }, (_, i) => `g${i}`).sort());
   });
+
+  it("many concurrent producers on one partition get dense offsets, no gaps, no duplicates", async () => {
+    const t = randomTopic("qa");
+    await createTopic(t, 1);
+    const clients = 16;
+    const requests = 5;
+    const perRequest = 7;
+    const acked: number[][] = [];
+    await Promise.all(
+      Array.from({ length: clients }, async (_, c) => {
+        for (let r = 0; r < requests; r++) {
+          const p = await produce(`/v1/topics/${t}/partitions/0/records`, { records: Array.from({ length: perRequest }, (_, k) => ({ value: `${c}/${r}/${k}` })) });
+          acked.push(p.records.map((x) => x.offset));
+        }
+      }),
+    );
+    const total = clients * requests * perRequest;
+    // Each request's offsets are contiguous, and all of them together are exactly 0..total-1.
+    for (const offs of acked) expect(offs).toEqual(Array.from({ length: perRequest }, (_, k) => offs[0]! + k));
+    expect(acked.flat().sort((a, b) => a - b)).toEqual(Array.from({ length: total }, (_, i) => i));
+    const f = await fetchJson(t, 0, `offset=0&maxRecords=${total}`);
+    expect(f.records.map((r) => r.offset)).toEqual(Array.from({ length: total }, (_, i) => i));
+    expect(new Set(f.records.map((r) => r.value)).size).toBe(total);
+  });
 });
 
 suite("PartitionDO.appendMany", () => {
@@ -74,5 +99,29 @@ suite("PartitionDO.appendMany", () => {
   it("answers UNKNOWN_TOPIC_OR_PARTITION for every request on a partition that does not exist", async () => {
     const out = await partition(crypto.randomUUID()).appendMany([{ batches: [batch("a")] }, { batches: [batch("b")] }]);
     expect(out.map((r) => (r.ok ? "ok" : r.code))).toEqual(["UNKNOWN_TOPIC_OR_PARTITION", "UNKNOWN_TOPIC_OR_PARTITION"]);
+  });
+
+  it("a request that throws fails alone; the committed request before it gets its offsets", async () => {
+    // Each carried request is its own transaction and "one request's failure MUST NOT affect another's"
+    // (docs/PROTOCOL.md "Atomicity and acks"): the throwing request gets INTERNAL, the others their
+    // offsets. Its batch is not a Uint8Array, standing in for any unexpected throw.
+    const t = randomTopic();
+    const created = await createTopic(t);
+    const throwing = { batches: [[1, 2, 3]], crcVerified: true } as unknown as AppendRequest;
+    let out: unknown;
+    try {
+      out = await partition(created.topicId).appendMany([{ batches: [batch("a", 10)] }, throwing, { batches: [batch("c", 12)] }]);
+    } catch (e) {
+      out = e;
+    }
+    // What was committed:
+    const stored = (await fetchJson(t, 0, "offset=0")).records.map((r) => [r.offset, r.value]);
+    expect({ out: Array.isArray(out) ? (out as RpcResult<AppendOk>[]).map((r) => (r.ok ? r.baseOffset : r.code)) : String(out), stored }).toEqual({
+      out: [0, "INTERNAL", 1],
+      stored: [
+        [0, "a"],
+        [1, "c"],
+      ],
+    });
   });
 });

@@ -144,6 +144,40 @@ suite("produce: encodings and record model", () => {
     expect(all.records.map((r) => (r.value as string).length)).toEqual([big.length, big.length, 5]);
     expect(all.nextOffset).toBe(3);
   });
+
+  it("null and empty header values stay distinct in string and base64, duplicates in order", async () => {
+    const t = randomTopic("qa");
+    await createTopic(t, 1);
+    await produce(`/v1/topics/${t}/partitions/0/records`, {
+      records: [{ value: "s", headers: [{ key: "h", value: null }, { key: "h", value: "" }, { key: "h" }, { key: "", value: "k-empty" }] }],
+    });
+    await produce(`/v1/topics/${t}/partitions/0/records`, {
+      valueEncoding: "base64",
+      records: [{ value: "", headers: [{ key: "h", value: "" }, { key: "h", value: null }, { key: "h", value: "AA" }] }],
+    });
+    await produce(`/v1/topics/${t}/partitions/0/records`, {
+      valueEncoding: "json",
+      records: [{ value: null, headers: [{ key: "h", value: null }, { key: "h", value: "" }, { key: "h", value: 0 }] }],
+    });
+    const asString = await fetchJson(t, 0, "offset=0");
+    expect(asString.records.map((r) => [r.value, r.headers])).toEqual([
+      ["s", [{ key: "h", value: null }, { key: "h", value: "" }, { key: "h", value: null }, { key: "", value: "k-empty" }]],
+      ["", [{ key: "h", value: "" }, { key: "h", value: null }, { key: "h", value: "\u0000" }]],
+      [null, [{ key: "h", value: null }, { key: "h", value: '""' }, { key: "h", value: "0" }]],
+    ]);
+    const asJson = await fetchJson(t, 0, "offset=2&encoding=json");
+    expect(asJson.records.map((r) => [r.value, r.headers])).toEqual([[null, [{ key: "h", value: null }, { key: "h", value: "" }, { key: "h", value: 0 }]]]);
+  });
+
+  it("a leading U+FEFF (BOM) and a U+0000 in a string value are data and round trip", async () => {
+    const t = randomTopic("qa");
+    await createTopic(t, 1);
+    await produce(`/v1/topics/${t}/partitions/0/records`, { records: [{ key: "\uFEFFk", value: "\uFEFFv\u0000w" }] });
+    const f = await fetchJson(t, 0, "offset=0");
+    expect([f.records[0]!.key, f.records[0]!.value]).toEqual(["\uFEFFk", "\uFEFFv\u0000w"]);
+    const b64 = await fetchJson(t, 0, "offset=0&encoding=base64");
+    expect(b64.records[0]!.value).toBe("77u/dgB3");
+  });
 });
 
 suite("produce: partitioning", () => {
@@ -429,4 +463,20 @@ suite("produce: compact answer (Accept: application/vnd.edgelog.produce-summary+
     const res = await call(`/v1/topics/${t}/partitions/3/records`, { method: "POST", headers: { "content-type": "application/json", ...summary }, body: JSON.stringify({ records: [{ value: "a" }] }) });
     await expectError(res, "UNKNOWN_TOPIC_OR_PARTITION", 404);
   });
+
+  // RFC 9110 §12.4.2: a media range with q=0 is "not acceptable" (src/gateway/http.ts acceptsMediaType).
+  for (const accept of [`${PRODUCE_SUMMARY_MEDIA_TYPE};q=0, application/json`, `application/json, ${PRODUCE_SUMMARY_MEDIA_TYPE}; q=0.0`]) {
+    it(`Accept: ${accept} -> the full answer (the summary type is refused with q=0)`, async () => {
+      const t = randomTopic();
+      await createTopic(t);
+      const res = await call(`/v1/topics/${t}/partitions/0/records`, {
+        method: "POST",
+        headers: { "content-type": "application/json", accept },
+        body: JSON.stringify({ records: [{ value: "a", timestamp: 5 }] }),
+      });
+      expect(res.status).toBe(200);
+      expect(res.headers.get("content-type")).toMatch(/^application\/json/);
+      expect(await res.json()).toEqual({ topic: `public/default/${t}`, records: [{ partition: 0, offset: 0, timestamp: 5 }] });
+    });
+  }
 });

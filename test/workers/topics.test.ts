@@ -1,9 +1,17 @@
 import { env } from "cloudflare:test";
 import { describe as suite, expect, it } from "vitest";
-import { encodeBatch } from "../../src/codec/index.ts";
+import { decodeBatches, encodeBatch, partitionForKey } from "../../src/codec/index.ts";
 import { createApp } from "../../src/app.ts";
-import { DEFAULT_TOPIC_CONFIGS, utf8, type InitProducerResponse, type TopicDescription, type TopicSummary } from "../../src/protocol/index.ts";
-import { call, createTopic, describe, expectError, highWatermarks, json, produce, randomTopic } from "./helpers.ts";
+import {
+  BATCH_MEDIA_TYPE,
+  DEFAULT_TOPIC_CONFIGS,
+  MAX_REQUEST_BYTES,
+  utf8,
+  type InitProducerResponse,
+  type TopicDescription,
+  type TopicSummary,
+} from "../../src/protocol/index.ts";
+import { call, createTopic, describe, expectError, expectErrorShape, fetchJson, highWatermarks, json, produce, randomTopic, rec, sendBatch, snapshot } from "./helpers.ts";
 
 async function listNames(): Promise<string[]> {
   const res = await call("/v1/topics");
@@ -238,5 +246,129 @@ suite("topics", () => {
     expect(await highWatermarks(name)).toEqual([0, 0]);
     const p = await produce(`/v1/topics/${name}/partitions/0/records`, { records: [{ value: "c" }] });
     expect(p.records.map((r) => r.offset)).toEqual([0]);
+  });
+
+  it("alter partitions up: new partitions start empty and keyed records follow the new count", async () => {
+    const t = randomTopic("qa");
+    await createTopic(t, 1);
+    const key = "user-1";
+    const first = await produce(`/v1/topics/${t}/records`, { records: [{ key, value: "one partition" }] });
+    expect(first.records.map((r) => r.partition)).toEqual([0]);
+    const altered = (await (await json("PATCH", `/v1/topics/${t}`, { partitions: 3 })).json()) as TopicDescription;
+    expect(altered.partitionDetails.map((p) => [p.partition, p.highWatermark])).toEqual([[0, 1], [1, 0], [2, 0]]);
+    const after = await produce(`/v1/topics/${t}/records`, { records: [{ key, value: "three partitions" }, { key: "100:48069", value: "v" }] });
+    // murmur2: "user-1" -> 2 of 3 (the README's example), "100:48069" -> 0 of 3 (after the 1 record there).
+    expect([partitionForKey(utf8(key), 3), partitionForKey(utf8("100:48069"), 3)]).toEqual([2, 0]);
+    expect(after.records.map((r) => [r.partition, r.offset])).toEqual([[2, 0], [0, 1]]);
+    expect(await fetchJson(t, 2, "offset=0").then((f) => f.records[0]!.value)).toBe("three partitions");
+  });
+
+  it("describe counts exactly the stored batch bytes a binary fetch returns", async () => {
+    const t = randomTopic("qa");
+    await createTopic(t, 1);
+    await produce(`/v1/topics/${t}/partitions/0/records`, { records: [{ key: "k", value: "v", headers: [{ key: "h", value: null }] }] });
+    await produce(`/v1/topics/${t}/partitions/0/records`, { records: [{ value: "x".repeat(1000) }, { value: "" }, {}] });
+    await sendBatch(t, 0, encodeBatch({}, [rec("bin"), rec(null)]));
+    const bin = await call(`/v1/topics/${t}/partitions/0/records?offset=0`, { headers: { accept: BATCH_MEDIA_TYPE } });
+    const body = new Uint8Array(await bin.arrayBuffer());
+    expect(decodeBatches(body).map((b) => [b.header.baseOffset, b.header.recordCount])).toEqual([[0, 1], [1, 3], [4, 2]]);
+    expect((await describe(t)).partitionDetails[0]).toEqual({ partition: 0, logStartOffset: 0, highWatermark: 6, logEndOffset: 6, recordCount: 6, bytes: body.length });
+  });
+});
+
+suite("gateway: every rejected request is one JSON error and changes nothing", () => {
+  it("produce, fetch, offsets and admin routes reject bad input without touching state", async () => {
+    const t = randomTopic("qa");
+    await createTopic(t, 2, { "max.message.bytes": 200 });
+    await produce(`/v1/topics/${t}/partitions/0/records`, { records: [{ value: "seed" }] });
+    const before = await snapshot(t);
+    const topicsBefore = ((await (await call("/v1/topics")).json()) as { topics: { name: string }[] }).topics.map((x) => x.name);
+
+    const big = "x".repeat(300);
+    const cases: [string, Promise<Response>, string][] = [
+      // produce, JSON
+      ["records[0] is a string", json("POST", `/v1/topics/${t}/records`, { records: ["v"] }), "INVALID_REQUEST"],
+      ["header key null", json("POST", `/v1/topics/${t}/records`, { records: [{ value: "v", headers: [{ key: null, value: "x" }] }] }), "INVALID_REQUEST"],
+      ["header value base64 number", json("POST", `/v1/topics/${t}/records`, { valueEncoding: "base64", records: [{ value: "QQ==", headers: [{ key: "h", value: 1 }] }] }), "INVALID_REQUEST"],
+      ["header value array (string encoding)", json("POST", `/v1/topics/${t}/records`, { records: [{ value: "v", headers: [{ key: "h", value: ["x"] }] }] }), "INVALID_REQUEST"],
+      ["value object (string encoding)", json("POST", `/v1/topics/${t}/records`, { records: [{ value: { a: 1 } }] }), "INVALID_REQUEST"],
+      ["partition float", json("POST", `/v1/topics/${t}/records`, { records: [{ value: "v", partition: 0.5 }] }), "INVALID_REQUEST"],
+      ["partition huge", json("POST", `/v1/topics/${t}/records`, { records: [{ value: "v", partition: 1e300 }] }), "INVALID_REQUEST"],
+      ["timestamp string", json("POST", `/v1/topics/${t}/records`, { records: [{ value: "v", timestamp: "1000" }] }), "INVALID_REQUEST"],
+      ["timestamp 1e300", json("POST", `/v1/topics/${t}/records`, { records: [{ value: "v", timestamp: 1e300 }] }), "INVALID_TIMESTAMP"],
+      ["base64 with a newline", json("POST", `/v1/topics/${t}/records`, { valueEncoding: "base64", records: [{ value: "QUJD\nQUJD" }] }), "INVALID_ENCODING"],
+      ["base64url alphabet", json("POST", `/v1/topics/${t}/records`, { keyEncoding: "base64", records: [{ key: "_-8", value: "v" }] }), "INVALID_ENCODING"],
+      ["101 thousand records", json("POST", `/v1/topics/${t}/records`, { records: Array.from({ length: 100_001 }, () => ({})) }), "INVALID_REQUEST"],
+      [
+        "a too-large record in the middle of a multi-partition request",
+        json("POST", `/v1/topics/${t}/records`, { records: [{ value: "a", partition: 0 }, { value: "b", partition: 1 }, { value: big, partition: 1 }, { value: "c", partition: 0 }] }),
+        "RECORD_TOO_LARGE",
+      ],
+      ["second record names a missing partition", json("POST", `/v1/topics/${t}/records`, { records: [{ value: "a", partition: 0 }, { value: "b", partition: 2 }] }), "UNKNOWN_TOPIC_OR_PARTITION"],
+      ["partition route, partition 1e3", json("POST", `/v1/topics/${t}/partitions/1e3/records`, { records: [{ value: "v" }] }), "INVALID_REQUEST"],
+      ["partition route, partition -1", json("POST", `/v1/topics/${t}/partitions/-1/records`, { records: [{ value: "v" }] }), "INVALID_REQUEST"],
+      ["partition route, partition 2", json("POST", `/v1/topics/${t}/partitions/2/records`, { records: [{ value: "v" }] }), "UNKNOWN_TOPIC_OR_PARTITION"],
+      ["producer fields: epoch string", json("POST", `/v1/topics/${t}/partitions/0/records`, { producerId: 1, producerEpoch: "0", baseSequence: 0, records: [{ value: "v" }] }), "INVALID_PRODUCER_ID"],
+      ["producer fields: only baseSequence", json("POST", `/v1/topics/${t}/partitions/0/records`, { baseSequence: 0, records: [{ value: "v" }] }), "INVALID_PRODUCER_ID"],
+      ["producer fields: negative epoch", json("POST", `/v1/topics/${t}/partitions/0/records`, { producerId: 1, producerEpoch: -1, baseSequence: 0, records: [{ value: "v" }] }), "INVALID_PRODUCER_ID"],
+      ["unknown producer starting at sequence 5", json("POST", `/v1/topics/${t}/partitions/0/records`, { producerId: 987_654_321, producerEpoch: 0, baseSequence: 5, records: [{ value: "v" }] }), "OUT_OF_ORDER_SEQUENCE_NUMBER"],
+      ["JSON with a BOM", call(`/v1/topics/${t}/records`, { method: "POST", headers: { "content-type": "application/json" }, body: "\uFEFF{\"records\":[{}]}" }), "INVALID_JSON"],
+      ["JSON not UTF-8", call(`/v1/topics/${t}/records`, { method: "POST", headers: { "content-type": "application/json" }, body: new Uint8Array([0x7b, 0xff, 0x7d]) }), "INVALID_JSON"],
+      ["text/plain", call(`/v1/topics/${t}/partitions/0/records`, { method: "POST", headers: { "content-type": "text/plain" }, body: "{\"records\":[{}]}" }), "UNSUPPORTED_MEDIA_TYPE"],
+      // fetch and offsets
+      ["fetch offset 1.0", call(`/v1/topics/${t}/partitions/0/records?offset=1.0`), "INVALID_OFFSET"],
+      ["fetch offset 1e0", call(`/v1/topics/${t}/partitions/0/records?offset=1e0`), "INVALID_OFFSET"],
+      ["fetch offset 2^53", call(`/v1/topics/${t}/partitions/0/records?offset=9007199254740992`), "INVALID_OFFSET"],
+      ["fetch offset above the end", call(`/v1/topics/${t}/partitions/0/records?offset=2`), "OFFSET_OUT_OF_RANGE"],
+      ["fetch maxWaitMs NaN", call(`/v1/topics/${t}/partitions/0/records?offset=0&maxWaitMs=NaN`), "INVALID_REQUEST"],
+      ["fetch minBytes -1", call(`/v1/topics/${t}/partitions/0/records?offset=0&minBytes=-1`), "INVALID_REQUEST"],
+      ["fetch maxBytes 1.5", call(`/v1/topics/${t}/partitions/0/records?offset=0&maxBytes=1.5`), "INVALID_REQUEST"],
+      ["fetch encoding HEX", call(`/v1/topics/${t}/partitions/0/records?offset=0&encoding=HEX`), "INVALID_REQUEST"],
+      ["fetch partition 01", call(`/v1/topics/${t}/partitions/01/records?offset=0`), "INVALID_REQUEST"],
+      ["fetch partition 2", call(`/v1/topics/${t}/partitions/2/records?offset=0`), "UNKNOWN_TOPIC_OR_PARTITION"],
+      ["offsets spec Latest", call(`/v1/topics/${t}/partitions/0/offsets?spec=Latest`), "INVALID_OFFSET"],
+      ["offsets timestamp 1e3", call(`/v1/topics/${t}/partitions/0/offsets?spec=timestamp&timestamp=1e3`), "INVALID_OFFSET"],
+      ["offsets timestamp -1", call(`/v1/topics/${t}/partitions/0/offsets?spec=timestamp&timestamp=-1`), "INVALID_OFFSET"],
+      // admin
+      ["alter: decrease", json("PATCH", `/v1/topics/${t}`, { partitions: 1 }), "PARTITION_DECREASE_NOT_ALLOWED"],
+      ["alter: increase with a bad config", json("PATCH", `/v1/topics/${t}`, { partitions: 4, configs: { "max.message.bytes": 100, "retention.ms": "forever" } }), "INVALID_CONFIG"],
+      ["alter: partitions as a string", json("PATCH", `/v1/topics/${t}`, { partitions: "4" }), "INVALID_REQUEST"],
+      ["alter: configs an array", json("PATCH", `/v1/topics/${t}`, { configs: [["max.message.bytes", 1]] }), "INVALID_REQUEST"],
+      ["alter: unknown config", json("PATCH", `/v1/topics/${t}`, { configs: { "compression.type": "gzip" } }), "INVALID_CONFIG"],
+      ["create: the same name", json("POST", "/v1/topics", { name: t }), "TOPIC_ALREADY_EXISTS"],
+      ["create: same name, full form", json("POST", "/v1/topics", { name: `public/default/${t}`, partitions: 5 }), "TOPIC_ALREADY_EXISTS"],
+      ["create: 250 characters", json("POST", "/v1/topics", { name: "q".repeat(250) }), "INVALID_TOPIC_NAME"],
+      ["create: tenant only", json("POST", "/v1/topics", { name: `qa/${t}` }), "INVALID_TOPIC_NAME"],
+      ["create: '..' namespace", json("POST", "/v1/topics", { name: `qa/../${t}` }), "INVALID_TOPIC_NAME"],
+      ["create: partitions 1e400", call("/v1/topics", { method: "POST", headers: { "content-type": "application/json" }, body: `{"name":"${t}-x","partitions":1e400}` }), "INVALID_PARTITIONS"],
+      ["create: segment.bytes 13", json("POST", "/v1/topics", { name: `${t}-x`, configs: { "segment.bytes": 13 } }), "INVALID_CONFIG"],
+      ["create: body over the limit", call("/v1/topics", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ name: `${t}-x`, pad: "p".repeat(MAX_REQUEST_BYTES) }) }), "REQUEST_TOO_LARGE"],
+      ["delete: %2F-encoded bad name", call(`/v1/topics/qa%2F${t}`, { method: "DELETE" }), "INVALID_TOPIC_NAME"],
+      ["wrong method on a known path", call(`/v1/topics/${t}/partitions/0/offsets?spec=latest`, { method: "DELETE" }), "METHOD_NOT_ALLOWED"],
+      ["PUT on the produce route", call(`/v1/topics/${t}/partitions/0/records`, { method: "PUT", headers: { "content-type": "application/json" }, body: '{"records":[{"value":"x"}]}' }), "METHOD_NOT_ALLOWED"],
+    ];
+    for (const [what, pending, code] of cases) {
+      const e = await expectErrorShape(await pending, what);
+      expect(e.code, what).toBe(code);
+    }
+    expect(await snapshot(t)).toEqual(before);
+    const topicsAfter = ((await (await call("/v1/topics")).json()) as { topics: { name: string }[] }).topics.map((x) => x.name);
+    expect(topicsAfter.filter((n) => n.includes(t))).toEqual(topicsBefore.filter((n) => n.includes(t)));
+    await expectError(await call(`/v1/topics/${t}-x`), "UNKNOWN_TOPIC_OR_PARTITION", 404);
+  });
+
+  it("an unknown topic is named by its full name on every route", async () => {
+    const t = randomTopic("qa-missing");
+    const full = `public/default/${t}`;
+    for (const res of [
+      await call(`/v1/topics/${t}`),
+      await json("PATCH", `/v1/topics/${t}`, {}),
+      await call(`/v1/topics/${t}`, { method: "DELETE" }),
+      await json("POST", `/v1/topics/${t}/records`, { records: [{}] }),
+      await call(`/v1/topics/${t}/partitions/0/records?offset=0`),
+    ]) {
+      const e = await expectError(res, "UNKNOWN_TOPIC_OR_PARTITION", 404);
+      expect(e.details).toEqual({ topic: full });
+    }
   });
 });

@@ -3,34 +3,25 @@
  * `PUT` create/fork, `POST` append/close, `GET` read (catch-up, long-poll, SSE), `HEAD`,
  * `DELETE`, `OPTIONS`. Each stream is the one-partition topic `streams/default/{part}`.
  *
- * Routes parse and validate, call the stream's partition object (one RPC, except PUT, which
- * also creates the topic and, for a fork, references the source), and map the typed result
- * to the protocol's status codes and headers. The decisions live in src/streams/ and in the
- * partition (durable-objects/partition-streams.ts).
+ * Routes parse and validate, call the stream's partition object (one RPC through onStream;
+ * PUT calls the create saga of src/gateway/streams.ts, which also creates the topic and, for a
+ * fork, references the source), and map the typed result to the protocol's status codes and
+ * headers. A failure is thrown (streamError) with its protocol headers to the one onError of
+ * src/app.ts. The decisions live in src/streams/ and in the
+ * partition (durable-objects/partition/streams/).
  */
 import type { Hono, MiddlewareHandler } from "hono";
 import type { AppContext, AppEnv } from "../../gateway/context.ts";
-import { StaleTopicError, topicCache, withTopic } from "../../gateway/topics.ts";
-import { metadataStore } from "../../metadata/store.ts";
-import { partitionStub, type RpcResult } from "../../partition/rpc.ts";
-import { EdgelogError, ERRORS, errorResult, type ErrorCode, type ErrorResult } from "../../protocol/errors.ts";
-import { MAX_RECORDS_PER_REQUEST } from "../../protocol/limits.ts";
-import type { TopicSummary } from "../../protocol/types.ts";
-import {
-  DEFAULT_CONTENT_TYPE,
-  H,
-  isError,
-  isJsonContentType,
-  isSseText,
-  parseAppendHeaders,
-  parseCreateHeaders,
-} from "../../streams/headers.ts";
+import { createStream as createStreamSaga, MAX_RECORDS_PER_CALL, onStream, streamError, streamStub, TOPIC_HEADER, tooManyMessages } from "../../gateway/streams.ts";
+import { topicCache } from "../../gateway/topics.ts";
+import { errorResult, type ErrorCode } from "../../protocol/errors.ts";
+import { H, isError, isJsonContentType, isSseText, parseAppendHeaders, parseCreateHeaders } from "../../streams/headers.ts";
 import { cacheControl, ifNoneMatchHits, responseCursor } from "../../streams/http-cache.ts";
-import { parseForkSource, parseStreamPath, STREAMS_PATH_PREFIX, topicNameForPath } from "../../streams/names.ts";
+import { parseStreamPath, STREAMS_PATH_PREFIX, topicNameForPath } from "../../streams/names.ts";
 import { encodeOffset, parseOffsetParam, type OffsetSpec } from "../../streams/offsets.ts";
 import { longPollNoContentHeaders, readHeaders, type ReadOutcome } from "../../streams/read.ts";
 import { jsonMessages } from "../../streams/records.ts";
-import type { CreateStreamOk, ForkCreate, ReadStreamOk, StreamRpc } from "../../streams/rpc.ts";
+import type { ReadStreamOk } from "../../streams/rpc.ts";
 import { sseControlEvent, sseDataEvent, type SseControl } from "../../streams/sse.ts";
 
 /** Longest long-poll (and SSE wait between events), ms, unless STREAMS_LONG_POLL_TIMEOUT_MS says otherwise. */
@@ -44,13 +35,11 @@ const LONG_POLL_TIMEOUT_MAX_MS = 60_000;
  * limit; the reference server answers with everything). Large answers come from the
  * partition as a stream of chunks, so they are not held to the 32 MiB of one Durable Object
  * RPC answer; the partition reads at most 16 MiB of an answer from storage (the rest comes
- * from its in-memory tail cache, durable-objects/partition-streams.ts).
+ * from its in-memory tail cache, durable-objects/partition/streams/read.ts).
  */
 export const READ_MAX_BYTES = 32 * 1024 * 1024;
 /** Value bytes per live answer (long-poll, one SSE data event): live readers want it soon, not big. */
 export const LIVE_READ_MAX_BYTES = 1024 * 1024;
-/** Records (JSON messages) per answer, and per append: bounds the per-record memory of tiny messages. */
-export const MAX_RECORDS_PER_CALL = MAX_RECORDS_PER_REQUEST;
 /** An SSE connection is closed after this long so clients reconnect through CDNs (protocol 10.2). */
 export const SSE_CONNECTION_MAX_MS = 60_000;
 
@@ -87,9 +76,6 @@ const EXPOSE_HEADERS = [
   "Location",
   "Edgelog-Topic",
 ].join(", ");
-
-/** The header naming a stream's topic (docs/DURABLE-STREAMS.md "Names"). */
-const TOPIC_HEADER = "Edgelog-Topic";
 
 export function durableStreamsRoutes(app: Hono<AppEnv>): void {
   const pattern = `${STREAMS_PATH_PREFIX}*`;
@@ -139,68 +125,20 @@ interface Target {
   topic: string;
 }
 
-/** The stream the request addresses, or a 400/404 answer. */
-async function target(c: AppContext): Promise<Target | Response> {
+/**
+ * The stream the request addresses.
+ * @throws the error answer: NOT_FOUND for a reserved path, INVALID_REQUEST for a malformed one.
+ */
+async function target(c: AppContext): Promise<Target> {
   const pathname = new URL(c.req.url).pathname;
   const p = parseStreamPath(pathname);
-  if (!p.ok) return errorResponse(c, errorResult(p.reason === "reserved" ? "NOT_FOUND" : "INVALID_REQUEST", p.message), null);
+  if (!p.ok) throw streamError(errorResult(p.reason === "reserved" ? "NOT_FOUND" : "INVALID_REQUEST", p.message), null);
   return { path: p.path, topic: await topicNameForPath(p.path) };
 }
 
-function stubOf(c: AppContext, topicId: string): StreamRpc {
-  return partitionStub(c.env.PARTITION, topicId, 0) as unknown as StreamRpc;
-}
-
-/**
- * Runs `op` against the stream's partition. A topic that does not exist (or has more than one
- * partition, so it is not a stream) is STREAM_NOT_FOUND; a partition that answers
- * UNKNOWN_TOPIC_OR_PARTITION makes the gateway refresh its cached topic id once.
- */
-async function onStream<T>(c: AppContext, topicName: string, op: (stub: StreamRpc, topic: TopicSummary) => Promise<RpcResult<T>>): Promise<RpcResult<T & { topic: TopicSummary }>> {
-  try {
-    return await withTopic(c.env, topicName, async (topic) => {
-      if (topic.partitions !== 1) return errorResult("STREAM_NOT_FOUND", `Topic ${topic.name} has ${topic.partitions} partitions: it is not a stream.`);
-      const r = await op(stubOf(c, topic.topicId), topic);
-      if (!r.ok) {
-        if (r.code === "UNKNOWN_TOPIC_OR_PARTITION") throw new StaleTopicError(r.message ?? "The stream's partition is gone.");
-        return r;
-      }
-      return { ...r, topic };
-    });
-  } catch (err) {
-    if (err instanceof EdgelogError && err.code === "UNKNOWN_TOPIC_OR_PARTITION") return errorResult("STREAM_NOT_FOUND", "No stream exists at this path.");
-    throw err;
-  }
-}
-
-/**
- * The error answer: the status of the code, Edgelog's JSON error body, and the protocol's
- * headers for the cases that need them (closed stream, fenced producer, sequence gap).
- */
-function errorResponse(c: AppContext, r: ErrorResult, topic: string | null): Response {
-  const status = ERRORS[r.code].httpStatus;
-  const headers: Record<string, string> = { "content-type": "application/json", "cache-control": cacheControl("none") };
-  if (topic !== null) headers[TOPIC_HEADER] = topic;
-  const d = r.details ?? {};
-  if (r.code === "STREAM_CLOSED") {
-    headers[H.closed] = "true";
-    if (typeof d.tail === "number") headers[H.nextOffset] = encodeOffset(d.tail);
-  }
-  if (r.code === "STALE_PRODUCER_EPOCH" && typeof d.currentEpoch === "number") headers[H.producerEpoch] = String(d.currentEpoch);
-  if (r.code === "OUT_OF_ORDER_SEQUENCE_NUMBER" && typeof d.expectedSeq === "number") {
-    headers[H.producerExpectedSeq] = String(d.expectedSeq);
-    headers[H.producerReceivedSeq] = String(d.receivedSeq);
-  }
-  const body = c.req.method === "HEAD" ? null : JSON.stringify(new EdgelogError(r.code, r.message, r.details).toBody());
-  return new Response(body, { status, headers });
-}
-
-function tooManyMessages(c: AppContext, count: number, topic: string): Response {
-  return errorResponse(c, errorResult("REQUEST_TOO_LARGE", `At most ${MAX_RECORDS_PER_CALL} JSON messages per request, got ${count}.`), topic);
-}
-
-function badRequest(c: AppContext, message: string, topic: string | null = null): Response {
-  return errorResponse(c, errorResult("INVALID_REQUEST", message), topic);
+/** INVALID_REQUEST with `message`, to throw. */
+function badRequest(message: string, topic: string | null = null): Error {
+  return streamError(errorResult("INVALID_REQUEST", message), topic);
 }
 
 function longPollTimeoutMs(c: AppContext): number {
@@ -215,83 +153,11 @@ function longPollTimeoutMs(c: AppContext): number {
 
 async function createStream(c: AppContext): Promise<Response> {
   const t = await target(c);
-  if (t instanceof Response) return t;
   const h = parseCreateHeaders((n) => c.req.header(n) ?? null);
-  if (isError(h)) return badRequest(c, h.error, t.topic);
-  const body = c.get("body");
-
-  // 1. A fork validates its fork point on the source and takes a reference there first, so
-  //    the source cannot disappear under the new fork. Everything below releases it on failure.
-  let fork: ForkCreate | null = null;
-  if (h.fork !== null) {
-    const src = parseForkSource(h.fork.source, new URL(c.req.url).origin);
-    if (!src.ok) return badRequest(c, `Stream-Forked-From: ${src.message}`, t.topic);
-    const sourceTopic = await topicNameForPath(src.path);
-    const anchor = h.fork.offset;
-    const subOffset = h.fork.subOffset;
-    const r = await onStream(c, sourceTopic, (stub) => stub.dsForkSource({ path: src.path, anchor, subOffset, contentType: h.contentType }));
-    if (!r.ok) return errorResponse(c, r.code === "STREAM_GONE" ? errorResult("STREAM_CONFLICT", r.message) : r, t.topic);
-    fork = {
-      sourcePath: src.path,
-      sourceTopic,
-      sourceTopicId: r.topic.topicId,
-      anchorRequested: anchor,
-      anchor: r.anchor,
-      subOffset,
-      source: { contentType: r.contentType, expiry: r.expiry, anchor: r.anchor, forkOffset: r.forkOffset, prefix: r.prefix, visibleStart: r.visibleStart },
-    };
-  }
-  const release = async (): Promise<void> => {
-    if (fork === null) return;
-    const f = fork;
-    await stubOf(c, f.sourceTopicId).dsRelease(f.sourcePath);
-  };
-
-  // 2. The initial body, judged by the stream's content type.
-  const contentType = h.contentType ?? fork?.source.contentType ?? DEFAULT_CONTENT_TYPE;
-  let messages: Uint8Array[] | null = null;
-  if (isJsonContentType(contentType) && body.length > 0) {
-    const m = jsonMessages(body, true);
-    if (!m.ok) {
-      await release();
-      return errorResponse(c, errorResult(m.reason === "invalid-json" ? "INVALID_JSON" : "EMPTY_BATCH", m.message), t.topic);
-    }
-    if (m.messages.length > MAX_RECORDS_PER_CALL) {
-      await release();
-      return tooManyMessages(c, m.messages.length, t.topic);
-    }
-    messages = m.messages;
-  }
-
-  // 3. The topic, then the stream on its partition. A partition that answers
-  //    UNKNOWN_TOPIC_OR_PARTITION was deleted (or just expired): make the topic again.
-  let result: RpcResult<CreateStreamOk> | null = null;
-  for (let attempt = 0; attempt < 3 && result === null; attempt++) {
-    const topic = await ensureTopic(c, t.topic);
-    if (!topic.ok) {
-      if (topic.code === "UNKNOWN_TOPIC_OR_PARTITION") continue; // deleted between create and get
-      await release();
-      return errorResponse(c, topic, t.topic);
-    }
-    const r = await stubOf(c, topic.topic.topicId).dsCreate({
-      path: t.path,
-      contentType: h.contentType,
-      ttlSeconds: h.ttlSeconds,
-      expiresAtMs: h.expiresAtMs,
-      closed: h.closed,
-      body: messages === null ? body : null,
-      messages,
-      fork,
-    });
-    if (!r.ok && r.code === "UNKNOWN_TOPIC_OR_PARTITION") {
-      topicCache.invalidate(t.topic);
-      continue;
-    }
-    result = r;
-  }
-  if (result === null) result = errorResult("UNAVAILABLE", "The stream's topic kept disappearing while it was being created.");
-  if (!result.ok || result.status === "exists") await release();
-  if (!result.ok) return errorResponse(c, result, t.topic);
+  if (isError(h)) throw badRequest(h.error, t.topic);
+  const url = new URL(c.req.url);
+  const result = await createStreamSaga(c.env, { path: t.path, topic: t.topic, headers: h, body: c.get("body"), origin: url.origin });
+  if (!result.ok) throw streamError(result, t.topic);
 
   const headers: Record<string, string> = {
     "content-type": result.contentType,
@@ -300,29 +166,8 @@ async function createStream(c: AppContext): Promise<Response> {
     "cache-control": cacheControl("none"),
   };
   if (result.closed) headers[H.closed] = "true";
-  if (result.status === "created") {
-    const url = new URL(c.req.url);
-    headers.location = `${url.origin}${url.pathname}`;
-  }
+  if (result.status === "created") headers.location = `${url.origin}${url.pathname}`;
   return new Response(null, { status: result.status === "created" ? 201 : 200, headers });
-}
-
-/** The stream's topic: created with one partition, or the existing one (fresh from the store). */
-async function ensureTopic(c: AppContext, name: string): Promise<RpcResult<{ topic: TopicSummary }>> {
-  const store = metadataStore(c.env.METADATA);
-  const created = await store.createTopic({ name, partitions: 1 });
-  if (created.ok) {
-    topicCache.put(created.topic, Date.now());
-    return { ok: true, topic: created.topic };
-  }
-  if (created.code !== "TOPIC_ALREADY_EXISTS") return created;
-  const existing = await store.getTopic(name);
-  if (!existing.ok) return existing;
-  if (existing.topic.partitions !== 1) {
-    return errorResult("STREAM_CONFLICT", `Topic ${name} exists with ${existing.topic.partitions} partitions: a stream needs exactly one.`);
-  }
-  topicCache.put(existing.topic, Date.now());
-  return existing;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -331,22 +176,21 @@ async function ensureTopic(c: AppContext, name: string): Promise<RpcResult<{ top
 
 async function appendStream(c: AppContext): Promise<Response> {
   const t = await target(c);
-  if (t instanceof Response) return t;
   const h = parseAppendHeaders((n) => c.req.header(n) ?? null);
-  if (isError(h)) return badRequest(c, h.error, t.topic);
+  if (isError(h)) throw badRequest(h.error, t.topic);
   const body = c.get("body");
   let messages: Uint8Array[] | null = null;
   let bodyError: { code: ErrorCode; message: string } | null = null;
   if (body.length > 0 && h.contentType !== null && isJsonContentType(h.contentType)) {
     const m = jsonMessages(body, false);
     if (!m.ok) bodyError = { code: m.reason === "invalid-json" ? "INVALID_JSON" : "EMPTY_BATCH", message: m.message };
-    else if (m.messages.length > MAX_RECORDS_PER_CALL) return tooManyMessages(c, m.messages.length, t.topic);
+    else if (m.messages.length > MAX_RECORDS_PER_CALL) throw streamError(tooManyMessages(m.messages.length), t.topic);
     else messages = m.messages;
   }
-  const r = await onStream(c, t.topic, (stub) =>
+  const r = await onStream(c.env, t.topic, (stub) =>
     stub.dsAppend({ path: t.path, contentType: h.contentType, body, messages, bodyError, close: h.close, streamSeq: h.streamSeq, producer: h.producer }),
   );
-  if (!r.ok) return errorResponse(c, r, t.topic);
+  if (!r.ok) throw streamError(r, t.topic);
   const headers: Record<string, string> = { [H.nextOffset]: encodeOffset(r.tail), [TOPIC_HEADER]: t.topic, "cache-control": cacheControl("none") };
   if (r.closed) headers[H.closed] = "true";
   if (r.producerEpoch !== null) headers[H.producerEpoch] = String(r.producerEpoch);
@@ -360,10 +204,9 @@ async function appendStream(c: AppContext): Promise<Response> {
 
 async function deleteStream(c: AppContext): Promise<Response> {
   const t = await target(c);
-  if (t instanceof Response) return t;
-  const r = await onStream(c, t.topic, (stub) => stub.dsDelete(t.path));
+  const r = await onStream(c.env, t.topic, (stub) => stub.dsDelete(t.path));
   topicCache.invalidate(t.topic);
-  if (!r.ok) return errorResponse(c, r, t.topic);
+  if (!r.ok) throw streamError(r, t.topic);
   return new Response(null, { status: 204, headers: { [TOPIC_HEADER]: t.topic } });
 }
 
@@ -373,15 +216,14 @@ async function deleteStream(c: AppContext): Promise<Response> {
 
 async function readStream(c: AppContext): Promise<Response> {
   const t = await target(c);
-  if (t instanceof Response) return t;
   if (c.req.method === "HEAD") return headStream(c, t);
 
   const query = new URL(c.req.url).searchParams;
   const spec = parseOffsetParam(query.getAll("offset"));
-  if ("error" in spec) return errorResponse(c, errorResult("INVALID_OFFSET", spec.error), t.topic);
+  if ("error" in spec) throw streamError(errorResult("INVALID_OFFSET", spec.error), t.topic);
   const live = query.get("live");
-  if (live !== null && live !== "long-poll" && live !== "sse") return badRequest(c, `live must be long-poll or sse, got ${JSON.stringify(live)}.`, t.topic);
-  if (live !== null && !query.has("offset")) return badRequest(c, `live=${live} requires an offset (use -1 for the beginning, now for the tail).`, t.topic);
+  if (live !== null && live !== "long-poll" && live !== "sse") throw badRequest(`live must be long-poll or sse, got ${JSON.stringify(live)}.`, t.topic);
+  if (live !== null && !query.has("offset")) throw badRequest(`live=${live} requires an offset (use -1 for the beginning, now for the tail).`, t.topic);
   const clientCursor = query.get("cursor");
 
   if (live === "sse") return sseStream(c, t, spec, clientCursor);
@@ -389,10 +231,10 @@ async function readStream(c: AppContext): Promise<Response> {
   const waitMs = live === "long-poll" ? longPollTimeoutMs(c) : 0;
   // Catch-up answers may come as a stream (large ones); live answers are one buffer (SSE frames them).
   const catchUp = live === null;
-  const r = await onStream(c, t.topic, (stub) =>
+  const r = await onStream(c.env, t.topic, (stub) =>
     stub.dsRead({ path: t.path, from: spec, maxBytes: catchUp ? READ_MAX_BYTES : LIVE_READ_MAX_BYTES, maxRecords: MAX_RECORDS_PER_CALL, waitMs, stream: catchUp }),
   );
-  if (!r.ok) return errorResponse(c, r, t.topic);
+  if (!r.ok) throw streamError(r, t.topic);
 
   if (live === "long-poll") {
     const cursor = responseCursor(clientCursor, Date.now(), Math.random);
@@ -435,8 +277,8 @@ function outcome(r: ReadStreamOk): ReadOutcome {
 }
 
 async function headStream(c: AppContext, t: Target): Promise<Response> {
-  const r = await onStream(c, t.topic, (stub) => stub.dsHead(t.path));
-  if (!r.ok) return errorResponse(c, r, t.topic);
+  const r = await onStream(c.env, t.topic, (stub) => stub.dsHead(t.path));
+  if (!r.ok) throw streamError(r, t.topic);
   const headers: Record<string, string> = {
     "content-type": r.contentType,
     [H.nextOffset]: encodeOffset(r.tail),
@@ -457,10 +299,10 @@ async function headStream(c: AppContext, t: Target): Promise<Response> {
  */
 async function sseStream(c: AppContext, t: Target, spec: OffsetSpec, clientCursor: string | null): Promise<Response> {
   const started = Date.now();
-  const first = await onStream(c, t.topic, (stub) => stub.dsRead({ path: t.path, from: spec, maxBytes: LIVE_READ_MAX_BYTES, maxRecords: MAX_RECORDS_PER_CALL, waitMs: 0 }));
-  if (!first.ok) return errorResponse(c, first, t.topic);
+  const first = await onStream(c.env, t.topic, (stub) => stub.dsRead({ path: t.path, from: spec, maxBytes: LIVE_READ_MAX_BYTES, maxRecords: MAX_RECORDS_PER_CALL, waitMs: 0 }));
+  if (!first.ok) throw streamError(first, t.topic);
   const encoding = isSseText(first.contentType) ? "text" : "base64";
-  const stub = stubOf(c, first.topic.topicId);
+  const stub = streamStub(c.env, first.topic.topicId);
   const timeoutMs = longPollTimeoutMs(c);
   const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
   const writer = writable.getWriter();

@@ -1,0 +1,431 @@
+/**
+ * The log room of a partition: the `meta` and `batches` tables, the append's plan / apply /
+ * publish, the reads (fetch, ListOffsets, duplicate answers, raw batch data for the stream
+ * rooms) and the bounds (log start offset, high watermark, log end offset).
+ *
+ * Storage (room "log", migration 1 in schema/log.ts):
+ * - meta(key, value): topic, topic_id, partition, configs (JSON), log_start_offset,
+ *   log_end_offset, leader_epoch, stored_bytes, state ("active").
+ * - batches: one row per stored record batch; `data` is the encoded batch with its header
+ *   rewritten on append (baseOffset, leader epoch, LogAppendTime), so a fetch serves the
+ *   bytes as stored. `running_max_timestamp` is the max timestamp over this batch and every
+ *   earlier one: monotone in offset, so "first offset with timestamp >= T" is an index seek
+ *   plus one batch scan (docs/ARCHITECTURE.md).
+ *
+ * The log is the lowest room: it imports no other room and never calls up. It writes SQL only
+ * in {@link LogRoom.apply} (inside the switchboard's commit transaction); news of an append
+ * goes up through the listeners registered with {@link LogRoom.onAppended}.
+ */
+import { ATTR_LOG_APPEND_TIME, decodeBatch } from "../../src/codec/index.ts";
+import {
+  checkFetchOffset,
+  checkLogInvariants,
+  firstAtOrAfterTimestamp,
+  planAppend,
+  planFetch,
+  scanAppend,
+  type AppendPlan,
+  type ListOffsetsSpec,
+  type ProducerBatchEntry,
+  type ScannedAppend,
+  type StoredBatchRef,
+} from "../../src/partition/core.ts";
+import type { AppendOk, FetchOk, FetchRequest, ListOffsetsOk, PartitionInit } from "../../src/partition/rpc.ts";
+import { errorResult, type ErrorResult, type Ok, type RpcResult } from "../../src/protocol/errors.ts";
+import type { PartitionDescription, TopicConfigs } from "../../src/protocol/types.ts";
+import { blob, type Sql } from "../base.ts";
+
+/** In-memory copy of the meta table of an initialised partition (loaded once at start-up). */
+export interface PartitionState {
+  topic: string;
+  topicId: string;
+  partition: number;
+  configs: TopicConfigs;
+  logStartOffset: number;
+  /**
+   * Offsets below it are committed (readable by consumers, acknowledged to acks=all). Equals
+   * logEndOffset while a partition is its only replica: set in one place,
+   * {@link LogRoom.publish}, which replication will change.
+   */
+  highWatermark: number;
+  logEndOffset: number;
+  leaderEpoch: number;
+  storedBytes: number;
+  /** Running max timestamp of the last batch; -1 for an empty log. */
+  runningMaxTimestamp: number;
+}
+
+/** A change of the log's meta rows (not an append). */
+export type LogChange =
+  | { op: "init"; init: PartitionInit }
+  | { op: "configs"; configs: TopicConfigs }
+  /** A fork's log starts at its fork offset: an empty log's start and end move there. */
+  | { op: "startAt"; offset: number };
+
+/** The log's part of a command (see durable-objects/partition.ts `commit`). */
+export interface LogCommand {
+  log: LogChange | null;
+  append: AppendPlan | null;
+}
+
+type BatchRow = {
+  base_offset: number;
+  last_offset: number;
+  size_bytes: number;
+  data: ArrayBuffer;
+};
+
+/**
+ * The stored batches from the one holding `?` on, in offset order, one column: what
+ * {@link LogRoom.rawDataFrom} reads with a raw cursor (rows as objects with four columns cost
+ * ~7 us each, most of a stream read from storage).
+ */
+const BATCH_DATA_FROM = `SELECT data FROM batches
+  WHERE base_offset >= COALESCE((SELECT base_offset FROM batches WHERE base_offset <= ? ORDER BY base_offset DESC LIMIT 1), 0)
+  ORDER BY base_offset`;
+
+const INSERT_BATCH = `INSERT INTO batches (base_offset, last_offset, record_count, producer_id, producer_epoch, base_sequence,
+     partition_leader_epoch, attributes, base_timestamp, max_timestamp, running_max_timestamp, size_bytes, data)
+   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
+
+export class LogRoom {
+  readonly name = "log";
+  readonly #sql: Sql;
+  /** null: never initialised (or destroyed): every call answers UNKNOWN_TOPIC_OR_PARTITION. */
+  #state: PartitionState | null = null;
+  readonly #appended: (() => void)[] = [];
+
+  constructor(sql: Sql) {
+    this.#sql = sql;
+  }
+
+  /** The partition's state, or null when it is not initialised or was destroyed. Read-only for other rooms. */
+  get state(): Readonly<PartitionState> | null {
+    return this.#state;
+  }
+
+  /** Registers a listener called after each committed append. Wired in the switchboard's constructor. */
+  onAppended(listener: () => void): void {
+    this.#appended.push(listener);
+  }
+
+  load(): void {
+    const meta = new Map<string, SqlStorageValue>();
+    for (const row of this.#sql.all<{ key: string; value: SqlStorageValue }>("SELECT key, value FROM meta")) meta.set(row.key, row.value);
+    if (meta.get("state") !== "active") return;
+    const last = this.#sql.first<{ running_max_timestamp: number }>("SELECT running_max_timestamp FROM batches ORDER BY base_offset DESC LIMIT 1");
+    const logEndOffset = Number(meta.get("log_end_offset"));
+    const s: PartitionState = {
+      topic: String(meta.get("topic")),
+      topicId: String(meta.get("topic_id")),
+      partition: Number(meta.get("partition")),
+      configs: JSON.parse(String(meta.get("configs"))) as TopicConfigs,
+      logStartOffset: Number(meta.get("log_start_offset")),
+      highWatermark: logEndOffset,
+      logEndOffset,
+      leaderEpoch: Number(meta.get("leader_epoch")),
+      storedBytes: Number(meta.get("stored_bytes")),
+      runningMaxTimestamp: last?.running_max_timestamp ?? -1,
+    };
+    const bad = checkLogInvariants(s.logStartOffset, s.highWatermark, s.logEndOffset, s.storedBytes, s.runningMaxTimestamp, -1);
+    if (bad !== undefined) throw new Error(`partition log loaded with a broken invariant: ${bad}`);
+    this.#state = s;
+  }
+
+  /** Forgets the in-memory state (the object's storage was deleted). */
+  reset(): void {
+    this.#state = null;
+  }
+
+  // ---- deciding (no writes) ----
+
+  /** The command that initialises the meta rows; null when already initialised for the same topic id. */
+  initChange(req: PartitionInit): LogChange | null {
+    const s = this.#state;
+    if (s === null) return { op: "init", init: req };
+    if (s.topicId !== req.topicId || s.partition !== req.partition) {
+      throw new Error(`partition object ${s.topicId}/${s.partition} asked to init as ${req.topicId}/${req.partition}`);
+    }
+    return null;
+  }
+
+  /**
+   * Steps 1 (scan, validate) of an append. The caller checks the producer between this and
+   * {@link plan} (a duplicate or fenced request must not rewrite or store anything).
+   */
+  scan(batches: readonly Uint8Array[], crcVerified: boolean): ScannedAppend | ErrorResult {
+    const s = this.#state;
+    if (s === null) return unknownPartition();
+    return scanAppend(batches, !crcVerified, s.configs["max.message.bytes"]);
+  }
+
+  /**
+   * Step 3: offsets and rewritten headers from the log's end. Reads the clock here, the
+   * deciding step, under LogAppendTime: the command carries the time, apply never reads it.
+   */
+  plan(scanned: ScannedAppend): AppendPlan {
+    const s = this.#state;
+    if (s === null) throw new Error("append planned on an uninitialised partition");
+    const logAppendTime = s.configs["message.timestamp.type"] === "LogAppendTime" ? Date.now() : null;
+    return planAppend(scanned, s, logAppendTime);
+  }
+
+  /** The answer to a committed append. */
+  appended(p: AppendPlan): Ok<AppendOk> {
+    const s = this.#state!;
+    return { ok: true, baseOffset: p.baseOffset, lastOffset: p.lastOffset, timestamps: p.timestamps as number[], logAppendTime: p.logAppendTime, duplicate: false, logStartOffset: s.logStartOffset, highWatermark: s.highWatermark };
+  }
+
+  /**
+   * Asserts the invariants of the state a command would leave (before commit): the bounds of
+   * {@link checkLogInvariants}, an append planned against the current end of the log, a log
+   * start moved only on an empty log.
+   * @returns the violated invariant, or undefined.
+   */
+  checkCommand(cmd: LogCommand): string | undefined {
+    const p = cmd.append;
+    const s = this.#state;
+    const c = cmd.log;
+    if (c !== null && c.op === "startAt") {
+      if (s === null || s.logEndOffset !== s.logStartOffset) return "the log start moves only on an empty log";
+      return checkLogInvariants(c.offset, c.offset, c.offset, s.storedBytes, s.runningMaxTimestamp, s.runningMaxTimestamp);
+    }
+    if (p === null || s === null) return undefined;
+    if (p.baseOffset !== s.logEndOffset) return `append planned at ${p.baseOffset}, log end offset is ${s.logEndOffset}`;
+    // highWatermark after the append: equal to the log end offset (see PartitionState.highWatermark).
+    return checkLogInvariants(s.logStartOffset, p.nextOffset, p.nextOffset, s.storedBytes + p.addedBytes, p.runningMaxTimestamp, s.runningMaxTimestamp);
+  }
+
+  // ---- applying (SQL, inside the commit's transaction; deterministic) ----
+
+  apply(cmd: LogCommand): void {
+    const c = cmd.log;
+    if (c !== null) this.#applyChange(c);
+    const p = cmd.append;
+    if (p === null) return;
+    const s = this.#state!;
+    const sql = this.#sql;
+    for (const r of p.rows) {
+      const h = r.header;
+      sql.run(
+        INSERT_BATCH,
+        h.baseOffset,
+        h.baseOffset + h.recordCount - 1,
+        h.recordCount,
+        h.producerId,
+        h.producerEpoch,
+        h.baseSequence,
+        h.partitionLeaderEpoch,
+        h.attributes,
+        p.logAppendTime ?? h.baseTimestamp,
+        r.maxTimestamp,
+        r.runningMaxTimestamp,
+        r.bytes.length,
+        blob(r.bytes),
+      );
+    }
+    // The log end offset and stored bytes in one statement.
+    sql.run(
+      "UPDATE meta SET value = CASE key WHEN 'log_end_offset' THEN ? ELSE ? END WHERE key IN ('log_end_offset', 'stored_bytes')",
+      p.nextOffset,
+      s.storedBytes + p.addedBytes,
+    );
+  }
+
+  #applyChange(c: LogChange): void {
+    switch (c.op) {
+      case "init": {
+        const r = c.init;
+        this.#putMeta("topic", r.topic);
+        this.#putMeta("topic_id", r.topicId);
+        this.#putMeta("partition", r.partition);
+        this.#putMeta("configs", JSON.stringify(r.configs));
+        this.#putMeta("log_start_offset", 0);
+        this.#putMeta("log_end_offset", 0);
+        this.#putMeta("leader_epoch", 0);
+        this.#putMeta("stored_bytes", 0);
+        this.#putMeta("state", "active");
+        return;
+      }
+      case "configs":
+        this.#putMeta("configs", JSON.stringify(c.configs));
+        return;
+      case "startAt":
+        this.#putMeta("log_start_offset", c.offset);
+        this.#putMeta("log_end_offset", c.offset);
+        return;
+    }
+  }
+
+  /** After the commit: the in-memory state follows, then the listeners hear of an append. */
+  publish(cmd: LogCommand): void {
+    const c = cmd.log;
+    if (c !== null) this.#publishChange(c);
+    const p = cmd.append;
+    if (p === null) return;
+    const s = this.#state!;
+    s.logEndOffset = p.nextOffset;
+    // The one assignment replication changes: committed = stored, on a single replica.
+    s.highWatermark = s.logEndOffset;
+    s.storedBytes += p.addedBytes;
+    s.runningMaxTimestamp = p.runningMaxTimestamp;
+    this.#notify();
+  }
+
+  #publishChange(c: LogChange): void {
+    if (c.op === "init") {
+      const r = c.init;
+      this.#state = {
+        topic: r.topic,
+        topicId: r.topicId,
+        partition: r.partition,
+        configs: r.configs,
+        logStartOffset: 0,
+        highWatermark: 0,
+        logEndOffset: 0,
+        leaderEpoch: 0,
+        storedBytes: 0,
+        runningMaxTimestamp: -1,
+      };
+      return;
+    }
+    const s = this.#state;
+    if (s === null) throw new Error(`log change ${c.op} on an uninitialised partition`);
+    if (c.op === "configs") s.configs = c.configs;
+    else {
+      s.logStartOffset = c.offset;
+      s.highWatermark = c.offset;
+      s.logEndOffset = c.offset;
+    }
+  }
+
+  #notify(): void {
+    const listeners = this.#appended;
+    for (let i = 0; i < listeners.length; i++) listeners[i]!();
+  }
+
+  #putMeta(key: string, value: SqlStorageValue): void {
+    this.#sql.run("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value", key, value);
+  }
+
+  // ---- reads ----
+
+  /**
+   * A fetch's answer when at least minBytes are available (or `final`), else null (the caller
+   * waits for the next append and asks again).
+   */
+  fetch(req: FetchRequest, final: boolean): RpcResult<FetchOk> | null {
+    const s = this.#state;
+    if (s === null) return unknownPartition();
+    const bad = checkFetchOffset(req.offset, s);
+    if (bad !== null) return bad;
+    const plan = planFetch(this.batchesFrom(req.offset), req);
+    if (plan.bytes < req.minBytes && !final) return null;
+    return {
+      ok: true,
+      batches: plan.batches.map((b) => b.data),
+      nextOffset: plan.nextOffset,
+      logStartOffset: s.logStartOffset,
+      highWatermark: s.highWatermark,
+      logEndOffset: s.logEndOffset,
+    };
+  }
+
+  listOffsets(spec: ListOffsetsSpec): RpcResult<ListOffsetsOk> {
+    const s = this.#state;
+    if (s === null) return unknownPartition();
+    switch (spec.spec) {
+      case "earliest":
+        return { ok: true, offset: s.logStartOffset, timestamp: null };
+      case "latest":
+        return { ok: true, offset: s.logEndOffset, timestamp: null };
+      case "max_timestamp":
+        if (s.logEndOffset === s.logStartOffset) return { ok: true, offset: null, timestamp: null };
+        return { ok: true, ...this.#firstAtOrAfter(s, s.runningMaxTimestamp) };
+      case "timestamp":
+        return { ok: true, ...this.#firstAtOrAfter(s, spec.timestamp) };
+    }
+  }
+
+  describe(): RpcResult<{ partition: PartitionDescription }> {
+    const s = this.#state;
+    if (s === null) return unknownPartition();
+    return {
+      ok: true,
+      partition: {
+        partition: s.partition,
+        logStartOffset: s.logStartOffset,
+        highWatermark: s.highWatermark,
+        logEndOffset: s.logEndOffset,
+        recordCount: s.logEndOffset - s.logStartOffset,
+        bytes: s.storedBytes,
+      },
+    };
+  }
+
+  /** Stored batches from the one holding `offset` on, read lazily in offset order. */
+  *batchesFrom(offset: number): Generator<StoredBatchRef & { data: Uint8Array }> {
+    const rows = this.#sql.iterate<BatchRow>(
+      `SELECT base_offset, last_offset, size_bytes, data FROM batches
+       WHERE base_offset >= COALESCE((SELECT base_offset FROM batches WHERE base_offset <= ? ORDER BY base_offset DESC LIMIT 1), 0)
+       ORDER BY base_offset`,
+      offset,
+    );
+    for (const r of rows) {
+      yield { baseOffset: r.base_offset, lastOffset: r.last_offset, sizeBytes: r.size_bytes, data: new Uint8Array(r.data) };
+    }
+  }
+
+  /**
+   * The data of the stored batches from the one holding `offset` on, in offset order, as raw
+   * one-column rows `[data]` (no object per row): the read the stream rooms use.
+   */
+  rawDataFrom(offset: number): IterableIterator<[ArrayBuffer]> {
+    return this.#sql.iterateRaw<[ArrayBuffer]>(BATCH_DATA_FROM, offset);
+  }
+
+  /** Answer for a recognised retry: the original offsets and the timestamps as stored. */
+  duplicateAnswer(entry: ProducerBatchEntry): RpcResult<AppendOk> {
+    const s = this.#state;
+    if (s === null) return unknownPartition();
+    const timestamps: number[] = [];
+    let logAppendTime: number | null = null;
+    for (const b of this.batchesFrom(entry.firstOffset)) {
+      if (b.baseOffset > entry.lastOffset) break;
+      const { header, records } = decodeBatch(b.data, 0, { verifyCrc: false });
+      for (const r of records) {
+        if (r.offset < entry.firstOffset || r.offset > entry.lastOffset) continue;
+        timestamps.push(r.timestamp);
+        if ((header.attributes & ATTR_LOG_APPEND_TIME) !== 0) logAppendTime = r.timestamp;
+      }
+    }
+    return {
+      ok: true,
+      baseOffset: entry.firstOffset,
+      lastOffset: entry.lastOffset,
+      timestamps,
+      logAppendTime,
+      duplicate: true,
+      logStartOffset: s.logStartOffset,
+      highWatermark: s.highWatermark,
+    };
+  }
+
+  /** First record with timestamp >= T: the first batch whose running max reaches T holds it. */
+  #firstAtOrAfter(s: PartitionState, timestamp: number): ListOffsetsOk {
+    const row = this.#sql.first<{ data: ArrayBuffer }>(
+      "SELECT data FROM batches WHERE running_max_timestamp >= ? ORDER BY running_max_timestamp, base_offset LIMIT 1",
+      timestamp,
+    );
+    if (row === undefined) return { offset: null, timestamp: null };
+    const { records } = decodeBatch(new Uint8Array(row.data), 0, { verifyCrc: false });
+    const hit = firstAtOrAfterTimestamp(records, timestamp, s.logStartOffset);
+    // Invariant of the index: the batch where the running max first reaches T holds a record >= T.
+    if (hit === null) throw new Error(`running max index points at a batch without a record at or after ${timestamp}`);
+    return hit;
+  }
+}
+
+export function unknownPartition(): ErrorResult {
+  return errorResult("UNKNOWN_TOPIC_OR_PARTITION", "This partition does not exist (never created, or its topic was deleted).");
+}

@@ -1,0 +1,439 @@
+/**
+ * The Durable Streams state room of a partition (docs/DURABLE-STREAMS.md): a stream is a
+ * one-partition topic, and this room is the part of its PartitionDO that knows about the
+ * stream: its configuration and state, its writes (create, append, close, delete, expiry,
+ * fork references). Reads, and the tail cache of appended values they serve, are the room
+ * above it, streams/read.ts, which hears of appended values through a listener. Stream records are ordinary record batches appended through the log room.
+ *
+ * Storage (room "streams", migration 1 in schema/streams.ts):
+ * - `ds_stream`: zero or one row, the stream's configuration and state (content type, expiry,
+ *   closed flag, last Stream-Seq, fork source, reference count, soft-deleted flag).
+ * - `ds_producers`: idempotent-producer state per string Producer-Id.
+ * Timers (room "streams"): "expiry" (the stream's TTL / Expires-At deadline) and "producers"
+ * (Producer-Id state idle for the topic's `producer.id.expiration.ms` is forgotten, KIP-854
+ * semantics: `ds_producers.updated_at_ms` is the last accepted write; a producer that comes
+ * back after it is unknown, so its next request must start at Producer-Seq 0, PROTOCOL.md 5.2.1).
+ *
+ * Decisions are the pure functions of src/streams/; this room decides and hands each write to
+ * the switchboard's commit as a command (records for the log, state for this room), applied in
+ * one transaction: SQL is written only in {@link StreamsState.apply}.
+ */
+import { NO_PRODUCER_ID } from "../../../src/codec/index.ts";
+import type { Peers } from "../../../src/partition/peers.ts";
+import type { AppendOk } from "../../../src/partition/rpc.ts";
+import { errorResult, type ErrorResult, type RpcResult } from "../../../src/protocol/errors.ts";
+import { createMatches } from "../../../src/streams/create.ts";
+import { expiryDeadlineMs, isExpired, touchPersistIntervalMs } from "../../../src/streams/expiry.ts";
+import type { AppendStreamOk, AppendStreamRequest, CreateStreamOk, CreateStreamRequest, DeleteStreamOk, StreamFacts } from "../../../src/streams/rpc.ts";
+import {
+  createConfig,
+  createValues,
+  encodeValues,
+  newStream,
+  planStreamAppend,
+  streamConfig,
+  streamFromRow,
+  streamRowValues,
+  type SelfDestroy,
+  type StreamChange,
+  type StreamMeta,
+  type StreamRow,
+  type StreamsCommand,
+} from "../../../src/streams/state.ts";
+import { producerIdExpirationMs } from "../../../src/protocol/config.ts";
+import type { RoomTimers, Sql } from "../../base.ts";
+import { unknownPartition, type LogCommand, type LogRoom, type PartitionState } from "../log.ts";
+import type { ProducersCommand } from "../producers.ts";
+import type { WaitersRoom } from "../waiters.ts";
+
+/** The stream's expiry timer key (room "streams"). */
+export const EXPIRY_TIMER = "expiry";
+/** The Producer-Id expiry timer key (room "streams"). */
+export const PRODUCERS_TIMER = "producers";
+/** Most Producer-Ids one expiry slice forgets; more set the timer again at once. */
+const PRODUCERS_EXPIRY_SLICE = 1000;
+
+/** A whole command as the streams room builds it (the switchboard's `Command`). */
+export type StreamsRoomCommand = LogCommand & ProducersCommand & StreamsCommand;
+
+/** What the switchboard gives the streams room. */
+export interface StreamsContext {
+  sql: Sql;
+  peers: Peers;
+  timers: RoomTimers;
+  /** The switchboard's commit: one transaction, every room's apply, then publish. */
+  commit(cmd: StreamsRoomCommand): void;
+  /** The switchboard's destroy path: this object's storage first, then the peers (rule 6). */
+  destroySelf(d: SelfDestroy): Promise<void>;
+}
+
+export type Gate = { ok: true; meta: StreamMeta; log: Readonly<PartitionState> } | ErrorResult;
+
+export class StreamsState {
+  readonly name = "streams";
+  readonly #ctx: StreamsContext;
+  readonly #log: LogRoom;
+  readonly #waiters: WaitersRoom;
+  #meta: StreamMeta | null = null;
+  readonly #appended: ((baseOffset: number, values: readonly Uint8Array[], json: boolean) => void)[] = [];
+  /** last_access_ms as stored (the in-memory value may be newer, see touchPersistIntervalMs). */
+  #storedAccessMs = 0;
+  /** Whether the "producers" timer is set (undefined: not known yet, ask the schedule once). */
+  #producersArmed: boolean | undefined = undefined;
+
+  constructor(ctx: StreamsContext, log: LogRoom, waiters: WaitersRoom) {
+    this.#ctx = ctx;
+    this.#log = log;
+    this.#waiters = waiters;
+  }
+
+  /**
+   * Registers a listener of the values a stream append committed at `baseOffset` (the read
+   * room's tail cache). Wired in the switchboard's constructor.
+   */
+  onValuesAppended(listener: (baseOffset: number, values: readonly Uint8Array[], json: boolean) => void): void {
+    this.#appended.push(listener);
+  }
+
+  /** The stream's state, or null when this partition backs no stream. */
+  get meta(): StreamMeta | null {
+    return this.#meta;
+  }
+
+  get peers(): Peers {
+    return this.#ctx.peers;
+  }
+
+  /** Loads the stream row (start-up). */
+  load(): void {
+    const r = this.#ctx.sql.first<StreamRow>("SELECT * FROM ds_stream WHERE id = 1");
+    this.#meta = r === undefined ? null : streamFromRow(r);
+    this.#storedAccessMs = r?.last_access_ms ?? 0;
+  }
+
+  /** Forgets the in-memory state (the partition's storage was deleted). */
+  reset(): void {
+    this.#meta = null;
+    this.#producersArmed = undefined;
+  }
+
+  /**
+   * Append guard of native produce into a stream's topic: refused while the stream is closed
+   * (closure is monotonic for every writer) or soft-deleted. @returns the error, or null to proceed.
+   */
+  blocksNativeAppend(): ErrorResult | null {
+    const m = this.#meta;
+    if (m === null) return null;
+    if (m.softDeleted) return errorResult("STREAM_GONE", "This topic backs a deleted stream kept for its forks.");
+    if (m.closed) return errorResult("STREAM_CLOSED", "This topic backs a closed stream.", { tail: this.#log.state?.logEndOffset ?? null, closed: true });
+    return null;
+  }
+
+  // ---- RPC ----
+
+  async dsCreate(req: CreateStreamRequest): Promise<RpcResult<CreateStreamOk>> {
+    const log = this.#log.state;
+    if (log === null) return unknownPartition();
+    const nowMs = Date.now();
+    const existing = this.#meta;
+    if (existing !== null) {
+      if (existing.path !== req.path) return errorResult("STREAM_CONFLICT", "This topic backs another stream path.");
+      if (existing.softDeleted) return errorResult("STREAM_CONFLICT", "The stream at this path was deleted but forks still reference it.");
+      if (this.expired(existing, nowMs)) {
+        await this.expire();
+        // The caller re-creates the topic and asks again.
+        return unknownPartition();
+      }
+      if (!createMatches(streamConfig(existing), createConfig(req))) return errorResult("STREAM_CONFLICT", "A stream exists at this path with a different configuration.");
+      return { ok: true, status: "exists", ...this.facts(existing, log), ttlSeconds: existing.ttlSeconds, expiresAtMs: existing.expiresAtMs };
+    }
+
+    const fork = req.fork;
+    if (fork !== null) {
+      if (log.logEndOffset !== log.logStartOffset || (log.logStartOffset !== 0 && log.logStartOffset !== fork.source.forkOffset)) {
+        return errorResult("STREAM_CONFLICT", "A fork needs an empty topic.");
+      }
+      // A fork's own log starts at its fork offset: its own commit, before the records are planned there.
+      this.#ctx.commit({ log: { op: "startAt", offset: fork.source.forkOffset }, append: null, producer: null, stream: null });
+    }
+    const meta = newStream(req, log.logStartOffset, nowMs);
+    const values = createValues(req, meta, log.configs["max.message.bytes"]);
+    const r = this.#commitWithValues(values, nowMs, { op: "create", meta, values });
+    if (r !== null && !r.ok) return r;
+    const after = this.#log.state!;
+    return { ok: true, status: "created", ...this.facts(meta, after), ttlSeconds: meta.ttlSeconds, expiresAtMs: meta.expiresAtMs };
+  }
+
+  async dsAppend(req: AppendStreamRequest): Promise<RpcResult<AppendStreamOk>> {
+    const g = await this.gate(req.path, true);
+    if (!g.ok) return g;
+    const { meta, log } = g;
+    const nowMs = Date.now();
+    // From here on nothing awaits: decide and commit in one turn of the object.
+    const producer =
+      req.producer === null
+        ? null
+        : (this.#ctx.sql.first<{ epoch: number; last_seq: number }>("SELECT epoch, last_seq FROM ds_producers WHERE producer_id = ?", req.producer.id) ?? null);
+    const plan = planStreamAppend(meta, producer === null ? null : { epoch: producer.epoch, lastSeq: producer.last_seq }, req, log.logEndOffset, log.configs["max.message.bytes"], nowMs);
+    if (plan.kind === "reject") return errorResult(plan.code, plan.message, plan.details);
+    const producerEpoch = req.producer?.epoch ?? null;
+    if (plan.kind === "noop") return { ok: true, status: 204, ...this.facts(meta, log), producerEpoch, producerSeq: plan.producerSeq };
+    const { next, values, producer: p } = plan;
+    const r = this.#commitWithValues(values, nowMs, { op: "append", previous: meta, next, values, producer: p });
+    if (r !== null && !r.ok) return r;
+    const status = req.producer !== null && req.body.length > 0 ? 200 : 204;
+    return { ok: true, status, ...this.facts(next, this.#log.state!), producerEpoch, producerSeq: p?.lastSeq ?? null };
+  }
+
+  async dsDelete(path: string): Promise<RpcResult<DeleteStreamOk>> {
+    const g = await this.gate(path, false);
+    if (!g.ok) return g;
+    if (g.meta.refCount > 0) {
+      this.#commitStream({ op: "softDelete" });
+      return { ok: true, soft: true };
+    }
+    await this.#deleteSelf();
+    return { ok: true, soft: false };
+  }
+
+  async dsRelease(path: string): Promise<RpcResult<object>> {
+    const m = this.#meta;
+    if (m === null || m.path !== path) return { ok: true };
+    this.#commitStream({ op: "refCount", refCount: Math.max(0, m.refCount - 1) });
+    if (m.refCount === 0 && m.softDeleted) await this.#deleteSelf();
+    return { ok: true };
+  }
+
+  /** Takes a reference for a new fork (dsForkSource, in streams/read.ts). */
+  retain(): void {
+    const m = this.#meta;
+    if (m === null) throw new Error("retain without a stream");
+    this.#commitStream({ op: "refCount", refCount: m.refCount + 1 });
+  }
+
+  /**
+   * Timer "expiry": expire an idle stream at its deadline, or re-arm for a deadline that moved.
+   * Timer "producers": forget idle Producer-Ids (a bounded slice), then follow the oldest left.
+   */
+  async onTimer(key: string): Promise<void> {
+    if (key === PRODUCERS_TIMER) return this.#expireProducers(Date.now());
+    if (key !== EXPIRY_TIMER) throw new Error(`streams room has no timer ${key}`);
+    const m = this.#meta;
+    if (m === null || m.softDeleted) return;
+    if (this.expired(m, Date.now())) await this.expire();
+    else this.#armExpiry(m);
+  }
+
+  // ---- shared with streams/read.ts ----
+
+  /**
+   * Every client-facing call starts here: the stream must exist at this path, not be
+   * expired (expiring it now if it is) and not be soft-deleted. Reads and writes reset a
+   * sliding TTL (`touch`); HEAD and DELETE do not.
+   */
+  async gate(path: string, touch: boolean): Promise<Gate> {
+    const nowMs = Date.now();
+    const log = this.#log.state;
+    if (log === null) return unknownPartition();
+    let meta = this.#meta;
+    if (meta === null || meta.path !== path) return errorResult("STREAM_NOT_FOUND", "No stream exists at this path.");
+    if (!meta.softDeleted && this.expired(meta, nowMs)) {
+      await this.expire();
+      meta = this.#meta;
+      if (meta === null) return errorResult("STREAM_NOT_FOUND", "The stream expired.");
+    }
+    if (meta.softDeleted) return errorResult("STREAM_GONE", "The stream was deleted; it is kept only for the forks that reference it.");
+    if (touch) this.#touch(meta, nowMs);
+    return { ok: true, meta, log };
+  }
+
+  expired(m: StreamMeta, nowMs: number): boolean {
+    return isExpired(m, m.lastAccessMs, nowMs);
+  }
+
+  /** Expiry: like DELETE (protocol 4): soft when forks reference the stream, else for good. */
+  async expire(): Promise<void> {
+    const m = this.#meta;
+    if (m === null) return;
+    if (m.refCount > 0) this.#commitStream({ op: "softDelete" });
+    else await this.#deleteSelf();
+  }
+
+  facts(m: StreamMeta, log: Readonly<PartitionState>): StreamFacts {
+    return { topicId: log.topicId, contentType: m.contentType, tail: log.logEndOffset, closed: m.closed };
+  }
+
+  // ---- applying (SQL, inside the commit's transaction; deterministic) ----
+
+  apply(cmd: StreamsCommand): void {
+    const c = cmd.stream;
+    if (c === null) return;
+    const sql = this.#ctx.sql;
+    switch (c.op) {
+      case "create":
+        sql.run(INSERT_STREAM, ...streamRowValues(c.meta));
+        return;
+      case "append": {
+        const { previous: meta, next } = c;
+        if (c.producer !== null) {
+          sql.run(
+            `INSERT INTO ds_producers (producer_id, epoch, last_seq, updated_at_ms) VALUES (?, ?, ?, ?)
+             ON CONFLICT (producer_id) DO UPDATE SET epoch = excluded.epoch, last_seq = excluded.last_seq, updated_at_ms = excluded.updated_at_ms`,
+            c.producer.id,
+            c.producer.epoch,
+            c.producer.lastSeq,
+            c.producer.atMs,
+          );
+        }
+        if (next.closed !== meta.closed || next.streamSeq !== meta.streamSeq) {
+          sql.run(
+            "UPDATE ds_stream SET closed = ?, closed_by_id = ?, closed_by_epoch = ?, closed_by_seq = ?, stream_seq = ? WHERE id = 1",
+            next.closed ? 1 : 0,
+            next.closedBy?.id ?? null,
+            next.closedBy?.epoch ?? null,
+            next.closedBy?.seq ?? null,
+            next.streamSeq,
+          );
+        }
+        return;
+      }
+      case "touch":
+        sql.run("UPDATE ds_stream SET last_access_ms = ? WHERE id = 1", c.lastAccessMs);
+        return;
+      case "softDelete":
+        sql.run("UPDATE ds_stream SET soft_deleted = 1 WHERE id = 1");
+        return;
+      case "refCount":
+        sql.run("UPDATE ds_stream SET ref_count = ? WHERE id = 1", c.refCount);
+        return;
+      case "expireProducers":
+        sql.run(
+          "DELETE FROM ds_producers WHERE producer_id IN (SELECT producer_id FROM ds_producers WHERE updated_at_ms < ? ORDER BY updated_at_ms, producer_id LIMIT ?)",
+          c.beforeMs,
+          PRODUCERS_EXPIRY_SLICE,
+        );
+        return;
+    }
+  }
+
+  /** After the commit: memory follows; the tail cache takes appended values; readers wake on a close or delete. */
+  publish(cmd: StreamsCommand & LogCommand): void {
+    const c = cmd.stream;
+    if (c === null) return;
+    switch (c.op) {
+      case "create":
+        this.#meta = c.meta;
+        this.#storedAccessMs = c.meta.lastAccessMs;
+        this.#cacheValues(cmd, c.values, c.meta.json);
+        this.#armExpiry(c.meta);
+        return;
+      case "append":
+        this.#meta = c.next;
+        this.#cacheValues(cmd, c.values, c.next.json);
+        // The log woke readers for records; a close-only request must wake them too.
+        if (c.next.closed && !c.previous.closed) this.#waiters.wake();
+        if (c.producer !== null && this.#producersArmed !== true) this.#armProducers(c.producer.atMs);
+        return;
+      case "touch":
+        this.#storedAccessMs = c.lastAccessMs;
+        return;
+      case "softDelete":
+        if (this.#meta !== null) this.#meta.softDeleted = true;
+        this.#waiters.wake();
+        return;
+      case "refCount":
+        if (this.#meta !== null) this.#meta.refCount = c.refCount;
+        return;
+      case "expireProducers":
+        return;
+    }
+  }
+
+  // ---- helpers ----
+
+  #cacheValues(cmd: LogCommand, values: Uint8Array[], json: boolean): void {
+    if (cmd.append === null || values.length === 0) return;
+    for (const listener of this.#appended) listener(cmd.append.baseOffset, values, json);
+  }
+
+  /**
+   * Commits a stream change together with the records of `values` (none: the change alone).
+   * @returns the append's outcome (null when there were no values), an error changing nothing.
+   */
+  #commitWithValues(values: readonly Uint8Array[], nowMs: number, stream: StreamChange): RpcResult<AppendOk> | null {
+    if (values.length === 0) {
+      this.#commitStream(stream);
+      return null;
+    }
+    // The stream room encodes these batches itself, in this object: no CRC to re-verify.
+    const scanned = this.#log.scan(encodeValues(values, nowMs), true);
+    if ("code" in scanned) return scanned;
+    if (scanned.validated.producer !== null && scanned.validated.producer.producerId !== NO_PRODUCER_ID) throw new Error("stream batches carry no producer id");
+    const append = this.#log.plan(scanned);
+    this.#ctx.commit({ log: null, append, producer: null, stream });
+    return this.#log.appended(append);
+  }
+
+  #commitStream(stream: StreamChange): void {
+    this.#ctx.commit({ log: null, append: null, producer: null, stream });
+  }
+
+  #touch(m: StreamMeta, nowMs: number): void {
+    if (m.ttlSeconds === null || nowMs <= m.lastAccessMs) return;
+    m.lastAccessMs = nowMs;
+    if (nowMs - this.#storedAccessMs >= touchPersistIntervalMs(m.ttlSeconds)) this.#commitStream({ op: "touch", lastAccessMs: nowMs });
+  }
+
+  /**
+   * Deletes the stream for good through the switchboard's destroy path: this object's storage
+   * first (so nothing answers for the stream any more), then its topic in the metadata store,
+   * then the reference it holds on its fork source, which may cascade up the chain (protocol 4.2).
+   */
+  async #deleteSelf(): Promise<void> {
+    const m = this.#meta;
+    const log = this.#log.state;
+    if (m === null || log === null) return;
+    await this.#ctx.destroySelf({
+      topic: log.topic,
+      releaseFork: m.fork === null ? null : { sourceTopicId: m.fork.sourceTopicId, sourcePath: m.fork.sourcePath },
+    });
+  }
+
+  /** Sets the "producers" timer for a Producer-Id written at `atMs`, unless it is set already. */
+  #armProducers(atMs: number): void {
+    const timers = this.#ctx.timers;
+    this.#producersArmed = timers.dueMs(PRODUCERS_TIMER) !== undefined;
+    const log = this.#log.state;
+    if (this.#producersArmed || log === null) return;
+    timers.set(PRODUCERS_TIMER, atMs + producerIdExpirationMs(log.configs));
+    this.#producersArmed = true;
+  }
+
+  async #expireProducers(nowMs: number): Promise<void> {
+    const log = this.#log.state;
+    if (log === null) return;
+    this.#commitStream({ op: "expireProducers", beforeMs: nowMs - producerIdExpirationMs(log.configs) });
+    this.rearmProducers(nowMs);
+  }
+
+  /** The "producers" timer follows the least recently written Producer-Id (after an expiry slice, or a config change). */
+  rearmProducers(nowMs: number): void {
+    const log = this.#log.state;
+    const timers = this.#ctx.timers;
+    const oldest = this.#ctx.sql.first<{ m: number | null }>("SELECT MIN(updated_at_ms) AS m FROM ds_producers")?.m ?? null;
+    this.#producersArmed = oldest !== null && log !== null;
+    if (oldest === null || log === null) timers.clear(PRODUCERS_TIMER);
+    else timers.set(PRODUCERS_TIMER, Math.max(nowMs, oldest + producerIdExpirationMs(log.configs)));
+  }
+
+  #armExpiry(m: StreamMeta): void {
+    const d = expiryDeadlineMs(m, m.lastAccessMs);
+    if (d !== null) this.#ctx.timers.set(EXPIRY_TIMER, d);
+  }
+}
+
+/** The ds_stream row of a new stream ({@link streamRowValues} binds its parameters, in order). */
+const INSERT_STREAM = `INSERT INTO ds_stream (id, path, content_type, ttl_seconds, expires_at_ms, expiry_inherited, last_access_ms, closed,
+    closed_by_id, closed_by_epoch, closed_by_seq, stream_seq, fork_source_path, fork_source_topic, fork_source_topic_id,
+    fork_anchor, fork_sub_offset, fork_offset, visible_start, ref_count, soft_deleted, created_at_ms)
+  VALUES (1, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, NULL, NULL, ?, ?, ?, ?, ?, ?, ?, 0, 0, ?)`;
