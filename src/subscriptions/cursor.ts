@@ -66,6 +66,20 @@ export class Cursor {
   }
 
   /**
+   * Acknowledges every offset of `[lo, hi]` individually. @returns the number newly acknowledged.
+   * @throws RangeError for a malformed range.
+   */
+  ackRange(lo: number, hi: number): number {
+    if (!Number.isSafeInteger(lo) || !Number.isSafeInteger(hi) || lo < 0 || hi < lo) throw new RangeError(`malformed range [${lo}, ${hi}]`);
+    if (hi <= this.md) return 0;
+    const a = Math.max(lo, this.md + 1);
+    const before = hi - a + 1 - this.set.countIn(a, hi);
+    this.set.addRange(a, hi);
+    this.normalise();
+    return before;
+  }
+
+  /**
    * Acknowledges every offset `<= offset` (Pulsar's cumulative ack). A position at or below the
    * mark-delete position is a no-op. @returns true when the mark-delete position moved.
    */
