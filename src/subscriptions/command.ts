@@ -22,6 +22,13 @@
 import { DEFAULT_MAX_ACK_RANGES_TO_PERSIST, decodeAckRanges, encodeAckRanges, type OffsetRange } from "./ack-ranges.ts";
 import { Cursor } from "./cursor.ts";
 
+/**
+ * Default flush interval for batched acks, ms: Pulsar's client groups acks for 100 ms
+ * (`acknowledgmentGroupTime`). The ack receipt waits for the flush, so this is also the added
+ * ack latency; the room may flush earlier (e.g. when a command grows past a size).
+ */
+export const DEFAULT_ACK_FLUSH_INTERVAL_MS = 100;
+
 /** The durable part of a subscription. */
 export interface DurableSubscription {
   /** The cursor: mark-delete position and acknowledged ranges above it. */

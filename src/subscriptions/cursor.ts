@@ -225,3 +225,14 @@ export function readerStartOffset(start: ReaderStart, inclusive: boolean, log: L
       return initialOffset(start, log);
   }
 }
+
+/**
+ * The lowest offset the subscriptions of a partition still need: the slowest mark-delete
+ * position + 1. The room reports it so retention never deletes unconsumed messages unless a
+ * policy (TTL, backlog eviction) moves the cursor first. Null with no subscriptions.
+ */
+export function retentionFloor(markDeletes: Iterable<number>): number | null {
+  let min: number | null = null;
+  for (const md of markDeletes) if (min === null || md + 1 < min) min = md + 1;
+  return min;
+}

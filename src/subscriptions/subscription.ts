@@ -646,6 +646,11 @@ export class Subscription {
 
   // ---- commands and storage ----
 
+  /** Whether a command is waiting ({@link takeCommand} would return one): arm the flush timer. */
+  get hasPendingCommand(): boolean {
+    return this.delta.dirty;
+  }
+
   /**
    * The batched durable changes since the last call, as one command (null when nothing changed).
    * The room commits it, then sends the ack receipts and produces `deadLetters` copies.

@@ -17,6 +17,7 @@ import {
   offsetForTimestamp,
   parseMessageId,
   readerStartOffset,
+  retentionFloor,
 } from "../../src/subscriptions/index.ts";
 
 const offsetArb = fc.integer({ min: 0, max: 200 });
@@ -242,5 +243,13 @@ describe("key hash", () => {
   it("maps keys into [0, 65536); no key is the empty key", () => {
     expect(keyHash(null)).toBe(keyHash(""));
     fc.assert(fc.property(fc.string(), (k) => keyHash(k) >= 0 && keyHash(k) < 65_536));
+  });
+});
+
+describe("retention floor", () => {
+  it("is the slowest mark-delete position + 1", () => {
+    expect(retentionFloor([4, -1, 9])).toBe(0);
+    expect(retentionFloor([4, 9])).toBe(5);
+    expect(retentionFloor([])).toBeNull();
   });
 });
