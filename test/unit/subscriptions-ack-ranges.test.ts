@@ -27,7 +27,8 @@ const opArb = fc.oneof(
   fc.record({ kind: fc.constant("trim" as const), o: offsetArb }),
 );
 
-describe("AckRangeSet", () => {
+// Property runs: a generous timeout for a loaded machine (no timing assertion).
+describe("AckRangeSet", { timeout: 30_000 }, () => {
   it("behaves as a Set of offsets and stays normalised (property)", () => {
     fc.assert(
       fc.property(fc.array(opArb, { maxLength: 80 }), (ops) => {
@@ -109,7 +110,8 @@ describe("AckRangeSet", () => {
   });
 });
 
-describe("Cursor", () => {
+// Property runs: a generous timeout for a loaded machine (no timing assertion).
+describe("Cursor", { timeout: 30_000 }, () => {
   it("mark-delete never moves backwards under acks and equals the model (property)", () => {
     fc.assert(
       fc.property(fc.array(fc.tuple(fc.boolean(), fc.integer({ min: 0, max: 60 })), { maxLength: 100 }), (acks) => {
@@ -210,7 +212,8 @@ describe("positions", () => {
   });
 });
 
-describe("message ids", () => {
+// Property runs: a generous timeout for a loaded machine (no timing assertion).
+describe("message ids", { timeout: 30_000 }, () => {
   it("round-trip and sort like offsets within a partition (property)", () => {
     fc.assert(
       fc.property(fc.integer({ min: 0, max: 1023 }), fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER }), fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER }), (p, a, b) => {

@@ -561,7 +561,8 @@ function modelRun(type: SubscriptionOptions["type"], ops: Op[], onDeliver?: (d: 
   return { sub, log, held };
 }
 
-describe("model runs (property)", () => {
+// Property runs: a generous timeout for a loaded machine (no timing assertion).
+describe("model runs (property)", { timeout: 30_000 }, () => {
   for (const type of ["shared", "exclusive", "failover", "key_shared"] as const) {
     it(`${type}: invariants, no message at two consumers at once, commands fold to the live state`, () => {
       fc.assert(fc.property(fc.array(opArb, { minLength: 20, maxLength: 80 }), (ops) => void modelRun(type, ops)), { numRuns: 80 });
