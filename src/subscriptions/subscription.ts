@@ -342,11 +342,11 @@ export class Subscription {
     }
     while (this.readPosition < this.logEnd) {
       if (!this.anyPermit()) break;
+      if (examined >= this.maxExamine) return { deliveries: out, more: true };
       const batch = source.read(this.readPosition, Math.min(100, this.maxExamine - examined));
-      if (batch.length === 0) {
-        this.readPosition = this.logEnd;
-        break;
-      }
+      // Nothing readable below the log end (the source lags): try again on the next call rather
+      // than skip past messages.
+      if (batch.length === 0) break;
       for (const meta of batch) {
         if (examined >= this.maxExamine) return { deliveries: out, more: true };
         const o = meta.offset;

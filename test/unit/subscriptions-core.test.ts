@@ -467,6 +467,40 @@ describe("delayed delivery and TTL", () => {
   });
 });
 
+describe("bounded dispatch slices", () => {
+  it("a slice used up by redeliveries skips no new message", () => {
+    const log = new Log();
+    const sub = newSub(log, { type: "shared", negativeAckRedeliveryDelayMs: 0, maxExaminePerDispatch: 2 });
+    sub.addConsumer({ id: "c" });
+    log.produce(2);
+    expect(offsets(sub.dispatch(0, log).deliveries)).toEqual([0, 1]);
+    sub.nack("c", 0, 1);
+    sub.nack("c", 1, 1);
+    log.produce(2);
+    const all: number[] = [];
+    for (let i = 0; i < 5; i++) all.push(...offsets(sub.dispatch(2, log).deliveries));
+    expect(all).toEqual([0, 1, 2, 3]);
+  });
+});
+
+describe("commands and the stored form", () => {
+  it("applyCommand refuses to move the mark-delete position back without a reset", () => {
+    const s = applyCommand(emptyDurable(-1), { v: 1, sub: "s", markDelete: 5, ackRanges: [], redeliveryCounts: [], notBefore: [], deadLetters: [], deadLettered: 0, nextDeadLetterSeq: 0 });
+    expect(s.cursor.markDelete).toBe(5);
+    expect(() => applyCommand(s, { v: 1, sub: "s", markDelete: 3, ackRanges: [], redeliveryCounts: [], notBefore: [], deadLetters: [], deadLettered: 0, nextDeadLetterSeq: 0 })).toThrow(/back/);
+    const r = applyCommand(s, { v: 1, sub: "s", reset: { nextOffset: 2 }, markDelete: 1, ackRanges: [[3, 3]], redeliveryCounts: [[2, 1]], notBefore: [], deadLetters: [], deadLettered: 0, nextDeadLetterSeq: 0 });
+    expect([r.cursor.markDelete, r.cursor.ackedRanges, [...r.redeliveryCounts]]).toEqual([1, [[3, 3]], [[2, 1]]]);
+  });
+
+  it("a corrupt stored value is refused loudly", () => {
+    const log = new Log();
+    const good = newSub(log, { type: "shared" }).snapshot().stored;
+    for (const bad of [null, { ...good, v: 2 }, { ...good, markDelete: -2 }, { ...good, ackRanges: "zz" }, { ...good, redeliveryCounts: [[1]] }, { ...good, deadLetters: [[1, 5]], nextDeadLetterSeq: 0 }]) {
+      expect(() => Subscription.restore({ name: "s", type: "shared" }, bad, log)).toThrow(RangeError);
+    }
+  });
+});
+
 // ---- model runs ----
 
 type Op =
@@ -498,6 +532,8 @@ function modelRun(type: SubscriptionOptions["type"], ops: Op[], onDeliver?: (d: 
   const log = new Log();
   const sub = new Subscription({ name: "s", type, ackTimeoutMs: withNacks ? 1000 : 0, negativeAckRedeliveryDelayMs: 300, maxRedeliverCount: withNacks ? 1 : 0 }, emptyDurable(-1), log);
   const held = new Map<number, string>(); // offset -> consumer, per the deliveries seen
+  const firstSeen = new Set<number>();
+  let lastMarkDelete = sub.markDelete;
   let folded = emptyDurable(-1);
   let now = 0;
   sub.addConsumer({ id: "c0", flow: { kind: "window", receiverQueueSize: 2 } });
@@ -509,10 +545,17 @@ function modelRun(type: SubscriptionOptions["type"], ops: Op[], onDeliver?: (d: 
         expect(held.has(d.offset)).toBe(false);
         onDeliver?.(d, held, log, sub);
         held.set(d.offset, d.consumerId);
+        if (!firstSeen.has(d.offset)) {
+          // first deliveries follow offset order (Key_Shared may hold one key back for another)
+          if (type !== "key_shared") for (let o = 0; o < d.offset; o++) expect(firstSeen.has(o) || sub.isAcked(o)).toBe(true);
+          firstSeen.add(d.offset);
+        }
       }
       if (!more) break;
     }
     sub.checkInvariants();
+    expect(sub.markDelete).toBeGreaterThanOrEqual(lastMarkDelete); // no seek in these runs
+    lastMarkDelete = sub.markDelete;
   };
   for (const op of ops) {
     switch (op.k) {
