@@ -137,8 +137,8 @@ export class Subscription {
   private readonly consumers = new Map<string, ConsumerState>();
   private joinSeq = 0;
   private readonly pending = new Map<number, InFlight>();
-  /** offset -> due time (0 = at once). */
-  private readonly replay = new Map<number, number>();
+  /** offset -> due time (0 = at once) and key hash (Key_Shared; lets a blocked key be skipped without a read). */
+  private readonly replay = new Map<number, { due: number; hash: number | null }>();
   private readPosition: number;
   private logStart: number;
   private logEnd: number;
@@ -297,8 +297,8 @@ export class Subscription {
 
   private returnAll(c: ConsumerState): void {
     for (const o of [...c.inFlight].sort((a, b) => a - b)) {
-      this.leaveFlight(o);
-      this.replay.set(o, 0);
+      const e = this.leaveFlight(o);
+      this.replay.set(o, { due: 0, hash: e?.hash ?? null });
     }
   }
 
@@ -317,15 +317,18 @@ export class Subscription {
     const blocked = new Set<number>();
     let examined = 0;
     const ready = [...this.replay.entries()]
-      .filter(([, due]) => due <= nowMs)
-      .map(([o]) => o)
-      .sort((a, b) => a - b);
-    for (const o of ready) {
+      .filter(([, r]) => r.due <= nowMs)
+      .sort((a, b) => a[0] - b[0]);
+    for (const [o, r] of ready) {
       if (this.isAcked(o) || this.durable.deadLetters.has(o) || o < this.logStart || o >= this.logEnd) {
         this.replay.delete(o);
         continue;
       }
-      if (!this.anyPermit() || examined >= this.maxExamine) return { deliveries: out, more: examined >= this.maxExamine };
+      if (!this.anyPermit()) return { deliveries: out, more: false };
+      // A key that cannot move now is skipped without a read and without using the slice, so a
+      // slice always ends with progress (every examined replay entry leaves the queue).
+      if (this.subType === "key_shared" && r.hash !== null && !this.keyReady(r.hash, blocked)) continue;
+      if (examined >= this.maxExamine) return { deliveries: out, more: true };
       examined++;
       const meta = source.read(o, 1)[0];
       if (meta === undefined || meta.offset !== o) {
@@ -358,7 +361,7 @@ export class Subscription {
         }
         const due = Math.max(meta.deliverAtMs ?? 0, this.durable.notBefore.get(o) ?? 0);
         if (due > nowMs) {
-          this.replay.set(o, due);
+          this.replay.set(o, { due, hash: this.subType === "key_shared" ? keyHash(meta.key) : null });
           this.readPosition = o + 1;
           continue;
         }
@@ -366,7 +369,7 @@ export class Subscription {
         if (id === null) {
           if (this.subType === "key_shared" && this.replay.size < this.maxHeld) {
             blocked.add(keyHash(meta.key));
-            this.replay.set(o, 0);
+            this.replay.set(o, { due: 0, hash: keyHash(meta.key) });
             this.readPosition = o + 1;
             continue;
           }
@@ -415,15 +418,24 @@ export class Subscription {
         );
       case "key_shared": {
         const h = keyHash(meta.key);
-        if (blocked.has(h)) return null;
-        const owner = this.hashRanges.owner(h);
-        if (owner === null || !this.hasPermit(owner) || !this.hashes.allows(h, owner)) {
-          blocked.add(h);
-          return null;
-        }
-        return owner;
+        return this.keyReady(h, blocked) ? this.hashRanges.owner(h) : null;
       }
     }
+  }
+
+  /**
+   * Whether a message of `hash` may go to its owner now: not blocked earlier in this round (which
+   * keeps a key's order), the owner has a permit, and no other consumer holds the hash (PIP-379).
+   * A refusal blocks the hash for the rest of the round.
+   */
+  private keyReady(hash: number, blocked: Set<number>): boolean {
+    if (blocked.has(hash)) return false;
+    const owner = this.hashRanges.owner(hash);
+    if (owner === null || !this.hasPermit(owner) || !this.hashes.allows(hash, owner)) {
+      blocked.add(hash);
+      return false;
+    }
+    return true;
   }
 
   private deliver(consumerId: string, meta: MessageMeta, nowMs: number): Delivery {
@@ -543,8 +555,8 @@ export class Subscription {
     if (delayMs > 0) {
       this.durable.notBefore.set(o, nowMs + delayMs);
       this.delta.notBefore.set(o, nowMs + delayMs);
-      this.replay.set(o, nowMs + delayMs);
-    } else this.replay.set(o, 0);
+    }
+    this.replay.set(o, { due: delayMs > 0 ? nowMs + delayMs : 0, hash: e.hash });
   }
 
   // ---- timers ----
@@ -571,7 +583,7 @@ export class Subscription {
   nextDueMs(nowMs: number): number | null {
     let next = Number.POSITIVE_INFINITY;
     if (this.policy.ackTimeoutMs > 0) for (const e of this.pending.values()) next = Math.min(next, e.deliveredAtMs + this.policy.ackTimeoutMs);
-    for (const due of this.replay.values()) if (due > nowMs) next = Math.min(next, due);
+    for (const r of this.replay.values()) if (r.due > nowMs) next = Math.min(next, r.due);
     return next === Number.POSITIVE_INFINITY ? null : next;
   }
 

@@ -530,7 +530,7 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
  */
 function modelRun(type: SubscriptionOptions["type"], ops: Op[], onDeliver?: (d: Delivery, held: Map<number, string>, log: Log, sub: Subscription) => void, withNacks = true) {
   const log = new Log();
-  const sub = new Subscription({ name: "s", type, ackTimeoutMs: withNacks ? 1000 : 0, negativeAckRedeliveryDelayMs: 300, maxRedeliverCount: withNacks ? 1 : 0 }, emptyDurable(-1), log);
+  const sub = new Subscription({ name: "s", type, maxExaminePerDispatch: 3, maxHeldMessages: 4, ackTimeoutMs: withNacks ? 1000 : 0, negativeAckRedeliveryDelayMs: 300, maxRedeliverCount: withNacks ? 1 : 0 }, emptyDurable(-1), log);
   const held = new Map<number, string>(); // offset -> consumer, per the deliveries seen
   const firstSeen = new Set<number>();
   let lastMarkDelete = sub.markDelete;
@@ -539,7 +539,8 @@ function modelRun(type: SubscriptionOptions["type"], ops: Op[], onDeliver?: (d: 
   sub.addConsumer({ id: "c0", flow: { kind: "window", receiverQueueSize: 2 } });
   const pump = () => {
     for (const t of sub.tick(now)) held.delete(t);
-    for (;;) {
+    for (let slices = 0; ; slices++) {
+      if (slices > 1000) throw new Error("dispatch keeps saying more without progress");
       const { deliveries, more } = sub.dispatch(now, log);
       for (const d of deliveries) {
         expect(held.has(d.offset)).toBe(false);
