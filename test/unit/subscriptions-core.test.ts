@@ -504,7 +504,7 @@ describe("commands and the stored form", () => {
 // ---- model runs ----
 
 type Op =
-  | { k: "produce"; n: number; key: number }
+  | { k: "produce"; n: number; key: number; delayMs: number | null }
   | { k: "join"; c: number; q: number }
   | { k: "leave"; c: number }
   | { k: "ack"; pick: number }
@@ -513,7 +513,7 @@ type Op =
   | { k: "flush" };
 
 const opArb: fc.Arbitrary<Op> = fc.oneof(
-  { weight: 3, arbitrary: fc.record({ k: fc.constant("produce" as const), n: fc.integer({ min: 1, max: 4 }), key: fc.integer({ min: 0, max: 5 }) }) },
+  { weight: 3, arbitrary: fc.record({ k: fc.constant("produce" as const), n: fc.integer({ min: 1, max: 4 }), key: fc.integer({ min: 0, max: 5 }), delayMs: fc.option(fc.integer({ min: -500, max: 1500 }), { freq: 4 }) }) },
   { weight: 1, arbitrary: fc.record({ k: fc.constant("join" as const), c: fc.integer({ min: 0, max: 3 }), q: fc.integer({ min: 1, max: 3 }) }) },
   { weight: 1, arbitrary: fc.record({ k: fc.constant("leave" as const), c: fc.integer({ min: 0, max: 3 }) }) },
   { weight: 4, arbitrary: fc.record({ k: fc.constant("ack" as const), pick: fc.nat() }) },
@@ -544,11 +544,13 @@ function modelRun(type: SubscriptionOptions["type"], ops: Op[], onDeliver?: (d: 
       const { deliveries, more } = sub.dispatch(now, log);
       for (const d of deliveries) {
         expect(held.has(d.offset)).toBe(false);
+        expect(log.msgs[d.offset]!.deliverAtMs ?? 0).toBeLessThanOrEqual(now); // never early
         onDeliver?.(d, held, log, sub);
         held.set(d.offset, d.consumerId);
         if (!firstSeen.has(d.offset)) {
           // first deliveries follow offset order (Key_Shared may hold one key back for another)
-          if (type !== "key_shared") for (let o = 0; o < d.offset; o++) expect(firstSeen.has(o) || sub.isAcked(o)).toBe(true);
+          // (a message whose deliverAt is still ahead may wait)
+          if (type !== "key_shared") for (let o = 0; o < d.offset; o++) expect(firstSeen.has(o) || sub.isAcked(o) || (log.msgs[o]!.deliverAtMs ?? 0) > now).toBe(true);
           firstSeen.add(d.offset);
         }
       }
@@ -561,7 +563,8 @@ function modelRun(type: SubscriptionOptions["type"], ops: Op[], onDeliver?: (d: 
   for (const op of ops) {
     switch (op.k) {
       case "produce":
-        log.produce(op.n, { key: `key${op.key}` });
+        // delayed delivery only in the runs with nacks: like a nack, it may reorder a key
+        log.produce(op.n, { key: `key${op.key}`, ...(withNacks && op.delayMs !== null ? { deliverAtMs: now + op.delayMs } : {}) });
         break;
       case "join":
         sub.addConsumer({ id: `c${op.c}`, flow: { kind: "window", receiverQueueSize: op.q } });
