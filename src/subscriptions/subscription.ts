@@ -639,8 +639,9 @@ export class Subscription {
   /**
    * Resets the cursor so `nextOffset` (clamped into the log) is the first message delivered and
    * nothing after it counts as acknowledged (Pulsar's reset-cursor / seek; by timestamp, the room
-   * resolves the offset first). Messages in flight leave flight (their acks afterwards still
-   * apply), the replay queue and stored redelivery counts are cleared.
+   * resolves the offset first). Messages in flight leave flight, the replay queue and stored
+   * redelivery counts are cleared. Pulsar disconnects the consumers on a reset; the room should
+   * close their sockets too, since an ack of a pre-seek delivery would still apply.
    */
   seek(nextOffset: number): void {
     const target = Math.min(Math.max(nextOffset, this.logStart), this.logEnd);
