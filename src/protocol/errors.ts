@@ -70,6 +70,11 @@ export const ERRORS = {
   GROUP_MAX_SIZE_REACHED: { httpStatus: 409, retriable: false, message: "The group has reached its maximum number of members." },
   OFFSET_METADATA_TOO_LARGE: { httpStatus: 400, retriable: false, message: "The offset metadata string is too large." },
 
+  // ---- subscriptions (Pulsar's ServerError names: ConsumerBusy, NotAllowed; docs/SUBSCRIPTIONS.md) ----
+  CONSUMER_BUSY: { httpStatus: 409, retriable: false, message: "The subscription cannot take this consumer: it is exclusive and has one, or it is of another type." },
+  NOT_ALLOWED: { httpStatus: 409, retriable: false, message: "The operation is not allowed on this subscription type (e.g. cumulative ack on shared or key_shared)." },
+  INVALID_MESSAGE_ID: { httpStatus: 400, retriable: false, message: "The message id is malformed or names no message of the partition." },
+
   // ---- Durable Streams compatibility (/v1/stream/*, docs/DURABLE-STREAMS.md; statuses fixed by its PROTOCOL.md) ----
   STREAM_NOT_FOUND: { httpStatus: 404, retriable: false, message: "No stream exists at this path." },
   STREAM_GONE: { httpStatus: 410, retriable: false, message: "The stream was deleted but is retained for the forks that reference it." },
