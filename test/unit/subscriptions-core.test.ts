@@ -396,7 +396,7 @@ describe("A8: seek by timestamp", () => {
     const sub = newSub(log, { type: "exclusive" });
     sub.addConsumer({ id: "a" });
     log.produce(5); // timestamps 0, 100, ..., 400: shift by 100
-    log.msgs.forEach((m, i) => (m.timestampMs = (i + 1) * 100));
+    for (const [i, m] of log.msgs.entries()) m.timestampMs = (i + 1) * 100;
     sub.dispatch(0, log);
     ok(sub.ack([0, 1, 2, 3, 4]));
     seekTs(sub, log, 250);
@@ -417,7 +417,7 @@ describe("A8: seek by timestamp", () => {
     const sub = newSub(log, { type: "exclusive" });
     sub.addConsumer({ id: "a" });
     log.produce(5);
-    log.msgs.forEach((m, i) => (m.timestampMs = (i + 1) * 100));
+    for (const [i, m] of log.msgs.entries()) m.timestampMs = (i + 1) * 100;
     sub.dispatch(0, log);
     ok(sub.ack([0, 2]));
     seekTs(sub, log, 350);
