@@ -18,8 +18,10 @@
  * Crash safety: every step returns its commands and a checkpoint, committed in one transaction by
  * the room (the batch rewrites, the key-map rows of `seg_clean_keys`, the checkpoint row). A crash
  * between steps restarts from the last checkpoint ({@link restoreCompaction}) and redoes at most
- * one slice. Every command is also idempotent (a rewrite keeps a subset of what is there; a map
- * put sets the same value), so even a replayed slice loses and duplicates nothing.
+ * one slice, and ends in the same log as a run without the crash. Every command is also
+ * idempotent (a rewrite keeps a subset of what is there; a map put sets the same value), so even a
+ * slice whose writes landed without its checkpoint loses and duplicates nothing when replayed (the
+ * pass may then end at another offset: the key map holds the replayed keys).
  */
 import type { LogBounds } from "../partition/core.ts";
 import { segmentEnd, type SegmentRow } from "./segments.ts";

@@ -18,21 +18,24 @@ export interface ReadOutcome {
    * or null when no stored batch at or after `offset` lies below the high watermark.
    */
   lastBatchOffset: number | null;
+  /** True when a stored batch below the high watermark follows the covered ones (the answer stopped at a limit). */
+  more: boolean;
 }
 
 /**
  * The `nextOffset` of a fetch answer:
- * - batches were covered: the last one's lastOffset + 1, even if compaction emptied its tail or
- *   every record in it was below `offset` (B2);
- * - nothing at or after `offset` below the high watermark, and `offset` < HW: the high watermark,
- *   because the whole range [offset, HW) was compacted or truncated away;
- * - at or past the high watermark: `offset` (nothing to skip; the consumer waits there).
+ * - at or past the high watermark: `offset` (nothing to skip; the consumer waits there);
+ * - the answer stopped at a limit (`more`): the last covered batch's lastOffset + 1, even if
+ *   compaction emptied its tail or every record in it was below `offset` (B2);
+ * - otherwise nothing else is stored below the high watermark, so [offset, HW) has been looked at
+ *   whole and the rest is a compacted or truncated gap: the high watermark. An empty answer below
+ *   the high watermark therefore always moves the consumer, in one round trip.
  * Never below `offset`, never above the high watermark unless `offset` already is.
  */
 export function nextFetchOffset(r: ReadOutcome): number {
   if (r.offset >= r.highWatermark) return r.offset;
-  if (r.lastBatchOffset === null) return r.highWatermark;
-  return Math.min(Math.max(r.lastBatchOffset + 1, r.offset), Math.max(r.highWatermark, r.offset));
+  if (!r.more || r.lastBatchOffset === null) return r.highWatermark;
+  return Math.min(Math.max(r.lastBatchOffset + 1, r.offset), r.highWatermark);
 }
 
 /**
