@@ -38,7 +38,10 @@ export type RemoteState = "none" | "copying" | "deleting";
 
 /** One row of `seg_segments`. Offsets inclusive; bytes and records are what is stored now. */
 export interface SegmentRow {
-  /** Increasing per partition, never reused (1, 2, ...). */
+  /**
+   * The base offset the segment was opened at (Kafka names segment files the same way). Offsets
+   * are never reused, so neither are ids, even after retention emptied the index.
+   */
   id: number;
   baseOffset: number;
   /** Last offset appended to the segment (compaction keeps it even when that record goes). */
@@ -123,7 +126,7 @@ export function planSegmentAppend(last: SegmentRow | null, batch: BatchMeta, cfg
     kind: "segRoll",
     closeId: last !== null && !last.closed ? last.id : null,
     row: {
-      id: (last?.id ?? 0) + 1,
+      id: batch.baseOffset,
       baseOffset: batch.baseOffset,
       lastOffset: batch.lastOffset,
       bytes: batch.bytes,

@@ -149,7 +149,7 @@ describe("compaction: what is cleanable, and when a pass runs", () => {
   });
 
   it("refuses a slice out of order (a shell bug), and does nothing when idle", () => {
-    const seg: SegmentRow = { id: 1, baseOffset: 0, lastOffset: 3, bytes: 10, records: 4, maxTimestamp: 0, firstAppendMs: 0, lastAppendMs: 0, closed: true, location: "local", r2Key: null, remote: "none" };
+    const seg: SegmentRow = { id: 0, baseOffset: 0, lastOffset: 3, bytes: 10, records: 4, maxTimestamp: 0, firstAppendMs: 0, lastAppendMs: 0, closed: true, location: "local", r2Key: null, remote: "none" };
     const cfg = compacted().compaction;
     const d = planCompactionPass(INITIAL_COMPACTION_STATE, { segments: [seg], bounds: { logStartOffset: 0, logEndOffset: 4, highWatermark: 4 }, lastStableOffset: null, nowMs: 1 }, cfg);
     if (!d.run) throw new Error("expected a pass");
