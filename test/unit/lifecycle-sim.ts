@@ -85,7 +85,11 @@ export class SimPartition {
   /** Commands applied, for assertions. */
   segmentCommands: SegmentCommand[] = [];
 
-  constructor(public cfg: SimConfig = SIM_DEFAULTS) {}
+  cfg: SimConfig;
+
+  constructor(cfg: SimConfig = SIM_DEFAULTS) {
+    this.cfg = cfg;
+  }
 
   get bounds(): LogBounds {
     return { logStartOffset: this.logStartOffset, logEndOffset: this.logEndOffset, highWatermark: this.highWatermark };

@@ -131,7 +131,13 @@ class TieredPartition {
   uploads = 0;
   budget = Number.POSITIVE_INFINITY;
 
-  constructor(readonly cfg: TieringConfig, readonly segmentBytes: number) {}
+  readonly cfg: TieringConfig;
+  readonly segmentBytes: number;
+
+  constructor(cfg: TieringConfig, segmentBytes: number) {
+    this.cfg = cfg;
+    this.segmentBytes = segmentBytes;
+  }
 
   /** One persisted action (a commit, an R2 call); throws Crash when the budget runs out. */
   act(f: () => void): void {
