@@ -102,7 +102,11 @@ export type CompactionState = CompactionCheckpoint & { latest: ReadonlyMap<strin
 
 export const INITIAL_COMPACTION_STATE: CompactionState = { phase: "idle", cleanOffset: 0, tombstoneExpiryMs: null, latest: new Map() };
 
-/** A write the room applies inside one transaction with the step's other commands. */
+/**
+ * A write the room applies inside one transaction with the step's other commands. A batch command
+ * naming a batch that is no longer stored (retention or deleteRecords removed it since the slice
+ * was read) is a no-op.
+ */
 export type CompactionCommand =
   /** Keep only the records at `keep` in batch `baseOffset`; its base and last offsets stay. */
   | { kind: "rewriteBatch"; baseOffset: number; keep: number[] }

@@ -279,6 +279,21 @@ describe("offload is idempotent and crash-safe", () => {
     p.checkNothingLost();
   });
 
+  it("planning is idempotent: the same plan twice without a commit between, and nothing new once everything is done", () => {
+    const p = new TieredPartition(CFG, 100);
+    for (let i = 0; i < 4; i++) p.produce([`v${i}`], 0);
+    const input = { segments: p.segments, bounds: p.bounds, nowMs: 1000, topicId: "t", partition: 0, maxConcurrentCopies: 8 };
+    const plan = planTiering(input, CFG);
+    expect(plan.effects.map((e) => [e.kind, e.id])).toEqual([["upload", 0], ["upload", 1], ["upload", 2]]);
+    expect(planTiering(input, CFG)).toEqual(plan);
+    for (let i = 0; i < 3; i++) p.tier(1000);
+    expect(planTiering({ ...input, segments: p.segments }, CFG)).toEqual({ commands: [], effects: [], localStartOffset: 3 });
+    // Completions are no-ops once the row moved on.
+    expect(completeUpload(p.segments[0], p.segments[0]!.r2Key!)).toBeNull();
+    expect(completeUpload(undefined, "x")).toBeNull();
+    expect(completeRemoteDelete(p.segments[0])).toBeNull();
+  });
+
   it("remote storage off: nothing is copied and nothing leaves local storage", () => {
     const p = new TieredPartition({ ...CFG, remoteStorageEnable: false }, 100);
     for (let i = 0; i < 4; i++) p.produce([`v${i}`], 0);
