@@ -46,6 +46,9 @@ export type {
   PassSegment,
 } from "./compaction.ts";
 
+// ---- the bytes of a rewritten (compacted) batch ----
+export { rewriteStoredBatch } from "./batch-rewrite.ts";
+
 // ---- reads over gaps ----
 export { nextFetchOffset, visibleRecords } from "./reads.ts";
 export type { ReadOutcome } from "./reads.ts";
