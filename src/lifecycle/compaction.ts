@@ -181,7 +181,9 @@ export function planCompactionPass(state: CompactionState, input: CompactionInpu
   const dirtyRatio = clean + dirty === 0 ? 0 : dirty / (clean + dirty);
   const last = passSegments[passSegments.length - 1];
   if (last === undefined) return { run: false, reason: "nothing-cleanable", dirtyRatio };
-  const pass: CompactionPass = { startedMs: nowMs, dirtyFrom, end: Math.max(last.end, dirtyFrom), segments: passSegments, tombstoneExpiryMs: null };
+  // The pass never reaches past the cleanable range, even when an earlier pass cleaned further
+  // (min.compaction.lag.ms was raised since): then nothing is dirty and only expired tombstones go.
+  const pass: CompactionPass = { startedMs: nowMs, dirtyFrom, end: last.end, segments: passSegments, tombstoneExpiryMs: null };
   if (firstDirty !== null && nowMs - firstDirty.firstAppendMs > cfg.maxCompactionLagMs) return { run: true, reason: "max-compaction-lag", pass, dirtyRatio };
   if (dirty > 0 && dirtyRatio >= cfg.minCleanableDirtyRatio) return { run: true, reason: "dirty-ratio", pass, dirtyRatio };
   if (state.tombstoneExpiryMs !== null && state.tombstoneExpiryMs <= nowMs) return { run: true, reason: "tombstone-expiry", pass, dirtyRatio };

@@ -96,6 +96,21 @@ describe("compaction: what is cleanable, and when a pass runs", () => {
     expect(show(p.readAll(0))).toEqual(["k=\"2\"@1"]);
   });
 
+  it("a pass never reaches past the cleanable range, even below an earlier pass's clean offset (min.compaction.lag.ms raised)", () => {
+    const p = log([["k", "1"], ["k", null]]);
+    p.produce([{ key: "j", value: "1" }], 500);
+    p.roll();
+    p.runCompaction(600);
+    expect(p.cleaner.phase === "idle" && p.cleaner.cleanOffset).toBe(3);
+    // Now the last segment (max timestamp 500) is too young: the range ends at 2, below the clean offset.
+    p.cfg = { ...p.cfg, compaction: { ...p.cfg.compaction, minCompactionLagMs: 10_000 } };
+    const d = planCompactionPass(p.cleaner, { segments: p.segments, bounds: p.bounds, lastStableOffset: null, nowMs: 10_000 }, p.cfg.compaction);
+    expect(d).toMatchObject({ run: true, reason: "tombstone-expiry", pass: { dirtyFrom: 3, end: 2 } });
+    p.runCompaction(10_000);
+    expect(show(p.readAll(0))).toEqual(["j=\"1\"@2"]);
+    expect(p.cleaner.phase === "idle" && p.cleaner.cleanOffset).toBe(3);
+  });
+
   it("min.cleanable.dirty.ratio: below it no pass; max.compaction.lag.ms forces one", () => {
     const cfg = compacted({ minCleanableDirtyRatio: 0.9, maxCompactionLagMs: 10_000 });
     const p = log([["a", "1"], ["b", "1"], ["c", "1"], ["d", "1"]], cfg);
