@@ -50,6 +50,7 @@ export const ERRORS = {
   INVALID_PRODUCER_EPOCH: { httpStatus: 409, retriable: false, message: "The producer epoch is older than the current one: this producer has been fenced." },
   INVALID_PRODUCER_ID: { httpStatus: 400, retriable: false, message: "The producer id, epoch or sequence is malformed." },
   INVALID_TIMESTAMP: { httpStatus: 400, retriable: false, message: "A record timestamp is not a valid non-negative integer of milliseconds." },
+  INVALID_RECORD: { httpStatus: 400, retriable: false, message: "A record is not valid for this topic (e.g. no key on a compacted topic)." },
 
   // ---- fetch / offsets ----
   OFFSET_OUT_OF_RANGE: { httpStatus: 416, retriable: false, message: "The offset is outside [logStartOffset, logEndOffset]." },
