@@ -80,6 +80,13 @@ export const ERRORS = {
   INVALID_PRODUCER_SEQUENCE: { httpStatus: 400, retriable: false, message: "A new producer epoch must start at Producer-Seq 0." },
   OFFSET_GONE: { httpStatus: 410, retriable: false, message: "The offset is before the earliest retained position of the stream." },
 
+  // ---- security (docs/SECURITY.md; Kafka's SASL_AUTHENTICATION_FAILED, *_AUTHORIZATION_FAILED, THROTTLING_QUOTA_EXCEEDED) ----
+  UNAUTHENTICATED: { httpStatus: 401, retriable: false, message: "No valid credentials: send Authorization: Bearer <token> (or Basic to /v1/auth/token)." },
+  NOT_AUTHORIZED: { httpStatus: 403, retriable: false, message: "The principal is not allowed this operation on this resource." },
+  AUTH_NOT_CONFIGURED: { httpStatus: 503, retriable: false, message: "Authentication is not configured: set EDGELOG_AUTH (required with EDGELOG_JWT_SECRET or EDGELOG_JWKS, or none); only /v1/health is served." },
+  THROTTLED: { httpStatus: 429, retriable: true, message: "A client quota is exceeded: retry after throttleTimeMs." },
+  USER_NOT_FOUND: { httpStatus: 404, retriable: false, message: "No SCRAM user with this name." },
+
   // ---- server ----
   REQUEST_TIMED_OUT: { httpStatus: 504, retriable: true, message: "The request timed out before it completed." },
   UNAVAILABLE: { httpStatus: 503, retriable: true, message: "The partition is temporarily unavailable (Durable Object reset or overloaded)." },
