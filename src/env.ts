@@ -5,12 +5,17 @@
 import type { BenchDO } from "../durable-objects/bench.ts";
 import type { MetadataDO } from "../durable-objects/metadata.ts";
 import type { PartitionDO } from "../durable-objects/partition.ts";
+import type { QuotaDO } from "../durable-objects/quota.ts";
+import type { AuthSettingsEnv } from "./auth/config.ts";
 
-export interface Env {
+/** Auth vars and secrets (EDGELOG_AUTH, EDGELOG_JWT_SECRET, ...): src/auth/config.ts, docs/SECURITY.md. */
+export interface Env extends AuthSettingsEnv {
   /** One object per topic-partition, named `${topicId}/${partition}`. */
   PARTITION: DurableObjectNamespace<PartitionDO>;
   /** One object, named "cluster": topics and producer ids. */
   METADATA: DurableObjectNamespace<MetadataDO>;
+  /** One object per client quota entity (durable-objects/quota.ts). */
+  QUOTA: DurableObjectNamespace<QuotaDO>;
   /** Bench-only: raw single-row inserts, the ceiling a produce is measured against. */
   BENCH: DurableObjectNamespace<BenchDO>;
   /** "1" exposes /bench/* routes. @default "0" */

@@ -10,6 +10,7 @@ export { GroupCoordinatorDO } from "../durable-objects/group-coordinator.ts";
 export { GroupDirectoryDO } from "../durable-objects/group-directory.ts";
 export { MetadataDO } from "../durable-objects/metadata.ts";
 export { PartitionDO } from "../durable-objects/partition.ts";
+export { QuotaDO } from "../durable-objects/quota.ts";
 
 const app = createApp();
 
