@@ -6,7 +6,7 @@
  */
 import { Readable, Writable } from "node:stream";
 import { describe, expect, it } from "vitest";
-import { formatRecord, main, type CliIo } from "../../sdk/src/cli.ts";
+import { formatRecord, main, type CliIo } from "../../sdk/src/cli/index.ts";
 import { EdgelogClient, groupPath, topicPath } from "../../sdk/src/client.ts";
 import { Consumer } from "../../sdk/src/consumer.ts";
 import { EdgelogClientError } from "../../sdk/src/errors.ts";
