@@ -20,7 +20,36 @@ export class UsageError extends Error {
 const GLOBAL_OPTIONS = {
   url: { type: "string" },
   help: { type: "boolean", short: "h" },
+  token: { type: "string" },
+  user: { type: "string" },
 } as const satisfies Record<string, ParseArgsOptionDescriptor>;
+
+/** How the CLI authenticates (docs/SECURITY.md): a bearer token, or a SCRAM user exchanged for one. */
+export type CliAuth = { token: string } | { username: string; password: string } | null;
+
+/**
+ * `--token` (else $EDGELOG_TOKEN), or `--user NAME` with the password from $EDGELOG_PASSWORD
+ * (never on the command line, where `ps` and shell history would show it). Pure.
+ * @throws UsageError for --user without EDGELOG_PASSWORD, or both --token and --user.
+ */
+export function cliAuth(argv: readonly string[], env: Readonly<Record<string, string | undefined>>): CliAuth {
+  let values: Record<string, unknown>;
+  try {
+    values = parseArgs({ args: [...argv], options: { token: { type: "string" }, user: { type: "string" } }, allowPositionals: true, strict: false }).values;
+  } catch {
+    return null;
+  }
+  const token = typeof values.token === "string" ? values.token : undefined;
+  const user = typeof values.user === "string" ? values.user : undefined;
+  if (token !== undefined && user !== undefined) throw new UsageError("Give --token or --user, not both");
+  if (user !== undefined) {
+    const password = env["EDGELOG_PASSWORD"];
+    if (password === undefined) throw new UsageError("--user needs the password in EDGELOG_PASSWORD");
+    return { username: user, password };
+  }
+  const t = token ?? env["EDGELOG_TOKEN"];
+  return t === undefined || t === "" ? null : { token: t };
+}
 
 /**
  * The union of the table's options for `parseArgs` (which needs one configuration before it

@@ -13,7 +13,7 @@ import process from "node:process";
 import { EdgelogError } from "../../../src/protocol/index.ts";
 import { Admin } from "../admin.ts";
 import { EdgelogClient } from "../client.ts";
-import { DEFAULT_URL, type Parsed, parseWith, UsageError } from "./args.ts";
+import { type CliAuth, cliAuth, DEFAULT_URL, type Parsed, parseWith, UsageError } from "./args.ts";
 import { COMMANDS, type Command } from "./commands/index.ts";
 import { type CliIo, Output, OutputClosed } from "./io.ts";
 
@@ -29,8 +29,10 @@ export const USAGE = `Usage: edgelog [--url URL] COMMAND ...
 Commands:
 ${COMMANDS.map((c) => c.usage).join("")}
 Options:
-  --url URL   gateway URL (default: $EDGELOG_URL or ${DEFAULT_URL})
-  -h, --help  this text
+  --url URL     gateway URL (default: $EDGELOG_URL or ${DEFAULT_URL})
+  --token JWT   bearer token (default: $EDGELOG_TOKEN)
+  --user NAME   a SCRAM user, password from $EDGELOG_PASSWORD (exchanged for a token)
+  -h, --help    this text
 
 Exit codes: 0 ok, 1 server or network error, 2 usage error.
 `;
@@ -60,7 +62,15 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     io.stdout.write(USAGE);
     return 0;
   }
-  const client = new EdgelogClient(io.fetch === undefined ? { baseUrl: cmd.url } : { baseUrl: cmd.url, fetch: io.fetch });
+  let auth: CliAuth;
+  try {
+    auth = cliAuth(argv, io.env);
+  } catch (e) {
+    if (!(e instanceof UsageError)) throw e;
+    io.stderr.write(`edgelog: ${e.message}\n`);
+    return 2;
+  }
+  const client = new EdgelogClient({ baseUrl: cmd.url, ...(io.fetch === undefined ? {} : { fetch: io.fetch }), ...(auth ?? {}) });
   const command = COMMANDS.find((c) => c.name === cmd.kind)!;
   try {
     await command.run(cmd, { client, admin: new Admin(client), out: new Output(io.stdout), io });

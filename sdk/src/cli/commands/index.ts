@@ -7,10 +7,11 @@ import type { CliCommand } from "../command.ts";
 import { type ConsumeCommand, consume } from "./consume.ts";
 import { type GroupsCommand, groupsDelete, groupsDescribe, groupsList, groupsResetOffsets } from "./groups.ts";
 import { type ProduceCommand, produce } from "./produce.ts";
+import { aclsAdd, aclsList, aclsRemove, quotasAlter, quotasList, type SecurityCommand, tokenIssue, usersCreate, usersDelete, usersList } from "./security.ts";
 import { type TopicsCommand, topicsAlter, topicsCreate, topicsDelete, topicsDescribe, topicsList } from "./topics.ts";
 
 /** A parsed command line of any command. */
-export type Command = TopicsCommand | ProduceCommand | ConsumeCommand | GroupsCommand;
+export type Command = TopicsCommand | ProduceCommand | ConsumeCommand | GroupsCommand | SecurityCommand;
 
 /** Two-word commands share their first word; `topics` alone lists the subcommands in this order. */
 export const COMMANDS: readonly CliCommand<Command>[] = [
@@ -25,4 +26,13 @@ export const COMMANDS: readonly CliCommand<Command>[] = [
   groupsDescribe,
   groupsResetOffsets,
   groupsDelete,
+  aclsList,
+  aclsAdd,
+  aclsRemove,
+  usersCreate,
+  usersDelete,
+  usersList,
+  quotasList,
+  quotasAlter,
+  tokenIssue,
 ];
