@@ -21,7 +21,7 @@ import type { MiddlewareHandler } from "hono";
 import type { QuotaRates } from "../../durable-objects/quota.ts";
 import { OPEN_AUTH, requestAuth } from "../auth/authorizer.ts";
 import { securitySnapshot } from "../auth/cache.ts";
-import { authConfig } from "../auth/config.ts";
+import { authConfig, type AuthSettingsEnv } from "../auth/config.ts";
 import { TokenRejected, verifyToken } from "../auth/jwt.ts";
 import { resolveQuota } from "../auth/quotas.ts";
 import { ROUTE_ACCESS, RouteMatcher, type RouteLike } from "../auth/route-access.ts";
@@ -61,17 +61,27 @@ function unauthenticated(c: AppContext, message: string, tokenSent: boolean): Re
 /** Local memory of refusals per quota bucket: refuse without a QuotaDO call until then. */
 const throttledUntil = new Map<string, number>();
 
+/**
+ * Logs the auth mode once per isolate: at module load (src/index.ts, so `npm start` prints it
+ * at start-up) and again never, unless the vars differ (tests with env overrides).
+ */
+export function logAuthMode(env: AuthSettingsEnv): void {
+  const cfg = authConfig(env);
+  if (cfg.mode === "none") logModeOnce("Edgelog: authentication is OFF (EDGELOG_AUTH=none): every request is allowed. Local development only: docs/SECURITY.md.");
+  else if (cfg.mode === "unconfigured") logModeOnce(`Edgelog: authentication is not configured (${cfg.reason}): only ${HEALTH_PATH} is served. docs/SECURITY.md.`);
+}
+
 export function authMiddleware(o: AuthOptions): MiddlewareHandler<AppEnv> {
   let matcher: RouteMatcher | null = null;
   return async (c, next) => {
     const cfg = authConfig(c.env);
     if (cfg.mode === "none") {
-      logModeOnce("Edgelog: authentication is OFF (EDGELOG_AUTH=none): every request is allowed. Local development only: docs/SECURITY.md.");
+      logAuthMode(c.env);
       c.set("auth", OPEN_AUTH);
       return next();
     }
     if (cfg.mode === "unconfigured") {
-      logModeOnce(`Edgelog: authentication is not configured (${cfg.reason}): only ${HEALTH_PATH} is served. docs/SECURITY.md.`);
+      logAuthMode(c.env);
       if (c.req.path === HEALTH_PATH && (c.req.method === "GET" || c.req.method === "HEAD")) return next();
       return errorResponse(c, new EdgelogError("AUTH_NOT_CONFIGURED", undefined, { reason: cfg.reason }));
     }
