@@ -179,7 +179,8 @@ export function authMiddleware(o: AuthOptions): MiddlewareHandler<AppEnv> {
     }
     await next();
     let throttleTimeMs = answer.throttleTimeMs;
-    if (kind === "fetch" && quota.rates.consumerByteRate !== undefined && c.res.ok) {
+    // An SSE answer is open-ended: its bytes are not counted (docs/SECURITY.md).
+    if (kind === "fetch" && quota.rates.consumerByteRate !== undefined && c.res.ok && !(c.res.headers.get("content-type") ?? "").includes("text/event-stream")) {
       const bytes = (await c.res.clone().arrayBuffer()).byteLength;
       throttleTimeMs = Math.max(throttleTimeMs, await stub.chargeFetch(quota.rates, bytes));
     }
