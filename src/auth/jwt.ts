@@ -9,7 +9,8 @@
  * with an RSA public key (algorithm confusion: the JWKS is never used as an HMAC secret), an
  * unknown `kid` and a token over {@link MAX_TOKEN_BYTES} are refused.
  *
- * Verified tokens are cached per isolate (at most {@link TOKEN_CACHE_ENTRIES}) until the
+ * Verified tokens are cached per isolate (at most {@link TOKEN_CACHE_ENTRIES}, each at most
+ * {@link MAX_CACHED_TOKEN_CHARS}; longer ones are verified every time) until the
  * earlier of their `exp` (+ skew) and {@link TOKEN_CACHE_TTL_MS} after verification: a key
  * removed from a JWKS stops being honoured within that bound plus the JWKS cache age.
  */
@@ -22,9 +23,11 @@ export const MAX_TOKEN_BYTES = 8192;
 export const ASYMMETRIC_ALGORITHMS = ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "EdDSA", "Ed25519"];
 /** How long a verified token is trusted without re-verifying. */
 export const TOKEN_CACHE_TTL_MS = 60_000;
-export const TOKEN_CACHE_ENTRIES = 10_000;
+/** At most this many verified tokens are cached, each at most {@link MAX_CACHED_TOKEN_CHARS} long (<= 10 MB). */
+export const TOKEN_CACHE_ENTRIES = 5_000;
+export const MAX_CACHED_TOKEN_CHARS = 2048;
 /** Remote JWKS: refetched at most this often on an unknown `kid` (key rotation), kept this long otherwise. */
-export const JWKS_COOLDOWN_MS = 30_000;
+export const JWKS_COOLDOWN_MS = 10_000;
 export const JWKS_MAX_AGE_MS = 600_000;
 
 /** Claim carried by tokens that POST /v1/auth/token issues: the SCRAM credential's generation. */
@@ -102,8 +105,10 @@ export async function verifyToken(cfg: RequiredConfig, token: string, nowMs = Da
   const gen = payload[SCRAM_GENERATION_CLAIM];
   const result: VerifiedToken = { principal: payload.sub, scramGeneration: typeof gen === "string" ? gen : null };
   const expMs = typeof payload.exp === "number" ? (payload.exp + cfg.clockSkewSec) * 1000 : Number.POSITIVE_INFINITY;
-  if (verified.size >= TOKEN_CACHE_ENTRIES) verified.clear();
-  verified.set(token, { token: result, untilMs: Math.min(expMs, nowMs + TOKEN_CACHE_TTL_MS) });
+  if (token.length <= MAX_CACHED_TOKEN_CHARS) {
+    if (verified.size >= TOKEN_CACHE_ENTRIES) verified.clear();
+    verified.set(token, { token: result, untilMs: Math.min(expMs, nowMs + TOKEN_CACHE_TTL_MS) });
+  }
   return result;
 }
 
