@@ -23,6 +23,7 @@
 import { parseCommit, parseOffsetFetch, parseResetOffsets, parseTopicSelection } from "../groups/requests.ts";
 import { CLUSTER_RESOURCE, type AclOperation, type Resource } from "../protocol/acl.ts";
 import { parseJsonBytes } from "../gateway/http.ts";
+import { EdgelogError } from "../protocol/errors.ts";
 import { parseTopicName } from "../protocol/names.ts";
 import { parseStreamPath, topicNameForPath } from "../streams/names.ts";
 
@@ -84,6 +85,20 @@ function jsonOf(r: RouteRequestView): unknown {
   return parseJsonBytes(r.body);
 }
 
+/**
+ * The topics a group request's body names, or [] when the body does not parse: the route then
+ * answers the same parse error (after the group check, so a principal without the group
+ * permission learns nothing about the body's validity) and touches nothing.
+ */
+function bodyTopics(parse: () => string[]): string[] {
+  try {
+    return parse();
+  } catch (e) {
+    if (e instanceof EdgelogError) return [];
+    throw e;
+  }
+}
+
 async function streamTopic(r: RouteRequestView): Promise<Resource> {
   const p = parseStreamPath(r.path);
   // An invalid or reserved path is answered 400/404 by the route and touches no stream; the
@@ -142,7 +157,7 @@ export const ROUTE_ACCESS: Readonly<Record<string, RouteAccess>> = Object.fromEn
     {
       access: "acl",
       checks: (r) => {
-        const topics = new Set(parseCommit(jsonOf(r)).offsets.map((o) => o.topic));
+        const topics = new Set(bodyTopics(() => parseCommit(jsonOf(r)).offsets.map((o) => o.topic)));
         return [{ resource: group(r), operation: "read" }, ...[...topics].map((name) => ({ resource: { type: "topic" as const, name }, operation: "read" as const }))];
       },
     },
@@ -152,8 +167,8 @@ export const ROUTE_ACCESS: Readonly<Record<string, RouteAccess>> = Object.fromEn
     {
       access: "acl",
       checks: (r) => {
-        const topics = parseOffsetFetch(jsonOf(r)).topics ?? [];
-        return [{ resource: group(r), operation: "describe" }, ...topics.map((t) => ({ resource: { type: "topic" as const, name: t.topic }, operation: "describe" as const }))];
+        const topics = bodyTopics(() => (parseOffsetFetch(jsonOf(r)).topics ?? []).map((t) => t.topic));
+        return [{ resource: group(r), operation: "describe" }, ...topics.map((name) => ({ resource: { type: "topic" as const, name }, operation: "describe" as const }))];
       },
     },
   ],
@@ -163,8 +178,8 @@ export const ROUTE_ACCESS: Readonly<Record<string, RouteAccess>> = Object.fromEn
       access: "acl",
       checks: (r) => {
         const names = r.queries("topic");
-        const topics = names.length === 0 ? [] : parseTopicSelection(names.map((topic) => ({ topic })), "topic");
-        return [{ resource: group(r), operation: "describe" }, ...topics.map((t) => ({ resource: { type: "topic" as const, name: t.topic }, operation: "describe" as const }))];
+        const topics = bodyTopics(() => (names.length === 0 ? [] : parseTopicSelection(names.map((topic) => ({ topic })), "topic").map((t) => t.topic)));
+        return [{ resource: group(r), operation: "describe" }, ...topics.map((name) => ({ resource: { type: "topic" as const, name }, operation: "describe" as const }))];
       },
     },
   ],
@@ -173,8 +188,8 @@ export const ROUTE_ACCESS: Readonly<Record<string, RouteAccess>> = Object.fromEn
     {
       access: "acl",
       checks: (r) => {
-        const topics = parseResetOffsets(jsonOf(r)).topics;
-        return [{ resource: group(r), operation: "read" }, ...topics.map((t) => ({ resource: { type: "topic" as const, name: t.topic }, operation: "read" as const }))];
+        const topics = bodyTopics(() => parseResetOffsets(jsonOf(r)).topics.map((t) => t.topic));
+        return [{ resource: group(r), operation: "read" }, ...topics.map((name) => ({ resource: { type: "topic" as const, name }, operation: "read" as const }))];
       },
     },
   ],

@@ -299,6 +299,21 @@ describe("authorization", () => {
     expect(JSON.stringify(committed)).not.toContain('"offset":1');
   });
 
+  it("a malformed commit body from a principal without group READ is 403 (the group check comes first); the group list shows only describable groups", async () => {
+    const kate = `kate-${id}`;
+    const token = await hsToken(kate);
+    const bad = await request(e, "POST", `/v1/groups/g-${id}/offsets`, { token, rawBody: "{not json", headers: { "content-type": "application/json" } });
+    expect((await expectCode(bad, 403, "NOT_AUTHORIZED")).details?.resourceType).toBe("group");
+    const [g1, g2] = [`seen-${id}`, `hidden-${id}`];
+    for (const g of [g1, g2]) await expectOk(await request(e, "POST", `/v1/groups/${g}/offsets`, { token: admin, body: { offsets: [{ topic: mine, partition: 0, offset: 0 }] } }));
+    await acl(kate, "group", g1, "describe");
+    // The directory is updated in the background (eventually consistent): wait until both show.
+    const listed = async (t: string) => ((await expectOk(await request(e, "GET", "/v1/groups", { token: t }))) as { groups: { groupId: string }[] }).groups.map((g) => g.groupId);
+    for (let i = 0; i < 100 && !(await listed(admin)).includes(g2); i++) await new Promise((r) => setTimeout(r, 50));
+    expect(await listed(admin)).toEqual(expect.arrayContaining([g1, g2]));
+    expect(await listed(token)).toEqual([g1]);
+  });
+
   it("a Durable Streams append without WRITE, and a create without CREATE", async () => {
     const path = `/v1/stream/auth-${id}`;
     await expectOk(await request(e, "PUT", path, { token: admin, headers: { "content-type": "text/plain" } }), 201);
