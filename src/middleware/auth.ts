@@ -28,6 +28,7 @@ import { ROUTE_ACCESS, RouteMatcher, type RouteLike } from "../auth/route-access
 import type { AppContext, AppEnv } from "../gateway/context.ts";
 import { CLUSTER_RESOURCE } from "../protocol/acl.ts";
 import { EdgelogError } from "../protocol/errors.ts";
+import { STREAMS_PATH_PREFIX } from "../streams/names.ts";
 
 /** Request header naming the client id quotas are keyed by (Kafka's client.id). */
 export const CLIENT_ID_HEADER = "Edgelog-Client-Id";
@@ -49,8 +50,20 @@ function logModeOnce(message: string): void {
   console.warn(message);
 }
 
+/**
+ * Headers the Durable Streams middleware would have set (it runs after this one, so a refusal
+ * here never reaches it): browsers must be able to read a 401/403/429 of /v1/stream/*.
+ */
+const STREAM_ERROR_HEADERS = {
+  "Access-Control-Allow-Origin": "*",
+  "Access-Control-Expose-Headers": "WWW-Authenticate, Retry-After",
+  "X-Content-Type-Options": "nosniff",
+  "Cross-Origin-Resource-Policy": "cross-origin",
+};
+
 function errorResponse(c: AppContext, e: EdgelogError, headers: Record<string, string> = {}): Response {
-  return c.json(e.toBody(), e.httpStatus as 401, headers);
+  const extra = c.req.path.startsWith(STREAMS_PATH_PREFIX) ? { ...STREAM_ERROR_HEADERS, ...headers } : headers;
+  return c.json(e.toBody(), e.httpStatus as 401, extra);
 }
 
 function unauthenticated(c: AppContext, message: string, tokenSent: boolean): Response {

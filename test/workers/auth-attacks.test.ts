@@ -321,7 +321,10 @@ describe("authorization", () => {
     const ivy = `ivy-${id}`;
     await acl(ivy, "namespace", "streams/default", "read");
     const token = await hsToken(ivy);
-    await expectCode(await request(e, "POST", path, { token, headers: { "content-type": "text/plain" }, rawBody: "two" }), 403, "NOT_AUTHORIZED");
+    const refused = await request(e, "POST", path, { token, headers: { "content-type": "text/plain" }, rawBody: "two" });
+    // A browser can read the refusal (the stream middleware's CORS headers).
+    expect(refused.headers.get("access-control-allow-origin")).toBe("*");
+    await expectCode(refused, 403, "NOT_AUTHORIZED");
     await expectCode(await request(e, "PUT", `${path}-new`, { token, headers: { "content-type": "text/plain" } }), 403, "NOT_AUTHORIZED");
     expect(await (await request(e, "GET", `${path}?offset=-1`, { token })).text()).toBe("one");
     expect((await request(e, "HEAD", `${path}-new`, { token: admin })).status).toBe(404);
