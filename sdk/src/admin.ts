@@ -102,8 +102,8 @@ export class Admin {
 
   // ---- security (docs/SECURITY.md; each needs the cluster permission named) ----
 
-  /** Adds ACL bindings (cluster ALTER). Returns how many were new. Errors: INVALID_REQUEST, NOT_AUTHORIZED. */
-  async createAcls(acls: NewAcl[], options?: CallOptions): Promise<{ created: number }> {
+  /** Adds ACL bindings (cluster ALTER). Returns how many were new and the bindings as stored (names normalised). Errors: INVALID_REQUEST, NOT_AUTHORIZED. */
+  async createAcls(acls: NewAcl[], options?: CallOptions): Promise<{ created: number; acls: AclBinding[] }> {
     return this.#client.securityRequest("POST", "/v1/acls", { json: { acls }, ...options });
   }
 
