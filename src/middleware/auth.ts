@@ -197,7 +197,16 @@ export function authMiddleware(o: AuthOptions): MiddlewareHandler<AppEnv> {
       const bytes = (await c.res.clone().arrayBuffer()).byteLength;
       throttleTimeMs = Math.max(throttleTimeMs, await stub.chargeFetch(quota.rates, bytes));
     }
-    if (throttleTimeMs > 0) c.res.headers.set(THROTTLE_TIME_HEADER, String(throttleTimeMs));
+    if (throttleTimeMs > 0) {
+      try {
+        c.res.headers.set(THROTTLE_TIME_HEADER, String(throttleTimeMs));
+      } catch {
+        // Immutable headers (a Response passed through from a subrequest): copy it.
+        const res = new Response(c.res.body, c.res);
+        res.headers.set(THROTTLE_TIME_HEADER, String(throttleTimeMs));
+        c.res = res;
+      }
+    }
   };
 }
 
