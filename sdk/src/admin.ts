@@ -132,6 +132,15 @@ export class Admin {
     return (await this.#client.securityRequest<{ permissions: Record<string, PulsarAction[]> }>("GET", `${namespacePath(namespace)}/permissions`, options)).permissions;
   }
 
+  /** Pulsar's tenant admin roles (stored as ALL on the tenant; managing them needs cluster ALTER). */
+  async setTenantAdmin(tenant: string, role: string, admin: boolean, options?: CallOptions): Promise<void> {
+    await this.#client.securityRequest(admin ? "PUT" : "DELETE", `/v1/tenants/${encodeURIComponent(tenant)}/admins/${encodeURIComponent(role)}`, options);
+  }
+
+  async listTenantAdmins(tenant: string, options?: CallOptions): Promise<string[]> {
+    return (await this.#client.securityRequest<{ adminRoles: string[] }>("GET", `/v1/tenants/${encodeURIComponent(tenant)}/admins`, options)).adminRoles;
+  }
+
   /** Creates a SCRAM user or sets its password for one mechanism (cluster ALTER). @default SCRAM-SHA-256, 4096 iterations */
   async upsertUser(name: string, password: string, o: { mechanism?: "SCRAM-SHA-256" | "SCRAM-SHA-512"; iterations?: number } & CallOptions = {}): Promise<ScramUserDescription> {
     const { signal, ...rest } = o;

@@ -214,6 +214,10 @@ export const ROUTE_ACCESS: Readonly<Record<string, RouteAccess>> = Object.fromEn
   ["DELETE /v1/users/:user", onCluster("alter")],
   ["GET /v1/quotas", onCluster("describe-configs")],
   ["PUT /v1/quotas", onCluster("alter-configs")],
+  // Pulsar: only superusers manage tenants' admin roles (cluster ALTER here).
+  ["GET /v1/tenants/:tenant/admins", { access: "acl", checks: (r) => [{ resource: { type: "tenant", name: r.params.tenant ?? "" }, operation: "describe" }] }],
+  ["PUT /v1/tenants/:tenant/admins/:role", onCluster("alter")],
+  ["DELETE /v1/tenants/:tenant/admins/:role", onCluster("alter")],
   [
     "GET /v1/namespaces/:tenant/:namespace/permissions",
     { access: "acl", checks: (r) => [{ resource: { type: "namespace", name: `${r.params.tenant}/${r.params.namespace}` }, operation: "describe" }] },

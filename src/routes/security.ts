@@ -11,6 +11,9 @@
  *   DELETE /v1/users/{user}?mechanism=
  *   GET    /v1/quotas                client quota configs
  *   PUT    /v1/quotas                set/remove {user?, clientId?, producer_byte_rate?, consumer_byte_rate?, request_rate?} (null removes)
+ *   GET    /v1/tenants/{tenant}/admins                              Pulsar's tenant admin roles
+ *   PUT    /v1/tenants/{tenant}/admins/{role}                       add one (stored as ALL on the tenant)
+ *   DELETE /v1/tenants/{tenant}/admins/{role}
  *   GET    /v1/namespaces/{tenant}/{namespace}/permissions          Pulsar's view: role -> actions
  *   POST   /v1/namespaces/{tenant}/{namespace}/permissions/{role}   grant {actions: [produce|consume|functions]}
  *   DELETE /v1/namespaces/{tenant}/{namespace}/permissions/{role}   revoke all
@@ -227,6 +230,33 @@ export function securityRoutes(app: Hono<AppEnv>): void {
     return c.json({ quota: r.quota });
   });
 
+  // ---- Pulsar's tenant admin roles, stored as ALL on the tenant ----
+  app.get("/v1/tenants/:tenant/admins", async (c) => {
+    const tenant = tenantOf(c);
+    const r = await store(c).securitySnapshot();
+    if (!r.ok) throw toEdgelogError(r);
+    const adminRoles = r.snapshot.acls
+      .filter((b) => b.resourceType === "tenant" && b.patternType === "literal" && b.resourceName === tenant && b.operation === "all" && b.permission === "allow")
+      .map((b) => b.principal);
+    return c.json({ tenant, adminRoles });
+  });
+
+  app.put("/v1/tenants/:tenant/admins/:role", async (c) => {
+    const binding = tenantAdmin(tenantOf(c), parsePrincipal(c.req.param("role"), "role"));
+    const r = await store(c).createAcls([binding]);
+    invalidateSecurityCache();
+    if (!r.ok) throw toEdgelogError(r);
+    return c.json({ tenant: binding.resourceName, role: binding.principal, acls: [binding] });
+  });
+
+  app.delete("/v1/tenants/:tenant/admins/:role", async (c) => {
+    const binding = tenantAdmin(tenantOf(c), parsePrincipal(c.req.param("role"), "role"));
+    const r = await store(c).deleteAcls(binding);
+    invalidateSecurityCache();
+    if (!r.ok) throw toEdgelogError(r);
+    return c.json({ deleted: r.deleted });
+  });
+
   // ---- Pulsar's namespace permissions, stored as ACLs ----
   app.get("/v1/namespaces/:tenant/:namespace/permissions", async (c) => {
     const ns = namespaceOf(c);
@@ -269,6 +299,16 @@ export function securityRoutes(app: Hono<AppEnv>): void {
     invalidateSecurityCache();
     return c.json({ deleted });
   });
+}
+
+function tenantOf(c: AppContext): string {
+  const tenant = c.req.param("tenant") ?? "";
+  if (!SEGMENT.test(tenant)) throw new EdgelogError("INVALID_REQUEST", "tenant is 1-64 characters of [a-zA-Z0-9._-].", { field: "tenant" });
+  return tenant;
+}
+
+function tenantAdmin(tenant: string, role: string): AclBinding {
+  return { principal: role, resourceType: "tenant", resourceName: tenant, patternType: "literal", operation: "all", permission: "allow" };
 }
 
 function invalidClient(): never {

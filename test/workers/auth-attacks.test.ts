@@ -343,6 +343,18 @@ describe("authorization", () => {
     expect(users.users.map((u) => u.name)).not.toContain(`mallory-${id}`);
   });
 
+  it("a Pulsar tenant admin role is ALL on the tenant: its topics, and nothing outside it", async () => {
+    const role = `tadmin-${id}`;
+    const token = await hsToken(role);
+    await expectCode(await request(e, "PUT", `/v1/tenants/${A}/admins/${role}`, { token }), 403, "NOT_AUTHORIZED");
+    await expectOk(await request(e, "PUT", `/v1/tenants/${A}/admins/${role}`, { token: admin }));
+    expect(await expectOk(await request(e, "GET", `/v1/tenants/${A}/admins`, { token }))).toEqual({ tenant: A, adminRoles: expect.arrayContaining([`alice-${id}`, role]) });
+    await expectOk(await request(e, "POST", "/v1/topics", { token, body: { name: `${A}/adm/new` } }), 201);
+    await expectCode(await request(e, "POST", "/v1/topics", { token, body: { name: `${B}/adm/new` } }), 403, "NOT_AUTHORIZED");
+    await expectOk(await request(e, "DELETE", `/v1/tenants/${A}/admins/${role}`, { token: admin }));
+    await expectCode(await request(e, "DELETE", `/v1/topics/${A}/adm/new`, { token }), 403, "NOT_AUTHORIZED");
+  });
+
   it("Pulsar grant-permission is stored as ACLs and shown both ways", async () => {
     const role = `pulsar-${id}`;
     const token = await hsToken(role);
