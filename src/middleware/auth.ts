@@ -6,7 +6,8 @@
  *      isolate); unset or invalid: only GET /v1/health, else 503 AUTH_NOT_CONFIGURED.
  *   2. CORS preflights (OPTIONS) pass: they carry no credentials and change nothing.
  *   3. The route hono will run is looked up in ROUTE_ACCESS (src/auth/route-access.ts); a
- *      route without an entry is refused (500 INTERNAL), never served.
+ *      route without an entry is refused (500 INTERNAL), never served; a path without a route
+ *      is answered 404/405 here once authenticated (fail closed).
  *   4. `public` routes pass. Others need `Authorization: Bearer <JWT>`; on WebSocket upgrades
  *      only (`Upgrade: websocket`), a `token` query parameter is accepted instead (browsers
  *      cannot set headers; Pulsar's WebSocket API does the same). Refusals: 401
@@ -25,6 +26,7 @@ import { authConfig, type AuthSettingsEnv } from "../auth/config.ts";
 import { TokenRejected, verifyToken } from "../auth/jwt.ts";
 import { resolveQuota } from "../auth/quotas.ts";
 import { ROUTE_ACCESS, RouteMatcher, type RouteLike } from "../auth/route-access.ts";
+import { AllowedMethods } from "../gateway/allowed-methods.ts";
 import type { AppContext, AppEnv } from "../gateway/context.ts";
 import { CLUSTER_RESOURCE } from "../protocol/acl.ts";
 import { EdgelogError } from "../protocol/errors.ts";
@@ -86,6 +88,7 @@ export function logAuthMode(env: AuthSettingsEnv): void {
 
 export function authMiddleware(o: AuthOptions): MiddlewareHandler<AppEnv> {
   let matcher: RouteMatcher | null = null;
+  let allowed: AllowedMethods | null = null;
   return async (c, next) => {
     const cfg = authConfig(c.env);
     if (cfg.mode === "none") {
@@ -140,7 +143,18 @@ export function authMiddleware(o: AuthOptions): MiddlewareHandler<AppEnv> {
     }
     const auth = requestAuth(sec.acls, principal, cfg.superusers);
     c.set("auth", auth);
-    if (route === null || rule === undefined) return next(); // 404 / 405 follow
+    if (route === null || rule === undefined) {
+      // No route: answered here, as the app's notFound would (404, or 405 with Allow), rather
+      // than by next(): should hono ever run a route this lookup missed, it runs unchecked
+      // otherwise. Fail closed.
+      allowed ??= new AllowedMethods(o.routes());
+      const methods = allowed.forPath(c.req.path);
+      if (methods.length > 0 && !methods.includes(c.req.method)) {
+        const e = new EdgelogError("METHOD_NOT_ALLOWED", `${c.req.method} is not allowed on ${c.req.path}; allowed: ${methods.join(", ")}.`, { allowed: methods });
+        return errorResponse(c, e, { Allow: methods.join(", ") });
+      }
+      return errorResponse(c, new EdgelogError("NOT_FOUND", `No route for ${c.req.method} ${c.req.path}.`));
+    }
 
     // ---- authorization ----
     if (rule.access === "acl") {
