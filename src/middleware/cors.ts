@@ -18,8 +18,8 @@ export interface CorsOptions {
 
 const DEFAULTS: CorsOptions = { origin: "*", skipPrefixes: [], maxAgeSeconds: 86_400 };
 
-/** Response headers a browser client must be able to read (binary fetch bounds). */
-export const EXPOSED_HEADERS = ["Edgelog-Next-Offset", "Edgelog-High-Watermark", "Edgelog-Log-Start-Offset"];
+/** Response headers a browser client must be able to read (binary fetch bounds; auth and quota answers, docs/SECURITY.md). */
+export const EXPOSED_HEADERS = ["Edgelog-Next-Offset", "Edgelog-High-Watermark", "Edgelog-Log-Start-Offset", "WWW-Authenticate", "Retry-After", "Edgelog-Throttle-Time-Ms"];
 
 export function corsMiddleware(options: Partial<CorsOptions> = {}): MiddlewareHandler<AppEnv> {
   const { origin, skipPrefixes, maxAgeSeconds } = { ...DEFAULTS, ...options };

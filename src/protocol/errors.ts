@@ -91,6 +91,13 @@ export const ERRORS = {
   NOT_LEADER: { httpStatus: 503, retriable: true, message: "This member is not the Raft leader of its group: retry at the leader named in details.leaderId (absent while an election runs)." },
   FENCED_LEADER_EPOCH: { httpStatus: 409, retriable: true, message: "The leader epoch in the request is older than the group's current one (Kafka's FENCED_LEADER_EPOCH, KIP-320): refresh metadata and retry." },
 
+  // ---- security (docs/SECURITY.md; Kafka's SASL_AUTHENTICATION_FAILED, *_AUTHORIZATION_FAILED, THROTTLING_QUOTA_EXCEEDED) ----
+  UNAUTHENTICATED: { httpStatus: 401, retriable: false, message: "No valid credentials: send Authorization: Bearer <token> (or Basic to /v1/auth/token)." },
+  NOT_AUTHORIZED: { httpStatus: 403, retriable: false, message: "The principal is not allowed this operation on this resource." },
+  AUTH_NOT_CONFIGURED: { httpStatus: 503, retriable: false, message: "Authentication is not configured: set EDGELOG_AUTH (required with EDGELOG_JWT_SECRET or EDGELOG_JWKS, or none); only /v1/health is served." },
+  THROTTLED: { httpStatus: 429, retriable: true, message: "A client quota is exceeded: retry after throttleTimeMs." },
+  USER_NOT_FOUND: { httpStatus: 404, retriable: false, message: "No SCRAM user with this name." },
+
   // ---- server ----
   REQUEST_TIMED_OUT: { httpStatus: 504, retriable: true, message: "The request timed out before it completed." },
   UNAVAILABLE: { httpStatus: 503, retriable: true, message: "The partition is temporarily unavailable (Durable Object reset or overloaded)." },

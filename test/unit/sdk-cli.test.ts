@@ -1,6 +1,6 @@
 import { Readable, Writable } from "node:stream";
 import { describe, expect, it } from "vitest";
-import { DEFAULT_URL, LineSplitter, UsageError, formatDescription, formatRecord, lineToMessage, main, parseCli, type CliIo } from "../../sdk/src/cli.ts";
+import { DEFAULT_URL, LineSplitter, UsageError, formatDescription, formatRecord, lineToMessage, main, parseCli, type CliIo } from "../../sdk/src/cli/index.ts";
 import type { ConsumerRecord } from "../../sdk/src/consumer.ts";
 import type { TopicDescription } from "../../src/protocol/index.ts";
 import { FakeServer, text, utf8 } from "./sdk-fake-server.ts";
