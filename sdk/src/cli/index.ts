@@ -3,7 +3,7 @@
  * kafka-console-producer / kafka-console-consumer and kcat.
  *
  * Exit codes: 0 success; 1 the server answered an error (`edgelog: CODE: message` on stderr)
- * or the request failed; 2 usage error (usage on stderr).
+ * or the request failed; 2 usage error (one line on stderr, and a pointer to --help).
  *
  * Layout: `args.ts` parses, `io.ts` and `format.ts` move and shape bytes, `commands/` holds one
  * file per command and the command table; this file wires them to process.stdin/stdout. The
@@ -32,7 +32,11 @@ Options:
   --url URL   gateway URL (default: $EDGELOG_URL or ${DEFAULT_URL})
   -h, --help  this text
 
-Exit codes: 0 ok, 1 server or network error, 2 usage error.
+Exit codes:
+  0  success (also when the reader of stdout goes away, as with | head)
+  1  the server answered an error (stderr: edgelog: CODE: message, CODE from
+     docs/PROTOCOL.md), or no answer (UNAVAILABLE, REQUEST_TIMED_OUT)
+  2  usage error (stderr: one line, and a pointer to --help)
 `;
 
 /**
@@ -41,7 +45,13 @@ Exit codes: 0 ok, 1 server or network error, 2 usage error.
  * @throws UsageError for an unknown command or option, a missing or extra argument, a bad number.
  */
 export function parseCli(argv: readonly string[], env: Readonly<Record<string, string | undefined>> = {}): Parsed<Command> {
-  return parseWith(COMMANDS, argv, env);
+  return parseWith(COMMANDS, withMetadataAlias(argv), env);
+}
+
+/** kcat's `-L` as the first argument (after a --url) is the `metadata` command. */
+function withMetadataAlias(argv: readonly string[]): readonly string[] {
+  const at = argv[0] === "--url" ? 2 : argv[0]?.startsWith("--url=") === true ? 1 : 0;
+  return argv[at] === "-L" ? [...argv.slice(0, at), "metadata", ...argv.slice(at + 1)] : argv;
 }
 
 /**
@@ -53,7 +63,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     cmd = parseCli(argv, io.env);
   } catch (e) {
     if (!(e instanceof UsageError)) throw e;
-    io.stderr.write(`edgelog: ${e.message}\n\n${USAGE}`);
+    io.stderr.write(`edgelog: ${e.message}\nTry 'edgelog --help' for the commands and options.\n`);
     return 2;
   }
   if (cmd.kind === "help") {

@@ -1,10 +1,10 @@
 /** `topics list | create | describe | alter | delete` (kafka-topics). */
 import type { TopicConfigInput } from "../../admin.ts";
-import { flag, intOption, str, keyValues, list, UsageError } from "../args.ts";
+import { flag, intOption, JSON_OPTION, keyValues, list, str, UsageError } from "../args.ts";
 import { defineCommand } from "../command.ts";
 import { displayName, formatDescription } from "../format.ts";
 
-const JSON_OPTION = { json: { type: "boolean" } } as const;
+const JSON_OPTIONS = { json: JSON_OPTION } as const;
 const CHANGE_OPTIONS = { partitions: { type: "string" }, config: { type: "string", multiple: true } } as const;
 
 export type TopicsCommand =
@@ -19,7 +19,7 @@ const plural = (n: number): string => `${n} partition${n === 1 ? "" : "s"}`;
 export const topicsList = defineCommand<Extract<TopicsCommand, { kind: "topics list" }>>({
   name: "topics list",
   usage: "  topics list [--json]\n",
-  options: JSON_OPTION,
+  options: JSON_OPTIONS,
   args: [],
   parse: ({ url, values }) => ({ kind: "topics list", url, json: flag(values, "json") }),
   async run(cmd, { admin, out }) {
@@ -49,7 +49,7 @@ export const topicsCreate = defineCommand<Extract<TopicsCommand, { kind: "topics
 export const topicsDescribe = defineCommand<Extract<TopicsCommand, { kind: "topics describe" }>>({
   name: "topics describe",
   usage: "  topics describe NAME [--json]\n",
-  options: JSON_OPTION,
+  options: JSON_OPTIONS,
   args: ["NAME"],
   parse: ({ url, args, values }) => ({ kind: "topics describe", url, name: args[0]!, json: flag(values, "json") }),
   async run(cmd, { admin, out }) {
