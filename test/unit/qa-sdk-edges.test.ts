@@ -68,6 +68,7 @@ describe("text keeps a leading U+FEFF (it is data, as in the server's JSON answe
       { json: true, encoding: "string", printKey: false, keySeparator: "\t" },
     );
     expect(JSON.parse(new TextDecoder("utf-8", { fatal: false, ignoreBOM: true }).decode(line))).toEqual({
+      topic: "t",
       partition: 0,
       offset: 7,
       timestamp: 1,

@@ -172,6 +172,7 @@ async function consumeAssigned(admin: Admin, client: EdgelogClient, cmd: Consume
     if (d === undefined) throw new EdgelogError("UNKNOWN_TOPIC_OR_PARTITION", `Partition ${partition} does not exist: ${shownTopic(description.name)} has ${description.partitions} (0..${description.partitions - 1}).`);
     return d;
   };
+  if (cmd.partition !== undefined) bounds(cmd.partition);
   // An explicit offset out of range is an error (exit 1), not a silent jump.
   const reset: OffsetResetPolicy = cmd.start.kind === "offset" ? "none" : cmd.start.kind === "latest" ? "latest" : "earliest";
   const consumer = new Consumer(client, { autoOffsetReset: reset });
