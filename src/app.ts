@@ -33,7 +33,7 @@ export function createApp(): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
 
   app.use("/v1/*", corsMiddleware({ skipPrefixes: [STREAMS_PATH_PREFIX] }));
-  app.use("/v1/*", jsonNewline({ skipPrefixes: [STREAMS_PATH_PREFIX] }));
+  app.use("*", jsonNewline({ skipPrefixes: [STREAMS_PATH_PREFIX] }));
   app.use("/v1/*", bodyReader({ maxBytes: MAX_REQUEST_BYTES }));
   // A bench row must fit SQLite's 2 MB row limit.
   app.use("/bench/*", benchGate(), bodyReader({ maxBytes: MAX_STORED_BATCH_BYTES }));
