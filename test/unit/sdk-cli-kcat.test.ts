@@ -115,6 +115,15 @@ describe("produce, kcat style", () => {
   });
 });
 
+describe("topics create --if-not-exists (kafka-topics)", () => {
+  it("succeeds on an existing topic and leaves it as it is", async () => {
+    const s = server();
+    expect(await run(s, ["topics", "create", "t", "--partitions", "5", "--if-not-exists"])).toMatchObject({ code: 0, stdout: "Topic t already exists.\n", stderr: "" });
+    expect(s.topics.get("t")!.partitions.length).toBe(2);
+    expect(await run(s, ["topics", "create", "u", "--if-not-exists"])).toMatchObject({ code: 0, stdout: "Created topic u with 1 partition.\n" });
+  });
+});
+
 describe("metadata (-L)", () => {
   it("lists topics, partitions, bounds and configs", async () => {
     const r = await run(server(), ["-L"]);
