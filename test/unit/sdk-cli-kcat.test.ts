@@ -101,6 +101,18 @@ describe("produce, kcat style", () => {
     ]);
   });
 
+  it("--line-headers takes each line's own headers, as consume -f %h prints them: a round trip", async () => {
+    const s = new FakeServer();
+    s.addTopic("h", 1);
+    s.addTopic("h2", 1);
+    const input = "trace=abc,tenant=t1|k1:v1\nflag|k2:v2\nno headers:v3\n";
+    expect((await run(s, ["produce", "h", "-H", "src=cli", "--line-headers", "|", "-K", ":"], [input])).code).toBe(0);
+    const out = await run(s, ["consume", "h", "-o", "beginning", "-f", "%h|%k:%s\n"]);
+    expect(out.stdout).toBe("src=cli,trace=abc,tenant=t1|k1:v1\nsrc=cli,flag|k2:v2\nsrc=cli|no headers:v3\n");
+    expect((await run(s, ["produce", "h2", "--line-headers", "|", "-K", ":"], [out.stdout])).code).toBe(0);
+    expect((await run(s, ["consume", "h2", "-o", "beginning", "-f", "%h|%k:%s\n"])).stdout).toBe(out.stdout);
+  });
+
   it("prints a summary when stderr is a terminal, nothing when piped", async () => {
     const s = new FakeServer();
     s.addTopic("s", 3);
@@ -186,7 +198,7 @@ describe("argument parsing", () => {
       [["consume", "t", "--follow", "-e"], "consume: use only one of --follow and -e"],
       [["consume", "t", "-g", "g", "-o", "-5"], "consume -g: the group assigns partitions and positions"],
       [["produce", "t", "-K", ":", "-k", "x"], "produce: use only one of -K and -k"],
-      [["produce", "t", "f1", "-D", "|"], "produce: -D and -K split stdin; a FILE is one record"],
+      [["produce", "t", "f1", "-D", "|"], "produce: -D, -K and --line-headers split stdin; a FILE is one record"],
       [["groups", "reset-offsets", "g", "--topic", "t", "--shift-by", "x"], '--shift-by must be an integer, got "x"'],
       [["groups", "reset-offsets", "g", "--topic", "t", "--by-duration", "P1H"], '--by-duration expects PnDTnHnMnS, got "P1H"'],
       [["groups", "reset-offsets", "g", "--topic", "t", "--to-earliest", "--to-current"], "give exactly one of"],
