@@ -5,7 +5,8 @@
  */
 import { describe, expect, it } from "vitest";
 import { main, parseCli, UsageError } from "../../sdk/src/cli/index.ts";
-import { parseOffsetArg, unescapeBytes } from "../../sdk/src/cli/args.ts";
+import { mergeOptions, parseOffsetArg, unescapeBytes } from "../../sdk/src/cli/args.ts";
+import { type CliCommand, COMMANDS } from "../../sdk/src/cli/index.ts";
 import { compileFormat } from "../../sdk/src/cli/format.ts";
 import { DelimiterSplitter } from "../../sdk/src/cli/io.ts";
 import type { ConsumerRecord } from "../../sdk/src/consumer.ts";
@@ -154,6 +155,15 @@ describe("metadata (-L)", () => {
 });
 
 describe("argument parsing", () => {
+  it("merges the command table's options: a shared name agrees, a short letter names one option", () => {
+    const merged = mergeOptions(COMMANDS);
+    expect([merged["json"], merged["partition"], merged["offset"]]).toEqual([{ type: "boolean", short: "J" }, { type: "string", short: "p" }, { type: "string", short: "o", multiple: true }]);
+    const command = (name: string, options: CliCommand["options"]): CliCommand => ({ name, usage: "", options, args: [], parse: () => ({ kind: name }), run: async () => {} });
+    expect(mergeOptions([command("a", { json: { type: "boolean" } }), command("b", { json: { type: "boolean", short: "J" } })])["json"]).toEqual({ type: "boolean", short: "J" });
+    expect(() => mergeOptions([command("a", { json: { type: "boolean" } }), command("b", { json: { type: "string" } })])).toThrow("CLI option --json of b has another type than elsewhere");
+    expect(() => mergeOptions([command("a", { json: { type: "boolean", short: "J" } }), command("b", { jitter: { type: "string", short: "J" } })])).toThrow("CLI option -J is used for --json and --jitter");
+  });
+
   it("parses every kcat -o form", () => {
     expect(["beginning", "end", "stored", "42", "-10", "s@1700000000000", "e@5"].map(parseOffsetArg)).toEqual([
       { kind: "earliest" },
