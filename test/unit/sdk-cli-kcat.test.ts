@@ -137,6 +137,19 @@ describe("topics create --if-not-exists (kafka-topics)", () => {
   });
 });
 
+describe("kcat's own command-line forms", () => {
+  it("-b HOST:PORT, -C / -P / -L for the command, -t for the topic read as kcat's lines do", async () => {
+    expect(parseCli(["-b", "127.0.0.1:9000", "-C", "-t", "t", "-o", "beginning", "-e"])).toEqual(parseCli(["--url", "http://127.0.0.1:9000", "consume", "t", "-o", "beginning", "-e"]));
+    expect(parseCli(["-P", "-t", "t", "-k", "x", "a.bin"])).toEqual(parseCli(["produce", "t", "a.bin", "-k", "x"]));
+    expect(parseCli(["-b", "https://gw.example", "-L", "-t", "t"])).toEqual({ kind: "metadata", url: "https://gw.example", topic: "t", json: false });
+    const s = server();
+    const c = await run(s, ["-C", "-t", "t", "-p", "1", "-o", "beginning", "-e", "-f", "%t %p %o %s\n"]);
+    expect(c).toMatchObject({ code: 0, stdout: "t 1 0 c\n", stderr: "" });
+    expect((await run(s, ["-P", "-t", "t", "-p", "1", "-k", "kk"], ["d\n"])).code).toBe(0);
+    expect((await run(s, ["-C", "-t", "t", "-p", "1", "-o", "-1", "-f", "%k=%s\n"])).stdout).toBe("kk=d\n");
+  });
+});
+
 describe("metadata (-L)", () => {
   it("lists topics, partitions, bounds and configs", async () => {
     const r = await run(server(), ["-L"]);

@@ -18,7 +18,8 @@ export class UsageError extends Error {
 
 /** Options every command accepts. */
 const GLOBAL_OPTIONS = {
-  url: { type: "string" },
+  /** `-b` as kcat's broker list: one gateway, `HOST:PORT` or a URL. */
+  url: { type: "string", short: "b" },
   help: { type: "boolean", short: "h" },
 } as const satisfies Record<string, ParseArgsOptionDescriptor>;
 
@@ -88,8 +89,10 @@ export function parseWith<C extends { kind: string }>(table: readonly CliCommand
       throw new UsageError(`${name}: unknown option --${short === key ? `${key} (-${key})` : key}`);
     }
   }
-  const url = str(values, "url") ?? env["EDGELOG_URL"] ?? DEFAULT_URL;
-  if (!URL.canParse(url)) throw new UsageError(`Invalid --url ${JSON.stringify(url)}`);
+  const given = str(values, "url");
+  // kcat's `-b localhost:9092` has no scheme: http is meant.
+  const url = (given !== undefined && !/^[a-z][a-z0-9+.-]*:\/\//i.test(given) ? `http://${given}` : given) ?? env["EDGELOG_URL"] ?? DEFAULT_URL;
+  if (!URL.canParse(url)) throw new UsageError(`Invalid --url ${JSON.stringify(given ?? url)}`);
   return spec.parse({ url, args, values });
 }
 

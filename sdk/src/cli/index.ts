@@ -29,8 +29,11 @@ export const USAGE = `Usage: edgelog [--url URL] COMMAND ...
 Commands:
 ${COMMANDS.map((c) => c.usage).join("")}
 Options:
-  --url URL   gateway URL (default: $EDGELOG_URL or ${DEFAULT_URL})
-  -h, --help  this text
+  --url URL, -b HOST:PORT   gateway URL (default: $EDGELOG_URL or ${DEFAULT_URL})
+  -h, --help                this text
+
+kcat's forms work too: -C (consume), -P (produce), -L (metadata) instead of the command,
+and -t TOPIC instead of the TOPIC argument: edgelog -b 127.0.0.1:8787 -C -t logs -o beginning
 
 Exit codes:
   0  success (also when the reader of stdout goes away, as with | head)
@@ -45,13 +48,41 @@ Exit codes:
  * @throws UsageError for an unknown command or option, a missing or extra argument, a bad number.
  */
 export function parseCli(argv: readonly string[], env: Readonly<Record<string, string | undefined>> = {}): Parsed<Command> {
-  return parseWith(COMMANDS, withMetadataAlias(argv), env);
+  return parseWith(COMMANDS, kcatForms(argv), env);
 }
 
-/** kcat's `-L` as the first argument (after a --url) is the `metadata` command. */
-function withMetadataAlias(argv: readonly string[]): readonly string[] {
-  const at = argv[0] === "--url" ? 2 : argv[0]?.startsWith("--url=") === true ? 1 : 0;
-  return argv[at] === "-L" ? [...argv.slice(0, at), "metadata", ...argv.slice(at + 1)] : argv;
+/** kcat's mode flags, as the first argument after the global options. */
+const KCAT_MODES: Readonly<Record<string, string>> = { "-C": "consume", "-P": "produce", "-L": "metadata" };
+
+/**
+ * kcat's command-line forms, rewritten to ours: `-C`, `-P`, `-L` as the first argument after
+ * the global options (`--url URL`, `-b HOST:PORT`) are `consume`, `produce`, `metadata`; and
+ * `-t TOPIC` of consume and produce is their TOPIC argument. So
+ * `edgelog -b 127.0.0.1:8787 -C -t logs -o beginning -e` reads as kcat's line does.
+ */
+function kcatForms(argv: readonly string[]): readonly string[] {
+  let at = 0;
+  while (at < argv.length) {
+    const a = argv[at]!;
+    if (a === "--url" || a === "-b") at += 2;
+    else if (a.startsWith("--url=")) at += 1;
+    else break;
+  }
+  const out = [...argv];
+  const mode = KCAT_MODES[out[at] ?? ""];
+  if (mode !== undefined) out[at] = mode;
+  if (out[at] !== "consume" && out[at] !== "produce") return out;
+  for (let i = at + 1; i < out.length; i++) {
+    if (out[i] === "--") break;
+    let topic: string | undefined;
+    if ((out[i] === "-t" || out[i] === "--topic") && i + 1 < out.length) [topic] = out.splice(i, 2).slice(1);
+    else if (out[i]!.startsWith("--topic=")) topic = out.splice(i, 1)[0]!.slice("--topic=".length);
+    if (topic !== undefined) {
+      out.splice(at + 1, 0, topic);
+      break;
+    }
+  }
+  return out;
 }
 
 /**
