@@ -12,7 +12,7 @@ import type { CliIo, Output } from "./io.ts";
 export interface ParsedLine {
   /** Gateway URL (--url, else $EDGELOG_URL, else DEFAULT_URL), already checked to parse. */
   url: string;
-  /** Positional arguments after the command words; as many as the command's `args`. */
+  /** Positional arguments after the command words: the command's `args`, then any `rest`. */
   args: readonly string[];
   /** Option values by long name (only options the command declares are present). */
   values: Readonly<Record<string, string | boolean | (string | boolean)[] | undefined>>;
@@ -40,6 +40,8 @@ export interface CliCommand<C extends { kind: string } = { kind: string }> {
   readonly options: Readonly<Record<string, ParseArgsOptionDescriptor>>;
   /** Names of its positional arguments (all required), for the usage errors. */
   readonly args: readonly string[];
+  /** Name of further positional arguments it takes, any number (e.g. "FILE"); none if absent. */
+  readonly rest?: string;
   /** @throws UsageError for a malformed value. Pure. */
   parse(line: ParsedLine): C;
   /** Runs it. @throws EdgelogError (exit 1) or OutputClosed (exit 0). */

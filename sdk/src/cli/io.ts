@@ -57,6 +57,47 @@ export class LineSplitter {
 }
 
 /**
+ * Splits a byte stream at a delimiter of any length (kcat -D): each piece is its exact bytes
+ * without the delimiter; the last piece needs no delimiter, and a final delimiter makes no
+ * extra empty piece. Pieces are copies, independent of the input chunks. An unfinished piece
+ * is kept whole in memory (use a file per message for large binary values).
+ */
+export class DelimiterSplitter {
+  readonly #delimiter: Uint8Array;
+  #rest: Uint8Array = new Uint8Array(0);
+
+  /** @throws RangeError for an empty delimiter */
+  constructor(delimiter: Uint8Array) {
+    if (delimiter.length === 0) throw new RangeError("delimiter must not be empty");
+    this.#delimiter = delimiter;
+  }
+
+  /** Feeds a chunk; returns the pieces it completed. */
+  push(chunk: Uint8Array): Uint8Array[] {
+    const d = this.#delimiter;
+    // A delimiter may straddle the previous chunk and this one.
+    const searchFrom = Math.max(0, this.#rest.length - d.length + 1);
+    const buf = this.#rest.length === 0 ? chunk.slice() : concat([this.#rest, chunk]);
+    const pieces: Uint8Array[] = [];
+    let start = 0;
+    for (let at = indexOfBytes(buf, d, searchFrom); at !== -1; at = indexOfBytes(buf, d, start)) {
+      pieces.push(buf.subarray(start, at));
+      start = at + d.length;
+    }
+    this.#rest = buf.subarray(start);
+    return pieces;
+  }
+
+  /** Ends the stream; returns the last piece if the input did not end with the delimiter. */
+  end(): Uint8Array | undefined {
+    if (this.#rest.length === 0) return undefined;
+    const piece = this.#rest;
+    this.#rest = new Uint8Array(0);
+    return piece;
+  }
+}
+
+/**
  * One stdin line as a message: with a separator, the bytes before its first occurrence are the
  * key and the bytes after it the value; a line without it has a null key and is all value
  * (kcat -K). Without a separator: null key, the line is the value.

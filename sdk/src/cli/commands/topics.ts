@@ -1,15 +1,16 @@
 /** `topics list | create | describe | alter | delete` (kafka-topics). */
+import { EdgelogError } from "../../../../src/protocol/index.ts";
 import type { TopicConfigInput } from "../../admin.ts";
-import { flag, intOption, str, keyValues, list, UsageError } from "../args.ts";
+import { flag, intOption, JSON_OPTION, keyValues, list, str, UsageError } from "../args.ts";
 import { defineCommand } from "../command.ts";
 import { displayName, formatDescription } from "../format.ts";
 
-const JSON_OPTION = { json: { type: "boolean" } } as const;
+const JSON_OPTIONS = { json: JSON_OPTION } as const;
 const CHANGE_OPTIONS = { partitions: { type: "string" }, config: { type: "string", multiple: true } } as const;
 
 export type TopicsCommand =
   | { kind: "topics list"; url: string; json: boolean }
-  | { kind: "topics create"; url: string; name: string; partitions: number | undefined; configs: Record<string, string> }
+  | { kind: "topics create"; url: string; name: string; partitions: number | undefined; configs: Record<string, string>; ifNotExists?: boolean | undefined }
   | { kind: "topics describe"; url: string; name: string; json: boolean }
   | { kind: "topics alter"; url: string; name: string; partitions: number | undefined; configs: Record<string, string> }
   | { kind: "topics delete"; url: string; name: string };
@@ -19,7 +20,7 @@ const plural = (n: number): string => `${n} partition${n === 1 ? "" : "s"}`;
 export const topicsList = defineCommand<Extract<TopicsCommand, { kind: "topics list" }>>({
   name: "topics list",
   usage: "  topics list [--json]\n",
-  options: JSON_OPTION,
+  options: JSON_OPTIONS,
   args: [],
   parse: ({ url, values }) => ({ kind: "topics list", url, json: flag(values, "json") }),
   async run(cmd, { admin, out }) {
@@ -30,8 +31,8 @@ export const topicsList = defineCommand<Extract<TopicsCommand, { kind: "topics l
 
 export const topicsCreate = defineCommand<Extract<TopicsCommand, { kind: "topics create" }>>({
   name: "topics create",
-  usage: "  topics create NAME [--partitions N] [--config k=v ...]\n",
-  options: CHANGE_OPTIONS,
+  usage: "  topics create NAME [--partitions N] [--config k=v ...] [--if-not-exists]\n      --if-not-exists: an existing topic is success (kafka-topics), left as it is.\n",
+  options: { ...CHANGE_OPTIONS, "if-not-exists": { type: "boolean" } },
   args: ["NAME"],
   parse: ({ url, args, values }) => ({
     kind: "topics create",
@@ -39,17 +40,23 @@ export const topicsCreate = defineCommand<Extract<TopicsCommand, { kind: "topics
     name: args[0]!,
     partitions: intOption("--partitions", str(values, "partitions")),
     configs: keyValues("--config", list(values, "config")),
+    ifNotExists: flag(values, "if-not-exists") || undefined,
   }),
   async run(cmd, { admin, out }) {
-    const d = await admin.createTopic({ name: cmd.name, partitions: cmd.partitions, configs: cmd.configs as TopicConfigInput });
-    await out.write(`Created topic ${displayName(d)} with ${plural(d.partitions)}.\n`);
+    try {
+      const d = await admin.createTopic({ name: cmd.name, partitions: cmd.partitions, configs: cmd.configs as TopicConfigInput });
+      await out.write(`Created topic ${displayName(d)} with ${plural(d.partitions)}.\n`);
+    } catch (e) {
+      if (!(cmd.ifNotExists === true && e instanceof EdgelogError && e.code === "TOPIC_ALREADY_EXISTS")) throw e;
+      await out.write(`Topic ${cmd.name} already exists.\n`);
+    }
   },
 });
 
 export const topicsDescribe = defineCommand<Extract<TopicsCommand, { kind: "topics describe" }>>({
   name: "topics describe",
   usage: "  topics describe NAME [--json]\n",
-  options: JSON_OPTION,
+  options: JSON_OPTIONS,
   args: ["NAME"],
   parse: ({ url, args, values }) => ({ kind: "topics describe", url, name: args[0]!, json: flag(values, "json") }),
   async run(cmd, { admin, out }) {
