@@ -1,0 +1,311 @@
+/**
+ * The Kafka bridge server: a node:net TCP server that speaks Kafka's binary protocol to
+ * unmodified Kafka clients and translates each request to Edgelog's HTTP API through the SDK
+ * client. It advertises itself as the only broker (node 0), leader of every partition and
+ * coordinator of every group; several bridges may run side by side (Edgelog is the source of
+ * truth; classic group sessions live in the bridge a member is connected to).
+ *
+ * Framing: each request is `int32 size` + `size` bytes (header + body). Per connection,
+ * requests are processed one at a time and answered in order, as a Kafka broker does (so the
+ * pipelined produce requests of one producer are appended in the order they were sent).
+ *
+ * Robustness (docs/KAFKA-BRIDGE.md):
+ * - an API key or version the bridge does not implement is answered with UNSUPPORTED_VERSION
+ *   (ApiVersions: its v0 answer with the supported list, KIP-511), the connection stays open;
+ * - a frame larger than `maxFrameBytes`, or a negative size, closes that connection (the stream
+ *   cannot be resynchronised; Kafka does the same);
+ * - a request body that does not decode closes that connection, as Kafka does
+ *   (InvalidRequestException);
+ * - a client that disconnects mid-request: its pending requests still complete against Edgelog
+ *   (an append that Edgelog acknowledged stays appended); the answers are dropped;
+ * - no exception thrown while serving a request escapes to the process.
+ */
+import { createServer, type Server, type Socket } from "node:net";
+import { DEFAULT_TOPIC_CONFIGS } from "../../../src/protocol/index.ts";
+import { EdgelogClient } from "../client.ts";
+import { ApiKey, SUPPORTED_APIS, isFlexible, isSupported, readRequestHeader, writeResponseHeader, type RequestHeader } from "./apis.ts";
+import { KafkaError } from "./errors.ts";
+import { ClassicGroups } from "./groups.ts";
+import {
+  handleCreatePartitions,
+  handleCreateTopics,
+  handleDeleteTopics,
+  handleDescribeConfigs,
+  handleFetch,
+  handleFindCoordinator,
+  handleIncrementalAlterConfigs,
+  handleInitProducerId,
+  handleListOffsets,
+  handleMetadata,
+  handleProduce,
+  type BridgeContext,
+} from "./handlers.ts";
+import * as core from "./messages/core.ts";
+import * as data from "./messages/data.ts";
+import * as groupMsgs from "./messages/groups.ts";
+import * as topics from "./messages/topics.ts";
+import { TopicNames } from "./names.ts";
+import { KafkaDecodeError, Reader, Writer } from "./wire.ts";
+
+/** Options of {@link KafkaBridge}. */
+export interface KafkaBridgeOptions {
+  /** Edgelog gateway URL, e.g. `http://127.0.0.1:8787` (or pass `client`). */
+  url?: string;
+  /** An SDK client to use instead of one built from `url`. */
+  client?: EdgelogClient;
+  /** Extra headers for every Edgelog request (e.g. `authorization`). */
+  headers?: Record<string, string>;
+  /** Interface to listen on. @default "127.0.0.1" */
+  host?: string;
+  /** TCP port; 0 picks a free one. @default 9092 */
+  port?: number;
+  /** Host answered to clients in Metadata / FindCoordinator. @default the listen host */
+  advertisedHost?: string;
+  /** Port answered to clients. @default the bound port */
+  advertisedPort?: number;
+  /** Edgelog `tenant/namespace` whose topics this bridge serves under their short names. @default "public/default" */
+  namespace?: string;
+  /**
+   * Largest request frame accepted, bytes (Kafka's socket.request.max.bytes). A larger frame
+   * closes the connection. @default 104857600 (100 MiB, Kafka's default)
+   */
+  maxFrameBytes?: number;
+  /**
+   * Create a topic on a Metadata request for it (Kafka's auto.create.topics.enable; off by
+   * default here: Edgelog topics are created explicitly). @default false
+   */
+  autoCreateTopics?: boolean;
+  /** Partitions of a topic created with num_partitions -1 or by auto-creation (Kafka's num.partitions). @default 1 */
+  defaultPartitions?: number;
+  /** Cluster id answered in Metadata. @default "edgelog" */
+  clusterId?: string;
+  /** Where connection-level problems are reported. @default console.warn */
+  log?: (message: string) => void;
+}
+
+/** Kafka's socket.request.max.bytes default. */
+export const DEFAULT_MAX_FRAME_BYTES = 100 * 1024 * 1024;
+
+/** A running bridge. */
+export class KafkaBridge {
+  readonly #server: Server;
+  readonly #ctx: BridgeContext;
+  readonly #groups: ClassicGroups;
+  readonly #maxFrameBytes: number;
+  readonly #log: (message: string) => void;
+  readonly #sockets = new Set<Socket>();
+  readonly #options: KafkaBridgeOptions;
+
+  private constructor(options: KafkaBridgeOptions) {
+    const client = options.client ?? (options.url !== undefined ? new EdgelogClient({ baseUrl: options.url, headers: options.headers }) : undefined);
+    if (client === undefined) throw new TypeError("KafkaBridge needs `url` or `client`");
+    this.#options = options;
+    this.#maxFrameBytes = options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES;
+    this.#log = options.log ?? ((m) => console.warn(`[kafka-bridge] ${m}`));
+    this.#ctx = {
+      client,
+      headers: { ...options.headers },
+      names: new TopicNames(options.namespace),
+      advertisedHost: options.advertisedHost ?? options.host ?? "127.0.0.1",
+      advertisedPort: options.advertisedPort ?? 0,
+      clusterId: options.clusterId ?? "edgelog",
+      autoCreateTopics: options.autoCreateTopics ?? false,
+      defaultPartitions: options.defaultPartitions ?? 1,
+    };
+    this.#groups = new ClassicGroups(this.#ctx);
+    this.#server = createServer((socket) => this.#accept(socket));
+  }
+
+  /** Starts a bridge and resolves once it listens. */
+  static async start(options: KafkaBridgeOptions): Promise<KafkaBridge> {
+    const bridge = new KafkaBridge(options);
+    await new Promise<void>((resolve, reject) => {
+      bridge.#server.once("error", reject);
+      bridge.#server.listen(options.port ?? 9092, options.host ?? "127.0.0.1", () => {
+        bridge.#server.off("error", reject);
+        resolve();
+      });
+    });
+    bridge.#server.on("error", (e) => bridge.#log(`server error: ${e.message}`));
+    if (options.advertisedPort === undefined) bridge.#ctx.advertisedPort = bridge.port;
+    return bridge;
+  }
+
+  /** The bound port. */
+  get port(): number {
+    const a = this.#server.address();
+    return typeof a === "object" && a !== null ? a.port : 0;
+  }
+
+  /** The bound host. */
+  get host(): string {
+    return this.#options.host ?? "127.0.0.1";
+  }
+
+  /** Stops accepting, closes every connection and the classic group sessions' timers. */
+  async close(): Promise<void> {
+    for (const s of this.#sockets) s.destroy();
+    this.#groups.close();
+    await new Promise<void>((resolve) => this.#server.close(() => resolve()));
+  }
+
+  #accept(socket: Socket): void {
+    this.#sockets.add(socket);
+    socket.setNoDelay(true);
+    let buffered: Buffer[] = [];
+    let bufferedBytes = 0;
+    let queue: Promise<void> = Promise.resolve();
+    let closed = false;
+    const drop = (why: string): void => {
+      if (closed) return;
+      closed = true;
+      this.#log(`closing connection from ${socket.remoteAddress}:${socket.remotePort}: ${why}`);
+      socket.destroy();
+    };
+    socket.on("close", () => {
+      closed = true;
+      this.#sockets.delete(socket);
+    });
+    socket.on("error", () => {
+      closed = true; // ECONNRESET and the like: the close event follows
+    });
+    socket.on("data", (chunk: Buffer) => {
+      if (closed) return;
+      buffered.push(chunk);
+      bufferedBytes += chunk.length;
+      for (;;) {
+        if (bufferedBytes < 4) return;
+        if (buffered.length > 1) buffered = [Buffer.concat(buffered, bufferedBytes)];
+        const head = buffered[0]!;
+        const size = head.readInt32BE(0);
+        if (size < 8 || size > this.#maxFrameBytes) {
+          drop(size < 8 ? `invalid frame size ${size}` : `frame of ${size} bytes exceeds maxFrameBytes ${this.#maxFrameBytes}`);
+          return;
+        }
+        if (bufferedBytes < 4 + size) return;
+        const frame = new Uint8Array(head.buffer, head.byteOffset + 4, size);
+        const rest = head.subarray(4 + size);
+        buffered = rest.length > 0 ? [rest] : [];
+        bufferedBytes = rest.length;
+        queue = queue.then(async () => {
+          const answer = await this.#serve(frame).catch((e: unknown) => {
+            drop(e instanceof KafkaDecodeError ? `malformed request: ${e.message}` : `internal error: ${(e as Error).stack ?? e}`);
+            return null;
+          });
+          if (answer !== null && !closed) socket.write(answer);
+        });
+      }
+    });
+  }
+
+  /** Serves one request frame; resolves to the answer frame (size prefix included) or null (no answer). */
+  async #serve(frame: Uint8Array): Promise<Uint8Array | null> {
+    const r = new Reader(frame);
+    const header = readRequestHeader(r);
+    const w = new Writer(1024);
+    w.int32(0); // size, patched below
+    writeResponseHeader(w, header);
+    const body = await this.#dispatch(header, r, w);
+    if (body === "no-answer") return null;
+    const out = w.finish();
+    new DataView(out.buffer, out.byteOffset, out.byteLength).setInt32(0, out.length - 4);
+    return out;
+  }
+
+  async #dispatch(header: RequestHeader, r: Reader, w: Writer): Promise<"answered" | "no-answer"> {
+    const v = header.apiVersion;
+    const flex = isFlexible(header.apiKey, v);
+    const ctx = this.#ctx;
+    if (header.apiKey === ApiKey.ApiVersions) {
+      if (!isSupported(header.apiKey, v)) {
+        // KIP-511: a version we do not know gets the v0 answer, so the client can pick one.
+        core.encodeApiVersionsResponse(w, 0, { errorCode: KafkaError.UNSUPPORTED_VERSION, apiKeys: Object.values(SUPPORTED_APIS), throttleTimeMs: 0 });
+        return "answered";
+      }
+      core.decodeApiVersionsRequest(r, v);
+      core.encodeApiVersionsResponse(w, v, { errorCode: 0, apiKeys: Object.values(SUPPORTED_APIS), throttleTimeMs: 0 });
+      return "answered";
+    }
+    if (!isSupported(header.apiKey, v)) {
+      // No schema to answer in: the error code right after the header is where most
+      // responses' first int16 is, and every client gets an answer instead of a hang.
+      w.int16(KafkaError.UNSUPPORTED_VERSION);
+      return "answered";
+    }
+    switch (header.apiKey) {
+      case ApiKey.Metadata:
+        core.encodeMetadataResponse(w, v, flex, await handleMetadata(ctx, core.decodeMetadataRequest(r, v, flex)));
+        break;
+      case ApiKey.Produce: {
+        const req = data.decodeProduceRequest(r, v, flex);
+        const res = await handleProduce(ctx, req);
+        if (req.acks === 0) return "no-answer";
+        data.encodeProduceResponse(w, v, flex, res);
+        break;
+      }
+      case ApiKey.Fetch:
+        data.encodeFetchResponse(w, v, flex, await handleFetch(ctx, data.decodeFetchRequest(r, v, flex)));
+        break;
+      case ApiKey.ListOffsets:
+        core.encodeListOffsetsResponse(w, v, flex, await handleListOffsets(ctx, core.decodeListOffsetsRequest(r, v, flex)));
+        break;
+      case ApiKey.FindCoordinator:
+        core.encodeFindCoordinatorResponse(w, v, flex, handleFindCoordinator(ctx, core.decodeFindCoordinatorRequest(r, v, flex)));
+        break;
+      case ApiKey.InitProducerId:
+        core.encodeInitProducerIdResponse(w, v, flex, await handleInitProducerId(ctx, core.decodeInitProducerIdRequest(r, v, flex)));
+        break;
+      case ApiKey.CreateTopics:
+        topics.encodeCreateTopicsResponse(w, v, flex, await handleCreateTopics(ctx, topics.decodeCreateTopicsRequest(r, v, flex)));
+        break;
+      case ApiKey.DeleteTopics:
+        topics.encodeDeleteTopicsResponse(w, v, flex, await handleDeleteTopics(ctx, topics.decodeDeleteTopicsRequest(r, v, flex)));
+        break;
+      case ApiKey.CreatePartitions:
+        topics.encodeCreatePartitionsResponse(w, v, flex, await handleCreatePartitions(ctx, topics.decodeCreatePartitionsRequest(r, v, flex)));
+        break;
+      case ApiKey.DescribeConfigs:
+        topics.encodeDescribeConfigsResponse(w, v, flex, await handleDescribeConfigs(ctx, topics.decodeDescribeConfigsRequest(r, v, flex)));
+        break;
+      case ApiKey.IncrementalAlterConfigs:
+        topics.encodeIncrementalAlterConfigsResponse(w, v, flex, await handleIncrementalAlterConfigs(ctx, topics.decodeIncrementalAlterConfigsRequest(r, v, flex), DEFAULT_TOPIC_CONFIGS));
+        break;
+      case ApiKey.JoinGroup:
+        groupMsgs.encodeJoinGroupResponse(w, v, flex, await this.#groups.join(groupMsgs.decodeJoinGroupRequest(r, v, flex), header.clientId));
+        break;
+      case ApiKey.SyncGroup:
+        groupMsgs.encodeSyncGroupResponse(w, v, flex, await this.#groups.sync(groupMsgs.decodeSyncGroupRequest(r, v, flex)));
+        break;
+      case ApiKey.Heartbeat:
+        groupMsgs.encodeHeartbeatResponse(w, v, flex, await this.#groups.heartbeat(groupMsgs.decodeHeartbeatRequest(r, v, flex)));
+        break;
+      case ApiKey.LeaveGroup:
+        groupMsgs.encodeLeaveGroupResponse(w, v, flex, await this.#groups.leave(groupMsgs.decodeLeaveGroupRequest(r, v, flex)));
+        break;
+      case ApiKey.OffsetCommit:
+        groupMsgs.encodeOffsetCommitResponse(w, v, flex, await this.#groups.commit(groupMsgs.decodeOffsetCommitRequest(r, v, flex)));
+        break;
+      case ApiKey.OffsetFetch:
+        groupMsgs.encodeOffsetFetchResponse(w, v, flex, await this.#groups.fetchOffsets(groupMsgs.decodeOffsetFetchRequest(r, v, flex)));
+        break;
+      case ApiKey.ListGroups:
+        groupMsgs.decodeListGroupsRequest(r, v, flex);
+        groupMsgs.encodeListGroupsResponse(w, v, flex, await this.#groups.list());
+        break;
+      case ApiKey.DescribeGroups:
+        groupMsgs.encodeDescribeGroupsResponse(w, v, flex, await this.#groups.describe(groupMsgs.decodeDescribeGroupsRequest(r, v, flex)));
+        break;
+      case ApiKey.DeleteGroups:
+        groupMsgs.encodeDeleteGroupsResponse(w, v, flex, await this.#groups.delete(groupMsgs.decodeDeleteGroupsRequest(r, v, flex)));
+        break;
+      default:
+        w.int16(KafkaError.UNSUPPORTED_VERSION);
+    }
+    return "answered";
+  }
+}
+
+/** Starts a Kafka bridge (see {@link KafkaBridgeOptions}). */
+export function startKafkaBridge(options: KafkaBridgeOptions): Promise<KafkaBridge> {
+  return KafkaBridge.start(options);
+}
