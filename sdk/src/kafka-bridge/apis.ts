@@ -53,7 +53,9 @@ export interface ApiRange {
  * it is coded with compact types and tagged fields).
  */
 export const SUPPORTED_APIS: Record<ApiKeyName, ApiRange> = {
-  Produce: { key: ApiKey.Produce, minVersion: 3, maxVersion: 8, flexibleFrom: 9 },
+  // v0-v2 are advertised because librdkafka enables gzip/snappy/lz4 only when the broker's
+  // Produce range includes v0; their magic 0/1 message sets are refused (records.ts).
+  Produce: { key: ApiKey.Produce, minVersion: 0, maxVersion: 8, flexibleFrom: 9 },
   Fetch: { key: ApiKey.Fetch, minVersion: 4, maxVersion: 11, flexibleFrom: 12 },
   ListOffsets: { key: ApiKey.ListOffsets, minVersion: 1, maxVersion: 7, flexibleFrom: 6 },
   Metadata: { key: ApiKey.Metadata, minVersion: 0, maxVersion: 8, flexibleFrom: 9 },

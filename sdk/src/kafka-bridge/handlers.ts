@@ -79,8 +79,18 @@ async function kafkaTopics(ctx: BridgeContext): Promise<Map<string, TopicSummary
 }
 
 export async function handleMetadata(ctx: BridgeContext, req: MetadataRequest): Promise<MetadataResponse> {
-  const known = await kafkaTopics(ctx);
   const topics: MetadataTopic[] = [];
+  let known: Map<string, TopicSummary>;
+  try {
+    known = await kafkaTopics(ctx);
+  } catch (e) {
+    // Edgelog unreachable: named topics get the (retriable) error; a request for every topic
+    // has nowhere to put one, so it fails and the connection closes (the client reconnects).
+    if (req.topics === null) throw e;
+    known = new Map();
+    for (const name of req.topics) topics.push(metadataTopic(name, kafkaErrorOf(e, "admin"), 0));
+    req = { ...req, topics: [] };
+  }
   if (req.topics === null) {
     for (const [name, t] of [...known].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) topics.push(metadataTopic(name, 0, t.partitions));
   } else {

@@ -21,7 +21,7 @@
  * - no exception thrown while serving a request escapes to the process.
  */
 import { createServer, type Server, type Socket } from "node:net";
-import { DEFAULT_TOPIC_CONFIGS } from "../../../src/protocol/index.ts";
+import { DEFAULT_TOPIC_CONFIGS, EdgelogError } from "../../../src/protocol/index.ts";
 import { EdgelogClient } from "../client.ts";
 import { ApiKey, SUPPORTED_APIS, isFlexible, isSupported, readRequestHeader, writeResponseHeader, type RequestHeader } from "./apis.ts";
 import { KafkaError } from "./errors.ts";
@@ -189,7 +189,7 @@ export class KafkaBridge {
         bufferedBytes = rest.length;
         queue = queue.then(async () => {
           const answer = await this.#serve(frame).catch((e: unknown) => {
-            drop(e instanceof KafkaDecodeError ? `malformed request: ${e.message}` : `internal error: ${(e as Error).stack ?? e}`);
+            drop(e instanceof KafkaDecodeError ? `malformed request: ${e.message}` : e instanceof EdgelogError ? `Edgelog ${e.code}: ${e.message}` : `internal error: ${(e as Error).stack ?? e}`);
             return null;
           });
           if (answer !== null && !closed) socket.write(answer);

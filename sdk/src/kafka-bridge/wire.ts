@@ -16,7 +16,7 @@ export class KafkaDecodeError extends Error {
   }
 }
 
-const utf8Decoder = new TextDecoder("utf-8", { fatal: true });
+const utf8Decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 const utf8Encoder = new TextEncoder();
 
 /** Most elements a decoded array may announce before we try to allocate for it (a guard, not a protocol limit). */

@@ -1,5 +1,5 @@
 /**
- * Produce (0, v3-v8) and Fetch (1, v4-v11): the data path. Record sets stay views into the
+ * Produce (0, v0-v8; message sets of magic 0/1 are refused)  and Fetch (1, v4-v11): the data path. Record sets stay views into the
  * request frame (produce) or buffers built by records.ts (fetch); nothing here copies records.
  * Field order per Kafka's ProduceRequest/ProduceResponse/FetchRequest/FetchResponse schemas.
  * Pure module.
@@ -16,8 +16,8 @@ export interface ProduceRequest {
   topics: { name: string; partitions: { index: number; records: Uint8Array | null }[] }[];
 }
 
-export function decodeProduceRequest(r: Reader, _version: number, flex: boolean): ProduceRequest {
-  const transactionalId = r.nullableString(flex);
+export function decodeProduceRequest(r: Reader, version: number, flex: boolean): ProduceRequest {
+  const transactionalId = version >= 3 ? r.nullableString(flex) : null;
   const acks = r.int16();
   const timeoutMs = r.int32();
   const topics = r.array(flex, (r) => {
@@ -65,7 +65,7 @@ export function encodeProduceResponse(w: Writer, version: number, flex: boolean,
     });
     if (flex) w.taggedFields();
   });
-  w.int32(res.throttleTimeMs);
+  if (version >= 1) w.int32(res.throttleTimeMs);
   if (flex) w.taggedFields();
 }
 
