@@ -1,6 +1,7 @@
 /**
  * The gateway: a hono app. Order matters:
- *   0. CORS on /v1/* (preflights answered before anything reads a body; streams do their own);
+ *   0. CORS on /v1/* (preflights answered before anything reads a body; streams do their own),
+ *      and JSON answers ending with a newline (not the streams');
  *   1. body reader on /v1/* (POST/PUT/PATCH bodies read once, size-limited: REQUEST_TOO_LARGE);
  *   2. bench gate + body reader on /bench/* (404 unless EDGELOG_BENCH_ROUTES = "1");
  *   3. routes (specific paths before ambiguous ones, see topicRoute);
@@ -15,6 +16,7 @@ import { toEdgelogErrorResponse } from "./gateway/errors.ts";
 import { benchGate } from "./middleware/bench.ts";
 import { bodyReader } from "./middleware/body.ts";
 import { corsMiddleware } from "./middleware/cors.ts";
+import { jsonNewline } from "./middleware/json-newline.ts";
 import { EdgelogError } from "./protocol/errors.ts";
 import { MAX_REQUEST_BYTES, MAX_STORED_BATCH_BYTES } from "./protocol/limits.ts";
 import { benchRoutes } from "./routes/bench.ts";
@@ -31,6 +33,7 @@ export function createApp(): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
 
   app.use("/v1/*", corsMiddleware({ skipPrefixes: [STREAMS_PATH_PREFIX] }));
+  app.use("*", jsonNewline({ skipPrefixes: [STREAMS_PATH_PREFIX] }));
   app.use("/v1/*", bodyReader({ maxBytes: MAX_REQUEST_BYTES }));
   // A bench row must fit SQLite's 2 MB row limit.
   app.use("/bench/*", benchGate(), bodyReader({ maxBytes: MAX_STORED_BATCH_BYTES }));

@@ -22,4 +22,8 @@ export interface Env {
   EDGELOG_APPEND_COALESCING?: string;
   /** Durable Streams long-poll timeout in ms (docs/DURABLE-STREAMS.md). @default "20000" */
   STREAMS_LONG_POLL_TIMEOUT_MS?: string;
+  /** Origins allowed to call /v1 from a browser, comma-separated, or "*" (docs/PROTOCOL.md, CORS). @default "*" */
+  EDGELOG_CORS_ORIGINS?: string;
+  /** Request headers allowed cross-origin besides Content-Type, Accept, Authorization, comma-separated. @default "" */
+  EDGELOG_CORS_ALLOW_HEADERS?: string;
 }

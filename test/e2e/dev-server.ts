@@ -71,7 +71,7 @@ export async function startDevServer(opts: DevServerOptions = {}): Promise<DevSe
     child = spawn(WRANGLER, args, {
       cwd: ROOT,
       // The project's own Node (npm package `node`) first on PATH: wrangler needs Node >= 22.
-      env: { ...process.env, PATH: `${join(ROOT, "node_modules/.bin")}:${process.env.PATH ?? ""}`, WRANGLER_SEND_METRICS: "false", CI: "true", NO_COLOR: "1" },
+      env: { ...process.env, PATH: `${join(ROOT, "node_modules/.bin")}:${process.env.PATH ?? ""}`, WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false", CI: "true", NO_COLOR: "1" },
       stdio: ["ignore", "pipe", "pipe"],
       detached: true,
     });

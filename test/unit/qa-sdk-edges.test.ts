@@ -6,7 +6,7 @@
  */
 import { Readable, Writable } from "node:stream";
 import { describe, expect, it } from "vitest";
-import { formatRecord, main, type CliIo } from "../../sdk/src/cli.ts";
+import { formatRecord, main, type CliIo } from "../../sdk/src/cli/index.ts";
 import { EdgelogClient, groupPath, topicPath } from "../../sdk/src/client.ts";
 import { Consumer } from "../../sdk/src/consumer.ts";
 import { EdgelogClientError } from "../../sdk/src/errors.ts";
@@ -68,6 +68,7 @@ describe("text keeps a leading U+FEFF (it is data, as in the server's JSON answe
       { json: true, encoding: "string", printKey: false, keySeparator: "\t" },
     );
     expect(JSON.parse(new TextDecoder("utf-8", { fatal: false, ignoreBOM: true }).decode(line))).toEqual({
+      topic: "t",
       partition: 0,
       offset: 7,
       timestamp: 1,
