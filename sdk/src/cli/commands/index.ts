@@ -6,12 +6,13 @@
 import type { CliCommand } from "../command.ts";
 import { type ConsumeCommand, consume } from "./consume.ts";
 import { type GroupsCommand, groupsDelete, groupsDescribe, groupsList, groupsResetOffsets } from "./groups.ts";
+import { type KafkaBridgeCommand, kafkaBridge } from "./kafka-bridge.ts";
 import { type MetadataCommand, metadata } from "./metadata.ts";
 import { type ProduceCommand, produce } from "./produce.ts";
 import { type TopicsCommand, topicsAlter, topicsCreate, topicsDelete, topicsDescribe, topicsList } from "./topics.ts";
 
 /** A parsed command line of any command. */
-export type Command = TopicsCommand | MetadataCommand | ProduceCommand | ConsumeCommand | GroupsCommand;
+export type Command = TopicsCommand | MetadataCommand | ProduceCommand | ConsumeCommand | GroupsCommand | KafkaBridgeCommand;
 
 /** Two-word commands share their first word; `topics` alone lists the subcommands in this order. */
 export const COMMANDS: readonly CliCommand<Command>[] = [
@@ -27,4 +28,5 @@ export const COMMANDS: readonly CliCommand<Command>[] = [
   groupsDescribe,
   groupsResetOffsets,
   groupsDelete,
+  kafkaBridge,
 ];
