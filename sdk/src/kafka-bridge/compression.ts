@@ -63,13 +63,14 @@ export function snappyDecompress(payload: Uint8Array, maxBytes: number): Uint8Ar
   return out;
 }
 
-/** An LZ4 frame. @throws Error on a corrupt frame; RangeError when its bound exceeds `maxBytes`. */
+/** An LZ4 frame. @throws Error on a corrupt frame; RangeError when it inflates past `maxBytes`. */
 export function lz4Decompress(payload: Uint8Array, maxBytes: number): Uint8Array {
-  // lz4js writes into a buffer of the frame's bound and silently drops bytes past it, so the
-  // bound (from the frame header) must fit the limit before anything is decoded.
-  const bound = lz4.decompressBound(payload);
-  if (bound > maxBytes) throw new RangeError(`lz4 frame bound ${bound} exceeds ${maxBytes}`);
-  return lz4.decompress(payload, bound);
+  // lz4js writes into the buffer it is given and counts on past its end without writing, so a
+  // frame that inflates beyond the buffer shows as a written size above its length.
+  const out = new Uint8Array(Math.min(lz4.decompressBound(payload), maxBytes));
+  const n = lz4.decompressFrame(payload, out);
+  if (n > out.length) throw new RangeError(`lz4 frame inflates past ${maxBytes} bytes`);
+  return out.subarray(0, n);
 }
 
 /**
