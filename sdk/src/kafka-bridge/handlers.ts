@@ -38,6 +38,8 @@ export interface BridgeContext {
   client: EdgelogClient;
   /** Extra HTTP headers for raw calls (the client's own are private). */
   headers: Record<string, string>;
+  /** fetch for the raw binary fetch (the client's own is private). */
+  fetch: typeof fetch;
   names: TopicNames;
   /** Host and port answered in Metadata / FindCoordinator. */
   advertisedHost: string;
@@ -184,7 +186,7 @@ function clamp(v: number, lo: number, hi: number): number {
 
 async function fetchOne(ctx: BridgeContext, f: PartitionFetch, maxWaitMs: number, signal?: AbortSignal): Promise<void> {
   try {
-    f.result = await fetchRaw(ctx.client, ctx.headers, ctx.names.toEdgelog(f.topic), f.partition, {
+    f.result = await fetchRaw(ctx.client, ctx.fetch, ctx.headers, ctx.names.toEdgelog(f.topic), f.partition, {
       offset: f.fetchOffset,
       maxBytes: f.maxBytes,
       maxRecords: FETCH_MAX_MAX_RECORDS,

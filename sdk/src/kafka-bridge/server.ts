@@ -55,6 +55,8 @@ export interface KafkaBridgeOptions {
   client?: EdgelogClient;
   /** Extra headers for every Edgelog request (e.g. `authorization`). */
   headers?: Record<string, string>;
+  /** fetch implementation for Edgelog requests (tests, custom agents). @default globalThis.fetch */
+  fetch?: typeof fetch;
   /** Interface to listen on. @default "127.0.0.1" */
   host?: string;
   /** TCP port; 0 picks a free one. @default 9092 */
@@ -97,7 +99,7 @@ export class KafkaBridge {
   readonly #options: KafkaBridgeOptions;
 
   private constructor(options: KafkaBridgeOptions) {
-    const client = options.client ?? (options.url !== undefined ? new EdgelogClient({ baseUrl: options.url, headers: options.headers }) : undefined);
+    const client = options.client ?? (options.url !== undefined ? new EdgelogClient({ baseUrl: options.url, headers: options.headers, fetch: options.fetch }) : undefined);
     if (client === undefined) throw new TypeError("KafkaBridge needs `url` or `client`");
     this.#options = options;
     this.#maxFrameBytes = options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES;
@@ -105,6 +107,7 @@ export class KafkaBridge {
     this.#ctx = {
       client,
       headers: { ...options.headers },
+      fetch: options.fetch ?? ((input, init) => globalThis.fetch(input, init)),
       names: new TopicNames(options.namespace),
       advertisedHost: options.advertisedHost ?? options.host ?? "127.0.0.1",
       advertisedPort: options.advertisedPort ?? 0,

@@ -1,0 +1,211 @@
+/**
+ * The Kafka bridge's TCP server under bad input and failures, with a scripted Edgelog (the
+ * SDK client's `fetch` option) and raw sockets: unsupported APIs and versions get
+ * UNSUPPORTED_VERSION on an open connection, oversized and malformed frames close only their
+ * own connection, a client that disconnects mid-request crashes nothing and its append still
+ * completes, a produce is answered only after Edgelog answered (and with its error when it
+ * failed), acks=0 gets no answer.
+ */
+import { connect, type Socket } from "node:net";
+import { afterEach, describe, expect, it } from "vitest";
+import { encodeBatch } from "../../src/codec/index.ts";
+import { startKafkaBridge, type KafkaBridge } from "../../sdk/src/kafka-bridge/index.ts";
+import { toKafkaBatches } from "../../sdk/src/kafka-bridge/records.ts";
+import { Reader, Writer } from "../../sdk/src/kafka-bridge/wire.ts";
+
+type Handler = (url: URL, init: RequestInit | undefined) => Promise<Response>;
+
+let bridge: KafkaBridge | undefined;
+const sockets: Socket[] = [];
+afterEach(async () => {
+  for (const s of sockets) s.destroy();
+  sockets.length = 0;
+  await bridge?.close();
+  bridge = undefined;
+});
+
+async function start(handler: Handler, maxFrameBytes?: number): Promise<KafkaBridge> {
+  const fake: typeof fetch = (input, init) => handler(new URL(String(input)), init);
+  bridge = await startKafkaBridge({ url: "http://edgelog.test", fetch: fake, port: 0, maxFrameBytes, log: () => {} });
+  return bridge;
+}
+
+const json = (status: number, body: unknown): Response => new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
+
+/** A raw Kafka connection: send frames, read answer frames in order. */
+class Conn {
+  readonly socket: Socket;
+  #buf = Buffer.alloc(0);
+  #waiters: Array<() => void> = [];
+  closed = false;
+
+  constructor(port: number) {
+    this.socket = connect(port, "127.0.0.1");
+    sockets.push(this.socket);
+    this.socket.on("data", (d: Buffer) => {
+      this.#buf = Buffer.concat([this.#buf, d]);
+      for (const w of this.#waiters.splice(0)) w();
+    });
+    this.socket.on("close", () => {
+      this.closed = true;
+      for (const w of this.#waiters.splice(0)) w();
+    });
+    this.socket.on("error", () => {});
+  }
+
+  send(apiKey: number, version: number, correlationId: number, body: (w: Writer) => void = () => {}): void {
+    const w = new Writer().int32(0).int16(apiKey).int16(version).int32(correlationId).string("test", false);
+    body(w);
+    const frame = w.finish();
+    new DataView(frame.buffer, frame.byteOffset).setInt32(0, frame.length - 4);
+    this.socket.write(frame);
+  }
+
+  /** The next answer frame (after its size), or null once the connection closed. */
+  async next(): Promise<Reader | null> {
+    for (;;) {
+      if (this.#buf.length >= 4 && this.#buf.length >= 4 + this.#buf.readInt32BE(0)) {
+        const size = this.#buf.readInt32BE(0);
+        const frame = new Uint8Array(this.#buf.subarray(4, 4 + size));
+        this.#buf = this.#buf.subarray(4 + size);
+        return new Reader(frame);
+      }
+      if (this.closed) return null;
+      await new Promise<void>((r) => this.#waiters.push(r));
+    }
+  }
+}
+
+async function apiVersionsWorks(port: number): Promise<void> {
+  const c = new Conn(port);
+  c.send(18, 2, 99);
+  const r = (await c.next())!;
+  expect(r.int32()).toBe(99);
+  expect(r.int16()).toBe(0);
+}
+
+function produceBody(acks: number, records: Uint8Array) {
+  return (w: Writer) => {
+    w.nullableString(null, false).int16(acks).int32(1000);
+    w.int32(1).string("orders", false).int32(1).int32(0).bytes(records, false);
+  };
+}
+
+const oneBatch = toKafkaBatches(encodeBatch({}, [{ key: null, value: new TextEncoder().encode("v"), headers: [], timestamp: 1 }]));
+
+describe("Kafka bridge server", () => {
+  it("answers an API it does not implement with UNSUPPORTED_VERSION and keeps the connection", async () => {
+    const b = await start(async () => json(500, {}));
+    const c = new Conn(b.port);
+    c.send(21, 0, 1, (w) => w.int32(0)); // DeleteRecords: not implemented
+    const r1 = (await c.next())!;
+    expect([r1.int32(), r1.int16()]).toEqual([1, 35]);
+    c.send(3, 12, 2); // Metadata v12: beyond the implemented range
+    const r2 = (await c.next())!;
+    expect([r2.int32(), r2.int16()]).toEqual([2, 35]);
+    c.send(18, 2, 3);
+    const r3 = (await c.next())!;
+    expect([r3.int32(), r3.int16()]).toEqual([3, 0]);
+  });
+
+  it("answers an ApiVersions version it does not know with its v0 answer: UNSUPPORTED_VERSION and the list (KIP-511)", async () => {
+    const b = await start(async () => json(500, {}));
+    const c = new Conn(b.port);
+    c.send(18, 9, 5, (w) => w.uvarint(0));
+    const r = (await c.next())!;
+    expect(r.int32()).toBe(5);
+    expect(r.int16()).toBe(35);
+    const keys = r.array(false, (r) => [r.int16(), r.int16(), r.int16()]);
+    expect(keys).toContainEqual([18, 0, 3]);
+    expect(r.remaining).toBe(0);
+  });
+
+  it("closes only the connection that sent an oversized or a malformed frame", async () => {
+    const b = await start(async () => json(500, {}), 1024);
+    const big = new Conn(b.port);
+    big.send(18, 2, 1, (w) => w.raw(new Uint8Array(2000)));
+    expect(await big.next()).toBeNull();
+    const bad = new Conn(b.port);
+    bad.send(3, 1, 1, (w) => w.int32(5)); // Metadata: 5 topics announced, none sent
+    expect(await bad.next()).toBeNull();
+    const negative = new Conn(b.port);
+    negative.socket.write(Buffer.from([0xff, 0xff, 0xff, 0xff]));
+    expect(await negative.next()).toBeNull();
+    await apiVersionsWorks(b.port);
+  });
+
+  it("answers a produce only after Edgelog acknowledged the append, with Edgelog's offsets", async () => {
+    const events: string[] = [];
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const b = await start(async (url, init) => {
+      expect(url.pathname).toBe("/v1/topics/public/default/orders/partitions/0/records");
+      expect((init?.headers as Record<string, string>)["content-type"]).toBe("application/vnd.edgelog.batch");
+      events.push("edgelog received");
+      await gate;
+      events.push("edgelog acked");
+      return json(200, { topic: "public/default/orders", partition: 0, baseOffset: 41, lastOffset: 41, logAppendTime: null, logStartOffset: 3 });
+    });
+    const c = new Conn(b.port);
+    c.send(0, 7, 11, produceBody(-1, oneBatch));
+    const answer = c.next().then((r) => {
+      events.push("client answered");
+      return r;
+    });
+    while (events.length === 0) await new Promise((r) => setTimeout(r, 5));
+    expect(events).toEqual(["edgelog received"]);
+    release();
+    const r = (await answer)!;
+    expect(events).toEqual(["edgelog received", "edgelog acked", "client answered"]);
+    expect(r.int32()).toBe(11);
+    const topics = r.array(false, (r) => ({ name: r.string(false), partitions: r.array(false, (r) => [r.int32(), r.int16(), r.int64(), r.int64(), r.int64()]) }));
+    expect(topics).toEqual([{ name: "orders", partitions: [[0, 0, 41, -1, 3]] }]);
+  });
+
+  it("answers Edgelog's failure as the Kafka error, with no offset", async () => {
+    const b = await start(async () => json(503, { error: { code: "UNAVAILABLE", message: "reset", retriable: true } }));
+    const c = new Conn(b.port);
+    c.send(0, 7, 12, produceBody(1, oneBatch));
+    const r = (await c.next())!;
+    expect(r.int32()).toBe(12);
+    const topics = r.array(false, (r) => ({ name: r.string(false), partitions: r.array(false, (r) => [r.int32(), r.int16(), r.int64()]) }));
+    expect(topics).toEqual([{ name: "orders", partitions: [[0, 6, -1]] }]);
+  });
+
+  it("sends no answer for acks=0, and answers the next request", async () => {
+    let appended = 0;
+    const b = await start(async (url) => {
+      expect(url.searchParams.get("acks")).toBe("0");
+      appended++;
+      return json(202, { topic: "public/default/orders", accepted: 1 });
+    });
+    const c = new Conn(b.port);
+    c.send(0, 7, 1, produceBody(0, oneBatch));
+    c.send(18, 2, 2);
+    const r = (await c.next())!;
+    expect(r.int32()).toBe(2);
+    expect(appended).toBe(1);
+  });
+
+  it("survives a client that disconnects mid-request: the append still completes, the bridge serves others", async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let acked = false;
+    const b = await start(async () => {
+      await gate;
+      acked = true;
+      return json(200, { topic: "public/default/orders", partition: 0, baseOffset: 0, lastOffset: 0, logAppendTime: null, logStartOffset: 0 });
+    });
+    const c = new Conn(b.port);
+    c.send(0, 7, 1, produceBody(-1, oneBatch));
+    // Half a frame from another client, then gone.
+    const partial = new Conn(b.port);
+    partial.socket.write(Buffer.from([0, 0, 0, 50, 0, 3]));
+    await new Promise((r) => setTimeout(r, 20));
+    c.socket.destroy();
+    partial.socket.destroy();
+    release();
+    while (!acked) await new Promise((r) => setTimeout(r, 5));
+    await apiVersionsWorks(b.port);
+  });
+});
