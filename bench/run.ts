@@ -3,7 +3,7 @@
  * same run on the same path (Miniflare's dispatchFetch into the real Worker and Durable
  * Objects in workerd; see bench/engine.ts). Prints figures and ratios; asserts nothing.
  *
- * Usage: npm run bench [-- --only core|groups|streams] [--quick] [--path dispatch|direct]
+ * Usage: npm run bench [-- --only core|groups|streams|kafka] [--quick] [--path dispatch|direct]
  *
  * --path (core only): `dispatch` (default) sends every request with Miniflare's dispatchFetch;
  * `direct` sends them over HTTP to the Worker's own socket in workerd with a lean undici
@@ -271,7 +271,7 @@ async function main(): Promise<void> {
       await engine.dispose();
     }
   }
-  for (const [name, file] of [["groups", "./groups.ts"], ["streams", "./durable-streams.ts"]] as const) {
+  for (const [name, file] of [["groups", "./groups.ts"], ["streams", "./durable-streams.ts"], ["kafka", "./kafka-bridge.ts"]] as const) {
     if (only !== undefined && only !== name) continue;
     try {
       const mod = (await import(file)) as { run?: (opts: { quick: boolean }) => Promise<void> };

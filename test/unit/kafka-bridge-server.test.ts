@@ -84,10 +84,10 @@ async function apiVersionsWorks(port: number): Promise<void> {
   expect(r.int16()).toBe(0);
 }
 
-function produceBody(acks: number, records: Uint8Array) {
+function produceBody(acks: number, records: Uint8Array, partition = 0) {
   return (w: Writer) => {
     w.nullableString(null, false).int16(acks).int32(1000);
-    w.int32(1).string("orders", false).int32(1).int32(0).bytes(records, false);
+    w.int32(1).string("orders", false).int32(1).int32(partition).bytes(records, false);
   };
 }
 
@@ -207,5 +207,37 @@ describe("Kafka bridge server", () => {
     release();
     while (!acked) await new Promise((r) => setTimeout(r, 5));
     await apiVersionsWorks(b.port);
+  });
+
+  it("runs pipelined produce requests concurrently across partitions, in order within a partition, answers in request order", async () => {
+    const log: string[] = [];
+    const gates = new Map<string, () => void>();
+    const b = await start(async (url) => {
+      const partition = url.pathname.split("/")[7]!;
+      const n = log.filter((l) => l.startsWith(`sent p${partition}`)).length;
+      const id = `p${partition}#${n}`;
+      log.push(`sent ${id}`);
+      await new Promise<void>((r) => gates.set(id, r));
+      log.push(`acked ${id}`);
+      return json(200, { topic: "public/default/orders", partition: Number(partition), baseOffset: n, lastOffset: n, logAppendTime: null, logStartOffset: 0 });
+    });
+    const c = new Conn(b.port);
+    c.send(0, 7, 1, produceBody(-1, oneBatch, 0));
+    c.send(0, 7, 2, produceBody(-1, oneBatch, 0));
+    c.send(0, 7, 3, produceBody(-1, oneBatch, 1));
+    const until = async (cond: () => boolean): Promise<void> => {
+      while (!cond()) await new Promise((r) => setTimeout(r, 2));
+    };
+    // p0's first append and p1's append are in flight together; p0's second waits for the first.
+    await until(() => log.length === 2);
+    expect(log.sort()).toEqual(["sent p0#0", "sent p1#0"]);
+    gates.get("p1#0")!();
+    gates.get("p0#0")!();
+    await until(() => gates.has("p0#1"));
+    expect(log.indexOf("sent p0#1")).toBeGreaterThan(log.indexOf("acked p0#0"));
+    gates.get("p0#1")!();
+    const ids = [];
+    for (let i = 0; i < 3; i++) ids.push((await c.next())!.int32());
+    expect(ids).toEqual([1, 2, 3]);
   });
 });

@@ -132,8 +132,32 @@ export async function handleMetadata(ctx: BridgeContext, req: MetadataRequest): 
  * parallel. The answer is built only from Edgelog's answers: a partition is acknowledged with
  * an offset only after Edgelog acknowledged its append (durable commit, PROTOCOL.md).
  * acks=0 requests are still appended (with Edgelog's acks=0) but get no answer (server.ts).
+ *
+ * `sequence` orders the appends of one partition across the pipelined produce requests of a
+ * connection: each waits for the previous one's answer, because concurrent Edgelog requests
+ * have no order between them (PROTOCOL.md) and Kafka keeps a connection's order per partition.
+ * It must be called synchronously, in request order (it is, before the first await).
  */
-export async function handleProduce(ctx: BridgeContext, req: ProduceRequest): Promise<ProduceResponse> {
+/** Runs `fn` after every earlier `fn` of the same key has settled (per-partition order). */
+export type Sequencer = <T>(key: string, fn: () => Promise<T>) => Promise<T>;
+
+/** A {@link Sequencer} for one connection: a chain of promises per key, dropped when idle. */
+export function partitionSequencer(): Sequencer {
+  const tails = new Map<string, Promise<unknown>>();
+  return <T>(key: string, fn: () => Promise<T>): Promise<T> => {
+    const run = (tails.get(key) ?? Promise.resolve()).then(fn);
+    const tail = run.catch(() => {});
+    tails.set(key, tail);
+    void tail.then(() => {
+      if (tails.get(key) === tail) tails.delete(key);
+    });
+    return run;
+  };
+}
+
+const immediately: Sequencer = (_key, fn) => fn();
+
+export async function handleProduce(ctx: BridgeContext, req: ProduceRequest, sequence: Sequencer = immediately): Promise<ProduceResponse> {
   const acksError =
     req.acks !== 0 && req.acks !== 1 && req.acks !== -1 ? KafkaError.INVALID_REQUIRED_ACKS : req.transactionalId !== null ? KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED : 0;
   const topics = await Promise.all(
@@ -144,6 +168,7 @@ export async function handleProduce(ctx: BridgeContext, req: ProduceRequest): Pr
           const answer: ProducePartitionResponse = { index: p.index, errorCode: 0, baseOffset: -1, logAppendTimeMs: -1, logStartOffset: -1, errorMessage: null };
           if (acksError !== 0) return { ...answer, errorCode: acksError, errorMessage: acksError === KafkaError.INVALID_REQUIRED_ACKS ? `acks must be -1, 0 or 1, got ${req.acks}` : "transactions are not supported" };
           if (!isValidKafkaTopic(t.name)) return { ...answer, errorCode: KafkaError.INVALID_TOPIC_EXCEPTION, errorMessage: `invalid topic name ${JSON.stringify(t.name)}` };
+          return sequence(`${t.name}\u0000${p.index}`, async () => {
           try {
             if (p.records === null) throw new RecordBatchError("INVALID_RECORD", "records is null");
             const batch = parseProducedBatch(p.records);
@@ -160,6 +185,7 @@ export async function handleProduce(ctx: BridgeContext, req: ProduceRequest): Pr
             if (e instanceof RecordBatchError) return { ...answer, errorCode: KafkaError[e.kafkaError], errorMessage: e.message };
             return { ...answer, errorCode: kafkaErrorOf(e), errorMessage: errorMessageOf(e) };
           }
+          });
         }),
       ),
     })),

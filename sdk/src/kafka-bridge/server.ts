@@ -6,8 +6,10 @@
  * truth; classic group sessions live in the bridge a member is connected to).
  *
  * Framing: each request is `int32 size` + `size` bytes (header + body). Per connection,
- * requests are processed one at a time and answered in order, as a Kafka broker does (so the
- * pipelined produce requests of one producer are appended in the order they were sent).
+ * answers go out in request order. Requests are processed one after the other, as a Kafka
+ * broker does, except that consecutive produce requests (a pipelining producer) run
+ * concurrently with each partition's appends still in the order they were sent: a Kafka
+ * broker appends in microseconds, an Edgelog append is an HTTP round trip.
  *
  * Robustness (docs/KAFKA-BRIDGE.md):
  * - an API key or version the bridge does not implement is answered with UNSUPPORTED_VERSION
@@ -38,7 +40,9 @@ import {
   handleListOffsets,
   handleMetadata,
   handleProduce,
+  partitionSequencer,
   type BridgeContext,
+  type Sequencer,
 } from "./handlers.ts";
 import * as core from "./messages/core.ts";
 import * as data from "./messages/data.ts";
@@ -157,7 +161,10 @@ export class KafkaBridge {
     socket.setNoDelay(true);
     let buffered: Buffer[] = [];
     let bufferedBytes = 0;
-    let queue: Promise<void> = Promise.resolve();
+    let allDone: Promise<unknown> = Promise.resolve();
+    let lastNonProduce: Promise<unknown> = Promise.resolve();
+    let written: Promise<void> = Promise.resolve();
+    const sequence = partitionSequencer();
     let closed = false;
     const drop = (why: string): void => {
       if (closed) return;
@@ -172,29 +179,44 @@ export class KafkaBridge {
     socket.on("error", () => {
       closed = true; // ECONNRESET and the like: the close event follows
     });
+    // Chunks are kept as they arrive and joined once per frame (joining on every chunk would
+    // copy a large frame once per 64 KiB read).
+    let frameBytes = -1;
     socket.on("data", (chunk: Buffer) => {
       if (closed) return;
       buffered.push(chunk);
       bufferedBytes += chunk.length;
       for (;;) {
-        if (bufferedBytes < 4) return;
-        if (buffered.length > 1) buffered = [Buffer.concat(buffered, bufferedBytes)];
-        const head = buffered[0]!;
-        const size = head.readInt32BE(0);
-        if (size < 8 || size > this.#maxFrameBytes) {
-          drop(size < 8 ? `invalid frame size ${size}` : `frame of ${size} bytes exceeds maxFrameBytes ${this.#maxFrameBytes}`);
-          return;
+        if (frameBytes < 0) {
+          if (bufferedBytes < 4) return;
+          if (buffered[0]!.length < 4) buffered = [Buffer.concat(buffered, bufferedBytes)];
+          const size = buffered[0]!.readInt32BE(0);
+          if (size < 8 || size > this.#maxFrameBytes) {
+            drop(size < 8 ? `invalid frame size ${size}` : `frame of ${size} bytes exceeds maxFrameBytes ${this.#maxFrameBytes}`);
+            return;
+          }
+          frameBytes = size;
         }
-        if (bufferedBytes < 4 + size) return;
-        const frame = new Uint8Array(head.buffer, head.byteOffset + 4, size);
-        const rest = head.subarray(4 + size);
+        if (bufferedBytes < 4 + frameBytes) return;
+        const all = buffered.length === 1 ? buffered[0]! : Buffer.concat(buffered, bufferedBytes);
+        const frame = new Uint8Array(all.buffer, all.byteOffset + 4, frameBytes);
+        const rest = all.subarray(4 + frameBytes);
         buffered = rest.length > 0 ? [rest] : [];
         bufferedBytes = rest.length;
-        queue = queue.then(async () => {
-          const answer = await this.#serve(frame).catch((e: unknown) => {
+        frameBytes = -1;
+        // Produce requests start as soon as every earlier non-produce request is done (their
+        // appends are ordered per partition by the sequencer); any other request waits for
+        // everything before it. Answers go out in request order.
+        const isProduce = frame.length >= 2 && frame[0] === 0 && frame[1] === ApiKey.Produce;
+        const work = (isProduce ? lastNonProduce : allDone).then(() =>
+          this.#serve(frame, sequence).catch((e: unknown) => {
             drop(e instanceof KafkaDecodeError ? `malformed request: ${e.message}` : e instanceof EdgelogError ? `Edgelog ${e.code}: ${e.message}` : `internal error: ${(e as Error).stack ?? e}`);
             return null;
-          });
+          }),
+        );
+        allDone = Promise.all([allDone, work]);
+        if (!isProduce) lastNonProduce = work;
+        written = Promise.all([written, work]).then(([, answer]) => {
           if (answer !== null && !closed) socket.write(answer);
         });
       }
@@ -202,20 +224,20 @@ export class KafkaBridge {
   }
 
   /** Serves one request frame; resolves to the answer frame (size prefix included) or null (no answer). */
-  async #serve(frame: Uint8Array): Promise<Uint8Array | null> {
+  async #serve(frame: Uint8Array, sequence: Sequencer): Promise<Uint8Array | null> {
     const r = new Reader(frame);
     const header = readRequestHeader(r);
     const w = new Writer(1024);
     w.int32(0); // size, patched below
     writeResponseHeader(w, header);
-    const body = await this.#dispatch(header, r, w);
+    const body = await this.#dispatch(header, r, w, sequence);
     if (body === "no-answer") return null;
     const out = w.finish();
     new DataView(out.buffer, out.byteOffset, out.byteLength).setInt32(0, out.length - 4);
     return out;
   }
 
-  async #dispatch(header: RequestHeader, r: Reader, w: Writer): Promise<"answered" | "no-answer"> {
+  async #dispatch(header: RequestHeader, r: Reader, w: Writer, sequence: Sequencer): Promise<"answered" | "no-answer"> {
     const v = header.apiVersion;
     const flex = isFlexible(header.apiKey, v);
     const ctx = this.#ctx;
@@ -241,7 +263,7 @@ export class KafkaBridge {
         break;
       case ApiKey.Produce: {
         const req = data.decodeProduceRequest(r, v, flex);
-        const res = await handleProduce(ctx, req);
+        const res = await handleProduce(ctx, req, sequence);
         if (req.acks === 0) return "no-answer";
         data.encodeProduceResponse(w, v, flex, res);
         break;
