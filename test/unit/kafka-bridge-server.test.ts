@@ -92,6 +92,9 @@ function produceBody(acks: number, records: Uint8Array, partition = 0) {
 }
 
 const oneBatch = toKafkaBatches(encodeBatch({}, [{ key: null, value: new TextEncoder().encode("v"), headers: [], timestamp: 1 }]));
+/** A batch of an idempotent producer (id 9, epoch 0, base sequence `seq`): never merged with others. */
+const idempotentBatch = (seq: number): Uint8Array =>
+  toKafkaBatches(encodeBatch({ producerId: 9, producerEpoch: 0, baseSequence: seq }, [{ key: null, value: new TextEncoder().encode(`s${seq}`), headers: [], timestamp: 1 }]));
 
 describe("Kafka bridge server", () => {
   it("answers an API it does not implement with UNSUPPORTED_VERSION and keeps the connection", async () => {
@@ -209,7 +212,7 @@ describe("Kafka bridge server", () => {
     await apiVersionsWorks(b.port);
   });
 
-  it("runs pipelined produce requests concurrently across partitions, in order within a partition, answers in request order", async () => {
+  it("runs pipelined produce requests concurrently across partitions, one at a time in order within a partition, answers in request order", async () => {
     const log: string[] = [];
     const gates = new Map<string, () => void>();
     const b = await start(async (url) => {
@@ -222,9 +225,9 @@ describe("Kafka bridge server", () => {
       return json(200, { topic: "public/default/orders", partition: Number(partition), baseOffset: n, lastOffset: n, logAppendTime: null, logStartOffset: 0 });
     });
     const c = new Conn(b.port);
-    c.send(0, 7, 1, produceBody(-1, oneBatch, 0));
-    c.send(0, 7, 2, produceBody(-1, oneBatch, 0));
-    c.send(0, 7, 3, produceBody(-1, oneBatch, 1));
+    c.send(0, 7, 1, produceBody(-1, idempotentBatch(0), 0));
+    c.send(0, 7, 2, produceBody(-1, idempotentBatch(1), 0));
+    c.send(0, 7, 3, produceBody(-1, idempotentBatch(0), 1));
     const until = async (cond: () => boolean): Promise<void> => {
       while (!cond()) await new Promise((r) => setTimeout(r, 2));
     };
@@ -239,5 +242,47 @@ describe("Kafka bridge server", () => {
     const ids = [];
     for (let i = 0; i < 3; i++) ids.push((await c.next())!.int32());
     expect(ids).toEqual([1, 2, 3]);
+  });
+
+  it("sends the batches that queued behind a partition's append in flight as one append, each request answered its own offset", async () => {
+    const { decodeBatch } = await import("../../src/codec/index.ts");
+    const bodies: Uint8Array[] = [];
+    let release!: () => void;
+    const first = new Promise<void>((r) => (release = r));
+    const b = await start(async (_url, init) => {
+      const body = new Uint8Array(init!.body as ArrayBuffer);
+      bodies.push(body);
+      if (bodies.length === 1) await first;
+      const n = decodeBatch(body).records.length;
+      const base = bodies.length === 1 ? 100 : 101;
+      return json(200, { topic: "public/default/orders", partition: 0, baseOffset: base, lastOffset: base + n - 1, logAppendTime: null, logStartOffset: 0 });
+    });
+    const te = new TextEncoder();
+    const batch = (v: string, ts: number, n = 1) => toKafkaBatches(encodeBatch({}, Array.from({ length: n }, (_, i) => ({ key: te.encode(`k${i}`), value: te.encode(`${v}${i}`), headers: [{ key: "h", value: te.encode(v) }], timestamp: ts + i }))));
+    const c = new Conn(b.port);
+    c.send(0, 7, 1, produceBody(-1, batch("a", 1000)));
+    while (bodies.length === 0) await new Promise((r) => setTimeout(r, 2));
+    c.send(0, 7, 2, produceBody(-1, batch("b", 5000, 2)));
+    c.send(0, 7, 3, produceBody(-1, batch("c", 400, 3)));
+    await new Promise((r) => setTimeout(r, 30));
+    release();
+    const offsets: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const r = (await c.next())!;
+      r.int32();
+      offsets.push(r.array(false, (r) => ({ name: r.string(false), p: r.array(false, (r) => [r.int32(), r.int16(), r.int64()]) }))[0]!.p[0]![2]!);
+    }
+    expect(offsets).toEqual([100, 101, 103]);
+    expect(bodies).toHaveLength(2);
+    const merged = decodeBatch(bodies[1]!);
+    const td = new TextDecoder();
+    expect(merged.records.map((r) => [r.offset, td.decode(r.key!), td.decode(r.value!), r.timestamp, td.decode(r.headers[0]!.value!)])).toEqual([
+      [0, "k0", "b0", 5000, "b"],
+      [1, "k1", "b1", 5001, "b"],
+      [2, "k0", "c0", 400, "c"],
+      [3, "k1", "c1", 401, "c"],
+      [4, "k2", "c2", 402, "c"],
+    ]);
+    expect(merged.header).toMatchObject({ recordCount: 5, lastOffsetDelta: 4, baseTimestamp: 5000, maxTimestamp: 5001, producerId: -1 });
   });
 });

@@ -28,7 +28,8 @@ import {
   type TopicResult,
 } from "./messages/topics.ts";
 import { isValidKafkaTopic, type TopicNames } from "./names.ts";
-import { RecordBatchError, parseProducedBatch, toEdgelogBatch, toKafkaBatches } from "./records.ts";
+import type { PartitionAppender } from "./appender.ts";
+import { RecordBatchError, parseProducedBatch, toKafkaBatches, type PreparedBatch } from "./records.ts";
 
 /** The bridge's only broker id: it answers for every partition (node 0). */
 export const BRIDGE_NODE_ID = 0;
@@ -133,31 +134,10 @@ export async function handleMetadata(ctx: BridgeContext, req: MetadataRequest): 
  * an offset only after Edgelog acknowledged its append (durable commit, PROTOCOL.md).
  * acks=0 requests are still appended (with Edgelog's acks=0) but get no answer (server.ts).
  *
- * `sequence` orders the appends of one partition across the pipelined produce requests of a
- * connection: each waits for the previous one's answer, because concurrent Edgelog requests
- * have no order between them (PROTOCOL.md) and Kafka keeps a connection's order per partition.
- * It must be called synchronously, in request order (it is, before the first await).
+ * `appender` (one per connection) orders the appends of each partition across pipelined
+ * produce requests and sends batches that queued up together (appender.ts).
  */
-/** Runs `fn` after every earlier `fn` of the same key has settled (per-partition order). */
-export type Sequencer = <T>(key: string, fn: () => Promise<T>) => Promise<T>;
-
-/** A {@link Sequencer} for one connection: a chain of promises per key, dropped when idle. */
-export function partitionSequencer(): Sequencer {
-  const tails = new Map<string, Promise<unknown>>();
-  return <T>(key: string, fn: () => Promise<T>): Promise<T> => {
-    const run = (tails.get(key) ?? Promise.resolve()).then(fn);
-    const tail = run.catch(() => {});
-    tails.set(key, tail);
-    void tail.then(() => {
-      if (tails.get(key) === tail) tails.delete(key);
-    });
-    return run;
-  };
-}
-
-const immediately: Sequencer = (_key, fn) => fn();
-
-export async function handleProduce(ctx: BridgeContext, req: ProduceRequest, sequence: Sequencer = immediately): Promise<ProduceResponse> {
+export async function handleProduce(ctx: BridgeContext, req: ProduceRequest, appender: PartitionAppender): Promise<ProduceResponse> {
   const acksError =
     req.acks !== 0 && req.acks !== 1 && req.acks !== -1 ? KafkaError.INVALID_REQUIRED_ACKS : req.transactionalId !== null ? KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED : 0;
   const topics = await Promise.all(
@@ -168,24 +148,20 @@ export async function handleProduce(ctx: BridgeContext, req: ProduceRequest, seq
           const answer: ProducePartitionResponse = { index: p.index, errorCode: 0, baseOffset: -1, logAppendTimeMs: -1, logStartOffset: -1, errorMessage: null };
           if (acksError !== 0) return { ...answer, errorCode: acksError, errorMessage: acksError === KafkaError.INVALID_REQUIRED_ACKS ? `acks must be -1, 0 or 1, got ${req.acks}` : "transactions are not supported" };
           if (!isValidKafkaTopic(t.name)) return { ...answer, errorCode: KafkaError.INVALID_TOPIC_EXCEPTION, errorMessage: `invalid topic name ${JSON.stringify(t.name)}` };
-          return sequence(`${t.name}\u0000${p.index}`, async () => {
-          try {
-            if (p.records === null) throw new RecordBatchError("INVALID_RECORD", "records is null");
-            const batch = parseProducedBatch(p.records);
-            const records = await decompress(batch.compression, batch.payload, MAX_REQUEST_BYTES);
-            const body = toEdgelogBatch(batch, records);
-            const topic = ctx.names.toEdgelog(t.name);
-            if (req.acks === 0) {
-              await ctx.client.produceBatch(topic, p.index, body, { acks: 0 });
-              return answer;
-            }
-            const r = await ctx.client.produceBatchSummary(topic, p.index, body, { acks: req.acks === 1 ? 1 : "all" });
-            return { ...answer, baseOffset: r.baseOffset, logAppendTimeMs: r.logAppendTime ?? -1, logStartOffset: r.logStartOffset };
-          } catch (e) {
-            if (e instanceof RecordBatchError) return { ...answer, errorCode: KafkaError[e.kafkaError], errorMessage: e.message };
-            return { ...answer, errorCode: kafkaErrorOf(e), errorMessage: errorMessageOf(e) };
-          }
-          });
+          const records = p.records;
+          const prepared = (async (): Promise<PreparedBatch> => {
+            if (records === null) throw new RecordBatchError("INVALID_RECORD", "records is null");
+            const batch = parseProducedBatch(records);
+            return { batch, records: await decompress(batch.compression, batch.payload, MAX_REQUEST_BYTES) };
+          })();
+          // Queued synchronously, in request order (see PartitionAppender.append).
+          return appender.append(ctx.names.toEdgelog(t.name), p.index, req.acks === 0 ? 0 : req.acks === 1 ? 1 : "all", prepared).then(
+            (r): ProducePartitionResponse => (r === null ? answer : { ...answer, baseOffset: r.baseOffset, logAppendTimeMs: r.logAppendTime ?? -1, logStartOffset: r.logStartOffset }),
+            (e: unknown): ProducePartitionResponse => {
+              if (e instanceof RecordBatchError) return { ...answer, errorCode: KafkaError[e.kafkaError], errorMessage: e.message };
+              return { ...answer, errorCode: kafkaErrorOf(e), errorMessage: errorMessageOf(e) };
+            },
+          );
         }),
       ),
     })),

@@ -177,3 +177,104 @@ export function toKafkaBatches(body: Uint8Array): Uint8Array {
   }
   return out;
 }
+
+// ---------------------------------------------------------------------------------------------
+// Merging consecutive produced batches (appender.ts)
+// ---------------------------------------------------------------------------------------------
+
+/** A produced batch with its records section uncompressed. */
+export interface PreparedBatch {
+  batch: KafkaBatch;
+  records: Uint8Array;
+}
+
+function readVarlong(buf: Uint8Array, pos: number): [value: number, next: number] {
+  let u = 0;
+  let mul = 1;
+  for (let i = 0; i < 10; i++) {
+    if (pos >= buf.length) throw new RecordBatchError("CORRUPT_MESSAGE", "truncated varint in a record");
+    const b = buf[pos++]!;
+    u += (b & 0x7f) * mul;
+    if ((b & 0x80) === 0) {
+      if (u > Number.MAX_SAFE_INTEGER) throw new RecordBatchError("CORRUPT_MESSAGE", "record varint beyond the safe-integer range");
+      return [u % 2 === 0 ? u / 2 : -(u + 1) / 2, pos];
+    }
+    mul *= 128;
+  }
+  throw new RecordBatchError("CORRUPT_MESSAGE", "record varint longer than 10 bytes");
+}
+
+function varlongBytes(v: number): number[] {
+  let u = v >= 0 ? v * 2 : -v * 2 - 1;
+  const out: number[] = [];
+  while (u >= 0x80) {
+    out.push((u % 128) | 0x80);
+    u = Math.floor(u / 128);
+  }
+  out.push(u);
+  return out;
+}
+
+/**
+ * Copies the records of `records` (a v2 records section of `count` records) with every
+ * offsetDelta increased by `offsetShift` and every timestampDelta by `timestampShift`, as they
+ * must read inside a batch that starts `offsetShift` records and `timestampShift` ms earlier.
+ * Only the length, timestampDelta and offsetDelta varints are rewritten; keys, values and
+ * headers are copied unchanged.
+ * @throws RecordBatchError CORRUPT_MESSAGE when the section does not hold `count` records.
+ */
+export function rebaseRecords(records: Uint8Array, count: number, offsetShift: number, timestampShift: number): Uint8Array {
+  const parts: Uint8Array[] = [];
+  let total = 0;
+  let pos = 0;
+  for (let i = 0; i < count; i++) {
+    const [length, bodyAt] = readVarlong(records, pos);
+    const end = bodyAt + length;
+    if (length < 3 || end > records.length) throw new RecordBatchError("CORRUPT_MESSAGE", `record ${i} overruns its records section`);
+    const attributes = records[bodyAt]!;
+    const [tsDelta, afterTs] = readVarlong(records, bodyAt + 1);
+    const [offsetDelta, afterOffset] = readVarlong(records, afterTs);
+    if (afterOffset > end) throw new RecordBatchError("CORRUPT_MESSAGE", `record ${i} overruns its length`);
+    const head = [attributes, ...varlongBytes(tsDelta + timestampShift), ...varlongBytes(offsetDelta + offsetShift)];
+    const rest = records.subarray(afterOffset, end);
+    const prefix = new Uint8Array([...varlongBytes(head.length + rest.length), ...head]);
+    parts.push(prefix, rest);
+    total += prefix.length + rest.length;
+    pos = end;
+  }
+  if (pos !== records.length) throw new RecordBatchError("CORRUPT_MESSAGE", `${records.length - pos} bytes after ${count} records`);
+  const out = new Uint8Array(total);
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}
+
+/**
+ * One Edgelog batch holding the records of several consecutive produced batches of one
+ * partition, in order (they get consecutive offsets). Only for batches without a producer id:
+ * an idempotent producer's retry is recognised by its own (epoch, sequence, count), which a
+ * merged request would not carry.
+ * @throws RecordBatchError CORRUPT_MESSAGE for a records section that does not parse.
+ */
+export function mergeToEdgelogBatch(parts: PreparedBatch[]): Uint8Array {
+  const first = parts[0]!.batch;
+  const sections: Uint8Array[] = [parts[0]!.records];
+  let count = first.recordCount;
+  let maxTimestamp = first.maxTimestamp;
+  for (let i = 1; i < parts.length; i++) {
+    const { batch, records } = parts[i]!;
+    sections.push(rebaseRecords(records, batch.recordCount, count, batch.baseTimestamp - first.baseTimestamp));
+    count += batch.recordCount;
+    maxTimestamp = Math.max(maxTimestamp, batch.maxTimestamp);
+  }
+  const merged = new Uint8Array(sections.reduce((n, s) => n + s.length, 0));
+  let at = 0;
+  for (const s of sections) {
+    merged.set(s, at);
+    at += s.length;
+  }
+  return toEdgelogBatch({ ...first, lastOffsetDelta: count - 1, recordCount: count, maxTimestamp }, merged);
+}

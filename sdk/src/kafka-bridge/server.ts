@@ -8,7 +8,8 @@
  * Framing: each request is `int32 size` + `size` bytes (header + body). Per connection,
  * answers go out in request order. Requests are processed one after the other, as a Kafka
  * broker does, except that consecutive produce requests (a pipelining producer) run
- * concurrently with each partition's appends still in the order they were sent: a Kafka
+ * concurrently with each partition's appends still in the order they were sent, and batches
+ * that queue up behind a partition's append in flight sent together (appender.ts): a Kafka
  * broker appends in microseconds, an Edgelog append is an HTTP round trip.
  *
  * Robustness (docs/KAFKA-BRIDGE.md):
@@ -25,6 +26,7 @@
 import { createServer, type Server, type Socket } from "node:net";
 import { DEFAULT_TOPIC_CONFIGS, EdgelogError } from "../../../src/protocol/index.ts";
 import { EdgelogClient } from "../client.ts";
+import { PartitionAppender } from "./appender.ts";
 import { ApiKey, SUPPORTED_APIS, isFlexible, isSupported, readRequestHeader, writeResponseHeader, type RequestHeader } from "./apis.ts";
 import { KafkaError } from "./errors.ts";
 import { ClassicGroups } from "./groups.ts";
@@ -40,9 +42,7 @@ import {
   handleListOffsets,
   handleMetadata,
   handleProduce,
-  partitionSequencer,
   type BridgeContext,
-  type Sequencer,
 } from "./handlers.ts";
 import * as core from "./messages/core.ts";
 import * as data from "./messages/data.ts";
@@ -164,7 +164,13 @@ export class KafkaBridge {
     let allDone: Promise<unknown> = Promise.resolve();
     let lastNonProduce: Promise<unknown> = Promise.resolve();
     let written: Promise<void> = Promise.resolve();
-    const sequence = partitionSequencer();
+    const appender = new PartitionAppender(async (topic, partition, body, acks) => {
+      if (acks === 0) {
+        await this.#ctx.client.produceBatch(topic, partition, body, { acks: 0 });
+        return null;
+      }
+      return this.#ctx.client.produceBatchSummary(topic, partition, body, { acks });
+    });
     let closed = false;
     const drop = (why: string): void => {
       if (closed) return;
@@ -209,7 +215,7 @@ export class KafkaBridge {
         // everything before it. Answers go out in request order.
         const isProduce = frame.length >= 2 && frame[0] === 0 && frame[1] === ApiKey.Produce;
         const work = (isProduce ? lastNonProduce : allDone).then(() =>
-          this.#serve(frame, sequence).catch((e: unknown) => {
+          this.#serve(frame, appender).catch((e: unknown) => {
             drop(e instanceof KafkaDecodeError ? `malformed request: ${e.message}` : e instanceof EdgelogError ? `Edgelog ${e.code}: ${e.message}` : `internal error: ${(e as Error).stack ?? e}`);
             return null;
           }),
@@ -224,20 +230,20 @@ export class KafkaBridge {
   }
 
   /** Serves one request frame; resolves to the answer frame (size prefix included) or null (no answer). */
-  async #serve(frame: Uint8Array, sequence: Sequencer): Promise<Uint8Array | null> {
+  async #serve(frame: Uint8Array, appender: PartitionAppender): Promise<Uint8Array | null> {
     const r = new Reader(frame);
     const header = readRequestHeader(r);
     const w = new Writer(1024);
     w.int32(0); // size, patched below
     writeResponseHeader(w, header);
-    const body = await this.#dispatch(header, r, w, sequence);
+    const body = await this.#dispatch(header, r, w, appender);
     if (body === "no-answer") return null;
     const out = w.finish();
     new DataView(out.buffer, out.byteOffset, out.byteLength).setInt32(0, out.length - 4);
     return out;
   }
 
-  async #dispatch(header: RequestHeader, r: Reader, w: Writer, sequence: Sequencer): Promise<"answered" | "no-answer"> {
+  async #dispatch(header: RequestHeader, r: Reader, w: Writer, appender: PartitionAppender): Promise<"answered" | "no-answer"> {
     const v = header.apiVersion;
     const flex = isFlexible(header.apiKey, v);
     const ctx = this.#ctx;
@@ -263,7 +269,7 @@ export class KafkaBridge {
         break;
       case ApiKey.Produce: {
         const req = data.decodeProduceRequest(r, v, flex);
-        const res = await handleProduce(ctx, req, sequence);
+        const res = await handleProduce(ctx, req, appender);
         if (req.acks === 0) return "no-answer";
         data.encodeProduceResponse(w, v, flex, res);
         break;
