@@ -163,6 +163,23 @@ describe("kafkajs through the Kafka bridge", () => {
     expect(d.offsets.map((o) => [o.partition, o.committedOffset]).sort((a, b) => a[0]! - b[0]!)).toEqual(ends);
   });
 
+  it("a fetch from an offset in the middle of a stored batch hands out nothing below it (field case B2)", async () => {
+    const topic = randomTopic("kjs-mid");
+    await client.createTopic({ name: topic, partitions: 1 });
+    // One produce request: one stored batch of 10 records (offsets 0-9).
+    await client.produce(topic, { records: Array.from({ length: 10 }, (_, i) => ({ value: `m${i}` })) }, { partition: 0 });
+    const seen: number[] = [];
+    const consumer = kafka.consumer({ groupId: randomTopic("kjs-mid-g"), heartbeatInterval: 500 });
+    await consumer.connect();
+    await consumer.subscribe({ topic, fromBeginning: true });
+    await consumer.run({ autoCommit: false, eachMessage: async ({ message }) => void seen.push(Number(message.offset)) });
+    consumer.seek({ topic, partition: 0, offset: "6" });
+    await waitFor(() => seen.includes(9), "offset 9");
+    await consumer.disconnect();
+    // Records before the seek may have been handed out before it took effect; after it, 6..9 exactly.
+    expect(seen.slice(seen.lastIndexOf(6))).toEqual([6, 7, 8, 9]);
+  });
+
   it("329 GitHub webhook payloads: kafkajs -> bridge -> SDK, and SDK -> bridge -> kafkajs, byte-identical, per-key order, Java partitioner", async () => {
     const events = loadWebhooks();
     expect(events).toHaveLength(329);
