@@ -133,6 +133,51 @@ describe.skipIf(!HAS_KCAT)("kcat through the Kafka bridge", () => {
     expect(d.offsets.map((o) => [o.partition, o.committedOffset])).toEqual(ends.map((e, p) => [p, e]));
   });
 
+  it("two -G members share the partitions through a rebalance, commits carry over: every record once", async () => {
+    const topic = randomTopic("kcat-g2");
+    const group = randomTopic("g2");
+    await client.createTopic({ name: topic, partitions: 4 });
+    const batch = (tag: string) => ({ records: Array.from({ length: 200 }, (_, i) => ({ key: `${tag}${i}`, value: `${tag}-${i}` })) });
+    await client.produce(topic, batch("a"));
+    const member = (name: string) => {
+      const child = spawn("kcat", ["-b", brokers, "-G", group, topic, "-q", "-u", "-f", `${name} %p %o %s\\n`, "-X", "heartbeat.interval.ms=500", "-X", "auto.offset.reset=earliest", "-X", "auto.commit.interval.ms=200"], { stdio: ["ignore", "pipe", "pipe"] });
+      const lines: string[] = [];
+      let rest = "";
+      child.stdout.on("data", (d: Buffer) => {
+        const parts = (rest + d.toString()).split("\n");
+        rest = parts.pop()!;
+        lines.push(...parts);
+      });
+      const exited = new Promise<void>((r) => child.on("close", () => r()));
+      return { lines, stop: async () => { child.kill("SIGTERM"); await exited; } };
+    };
+    const until = async (cond: () => boolean | Promise<boolean>, what: string) => {
+      const deadline = Date.now() + 90_000;
+      while (!(await cond())) {
+        if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    };
+    const a = member("A");
+    await until(() => a.lines.length > 0, "A's first records");
+    const b = member("B");
+    await until(async () => {
+      const d = await client.describeGroup(group);
+      return d.members.length === 2 && d.members.every((m) => m.assignment.length > 0);
+    }, "both members assigned");
+    await client.produce(topic, batch("b"));
+    const distinct = () => new Set([...a.lines, ...b.lines].map((l) => l.split(" ").slice(1, 3).join(":"))).size;
+    await until(() => distinct() === 400, "every record");
+    await Promise.all([a.stop(), b.stop()]);
+    const all = [...a.lines, ...b.lines];
+    expect(new Set(all.map((l) => l.split(" ")[3])).size).toBe(400);
+    expect(a.lines.length).toBeGreaterThan(0);
+    expect(b.lines.length).toBeGreaterThan(0);
+    // B's partitions were read by B from A's committed offsets on: nothing B read had been read by A.
+    const byA = new Set(a.lines.map((l) => l.split(" ").slice(1, 3).join(":")));
+    expect(b.lines.filter((l) => byA.has(l.split(" ").slice(1, 3).join(":")))).toEqual([]);
+  });
+
   it("an idempotent producer (enable.idempotence=true, gzip) appends every record once, in order", async () => {
     const topic = randomTopic("kcat-idem");
     await client.createTopic({ name: topic, partitions: 1 });
