@@ -12,37 +12,14 @@
  * package, built first as the README says) and run with the project's Node.
  */
 import { spawn } from "node:child_process";
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ROOT, type DevServer, startDevServer } from "./dev-server.ts";
+import { snippets, withAddress } from "./snippets.ts";
 
 const BIN = join(ROOT, "node_modules/.bin");
 const SCRATCH = join(ROOT, "node_modules/.cache/edgelog-readme");
-
-export interface Snippet {
-  file: string;
-  /** 1-based line of the opening fence. */
-  line: number;
-  lang: string;
-  code: string;
-  /** Why it is not run, from the comment before it; undefined: it is run. */
-  notRun: string | undefined;
-}
-
-/** The fenced code blocks of a Markdown file, in order. */
-export function snippets(file: string): Snippet[] {
-  const text = readFileSync(join(ROOT, file), "utf8");
-  const out: Snippet[] = [];
-  for (const m of text.matchAll(/^```(\w*)\n([\s\S]*?)^```$/gm)) {
-    const before = text.slice(0, m.index);
-    const line = before.split("\n").length;
-    const previous = before.trimEnd().split("\n").pop() ?? "";
-    const reason = /^<!-- not run by test\/e2e\/readme\.test\.ts: (.*) -->$/.exec(previous)?.[1];
-    out.push({ file, line, lang: m[1]!, code: m[2]!, notRun: reason });
-  }
-  return out;
-}
 
 function run(command: string, args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
@@ -82,7 +59,7 @@ describe("README snippets", () => {
   });
 
   it("README.md and sdk/README.md run as written, twice in a row, against a fresh dev server", async () => {
-    const address = (code: string) => code.replaceAll("localhost:8787", `127.0.0.1:${server.port}`).replaceAll("127.0.0.1:8787", `127.0.0.1:${server.port}`);
+    const address = (code: string) => withAddress(code, server.port);
     const env = { EDGELOG_URL: server.baseUrl };
     for (const round of [1, 2]) {
       for (const s of ALL.filter((x) => x.notRun === undefined)) {

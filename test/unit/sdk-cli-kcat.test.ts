@@ -5,7 +5,8 @@
  */
 import { describe, expect, it } from "vitest";
 import { main, parseCli, UsageError } from "../../sdk/src/cli/index.ts";
-import { parseOffsetArg, unescapeBytes } from "../../sdk/src/cli/args.ts";
+import { mergeOptions, parseOffsetArg, unescapeBytes } from "../../sdk/src/cli/args.ts";
+import { type CliCommand, COMMANDS } from "../../sdk/src/cli/index.ts";
 import { compileFormat } from "../../sdk/src/cli/format.ts";
 import { DelimiterSplitter } from "../../sdk/src/cli/io.ts";
 import type { ConsumerRecord } from "../../sdk/src/consumer.ts";
@@ -101,6 +102,18 @@ describe("produce, kcat style", () => {
     ]);
   });
 
+  it("--line-headers takes each line's own headers, as consume -f %h prints them: a round trip", async () => {
+    const s = new FakeServer();
+    s.addTopic("h", 1);
+    s.addTopic("h2", 1);
+    const input = "trace=abc,tenant=t1|k1:v1\nflag|k2:v2\nno headers:v3\n";
+    expect((await run(s, ["produce", "h", "-H", "src=cli", "--line-headers", "|", "-K", ":"], [input])).code).toBe(0);
+    const out = await run(s, ["consume", "h", "-o", "beginning", "-f", "%h|%k:%s\n"]);
+    expect(out.stdout).toBe("src=cli,trace=abc,tenant=t1|k1:v1\nsrc=cli,flag|k2:v2\nsrc=cli|no headers:v3\n");
+    expect((await run(s, ["produce", "h2", "--line-headers", "|", "-K", ":"], [out.stdout])).code).toBe(0);
+    expect((await run(s, ["consume", "h2", "-o", "beginning", "-f", "%h|%k:%s\n"])).stdout).toBe(out.stdout);
+  });
+
   it("prints a summary when stderr is a terminal, nothing when piped", async () => {
     const s = new FakeServer();
     s.addTopic("s", 3);
@@ -142,6 +155,15 @@ describe("metadata (-L)", () => {
 });
 
 describe("argument parsing", () => {
+  it("merges the command table's options: a shared name agrees, a short letter names one option", () => {
+    const merged = mergeOptions(COMMANDS);
+    expect([merged["json"], merged["partition"], merged["offset"]]).toEqual([{ type: "boolean", short: "J" }, { type: "string", short: "p" }, { type: "string", short: "o", multiple: true }]);
+    const command = (name: string, options: CliCommand["options"]): CliCommand => ({ name, usage: "", options, args: [], parse: () => ({ kind: name }), run: async () => {} });
+    expect(mergeOptions([command("a", { json: { type: "boolean" } }), command("b", { json: { type: "boolean", short: "J" } })])["json"]).toEqual({ type: "boolean", short: "J" });
+    expect(() => mergeOptions([command("a", { json: { type: "boolean" } }), command("b", { json: { type: "string" } })])).toThrow("CLI option --json of b has another type than elsewhere");
+    expect(() => mergeOptions([command("a", { json: { type: "boolean", short: "J" } }), command("b", { jitter: { type: "string", short: "J" } })])).toThrow("CLI option -J is used for --json and --jitter");
+  });
+
   it("parses every kcat -o form", () => {
     expect(["beginning", "end", "stored", "42", "-10", "s@1700000000000", "e@5"].map(parseOffsetArg)).toEqual([
       { kind: "earliest" },
@@ -186,7 +208,7 @@ describe("argument parsing", () => {
       [["consume", "t", "--follow", "-e"], "consume: use only one of --follow and -e"],
       [["consume", "t", "-g", "g", "-o", "-5"], "consume -g: the group assigns partitions and positions"],
       [["produce", "t", "-K", ":", "-k", "x"], "produce: use only one of -K and -k"],
-      [["produce", "t", "f1", "-D", "|"], "produce: -D and -K split stdin; a FILE is one record"],
+      [["produce", "t", "f1", "-D", "|"], "produce: -D, -K and --line-headers split stdin; a FILE is one record"],
       [["groups", "reset-offsets", "g", "--topic", "t", "--shift-by", "x"], '--shift-by must be an integer, got "x"'],
       [["groups", "reset-offsets", "g", "--topic", "t", "--by-duration", "P1H"], '--by-duration expects PnDTnHnMnS, got "P1H"'],
       [["groups", "reset-offsets", "g", "--topic", "t", "--to-earliest", "--to-current"], "give exactly one of"],

@@ -24,8 +24,11 @@ const GLOBAL_OPTIONS = {
 
 /**
  * The union of the table's options for `parseArgs` (which needs one configuration before it
- * knows the command); each command then rejects the options it does not declare.
- * @throws Error when two commands declare one name differently (a bug in the table).
+ * knows the command); each command then rejects the options it does not declare. A name
+ * declared by several commands must agree on `type` and `multiple`; a short letter declared
+ * by one of them applies to all (so `-J` is `--json` everywhere).
+ * @throws Error when two commands declare one name incompatibly, or use one short letter for
+ *   two names (a bug in the table: pick another letter, or the shared descriptor in args.ts).
  */
 export function mergeOptions(table: readonly CliCommand[]): Record<string, ParseArgsOptionDescriptor> {
   const merged: Record<string, ParseArgsOptionDescriptor> = { ...GLOBAL_OPTIONS };
@@ -33,10 +36,14 @@ export function mergeOptions(table: readonly CliCommand[]): Record<string, Parse
   for (const command of table) {
     for (const [name, option] of Object.entries(command.options)) {
       const known = merged[name];
-      if (known !== undefined && JSON.stringify(known) !== JSON.stringify(option)) throw new Error(`CLI option --${name} is declared differently by ${command.name}`);
-      if (option.short !== undefined && (shorts.get(option.short) ?? name) !== name) throw new Error(`CLI option -${option.short} is used for --${shorts.get(option.short)} and --${name}`);
-      if (option.short !== undefined) shorts.set(option.short, name);
-      merged[name] = option;
+      if (known !== undefined) {
+        if (known.type !== option.type || (known.multiple ?? false) !== (option.multiple ?? false)) throw new Error(`CLI option --${name} of ${command.name} has another type than elsewhere`);
+        if (known.short !== undefined && option.short !== undefined && known.short !== option.short) throw new Error(`CLI option --${name} of ${command.name} has -${option.short}, elsewhere -${known.short}`);
+      }
+      const short = option.short ?? known?.short;
+      if (short !== undefined && (shorts.get(short) ?? name) !== name) throw new Error(`CLI option -${short} is used for --${shorts.get(short)} and --${name}`);
+      if (short !== undefined) shorts.set(short, name);
+      merged[name] = short === undefined ? option : { ...option, short };
     }
   }
   return merged;

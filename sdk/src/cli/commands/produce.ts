@@ -5,7 +5,7 @@ import { type Message, Producer, type RecordMetadata } from "../../producer.ts";
 import { DELIMITER_OPTION, headerPairs, intOption, KEY_SEPARATOR_OPTION, flag, list, NULL_OPTION, PARTITION_OPTION, separator, str, UsageError, unescapeBytes } from "../args.ts";
 import { defineCommand } from "../command.ts";
 import { shownTopic } from "../format.ts";
-import { DelimiterSplitter, LineSplitter, lineToMessage } from "../io.ts";
+import { DelimiterSplitter, indexOfBytes, LineSplitter, lineToMessage } from "../io.ts";
 
 export interface ProduceCommand {
   kind: "produce";
@@ -20,6 +20,11 @@ export interface ProduceCommand {
   delimiter?: string | undefined;
   /** kcat -Z: an empty value is sent as null (a tombstone). */
   emptyAsNull?: boolean | undefined;
+  /**
+   * Per-line headers: a line is `HEADERS SEP REST`, HEADERS as consume's `%h` prints them
+   * (`k=v,k2=v2`; a name without `=` is a null value), REST split by -K as usual.
+   */
+  lineHeaders?: string | undefined;
   /** Files to send, each as one record (stdin is not read then). */
   files?: string[] | undefined;
 }
@@ -32,12 +37,15 @@ const encoder = new TextEncoder();
 export const produce = defineCommand<ProduceCommand>({
   name: "produce",
   usage:
-    "  produce TOPIC [FILE ...] [-K SEP | -k KEY] [-H k=v ...] [-p N] [-D DELIM] [-Z]\n" +
+    "  produce TOPIC [FILE ...] [-K SEP | -k KEY] [-H k=v ...] [--line-headers SEP] [-p N]\n" +
+    "                [-D DELIM] [-Z]\n" +
     "      Sends each stdin line (its exact bytes, without the newline) as one record, or each\n" +
     "      FILE as one record (binary-safe). Prints a summary when stderr is a terminal.\n" +
     "      -K, --key-separator SEP  the part before the first SEP is the key (no SEP: null key)\n" +
     "      -k, --key KEY            the key of every record\n" +
     "      -H, --header k=v         a header on every record (repeat for more; order kept)\n" +
+    "      --line-headers SEP       each line starts with its own headers, then SEP: k=v,k2=v2\n" +
+    "                               (as consume -f %h prints them; after the -H headers)\n" +
     "      -p, --partition N        this partition; else by key, or null keys spread over\n" +
     "                               partitions in batches (sticky); order is per partition only\n" +
     "      -D, --delimiter DELIM    records are separated by DELIM instead of a newline\n" +
@@ -47,6 +55,7 @@ export const produce = defineCommand<ProduceCommand>({
     "key-separator": KEY_SEPARATOR_OPTION,
     key: { type: "string", short: "k" },
     header: { type: "string", short: "H", multiple: true },
+    "line-headers": { type: "string" },
     partition: PARTITION_OPTION,
     delimiter: DELIMITER_OPTION,
     null: NULL_OPTION,
@@ -59,8 +68,10 @@ export const produce = defineCommand<ProduceCommand>({
     if (key !== undefined && keySeparator !== undefined) throw new UsageError("produce: use only one of -K and -k");
     const delimiter = str(values, "delimiter");
     if (delimiter === "") throw new UsageError("-D must not be empty");
+    const lineHeaders = str(values, "line-headers");
+    if (lineHeaders === "") throw new UsageError("--line-headers must not be empty");
     const files = args.slice(1);
-    if (files.length > 0 && (delimiter !== undefined || keySeparator !== undefined)) throw new UsageError("produce: -D and -K split stdin; a FILE is one record");
+    if (files.length > 0 && (delimiter !== undefined || keySeparator !== undefined || lineHeaders !== undefined)) throw new UsageError("produce: -D, -K and --line-headers split stdin; a FILE is one record");
     return {
       kind: "produce",
       url,
@@ -71,6 +82,7 @@ export const produce = defineCommand<ProduceCommand>({
       key,
       delimiter,
       emptyAsNull: flag(values, "null") || undefined,
+      lineHeaders,
       files: files.length > 0 ? files : undefined,
     };
   },
@@ -82,9 +94,12 @@ export const produce = defineCommand<ProduceCommand>({
     const fixedKey = cmd.key === undefined ? undefined : encoder.encode(cmd.key);
     const headers = cmd.headers.map(([key, value]) => ({ key, value }));
     const summary = new Summary();
+    const lineHeaders = cmd.lineHeaders === undefined ? undefined : encoder.encode(cmd.lineHeaders);
     const toMessage = (piece: Uint8Array, split: boolean): Message => {
+      let own: Array<{ key: string; value: Uint8Array | null }> = [];
+      if (split && lineHeaders !== undefined) [own, piece] = splitLineHeaders(piece, lineHeaders);
       const m = split ? lineToMessage(piece, keySeparator) : { key: null, value: piece };
-      return { key: fixedKey ?? m.key, value: cmd.emptyAsNull === true && m.value.length === 0 ? null : m.value, headers, partition: cmd.partition };
+      return { key: fixedKey ?? m.key, value: cmd.emptyAsNull === true && m.value.length === 0 ? null : m.value, headers: own.length === 0 ? headers : [...headers, ...own], partition: cmd.partition };
     };
     const window: Promise<void>[] = [];
     let failure: unknown;
@@ -127,6 +142,29 @@ export const produce = defineCommand<ProduceCommand>({
     if ((io.stderr as { isTTY?: boolean }).isTTY === true) io.stderr.write(summary.text(shownTopic(cmd.topic)));
   },
 });
+
+/**
+ * A line's own headers and the rest of it: the bytes before the first `separator` are
+ * `k=v,k2=v2` (a name without `=` is a null value; values are bytes, and cannot hold a `,`);
+ * a line without the separator has none.
+ */
+export function splitLineHeaders(line: Uint8Array, separator: Uint8Array): [Array<{ key: string; value: Uint8Array | null }>, Uint8Array] {
+  const at = indexOfBytes(line, separator);
+  if (at === -1) return [[], line];
+  const headers: Array<{ key: string; value: Uint8Array | null }> = [];
+  const part = line.subarray(0, at);
+  for (let start = 0; start < part.length; ) {
+    let end = part.indexOf(0x2c, start); // ,
+    if (end === -1) end = part.length;
+    const pair = part.subarray(start, end);
+    const eq = pair.indexOf(0x3d); // =
+    headers.push(eq === -1 ? { key: decoder.decode(pair), value: null } : { key: decoder.decode(pair.subarray(0, eq)), value: pair.slice(eq + 1) });
+    start = end + 1;
+  }
+  return [headers, line.subarray(at + separator.length)];
+}
+
+const decoder = new TextDecoder();
 
 /** Records produced, per partition: count and offset range. */
 class Summary {
