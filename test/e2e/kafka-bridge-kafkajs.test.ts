@@ -1,13 +1,13 @@
 /**
  * kafkajs (npm, pinned in package.json) against the Kafka bridge started in-process in front of
- * a real `wrangler dev` server: admin calls, an idempotent producer, a consumer group of three
+ * a real `wrangler dev` server: admin calls (topics, partitions, configs, groups), an idempotent producer, a consumer group of three
  * with one member stopped midway (at-least-once, duplicates only from the stopped member's
  * uncommitted window), and the 329 real GitHub webhook payloads both ways (kafkajs -> bridge ->
  * Edgelog SDK, and Edgelog SDK -> bridge -> kafkajs): byte-identical, per-key order kept, keys
  * on the partitions the Java client's partitioner picks.
  */
 import { createRequire } from "node:module";
-import { Kafka, logLevel, type Consumer as KafkaConsumer } from "kafkajs";
+import { ConfigResourceTypes, Kafka, logLevel, type Consumer as KafkaConsumer } from "kafkajs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Producer, partitionForKey, type EdgelogClient } from "../../sdk/src/index.ts";
 import { startKafkaBridge, type KafkaBridge } from "../../sdk/src/kafka-bridge/index.ts";
@@ -87,6 +87,50 @@ describe("kafkajs through the Kafka bridge", () => {
 
       await admin.deleteTopics({ topics: [topic] });
       await expect(client.describeTopic(topic)).rejects.toMatchObject({ code: "UNKNOWN_TOPIC_OR_PARTITION" });
+    } finally {
+      await admin.disconnect();
+    }
+  });
+
+  it("admin: createPartitions, describeConfigs; IncrementalAlterConfigs on a raw connection", async () => {
+    const admin = kafka.admin();
+    await admin.connect();
+    try {
+      const topic = randomTopic("kjs-cfg");
+      await client.createTopic({ name: topic, partitions: 2, configs: { "retention.ms": 3_600_000 } });
+      await admin.createPartitions({ topicPartitions: [{ topic, count: 5 }] });
+      expect((await client.describeTopic(topic)).partitions).toBe(5);
+      await expect(admin.createPartitions({ topicPartitions: [{ topic, count: 3 }] })).rejects.toThrow();
+      expect((await client.describeTopic(topic)).partitions).toBe(5);
+
+      const described = await admin.describeConfigs({ includeSynonyms: false, resources: [{ type: ConfigResourceTypes.TOPIC, name: topic, configNames: ["retention.ms", "cleanup.policy"] }] });
+      const entries = Object.fromEntries(described.resources[0]!.configEntries.map((e) => [e.configName, e.configValue]));
+      expect(entries).toEqual({ "retention.ms": "3600000", "cleanup.policy": "delete" });
+
+      // IncrementalAlterConfigs v0 (kafkajs has only the older AlterConfigs): SET retention.ms,
+      // DELETE (reset) cleanup.policy after setting it, one resource, one answer.
+      const { connect } = await import("node:net");
+      const { Reader, Writer } = await import("../../sdk/src/kafka-bridge/wire.ts");
+      const socket = connect(bridge.port, "127.0.0.1");
+      const answer = await new Promise<Buffer>((resolve, reject) => {
+        let buf = Buffer.alloc(0);
+        socket.on("data", (d: Buffer) => {
+          buf = Buffer.concat([buf, d]);
+          if (buf.length >= 4 && buf.length >= 4 + buf.readInt32BE(0)) resolve(buf.subarray(4));
+        });
+        socket.on("error", reject);
+        const w = new Writer().int32(0).int16(44).int16(0).int32(7).string("e2e", false);
+        w.int32(1).int8(2).string(topic, false).int32(1).string("retention.ms", false).int8(0).nullableString("60000", false);
+        w.bool(false);
+        const frame = w.finish();
+        new DataView(frame.buffer, frame.byteOffset).setInt32(0, frame.length - 4);
+        socket.write(frame);
+      });
+      socket.destroy();
+      const r = new Reader(new Uint8Array(answer));
+      expect([r.int32(), r.int32()]).toEqual([7, 0]);
+      expect(r.array(false, (r) => [r.int16(), r.nullableString(false), r.int8(), r.string(false)])).toEqual([[0, null, 2, topic]]);
+      expect((await client.describeTopic(topic)).configs["retention.ms"]).toBe(60000);
     } finally {
       await admin.disconnect();
     }
