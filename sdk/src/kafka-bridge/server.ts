@@ -211,7 +211,7 @@ export class KafkaBridge {
         bufferedBytes = rest.length;
         frameBytes = -1;
         // Produce requests start as soon as every earlier non-produce request is done (their
-        // appends are ordered per partition by the sequencer); any other request waits for
+        // appends are ordered per partition by the appender); any other request waits for
         // everything before it. Answers go out in request order.
         const isProduce = frame.length >= 2 && frame[0] === 0 && frame[1] === ApiKey.Produce;
         const work = (isProduce ? lastNonProduce : allDone).then(() =>
@@ -220,8 +220,9 @@ export class KafkaBridge {
             return null;
           }),
         );
-        allDone = Promise.all([allDone, work]);
-        if (!isProduce) lastNonProduce = work;
+        // (resolved to undefined: a chain of resolved values would keep every answer alive)
+        allDone = Promise.all([allDone, work]).then(() => undefined);
+        if (!isProduce) lastNonProduce = work.then(() => undefined);
         written = Promise.all([written, work]).then(([, answer]) => {
           if (answer !== null && !closed) socket.write(answer);
         });
