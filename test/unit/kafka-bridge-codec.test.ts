@@ -18,7 +18,7 @@ import * as core from "../../sdk/src/kafka-bridge/messages/core.ts";
 import * as data from "../../sdk/src/kafka-bridge/messages/data.ts";
 import * as groups from "../../sdk/src/kafka-bridge/messages/groups.ts";
 import * as topics from "../../sdk/src/kafka-bridge/messages/topics.ts";
-import { RecordBatchError, parseProducedBatch, toEdgelogBatch, toKafkaBatches } from "../../sdk/src/kafka-bridge/records.ts";
+import { RecordBatchError, mergeToEdgelogBatch, parseProducedBatch, toEdgelogBatch, toKafkaBatches } from "../../sdk/src/kafka-bridge/records.ts";
 import { KafkaDecodeError, Reader, Writer } from "../../sdk/src/kafka-bridge/wire.ts";
 
 const require = createRequire(import.meta.url);
@@ -170,6 +170,31 @@ describe("fetch: kafkajs request -> our decoder; Edgelog batches -> Kafka batche
     // And back: the Kafka batches parse and convert to the same Edgelog bytes (records untouched).
     const back = parseProducedBatch(records.subarray(0, b1.length));
     expect(decodeBatch(toEdgelogBatch(back, back.payload)).records).toEqual(decodeBatches(b1)[0]!.records.map((r) => ({ ...r, offset: r.offset - 10 })));
+  });
+});
+
+describe("merging consecutive produced batches (appender)", () => {
+  it("keeps every record's bytes, in order, with dense offsets and exact timestamps (property)", () => {
+    const bytes = fc.option(fc.uint8Array({ maxLength: 300 }), { nil: null });
+    const record = fc.record({
+      key: bytes,
+      value: bytes,
+      headers: fc.array(fc.record({ key: fc.string({ maxLength: 20 }), value: bytes }), { maxLength: 3 }),
+      timestamp: fc.integer({ min: 0, max: 4_000_000_000_000 }),
+    });
+    fc.assert(
+      fc.property(fc.array(fc.array(record, { minLength: 1, maxLength: 20 }), { minLength: 1, maxLength: 5 }), (groups) => {
+        const parts = groups.map((records) => {
+          const batch = parseProducedBatch(toKafkaBatches(encodeBatch({}, records)));
+          return { batch, records: batch.payload };
+        });
+        const merged = decodeBatch(mergeToEdgelogBatch(parts));
+        const all = groups.flat();
+        expect(merged.header).toMatchObject({ recordCount: all.length, lastOffsetDelta: all.length - 1, baseTimestamp: all[0]!.timestamp, maxTimestamp: Math.max(...all.map((r) => r.timestamp)), producerId: -1 });
+        expect(merged.records).toEqual(all.map((r, i) => ({ ...r, offset: i })));
+      }),
+      { numRuns: 200 },
+    );
   });
 });
 
