@@ -22,7 +22,9 @@ export default defineConfig({
             // isolate, where a request awaiting a promise settled by another request's
             // context is cancelled as hung. On workerd proper (wrangler dev, Miniflare,
             // production) each request is its own context; the e2e tier covers coalescing.
-            miniflare: { bindings: { EDGELOG_BENCH_ROUTES: "1", EDGELOG_APPEND_COALESCING: "off" } },
+            // EDGELOG_AUTH "none": the dev default (wrangler.toml leaves it unset on purpose, see
+            // there); test/workers/auth-*.test.ts run the app with auth on through an env override.
+            miniflare: { bindings: { EDGELOG_BENCH_ROUTES: "1", EDGELOG_APPEND_COALESCING: "off", EDGELOG_AUTH: "none" } },
           }),
         ],
         test: {

@@ -72,7 +72,7 @@ export async function startEngine(extraBindings: Record<string, string> = {}, ex
       compatibilityDate: cfg.compatibilityDate,
       compatibilityFlags: cfg.compatibilityFlags,
       durableObjects,
-      bindings: { EDGELOG_BENCH_ROUTES: "1", ...extraBindings },
+      bindings: { EDGELOG_BENCH_ROUTES: "1", EDGELOG_AUTH: "none", ...extraBindings },
       durableObjectsPersist: stateDir,
       unsafeDirectSockets: [{ host: "127.0.0.1", port: 0 }],
       ...extraOptions,

@@ -3,7 +3,7 @@
  * same run on the same path (Miniflare's dispatchFetch into the real Worker and Durable
  * Objects in workerd; see bench/engine.ts). Prints figures and ratios; asserts nothing.
  *
- * Usage: npm run bench [-- --only core|groups|streams|ab] [--quick] [--path dispatch|direct] [--baseline DIR]
+ * Usage: npm run bench [-- --only core|groups|streams|security|kafka|ab] [--quick] [--path dispatch|direct] [--baseline DIR]
  *
  * --only ab --baseline DIR: interleaved A/B of the core data path against another checkout
  * (bench/ab.ts); not part of the default run.
@@ -279,7 +279,7 @@ async function main(): Promise<void> {
       await engine.dispose();
     }
   }
-  for (const [name, file] of [["groups", "./groups.ts"], ["streams", "./durable-streams.ts"]] as const) {
+  for (const [name, file] of [["groups", "./groups.ts"], ["streams", "./durable-streams.ts"], ["security", "./security.ts"], ["kafka", "./kafka-bridge.ts"]] as const) {
     if (only !== undefined && only !== name) continue;
     try {
       const mod = (await import(file)) as { run?: (opts: { quick: boolean }) => Promise<void> };

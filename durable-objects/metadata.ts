@@ -6,6 +6,7 @@
  * - topics(name PK = `tenant/namespace/topic`, tenant, namespace, topic, topic_id (random
  *   UUID), partitions, configs JSON, created_at ms);
  * - counters(name PK, value): `producer_id`, the last producer id handed out.
+ * - acls, scram_users, quotas (migration 2): durable-objects/metadata-security.ts.
  *
  * Mutations (create/alter/delete) run one at a time (`#serial`): they await partition RPCs,
  * during which the input gate would otherwise let another mutation of the same topic in.
@@ -23,6 +24,10 @@ import { MAX_PARTITIONS } from "../src/protocol/limits.ts";
 import { parseTopicName } from "../src/protocol/names.ts";
 import type { InitProducerResponse, PartitionDescription, TopicConfigs, TopicDescription, TopicSummary } from "../src/protocol/types.ts";
 import { SqliteDurableObject, expected, type Migration } from "./base.ts";
+import { SecurityTables, securityMigration } from "./metadata-security.ts";
+import type { QuotaEntity, QuotaEntry, QuotaKey, ScramCredentialInput, ScramUserSummary, SecurityStore, SecuritySnapshot } from "../src/auth/store.ts";
+import type { ScramMechanism } from "../src/auth/scram.ts";
+import type { AclBinding, AclFilter } from "../src/protocol/acl.ts";
 
 const MIGRATIONS: readonly Migration[] = [
   {
@@ -44,6 +49,8 @@ const MIGRATIONS: readonly Migration[] = [
       `);
     },
   },
+  // ACLs, SCRAM users, quotas (durable-objects/metadata-security.ts).
+  securityMigration(2),
 ];
 
 type TopicRow = {
@@ -59,9 +66,11 @@ type TopicRow = {
 
 export { METADATA_OBJECT_NAME };
 
-export class MetadataDO extends SqliteDurableObject<Env> implements TopicMetadataStore {
+export class MetadataDO extends SqliteDurableObject<Env> implements TopicMetadataStore, SecurityStore {
   /** Tail of the mutation queue (see the file comment). */
   #tail: Promise<unknown> = Promise.resolve();
+  /** ACLs, SCRAM users and quotas (src/auth/store.ts). */
+  readonly #security = new SecurityTables(this.sql, this.ctx.storage);
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -173,6 +182,40 @@ export class MetadataDO extends SqliteDurableObject<Env> implements TopicMetadat
     );
     if (row === undefined) throw new Error("producer id counter returned no row");
     return { ok: true, producerId: row.value, producerEpoch: 0 };
+  }
+
+  // ---- security (src/auth/store.ts; SecurityTables does the work) ----
+
+  async securitySnapshot(): Promise<RpcResult<{ snapshot: SecuritySnapshot }>> {
+    return this.#security.snapshot();
+  }
+
+  async createAcls(bindings: AclBinding[]): Promise<RpcResult<{ created: number }>> {
+    return this.#security.createAcls(bindings);
+  }
+
+  async deleteAcls(filter: AclFilter): Promise<RpcResult<{ deleted: AclBinding[] }>> {
+    return this.#security.deleteAcls(filter);
+  }
+
+  async upsertScramUser(name: string, credential: ScramCredentialInput): Promise<RpcResult<{ user: ScramUserSummary }>> {
+    return this.#security.upsertScramUser(name, credential);
+  }
+
+  async deleteScramUser(name: string, mechanism: ScramMechanism | null): Promise<RpcResult<object>> {
+    return this.#security.deleteScramUser(name, mechanism);
+  }
+
+  async listScramUsers(): Promise<RpcResult<{ users: ScramUserSummary[] }>> {
+    return this.#security.listScramUsers();
+  }
+
+  authenticateScram(name: string, password: string): Promise<RpcResult<{ generation: string }>> {
+    return this.#security.authenticateScram(name, password);
+  }
+
+  async alterQuotas(entity: QuotaEntity, values: Partial<Record<QuotaKey, number | null>>): Promise<RpcResult<{ quota: QuotaEntry | null }>> {
+    return this.#security.alterQuotas(entity, values);
   }
 
   // ---- helpers ----

@@ -1,11 +1,14 @@
 /**
  * The gateway: a hono app. Order matters:
  *   -. unread request bodies drained (bounded) before any answer leaves (middleware/body.ts);
- *   0. CORS on /v1/* (preflights answered before anything reads a body; streams do their own);
+ *   0. CORS on /v1/* (preflights answered before anything reads a body; streams do their own),
+ *      and JSON answers ending with a newline (not the streams');
  *   1. body reader on /v1/* (POST/PUT/PATCH bodies read once, size-limited: REQUEST_TOO_LARGE);
  *   2. bench gate + body reader on /bench/* (404 unless EDGELOG_BENCH_ROUTES = "1");
- *   3. routes (specific paths before ambiguous ones, see topicRoute);
- *   4. notFound -> METHOD_NOT_ALLOWED (with `Allow`) when the path has routes for other
+ *   3. auth on every path (src/middleware/auth.ts: authentication, the route's ACL checks,
+ *      quotas; after the body reader, as some checks read the topics a body names);
+ *   4. routes (specific paths before ambiguous ones, see topicRoute);
+ *   5. notFound -> METHOD_NOT_ALLOWED (with `Allow`) when the path has routes for other
  *      methods, else NOT_FOUND JSON; one onError -> the error table's JSON and HTTP status
  *      (and the headers an ErrorWithHeaders carries, e.g. Durable Streams' protocol headers).
  */
@@ -14,9 +17,11 @@ import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { AppEnv } from "./gateway/context.ts";
 import { AllowedMethods } from "./gateway/allowed-methods.ts";
 import { ErrorWithHeaders, toEdgelogErrorResponse } from "./gateway/errors.ts";
+import { authMiddleware } from "./middleware/auth.ts";
 import { benchGate } from "./middleware/bench.ts";
 import { bodyReader, drainUnreadBody } from "./middleware/body.ts";
 import { corsMiddleware } from "./middleware/cors.ts";
+import { jsonNewline } from "./middleware/json-newline.ts";
 import { EdgelogError } from "./protocol/errors.ts";
 import { MAX_REQUEST_BYTES, MAX_STORED_BATCH_BYTES } from "./protocol/limits.ts";
 import { benchRoutes } from "./routes/bench.ts";
@@ -26,6 +31,7 @@ import { groupRoutes } from "./routes/groups.ts";
 import { healthRoutes } from "./routes/health.ts";
 import { produceRoutes } from "./routes/produce.ts";
 import { producerRoutes } from "./routes/producers.ts";
+import { securityRoutes } from "./routes/security.ts";
 import { topicRoutes } from "./routes/topics.ts";
 import { STREAMS_PATH_PREFIX } from "./streams/names.ts";
 
@@ -34,9 +40,11 @@ export function createApp(): Hono<AppEnv> {
 
   app.use("*", drainUnreadBody());
   app.use("/v1/*", corsMiddleware({ skipPrefixes: [STREAMS_PATH_PREFIX] }));
+  app.use("*", jsonNewline({ skipPrefixes: [STREAMS_PATH_PREFIX] }));
   app.use("/v1/*", bodyReader({ maxBytes: MAX_REQUEST_BYTES }));
   // A bench row must fit SQLite's 2 MB row limit.
   app.use("/bench/*", benchGate(), bodyReader({ maxBytes: MAX_STORED_BATCH_BYTES }));
+  app.use("*", authMiddleware({ routes: () => app.routes }));
 
   healthRoutes(app);
   produceRoutes(app);
@@ -46,6 +54,7 @@ export function createApp(): Hono<AppEnv> {
   groupRoutes(app);
   benchRoutes(app);
   durableStreamsRoutes(app);
+  securityRoutes(app);
 
   const allowed = new AllowedMethods(app.routes);
   app.notFound((c) => {

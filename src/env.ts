@@ -4,6 +4,9 @@
  * the gateway depends on the interfaces in src/ and never imports durable-objects/ (only
  * src/index.ts does, to export the classes to the runtime; test/unit/layering.test.ts).
  */
+import type { AuthSettingsEnv } from "./auth/config.ts";
+import type { QuotaRpc } from "./auth/quota-rpc.ts";
+import type { SecurityStore } from "./auth/store.ts";
 import type { GroupCoordinatorRpc, GroupDirectoryRpc } from "./groups/rpc.ts";
 import type { TopicMetadataStore } from "./metadata/store.ts";
 import type { PartitionRpc } from "./partition/rpc.ts";
@@ -19,11 +22,14 @@ export interface BenchRpc {
   insert(data: Uint8Array): Promise<RpcResult<{ id: number; bytes: number }>>;
 }
 
-export interface Env {
+/** Auth vars and secrets (EDGELOG_AUTH, EDGELOG_JWT_SECRET, ...): src/auth/config.ts, docs/SECURITY.md. */
+export interface Env extends AuthSettingsEnv {
   /** One object per topic-partition, named `${topicId}/${partition}`: the log, and the Durable Stream it may back. */
   PARTITION: RpcNamespace<PartitionRpc & StreamRpc>;
-  /** One object, named "cluster": topics and producer ids. */
-  METADATA: RpcNamespace<TopicMetadataStore>;
+  /** One object, named "cluster": topics, producer ids, and the security tables (ACLs, SCRAM users, quotas). */
+  METADATA: RpcNamespace<TopicMetadataStore & SecurityStore>;
+  /** One object per client quota entity (durable-objects/quota.ts). */
+  QUOTA: RpcNamespace<QuotaRpc>;
   /** Bench-only: raw single-row inserts, the ceiling a produce is measured against. */
   BENCH: RpcNamespace<BenchRpc>;
   /** One object per consumer group, named by the group id. */
@@ -39,5 +45,9 @@ export interface Env {
   EDGELOG_APPEND_COALESCING?: string;
   /** Durable Streams long-poll timeout in ms (docs/DURABLE-STREAMS.md). @default "20000" */
   STREAMS_LONG_POLL_TIMEOUT_MS?: string;
+  /** Origins allowed to call /v1 from a browser, comma-separated, or "*" (docs/PROTOCOL.md, CORS). @default "*" */
+  EDGELOG_CORS_ORIGINS?: string;
+  /** Request headers allowed cross-origin besides Content-Type, Accept, Authorization, comma-separated. @default "" */
+  EDGELOG_CORS_ALLOW_HEADERS?: string;
 }
 

@@ -2,16 +2,22 @@
  * Worker entry: the gateway's fetch handler, and the Durable Object classes (the runtime
  * finds them as exports of the main module).
  */
+import { env } from "cloudflare:workers";
 import { createApp } from "./app.ts";
 import type { Env } from "./env.ts";
+import { logAuthMode } from "./middleware/auth.ts";
 
 export { BenchDO } from "../durable-objects/bench.ts";
 export { GroupCoordinatorDO } from "../durable-objects/group-coordinator.ts";
 export { GroupDirectoryDO } from "../durable-objects/group-directory.ts";
 export { MetadataDO } from "../durable-objects/metadata.ts";
 export { PartitionDO } from "../durable-objects/partition.ts";
+export { QuotaDO } from "../durable-objects/quota.ts";
 
 const app = createApp();
+// The auth mode at start-up (docs/SECURITY.md): "OFF" for `npm start`, "not configured" for a
+// deploy without auth settings.
+logAuthMode(env as Env);
 
 export default {
   fetch: (request, env, ctx) => app.fetch(request, env, ctx),

@@ -55,7 +55,26 @@ export interface EdgelogClientOptions {
    * fetch waits `maxWaitMs` longer. @default 30000
    */
   requestTimeoutMs?: number;
+  /**
+   * A JWT bearer token (docs/SECURITY.md), or a provider of one. A provider is called again
+   * {@link TOKEN_REFRESH_MARGIN_MS} before the `exp` of the token it gave (or on every request
+   * when the token has no `exp`).
+   */
+  token?: string | (() => string | Promise<string>);
+  /**
+   * A SCRAM user's name and password: exchanged at `POST /v1/auth/token` (HTTP Basic) for a
+   * short-lived token, renewed before it expires. Use TLS: the password crosses the wire.
+   */
+  username?: string;
+  password?: string;
+  /** Sent as `Edgelog-Client-Id` (Kafka's client.id): quotas may be keyed by it. */
+  clientId?: string;
 }
+
+/** A provided or exchanged token is renewed this long before its `exp`. */
+export const TOKEN_REFRESH_MARGIN_MS = 30_000;
+/** Answer header of an admitted request that used up its quota (ms to wait before the next request). */
+export const THROTTLE_TIME_HEADER = "Edgelog-Throttle-Time-Ms";
 
 /** Per-call options. */
 export interface CallOptions {
@@ -104,7 +123,11 @@ export const LOG_START_OFFSET_HEADER = "Edgelog-Log-Start-Offset";
 const JSON_MEDIA_TYPE = "application/json";
 
 interface HttpRequest extends CallOptions {
-  method: "GET" | "POST" | "PATCH" | "DELETE";
+  method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
+  /** Headers of this request only (they win over the client's). */
+  headers?: Record<string, string>;
+  /** Send no bearer token (the token exchange itself). */
+  anonymous?: boolean;
   path: string;
   query?: Record<string, string | number | undefined>;
   json?: unknown;
@@ -160,14 +183,80 @@ export class EdgelogClient {
   readonly requestTimeoutMs: number;
   readonly #fetch: typeof fetch;
   readonly #headers: Record<string, string>;
+  readonly #tokenSource: (() => Promise<string>) | null;
+  #token: { value: string; refreshAtMs: number } | null = null;
+  #tokenInflight: Promise<string> | null = null;
+  /** No request leaves before this time: the server's throttle time (KIP-219: the client backs off). */
+  #throttledUntilMs = 0;
 
-  /** @throws TypeError if `baseUrl` is not an absolute URL. */
+  /** @throws TypeError if `baseUrl` is not an absolute URL, or when both `token` and `username` are given. */
   constructor(options: EdgelogClientOptions) {
     this.baseUrl = new URL(options.baseUrl).href.replace(/\/+$/, "");
     this.requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
     // Unbound global fetch throws "Illegal invocation" on Workers: always call it as a global.
     this.#fetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
     this.#headers = { ...options.headers };
+    if (options.clientId !== undefined) this.#headers["edgelog-client-id"] = options.clientId;
+    if (options.token !== undefined && options.username !== undefined) throw new TypeError("give token or username/password, not both");
+    const token = options.token;
+    if (typeof token === "string") this.#tokenSource = async () => token;
+    else if (token !== undefined) this.#tokenSource = async () => token();
+    else if (options.username !== undefined) {
+      const { username, password = "" } = options;
+      this.#tokenSource = async () => (await this.issueToken(username, password)).token;
+    } else this.#tokenSource = null;
+  }
+
+  // ---- security (docs/SECURITY.md) ----
+
+  /** `POST /v1/auth/token`: a SCRAM user's password for a short-lived token. Errors: UNAUTHENTICATED, THROTTLED, AUTH_NOT_CONFIGURED. */
+  async issueToken(username: string, password: string, options?: CallOptions & { ttlSeconds?: number }): Promise<TokenResponse> {
+    const basic = btoa(String.fromCharCode(...new TextEncoder().encode(`${username}:${password}`)));
+    return this.#json<TokenResponse>({
+      method: "POST",
+      path: "/v1/auth/token",
+      query: { ttlSeconds: options?.ttlSeconds },
+      headers: { authorization: `Basic ${basic}` },
+      anonymous: true,
+      ...(options?.signal ? { signal: options.signal } : {}),
+    });
+  }
+
+  /** `GET /v1/auth/whoami`: the principal the gateway sees. */
+  async whoami(options?: CallOptions): Promise<{ principal: string; superuser: boolean }> {
+    return this.#json({ method: "GET", path: "/v1/auth/whoami", ...options });
+  }
+
+  /** Any security admin route (Admin wraps them with types). */
+  async securityRequest<T>(method: "GET" | "POST" | "PUT" | "DELETE", path: string, o: { query?: Record<string, string | undefined>; json?: unknown } & CallOptions = {}): Promise<T> {
+    const answer = await this.#send({ method, path, accept: JSON_MEDIA_TYPE, ...o });
+    if (answer.body.length === 0) return undefined as T;
+    return JSON.parse(new TextDecoder().decode(answer.body)) as T;
+  }
+
+  /** Holds every later request of this client for `ms` (capped at 5 minutes, the server's cap). */
+  #throttle(ms: number): void {
+    if (!Number.isFinite(ms) || ms <= 0) return;
+    this.#throttledUntilMs = Math.max(this.#throttledUntilMs, Date.now() + Math.min(ms, 300_000));
+  }
+
+  /** The bearer token to send, renewed before its `exp`. */
+  async #bearer(): Promise<string | null> {
+    if (this.#tokenSource === null) return null;
+    if (this.#token !== null && Date.now() < this.#token.refreshAtMs) return this.#token.value;
+    this.#tokenInflight ??= this.#tokenSource().then(
+      (value) => {
+        const exp = jwtExpMs(value);
+        this.#token = { value, refreshAtMs: exp === null ? 0 : exp - TOKEN_REFRESH_MARGIN_MS };
+        this.#tokenInflight = null;
+        return value;
+      },
+      (e: unknown) => {
+        this.#tokenInflight = null;
+        throw e;
+      },
+    );
+    return this.#tokenInflight;
   }
 
   // ---- topics (admin) ----
@@ -401,8 +490,14 @@ export class EdgelogClient {
     for (const [k, v] of Object.entries(request.query ?? {})) {
       if (v !== undefined) url.searchParams.set(k, String(v));
     }
-    const headers: Record<string, string> = { ...this.#headers };
+    const headers: Record<string, string> = { ...this.#headers, ...request.headers };
     if (request.accept !== undefined) headers["accept"] = request.accept;
+    if (request.anonymous !== true && this.#tokenSource !== null) {
+      const token = await this.#bearer();
+      if (token !== null) headers["authorization"] = `Bearer ${token}`;
+    }
+    const waitMs = this.#throttledUntilMs - Date.now();
+    if (waitMs > 0) await sleepUnlessAborted(waitMs, request.signal);
     let body: BodyInit | undefined;
     if (request.bytes !== undefined) {
       headers["content-type"] = BATCH_MEDIA_TYPE;
@@ -432,13 +527,56 @@ export class EdgelogClient {
         if (callerSignal?.aborted) throw callerSignal.reason;
         throw errorFromNetwork(e, timedOut);
       }
-      if (res.status < 200 || res.status > 299) throw errorFromBody(res.status, bytes);
+      const throttle = Number(res.headers.get(THROTTLE_TIME_HEADER) ?? 0);
+      if (res.status < 200 || res.status > 299) {
+        const err = errorFromBody(res.status, bytes);
+        if (err.code === "THROTTLED") this.#throttle(Number(err.details?.throttleTimeMs ?? Number(res.headers.get("retry-after") ?? 1) * 1000));
+        if (err.code === "UNAUTHENTICATED" && request.anonymous !== true) this.#token = null;
+        throw err;
+      }
+      if (throttle > 0) this.#throttle(throttle);
       return { status: res.status, headers: res.headers, body: bytes };
     } finally {
       clearTimeout(timer);
       callerSignal?.removeEventListener("abort", onAbort);
     }
   }
+}
+
+/** Answer of {@link EdgelogClient.issueToken}. */
+export interface TokenResponse {
+  token: string;
+  tokenType: "Bearer";
+  /** Seconds. */
+  expiresIn: number;
+  /** ms since the epoch. */
+  expiresAt: number;
+}
+
+/** `exp` of a JWT in ms, or null (not a JWT, or no exp). The signature is the server's business. */
+function jwtExpMs(token: string): number | null {
+  const payload = token.split(".")[1];
+  if (payload === undefined) return null;
+  try {
+    const json = JSON.parse(new TextDecoder().decode(Uint8Array.from(atob(payload.replaceAll("-", "+").replaceAll("_", "/")), (c) => c.charCodeAt(0)))) as { exp?: unknown };
+    return typeof json.exp === "number" ? json.exp * 1000 : null;
+  } catch {
+    return null;
+  }
+}
+
+function sleepUnlessAborted(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal?.reason);
+    };
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
 }
 
 /** Kafka's producer `acks`: 0 (no answer awaited), 1 or "all" (same promise here: one replica per partition). */

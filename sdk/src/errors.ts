@@ -72,15 +72,31 @@ export function errorFromBody(httpStatus: number, body: Uint8Array): EdgelogClie
   return new EdgelogClientError("INTERNAL", `Unexpected error answer (HTTP ${httpStatus}) without a known error code.`, { httpStatus, details });
 }
 
-/** A request that got no HTTP answer: `REQUEST_TIMED_OUT` when our timer fired, else `UNAVAILABLE`. Both retriable. */
-export function errorFromNetwork(cause: unknown, timedOut: boolean): EdgelogClientError {
+/**
+ * Appended to a network failure's message in a browser, where a request refused by CORS fails
+ * exactly like an unreachable server (`TypeError: Failed to fetch`) and only the console says which.
+ */
+export const BROWSER_NETWORK_HINT =
+  " In a browser this is also how a cross-origin request refused by CORS fails (the console says which):" +
+  " the gateway must allow this page's origin and every request header sent (docs/PROTOCOL.md, CORS).";
+
+/** True in a browser page (where CORS applies): there is a `document`. */
+function inBrowser(): boolean {
+  return typeof (globalThis as { document?: unknown }).document === "object";
+}
+
+/**
+ * A request that got no HTTP answer: `REQUEST_TIMED_OUT` when our timer fired, else `UNAVAILABLE`
+ * (in a browser, with {@link BROWSER_NETWORK_HINT}). Both retriable.
+ */
+export function errorFromNetwork(cause: unknown, timedOut: boolean, browser: boolean = inBrowser()): EdgelogClientError {
   let reason = cause instanceof Error ? cause.message : String(cause);
   // Node's fetch says only "fetch failed"; the socket error (ECONNREFUSED ...) is its cause.
   const inner = cause instanceof Error ? cause.cause : undefined;
   if (inner instanceof Error && inner.message !== "") reason += ` (${inner.message})`;
   return timedOut
     ? new EdgelogClientError("REQUEST_TIMED_OUT", `No answer within the request timeout (${reason}).`, { httpStatus: 0, cause })
-    : new EdgelogClientError("UNAVAILABLE", `Request failed before an answer was received: ${reason}`, { httpStatus: 0, cause });
+    : new EdgelogClientError("UNAVAILABLE", `Request failed before an answer was received: ${reason}${browser ? `.${BROWSER_NETWORK_HINT}` : ""}`, { httpStatus: 0, cause });
 }
 
 /** A 2xx answer that breaks the protocol (missing header, undecodable batch): `INTERNAL`. */

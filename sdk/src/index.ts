@@ -5,11 +5,12 @@
 
 // ---- client (low-level HTTP, one method per route of docs/PROTOCOL.md) ----
 export { EdgelogClient, DEFAULT_REQUEST_TIMEOUT_MS } from "./client.ts";
-export type { CallOptions, EdgelogClientOptions, FetchRequest, FetchResult, OffsetSpec } from "./client.ts";
+export type { CallOptions, EdgelogClientOptions, FetchRequest, FetchResult, OffsetSpec, TokenResponse } from "./client.ts";
 
 // ---- admin ----
 export { Admin } from "./admin.ts";
-export type { NewTopic, TopicChanges, TopicConfigInput } from "./admin.ts";
+export type { NewTopic, TopicChanges, TopicConfigInput, NewAcl, QuotaEntityInput, QuotaValuesInput, QuotaDescription, ScramUserDescription } from "./admin.ts";
+export type { AclBinding, AclFilter, AclOperation, PulsarAction, ResourceType, PatternType, AclPermission } from "../../src/protocol/acl.ts";
 
 // ---- producer ----
 export { Producer, PRODUCER_DEFAULTS } from "./producer.ts";

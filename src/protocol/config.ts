@@ -19,6 +19,19 @@ export const DEFAULT_TOPIC_CONFIGS: TopicConfigs = {
   "cleanup.policy": "delete",
   "segment.bytes": 64 * 1024 * 1024,
   "producer.id.expiration.ms": 24 * 60 * 60 * 1000,
+  // ---- storage lifecycle (docs/LIFECYCLE.md): Kafka's defaults; Long.MAX_VALUE is Number.MAX_SAFE_INTEGER here ----
+  "segment.ms": 7 * 24 * 60 * 60 * 1000,
+  "delete.retention.ms": 24 * 60 * 60 * 1000,
+  "min.compaction.lag.ms": 0,
+  "max.compaction.lag.ms": Number.MAX_SAFE_INTEGER,
+  "min.cleanable.dirty.ratio": 0.5,
+  // KIP-937; after.max.ms is 1 hour as in Kafka 4.0 (KIP-1030), so one far-future timestamp cannot pin a segment.
+  "message.timestamp.before.max.ms": Number.MAX_SAFE_INTEGER,
+  "message.timestamp.after.max.ms": 60 * 60 * 1000,
+  // KIP-405: -2 = use retention.ms / retention.bytes.
+  "local.retention.ms": -2,
+  "local.retention.bytes": -2,
+  "remote.storage.enable": false,
 };
 
 /** Largest producer.id.expiration.ms: Kafka's config is an int (ms). */
@@ -30,6 +43,14 @@ const PRODUCER_ID_EXPIRATION_MS_MAX = 0x7fffffff;
  */
 export function producerIdExpirationMs(configs: Partial<TopicConfigs>): number {
   return configs["producer.id.expiration.ms"] ?? DEFAULT_TOPIC_CONFIGS["producer.id.expiration.ms"];
+}
+
+/**
+ * Lifecycle configs a topic stored before they existed lacks: read stored configs through this,
+ * so a missing key takes its default. Pure; returns a new object.
+ */
+export function withConfigDefaults(stored: Partial<TopicConfigs>): TopicConfigs {
+  return { ...DEFAULT_TOPIC_CONFIGS, ...stored };
 }
 
 const TIMESTAMP_TYPES: readonly TimestampType[] = ["CreateTime", "LogAppendTime"];
@@ -51,6 +72,29 @@ function intIn(key: string, v: unknown, min: number, max: number): number {
   return n;
 }
 
+/** A JSON-style decimal number with optional fraction and exponent. */
+const DECIMAL_NUMBER = /^-?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?$/;
+
+/** A decimal in [min, max]: a finite number, or a string of one (Kafka's type DOUBLE, e.g. min.cleanable.dirty.ratio). */
+function decimalIn(key: string, v: unknown, min: number, max: number): number {
+  // One way to match each string (`\d+(\.\d*)?`, not `\d+\.?\d*`): linear time. The ambiguous
+  // form backtracks quadratically on a long run of digits that fails at its end (20,000
+  // digits: 0.75 s; an 8 MiB body of them: half an hour), issue 15.
+  const n = typeof v === "string" && DECIMAL_NUMBER.test(v.trim()) ? Number(v.trim()) : v;
+  if (typeof n !== "number" || !Number.isFinite(n) || n < min || n > max) {
+    throw new EdgelogError("INVALID_CONFIG", `Config ${key} must be a number in [${min}, ${max}], got ${JSON.stringify(v)}.`, { config: key });
+  }
+  return n;
+}
+
+/** A boolean: true/false, or the strings "true"/"false" (any case), as Kafka's type BOOLEAN. */
+function booleanOf(key: string, v: unknown): boolean {
+  const s = typeof v === "string" ? v.trim().toLowerCase() : v;
+  if (s === true || s === "true") return true;
+  if (s === false || s === "false") return false;
+  throw new EdgelogError("INVALID_CONFIG", `Config ${key} must be true or false, got ${JSON.stringify(v)}.`, { config: key });
+}
+
 /** One of `allowed`; a list value (cleanup.policy) may have spaces around its commas, as Kafka's list configs do. */
 function oneOf<T extends string>(key: string, v: unknown, allowed: readonly T[]): T {
   const s = typeof v === "string" ? v.split(",").map((part) => part.trim()).join(",") : v;
@@ -69,7 +113,8 @@ export function mergeTopicConfigs(base: TopicConfigs, patch: unknown): TopicConf
   if (typeof patch !== "object" || Array.isArray(patch)) {
     throw new EdgelogError("INVALID_CONFIG", "configs must be an object of config name to value.");
   }
-  const out: TopicConfigs = { ...base };
+  // A topic stored before the lifecycle configs existed lacks them: they take their defaults.
+  const out: TopicConfigs = withConfigDefaults(base);
   for (const [key, v] of Object.entries(patch as Record<string, unknown>)) {
     switch (key) {
       case "max.message.bytes":
@@ -93,9 +138,67 @@ export function mergeTopicConfigs(base: TopicConfigs, patch: unknown): TopicConf
       case "producer.id.expiration.ms":
         out[key] = intIn(key, v, 1, PRODUCER_ID_EXPIRATION_MS_MAX);
         break;
+      // ---- storage lifecycle: ranges as Kafka's LogConfig ----
+      case "segment.ms":
+        out[key] = intIn(key, v, 1, Number.MAX_SAFE_INTEGER);
+        break;
+      case "delete.retention.ms":
+      case "min.compaction.lag.ms":
+      case "message.timestamp.before.max.ms":
+      case "message.timestamp.after.max.ms":
+        out[key] = intIn(key, v, 0, Number.MAX_SAFE_INTEGER);
+        break;
+      case "max.compaction.lag.ms":
+        out[key] = intIn(key, v, 1, Number.MAX_SAFE_INTEGER);
+        break;
+      case "min.cleanable.dirty.ratio":
+        out[key] = decimalIn(key, v, 0, 1);
+        break;
+      case "local.retention.ms":
+      case "local.retention.bytes":
+        out[key] = intIn(key, v, -2, Number.MAX_SAFE_INTEGER);
+        break;
+      case "remote.storage.enable":
+        out[key] = booleanOf(key, v);
+        break;
       default:
         throw new EdgelogError("INVALID_CONFIG", `Unknown topic config ${JSON.stringify(key)}.`, { config: key });
     }
   }
+  checkLifecycleConfigs(base, out);
   return out;
+}
+
+/**
+ * Cross-config rules of the storage lifecycle, checked on the merged result so that a change is
+ * refused whole (Kafka's LogConfig.validate):
+ * - min.compaction.lag.ms <= max.compaction.lag.ms;
+ * - local.retention.ms <= retention.ms and local.retention.bytes <= retention.bytes, when both
+ *   are set (-2 = follow retention.*, -1 = unlimited; KIP-405);
+ * - remote.storage.enable only with cleanup.policy delete (KIP-405: compacted topics are not
+ *   tiered), and once enabled it cannot be turned off (Kafka before KIP-950).
+ * @throws EdgelogError INVALID_CONFIG naming the config.
+ */
+function checkLifecycleConfigs(base: TopicConfigs, out: TopicConfigs): void {
+  const bad = (config: keyof TopicConfigs, message: string): never => {
+    throw new EdgelogError("INVALID_CONFIG", message, { config });
+  };
+  if (out["min.compaction.lag.ms"] > out["max.compaction.lag.ms"]) {
+    bad("min.compaction.lag.ms", `min.compaction.lag.ms ${out["min.compaction.lag.ms"]} is greater than max.compaction.lag.ms ${out["max.compaction.lag.ms"]}.`);
+  }
+  for (const [local, total] of [
+    ["local.retention.ms", "retention.ms"],
+    ["local.retention.bytes", "retention.bytes"],
+  ] as const) {
+    const l = out[local];
+    const t = out[total];
+    // -1 (unlimited) is above any limit; -2 follows the total.
+    if (l !== -2 && t !== -1 && (l === -1 || l > t)) bad(local, `${local} ${l} must not exceed ${total} ${t} (-2 follows ${total}).`);
+  }
+  if (out["remote.storage.enable"] && out["cleanup.policy"] !== "delete") {
+    bad("remote.storage.enable", "remote.storage.enable needs cleanup.policy delete: compacted topics are not tiered (KIP-405).");
+  }
+  if (base["remote.storage.enable"] === true && !out["remote.storage.enable"]) {
+    bad("remote.storage.enable", "remote.storage.enable cannot be turned off once enabled: the remote segments would be orphaned.");
+  }
 }

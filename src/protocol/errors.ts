@@ -50,6 +50,7 @@ export const ERRORS = {
   INVALID_PRODUCER_EPOCH: { httpStatus: 409, retriable: false, message: "The producer epoch is older than the current one: this producer has been fenced." },
   INVALID_PRODUCER_ID: { httpStatus: 400, retriable: false, message: "The producer id, epoch or sequence is malformed." },
   INVALID_TIMESTAMP: { httpStatus: 400, retriable: false, message: "A record timestamp is not a valid non-negative integer of milliseconds." },
+  INVALID_RECORD: { httpStatus: 400, retriable: false, message: "A record is not valid for this topic (e.g. no key on a compacted topic)." },
 
   // ---- fetch / offsets ----
   OFFSET_OUT_OF_RANGE: { httpStatus: 416, retriable: false, message: "The offset is outside [logStartOffset, logEndOffset]." },
@@ -70,6 +71,11 @@ export const ERRORS = {
   GROUP_MAX_SIZE_REACHED: { httpStatus: 409, retriable: false, message: "The group has reached its maximum number of members." },
   OFFSET_METADATA_TOO_LARGE: { httpStatus: 400, retriable: false, message: "The offset metadata string is too large." },
 
+  // ---- subscriptions (Pulsar's ServerError names: ConsumerBusy, NotAllowed; docs/SUBSCRIPTIONS.md) ----
+  CONSUMER_BUSY: { httpStatus: 409, retriable: false, message: "The subscription cannot take this consumer: it is exclusive and has one, or it is of another type." },
+  NOT_ALLOWED: { httpStatus: 409, retriable: false, message: "The operation is not allowed on this subscription type (e.g. cumulative ack on shared or key_shared)." },
+  INVALID_MESSAGE_ID: { httpStatus: 400, retriable: false, message: "The message id is malformed or names no message of the partition." },
+
   // ---- Durable Streams compatibility (/v1/stream/*, docs/DURABLE-STREAMS.md; statuses fixed by its PROTOCOL.md) ----
   STREAM_NOT_FOUND: { httpStatus: 404, retriable: false, message: "No stream exists at this path." },
   STREAM_GONE: { httpStatus: 410, retriable: false, message: "The stream was deleted but is retained for the forks that reference it." },
@@ -84,6 +90,13 @@ export const ERRORS = {
   // ---- replication (Raft groups: metadata quorum, replicated partitions; docs/RAFT.md) ----
   NOT_LEADER: { httpStatus: 503, retriable: true, message: "This member is not the Raft leader of its group: retry at the leader named in details.leaderId (absent while an election runs)." },
   FENCED_LEADER_EPOCH: { httpStatus: 409, retriable: true, message: "The leader epoch in the request is older than the group's current one (Kafka's FENCED_LEADER_EPOCH, KIP-320): refresh metadata and retry." },
+
+  // ---- security (docs/SECURITY.md; Kafka's SASL_AUTHENTICATION_FAILED, *_AUTHORIZATION_FAILED, THROTTLING_QUOTA_EXCEEDED) ----
+  UNAUTHENTICATED: { httpStatus: 401, retriable: false, message: "No valid credentials: send Authorization: Bearer <token> (or Basic to /v1/auth/token)." },
+  NOT_AUTHORIZED: { httpStatus: 403, retriable: false, message: "The principal is not allowed this operation on this resource." },
+  AUTH_NOT_CONFIGURED: { httpStatus: 503, retriable: false, message: "Authentication is not configured: set EDGELOG_AUTH (required with EDGELOG_JWT_SECRET or EDGELOG_JWKS, or none); only /v1/health is served." },
+  THROTTLED: { httpStatus: 429, retriable: true, message: "A client quota is exceeded: retry after throttleTimeMs." },
+  USER_NOT_FOUND: { httpStatus: 404, retriable: false, message: "No SCRAM user with this name." },
 
   // ---- server ----
   REQUEST_TIMED_OUT: { httpStatus: 504, retriable: true, message: "The request timed out before it completed." },

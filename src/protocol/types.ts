@@ -165,6 +165,20 @@ export interface TopicConfigs {
    * Durable Streams producers (Producer-Id) of a stream's topic expire the same way.
    */
   "producer.id.expiration.ms": number;
+  // ---- storage lifecycle (docs/LIFECYCLE.md); Kafka's names, defaults and ranges ----
+  "segment.ms": number;
+  "delete.retention.ms": number;
+  "min.compaction.lag.ms": number;
+  "max.compaction.lag.ms": number;
+  /** A ratio in [0, 1] (the only decimal config). */
+  "min.cleanable.dirty.ratio": number;
+  "message.timestamp.before.max.ms": number;
+  "message.timestamp.after.max.ms": number;
+  /** -2 = same as retention.ms (KIP-405). */
+  "local.retention.ms": number;
+  /** -2 = same as retention.bytes (KIP-405). */
+  "local.retention.bytes": number;
+  "remote.storage.enable": boolean;
 }
 
 /** Body of `POST /v1/topics`. */

@@ -38,7 +38,12 @@ function unwrap<T extends object>(r: RpcResult<T>): T {
 }
 
 export function groupRoutes(app: Hono<AppEnv>): void {
-  app.get("/v1/groups", async (c) => c.json(unwrap(await groupDirectoryStub(c.env).list())));
+  app.get("/v1/groups", async (c) => {
+    // Only the groups the principal may describe (Kafka's ListGroups filter).
+    const auth = c.get("auth");
+    const { groups } = unwrap(await groupDirectoryStub(c.env).list());
+    return c.json({ groups: groups.filter((g) => auth.can({ type: "group", name: g.groupId }, "describe")) });
+  });
 
   app.post("/v1/groups/:group/heartbeat", async (c) => {
     const req = parseHeartbeat(jsonBody(c));

@@ -42,7 +42,9 @@ export function topicRoutes(app: Hono<AppEnv>): void {
   app.get("/v1/topics", async (c) => {
     const r = await metadataStore(c.env.METADATA).listTopics();
     if (!r.ok) throw toEdgelogError(r);
-    return c.json({ topics: r.topics });
+    // Only what the principal may describe (Kafka filters Metadata answers the same way).
+    const auth = c.get("auth");
+    return c.json({ topics: r.topics.filter((t) => auth.can({ type: "topic", name: t.name }, "describe")) });
   });
 
   topicRoute(app, "GET", "", async (c, name) => {

@@ -1,9 +1,8 @@
-import { Readable, Writable } from "node:stream";
 import { describe, expect, it } from "vitest";
-import { DEFAULT_URL, LineSplitter, UsageError, formatDescription, formatRecord, lineToMessage, main, parseCli, type CliIo } from "../../sdk/src/cli.ts";
+import { DEFAULT_URL, LineSplitter, UsageError, formatDescription, formatRecord, lineToMessage, main, parseCli } from "../../sdk/src/cli/index.ts";
 import type { ConsumerRecord } from "../../sdk/src/consumer.ts";
 import type { TopicDescription } from "../../src/protocol/index.ts";
-import { FakeServer, text, utf8 } from "./sdk-fake-server.ts";
+import { cliIo, FakeServer, text, utf8 } from "./sdk-fake-server.ts";
 
 const usage = (argv: string[]) => () => parseCli(argv, {});
 
@@ -143,9 +142,9 @@ describe("formatRecord", () => {
     expect(text(formatRecord({ ...r, key: null, value: null }, { ...plain, printKey: true }))).toBe("\t\n");
   });
 
-  it("prints JSON lines in the JsonFetchedRecord shape, as text or base64", () => {
-    expect(text(formatRecord(r, { ...plain, json: true }))).toBe('{"partition":1,"offset":7,"timestamp":99,"key":"k","value":"hi\ufffd","headers":[{"key":"h","value":null}]}\n');
-    expect(text(formatRecord(r, { ...plain, json: true, encoding: "base64" }))).toBe('{"partition":1,"offset":7,"timestamp":99,"key":"aw==","value":"aGn/","headers":[{"key":"h","value":null}]}\n');
+  it("prints JSON lines in the JsonFetchedRecord shape plus the topic, as text or base64", () => {
+    expect(text(formatRecord(r, { ...plain, json: true }))).toBe('{"topic":"t","partition":1,"offset":7,"timestamp":99,"key":"k","value":"hi\ufffd","headers":[{"key":"h","value":null}]}\n');
+    expect(text(formatRecord(r, { ...plain, json: true, encoding: "base64" }))).toBe('{"topic":"t","partition":1,"offset":7,"timestamp":99,"key":"aw==","value":"aGn/","headers":[{"key":"h","value":null}]}\n');
   });
 
   it("`consume --json` keeps a leading U+FEFF in key, value and header values (it is data, as in the server's JSON answers)", () => {
@@ -155,6 +154,7 @@ describe("formatRecord", () => {
       { json: true, encoding: "string", printKey: false, keySeparator: "\t" },
     );
     expect(JSON.parse(new TextDecoder("utf-8", { fatal: false, ignoreBOM: true }).decode(line))).toEqual({
+      topic: "t",
       partition: 0,
       offset: 7,
       timestamp: 1,
@@ -192,28 +192,7 @@ describe("formatDescription", () => {
 });
 
 describe("main (against the fake server)", () => {
-  function io(server: FakeServer, stdin: string[] = []) {
-    const out: Buffer[] = [];
-    const err: string[] = [];
-    const value: CliIo = {
-      stdin: Readable.from(stdin.map((s) => Buffer.from(s))),
-      stdout: new Writable({
-        write: (c: Buffer, _e, cb) => {
-          out.push(Buffer.from(c));
-          cb();
-        },
-      }),
-      stderr: new Writable({
-        write: (c: Buffer, _e, cb) => {
-          err.push(c.toString());
-          cb();
-        },
-      }),
-      env: {},
-      fetch: server.fetch,
-    };
-    return { value, stdout: () => Buffer.concat(out).toString(), stderr: () => err.join("") };
-  }
+  const io = (server: FakeServer, stdin: string[] = []) => cliIo(server, stdin);
 
   it("produce then consume --from-beginning prints the input back, line for line (1 partition)", async () => {
     const server = new FakeServer();
@@ -244,8 +223,8 @@ describe("main (against the fake server)", () => {
     const c = io(server);
     expect(await main(["consume", "k", "--from-beginning", "--json"], c.value)).toBe(0);
     expect(c.stdout().trim().split("\n").map((l: string) => JSON.parse(l) as unknown)).toEqual([
-      { partition: 0, offset: 0, timestamp: server.log("k", 0).records[0]!.timestamp, key: "a", value: "1", headers: [{ key: "src", value: "cli" }] },
-      { partition: 0, offset: 1, timestamp: server.log("k", 0).records[1]!.timestamp, key: "b", value: "2", headers: [{ key: "src", value: "cli" }] },
+      { topic: "k", partition: 0, offset: 0, timestamp: server.log("k", 0).records[0]!.timestamp, key: "a", value: "1", headers: [{ key: "src", value: "cli" }] },
+      { topic: "k", partition: 0, offset: 1, timestamp: server.log("k", 0).records[1]!.timestamp, key: "b", value: "2", headers: [{ key: "src", value: "cli" }] },
     ]);
   });
 
@@ -275,7 +254,7 @@ describe("main (against the fake server)", () => {
     expect(del.stdout()).toBe("Deleted topic new.\n");
   });
 
-  it("exit 1 with `edgelog: CODE: message` for a server error, exit 2 with usage for a usage error", async () => {
+  it("exit 1 with `edgelog: CODE: message` for a server error, exit 2 with one line and a pointer to --help for a usage error", async () => {
     const server = new FakeServer();
     server.addTopic("x", 1);
     const e = io(server);
@@ -286,10 +265,10 @@ describe("main (against the fake server)", () => {
     expect(m.stderr()).toBe("edgelog: UNKNOWN_TOPIC_OR_PARTITION: The topic or partition does not exist.\n");
     const o = io(server);
     expect(await main(["consume", "x", "--offset", "5", "--partition", "0"], o.value)).toBe(1);
-    expect(o.stderr()).toBe("edgelog: OFFSET_OUT_OF_RANGE: The offset is outside [logStartOffset, logEndOffset].\n");
+    expect(o.stderr()).toBe("edgelog: OFFSET_OUT_OF_RANGE: Offset 5 is out of range for partition 0 of x: log start offset 0, high watermark 0.\n");
     const u = io(server);
     expect(await main(["topics", "frob"], u.value)).toBe(2);
-    expect(u.stderr()).toMatch(/^edgelog: Unknown command: topics frob\n\nUsage: edgelog/);
+    expect(u.stderr()).toBe("edgelog: Unknown command: topics frob\nTry 'edgelog --help' for the commands and options.\n");
   });
 
   it("produce to a missing topic exits 1 with UNKNOWN_TOPIC_OR_PARTITION even when stdin is empty", async () => {

@@ -67,6 +67,21 @@ describe("client transport errors", () => {
     expect(ce.cause).toBe(cause);
   });
 
+  it("in a browser page, a network failure's message says CORS may be the cause", async () => {
+    const cause = new TypeError("Failed to fetch");
+    const client = new EdgelogClient({ baseUrl: "http://x", fetch: async () => Promise.reject(cause) });
+    Object.assign(globalThis, { document: {} });
+    try {
+      const e = (await client.listTopics().catch((x: unknown) => x)) as EdgelogClientError;
+      expect([e.code, e.message]).toEqual([
+        "UNAVAILABLE",
+        "Request failed before an answer was received: Failed to fetch. In a browser this is also how a cross-origin request refused by CORS fails (the console says which): the gateway must allow this page's origin and every request header sent (docs/PROTOCOL.md, CORS).",
+      ]);
+    } finally {
+      delete (globalThis as { document?: unknown }).document;
+    }
+  });
+
   it("no answer within requestTimeoutMs is REQUEST_TIMED_OUT (retriable)", async () => {
     const hang: typeof fetch = (_input, init) =>
       new Promise((_resolve, reject) => init?.signal?.addEventListener("abort", () => reject(new DOMException("aborted", "AbortError"))));

@@ -6,6 +6,8 @@
  * Faults are scripted per produce request (`produceScript`), so tests assert exact attempt
  * counts. Every request is recorded in `requests`, every produce body in `produced`.
  */
+import { Readable, Writable } from "node:stream";
+import type { CliIo } from "../../sdk/src/cli/index.ts";
 import {
   decodeBatches,
   encodeBatch,
@@ -337,3 +339,32 @@ function errorResponse(code: ErrorCode, status: number, details?: Record<string,
 export const utf8 = (s: string): Uint8Array => new TextEncoder().encode(s);
 /** UTF-8 text (null stays null). */
 export const text = (b: Uint8Array | null): string | null => (b === null ? null : new TextDecoder().decode(b));
+
+/**
+ * Streams for the CLI's `main()` against a fake server: stdin from the given chunks, stdout and
+ * stderr captured. `stderrIsTTY` makes stderr look like a terminal (produce's summary).
+ */
+export function cliIo(server: FakeServer, stdin: Array<string | Uint8Array> = [], options: { stderrIsTTY?: boolean } = {}) {
+  const out: Buffer[] = [];
+  const err: string[] = [];
+  const stderr = new Writable({
+    write: (c: Buffer, _e, cb) => {
+      err.push(c.toString());
+      cb();
+    },
+  });
+  if (options.stderrIsTTY === true) Object.assign(stderr, { isTTY: true });
+  const value: CliIo = {
+    stdin: Readable.from(stdin.map((s) => Buffer.from(s))),
+    stdout: new Writable({
+      write: (c: Buffer, _e, cb) => {
+        out.push(Buffer.from(c));
+        cb();
+      },
+    }),
+    stderr,
+    env: {},
+    fetch: server.fetch,
+  };
+  return { value, stdoutBytes: () => Buffer.concat(out), stdout: () => Buffer.concat(out).toString(), stderr: () => err.join("") };
+}

@@ -13,11 +13,11 @@ describe("CORS on the native API", () => {
     expect(res.headers.get("access-control-allow-headers")?.toLowerCase()).toContain("content-type");
   });
 
-  it("exposes the binary fetch bounds headers on normal answers", async () => {
+  it("exposes the binary fetch bounds and the auth and quota headers on normal answers", async () => {
     const res = await SELF.fetch("http://edgelog.test/v1/health", { headers: { Origin: "https://app.example" } });
     expect(res.status).toBe(200);
     expect(res.headers.get("access-control-allow-origin")).toBe("*");
-    expect(res.headers.get("access-control-expose-headers")).toBe("Edgelog-Next-Offset,Edgelog-High-Watermark,Edgelog-Log-Start-Offset");
+    expect(res.headers.get("access-control-expose-headers")).toBe("Edgelog-Next-Offset,Edgelog-High-Watermark,Edgelog-Log-Start-Offset,WWW-Authenticate,Retry-After,Edgelog-Throttle-Time-Ms");
   });
 
   it("adds no CORS headers to a request without Origin (a server, the CLI, curl): nothing for a browser to check", async () => {

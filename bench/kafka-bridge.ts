@@ -1,0 +1,145 @@
+/**
+ * Kafka bridge benchmarks (run by `npm run bench -- --only kafka`, or alone:
+ * `node bench/kafka-bridge.ts [--quick]`). Prints figures, each next to a ceiling measured in
+ * the same run; asserts nothing.
+ *
+ * 1. Produce: kafkajs's producer (acks=all) through the bridge vs the SDK Producer straight to
+ *    the gateway, the same 1 KiB keyed records to a 6-partition topic, `send()` of 1 000
+ *    messages each, 4 sends in flight, rounds interleaved so both see the same background load.
+ * 2. Consumer catch-up: a kafkajs group consumer (eachBatch) through the bridge reading a
+ *    topic from the beginning to its end vs the SDK's assign-based Consumer reading the same
+ *    topic, same run.
+ *
+ * The Worker and its Durable Objects run in workerd (bench/engine.ts); the bridge talks to the
+ * Worker's own socket over HTTP, as it would to a deployed gateway. kafkajs, the bridge and the
+ * SDK share the bench's Node process, so the bridge's CPU competes with the client's.
+ */
+import { parseArgs } from "node:util";
+import { Kafka, logLevel } from "kafkajs";
+import { Consumer, EdgelogClient, Producer } from "../sdk/src/index.ts";
+import { startKafkaBridge } from "../sdk/src/kafka-bridge/index.ts";
+import { startEngine } from "./engine.ts";
+import { closedLoop, fmt } from "./util.ts";
+
+process.env["KAFKAJS_NO_PARTITIONER_WARNING"] = "1";
+
+interface Row {
+  name: string;
+  value: number;
+  unit: string;
+  ceilingName: string;
+  ceiling: number;
+  target: number;
+}
+
+function printRows(title: string, rows: Row[]): void {
+  console.log(`\n## ${title}\n`);
+  console.log("| measurement | value | ceiling (same run) | ratio | goal |");
+  console.log("|---|---|---|---|---|");
+  for (const r of rows) {
+    const ratio = r.value / r.ceiling;
+    console.log(`| ${r.name} | ${fmt(r.value)} ${r.unit} | ${fmt(r.ceiling)} ${r.unit} (${r.ceilingName}) | ${ratio.toFixed(2)}x | >= ${r.target}x ${ratio >= r.target ? "(met)" : "(not met)"} |`);
+  }
+}
+
+export async function run({ quick }: { quick: boolean }): Promise<void> {
+  const ROUNDS = quick ? 2 : 4;
+  const PER_ROUND = quick ? 5_000 : 20_000;
+  const CHUNK = 1_000;
+  /** send() calls in flight at once, for both producers (an application producing from several tasks). */
+  const IN_FLIGHT = 4;
+  const PARTITIONS = 6;
+  const value = Buffer.alloc(1024, 97);
+  const engine = await startEngine();
+  const client = new EdgelogClient({ baseUrl: engine.url });
+  const bridge = await startKafkaBridge({ client, port: 0, log: () => {} });
+  const kafka = new Kafka({ brokers: [`127.0.0.1:${bridge.port}`], clientId: "bench", logLevel: logLevel.NOTHING });
+  try {
+    const viaBridge = `kb-bridge-${Date.now()}`;
+    const direct = `kb-direct-${Date.now()}`;
+    await client.createTopic({ name: viaBridge, partitions: PARTITIONS });
+    await client.createTopic({ name: direct, partitions: PARTITIONS });
+
+    const kProducer = kafka.producer({ allowAutoTopicCreation: false });
+    await kProducer.connect();
+    const sdkProducer = new Producer(client);
+    const messages = (round: number, chunk: number) => Array.from({ length: CHUNK }, (_, i) => ({ key: `k${(round * PER_ROUND + chunk * CHUNK + i) % 1000}`, value }));
+    // warm-up: connections, isolates, objects
+    await kProducer.send({ topic: viaBridge, messages: messages(0, 0) });
+    await sdkProducer.send({ topic: direct, messages: messages(0, 0).map((m) => ({ key: m.key, value: new Uint8Array(m.value) })) });
+
+    let bridgeMs = 0;
+    let directMs = 0;
+    const ratios: number[] = [];
+    for (let round = 0; round < ROUNDS; round++) {
+      const runBridge = async (): Promise<number> => {
+        const t0 = performance.now();
+        await closedLoop(PER_ROUND / CHUNK, IN_FLIGHT, async (c) => void (await kProducer.send({ topic: viaBridge, acks: -1, messages: messages(round, c) })));
+        return performance.now() - t0;
+      };
+      const runDirect = async (): Promise<number> => {
+        const t0 = performance.now();
+        await closedLoop(PER_ROUND / CHUNK, IN_FLIGHT, async (c) => void (await sdkProducer.send({ topic: direct, messages: messages(round, c).map((m) => ({ key: m.key, value: new Uint8Array(m.value) })) })));
+        await sdkProducer.flush();
+        return performance.now() - t0;
+      };
+      const [b, d] = round % 2 === 0 ? [await runBridge(), await runDirect()] : await (async () => { const d = await runDirect(); return [await runBridge(), d]; })();
+      bridgeMs += b;
+      directMs += d;
+      ratios.push(d / b);
+    }
+    await kProducer.disconnect();
+    await sdkProducer.close();
+    const produced = ROUNDS * PER_ROUND;
+
+    // Consumer catch-up over the same topic (the one the bridge wrote, CHUNK warm-up records included).
+    const total = produced + CHUNK;
+    const sdkRead = async (): Promise<number> => {
+      const consumer = new Consumer(client, { maxRecords: 10_000 });
+      consumer.assign(Array.from({ length: PARTITIONS }, (_, partition) => ({ topic: viaBridge, partition })));
+      await consumer.seekToBeginning();
+      const t0 = performance.now();
+      let n = 0;
+      while (n < total) n += (await consumer.poll({ maxWaitMs: 0 })).length;
+      const ms = performance.now() - t0;
+      consumer.close();
+      return ms;
+    };
+    const kafkaRead = async (): Promise<number> => {
+      const t0 = performance.now();
+      const consumer = kafka.consumer({ groupId: `kb-bench-${Date.now()}-${Math.random()}`, maxBytesPerPartition: 4 * 1024 * 1024, maxBytes: 24 * 1024 * 1024 });
+      await consumer.connect();
+      await consumer.subscribe({ topic: viaBridge, fromBeginning: true });
+      let n = 0;
+      await new Promise<void>((resolve) => {
+        void consumer.run({
+          autoCommit: false,
+          eachBatch: async ({ batch }) => {
+            n += batch.messages.length;
+            if (n >= total) resolve();
+          },
+        });
+      });
+      const ms = performance.now() - t0;
+      await consumer.disconnect();
+      return ms;
+    };
+    const sdkMs = await sdkRead();
+    const kafkaMs = await kafkaRead();
+
+    printRows("Kafka bridge (kafkajs through the bridge vs the SDK direct)", [
+      { name: `produce, ${fmt(produced)} x 1 KiB records, send() of ${CHUNK}, ${IN_FLIGHT} in flight`, value: produced / (bridgeMs / 1000), unit: "records/s", ceilingName: "SDK Producer direct", ceiling: produced / (directMs / 1000), target: 0.7 },
+      { name: `consumer catch-up, ${fmt(total)} records from the beginning`, value: total / (kafkaMs / 1000), unit: "records/s", ceilingName: "SDK Consumer direct", ceiling: total / (sdkMs / 1000), target: 0.7 },
+    ]);
+    console.log(`\nPer-round produce ratios (${ROUNDS} interleaved rounds): ${ratios.map((r) => `${r.toFixed(2)}x`).join(", ")}`);
+    console.log("Catch-up: the kafkajs time includes its connect and group join (one JoinGroup + SyncGroup through the bridge), the SDK's starts at its first poll.");
+  } finally {
+    await bridge.close();
+    await engine.dispose();
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const { values } = parseArgs({ options: { quick: { type: "boolean", default: false } } });
+  await run({ quick: values.quick === true });
+}

@@ -1,0 +1,222 @@
+/**
+ * Security metadata of the cluster, kept by MetadataDO beside the topics (migration 2):
+ *
+ * - acls(principal, resource_type, resource_name, pattern_type, operation, permission): Kafka
+ *   ACL bindings, the whole row the key (a binding exists once);
+ * - scram_users(name, mechanism, salt, iterations, stored_key, server_key, generation): one SCRAM
+ *   credential per user and mechanism (RFC 5802 StoredKey/ServerKey, never the password);
+ *   `generation` is a random id replaced on every change, carried by the tokens issued for it,
+ *   so a token dies with its user or password;
+ * - quotas(user, client_id, key, value): Kafka client quota configs; '' stands for "no such
+ *   component" and `<default>` for the default entity.
+ *
+ * Failed password checks are counted in memory per user name (this object is the one place all
+ * isolates ask): after {@link FREE_FAILURES} failures in a row, the user is locked out for 1 s,
+ * doubling per further failure up to {@link MAX_LOCKOUT_MS}. A restart of the object forgets the
+ * counts (docs/SECURITY.md says so).
+ */
+import { toHex } from "../src/auth/hex.ts";
+import { checkScramPassword, type ScramCredential, type ScramMechanism } from "../src/auth/scram.ts";
+import type { QuotaEntity, QuotaEntry, QuotaKey, ScramCredentialInput, ScramUserSummary, SecuritySnapshot } from "../src/auth/store.ts";
+import type { RpcResult } from "../src/protocol/errors.ts";
+import { aclMatchesFilter, type AclBinding, type AclFilter } from "../src/protocol/acl.ts";
+import { errorResult } from "../src/protocol/errors.ts";
+import { blob, type Migration, type Sql } from "./base.ts";
+
+export const SECURITY_MIGRATION_NAME = "security";
+
+/** The migration body; MetadataDO appends it to its list. */
+export function securityMigrationUp(sql: Sql): void {
+  sql.run(`
+    CREATE TABLE acls (
+      principal TEXT NOT NULL,
+      resource_type TEXT NOT NULL,
+      resource_name TEXT NOT NULL,
+      pattern_type TEXT NOT NULL,
+      operation TEXT NOT NULL,
+      permission TEXT NOT NULL,
+      PRIMARY KEY (principal, resource_type, resource_name, pattern_type, operation, permission)
+    ) WITHOUT ROWID;
+    CREATE TABLE scram_users (
+      name TEXT NOT NULL,
+      mechanism TEXT NOT NULL,
+      salt BLOB NOT NULL,
+      iterations INTEGER NOT NULL,
+      stored_key BLOB NOT NULL,
+      server_key BLOB NOT NULL,
+      generation TEXT NOT NULL,
+      PRIMARY KEY (name, mechanism)
+    ) WITHOUT ROWID;
+    CREATE TABLE quotas (
+      user TEXT NOT NULL,
+      client_id TEXT NOT NULL,
+      key TEXT NOT NULL,
+      value REAL NOT NULL,
+      PRIMARY KEY (user, client_id, key)
+    ) WITHOUT ROWID;
+  `);
+}
+
+export function securityMigration(version: number): Migration {
+  return { version, name: SECURITY_MIGRATION_NAME, up: securityMigrationUp };
+}
+
+/** Failed attempts allowed before the lock-out starts. */
+export const FREE_FAILURES = 3;
+export const MAX_LOCKOUT_MS = 60_000;
+
+type AclRow = { principal: string; resource_type: string; resource_name: string; pattern_type: string; operation: string; permission: string };
+type UserRow = { name: string; mechanism: string; salt: ArrayBuffer; iterations: number; stored_key: ArrayBuffer; server_key: ArrayBuffer; generation: string };
+type QuotaRow = { user: string; client_id: string; key: string; value: number };
+
+function toBinding(r: AclRow): AclBinding {
+  return {
+    principal: r.principal,
+    resourceType: r.resource_type as AclBinding["resourceType"],
+    resourceName: r.resource_name,
+    patternType: r.pattern_type as AclBinding["patternType"],
+    operation: r.operation as AclBinding["operation"],
+    permission: r.permission as AclBinding["permission"],
+  };
+}
+
+export class SecurityTables {
+  readonly #sql: Sql;
+  readonly #storage: DurableObjectStorage;
+  readonly #failures = new Map<string, { count: number; lockedUntilMs: number }>();
+
+  constructor(sql: Sql, storage: DurableObjectStorage) {
+    this.#sql = sql;
+    this.#storage = storage;
+  }
+
+  snapshot(): RpcResult<{ snapshot: SecuritySnapshot }> {
+    const acls = this.#sql.all<AclRow>("SELECT * FROM acls ORDER BY resource_type, resource_name, principal, operation, permission").map(toBinding);
+    const users: Record<string, string[]> = {};
+    for (const r of this.#sql.all<{ name: string; generation: string }>("SELECT name, generation FROM scram_users")) (users[r.name] ??= []).push(r.generation);
+    return { ok: true, snapshot: { acls, users, quotas: this.#quotas() } };
+  }
+
+  createAcls(bindings: AclBinding[]): RpcResult<{ created: number }> {
+    let created = 0;
+    this.#storage.transactionSync(() => {
+      for (const b of bindings) {
+        created += this.#sql.all(
+          "INSERT OR IGNORE INTO acls (principal, resource_type, resource_name, pattern_type, operation, permission) VALUES (?, ?, ?, ?, ?, ?) RETURNING 1 AS one",
+          b.principal, b.resourceType, b.resourceName, b.patternType, b.operation, b.permission,
+        ).length;
+      }
+    });
+    return { ok: true, created };
+  }
+
+  deleteAcls(filter: AclFilter): RpcResult<{ deleted: AclBinding[] }> {
+    const deleted = this.#sql.all<AclRow>("SELECT * FROM acls").map(toBinding).filter((b) => aclMatchesFilter(b, filter));
+    this.#storage.transactionSync(() => {
+      for (const b of deleted) {
+        this.#sql.run(
+          "DELETE FROM acls WHERE principal = ? AND resource_type = ? AND resource_name = ? AND pattern_type = ? AND operation = ? AND permission = ?",
+          b.principal, b.resourceType, b.resourceName, b.patternType, b.operation, b.permission,
+        );
+      }
+    });
+    return { ok: true, deleted };
+  }
+
+  upsertScramUser(name: string, c: ScramCredentialInput): RpcResult<{ user: ScramUserSummary }> {
+    const generation = toHex(crypto.getRandomValues(new Uint8Array(16)));
+    this.#sql.run(
+      `INSERT INTO scram_users (name, mechanism, salt, iterations, stored_key, server_key, generation) VALUES (?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (name, mechanism) DO UPDATE SET salt = excluded.salt, iterations = excluded.iterations,
+         stored_key = excluded.stored_key, server_key = excluded.server_key, generation = excluded.generation`,
+      name, c.mechanism, blob(c.salt), c.iterations, blob(c.storedKey), blob(c.serverKey), generation,
+    );
+    this.#failures.delete(name);
+    return { ok: true, user: this.#summary(name)! };
+  }
+
+  deleteScramUser(name: string, mechanism: ScramMechanism | null): RpcResult<object> {
+    const before = this.#summary(name);
+    if (before === undefined || (mechanism !== null && !before.mechanisms.some((m) => m.mechanism === mechanism))) {
+      return errorResult("USER_NOT_FOUND", `No SCRAM user ${JSON.stringify(name)}${mechanism === null ? "" : ` with ${mechanism}`}.`, { user: name });
+    }
+    if (mechanism === null) this.#sql.run("DELETE FROM scram_users WHERE name = ?", name);
+    else this.#sql.run("DELETE FROM scram_users WHERE name = ? AND mechanism = ?", name, mechanism);
+    return { ok: true };
+  }
+
+  listScramUsers(): RpcResult<{ users: ScramUserSummary[] }> {
+    const byName = new Map<string, ScramUserSummary>();
+    for (const r of this.#sql.all<{ name: string; mechanism: string; iterations: number }>("SELECT name, mechanism, iterations FROM scram_users ORDER BY name, mechanism")) {
+      let u = byName.get(r.name);
+      if (u === undefined) byName.set(r.name, (u = { name: r.name, mechanisms: [] }));
+      u.mechanisms.push({ mechanism: r.mechanism as ScramMechanism, iterations: r.iterations });
+    }
+    return { ok: true, users: [...byName.values()] };
+  }
+
+  async authenticateScram(name: string, password: string): Promise<RpcResult<{ generation: string }>> {
+    const now = Date.now();
+    const f = this.#failures.get(name);
+    if (f !== undefined && f.lockedUntilMs > now) {
+      const throttleTimeMs = f.lockedUntilMs - now;
+      return errorResult("THROTTLED", `Too many failed attempts for this user: retry in ${throttleTimeMs} ms.`, { throttleTimeMs });
+    }
+    const rows = this.#sql.all<UserRow>("SELECT * FROM scram_users WHERE name = ? ORDER BY mechanism DESC", name);
+    for (const r of rows) {
+      const cred: ScramCredential = {
+        mechanism: r.mechanism as ScramMechanism,
+        salt: new Uint8Array(r.salt),
+        iterations: r.iterations,
+        storedKey: new Uint8Array(r.stored_key),
+        serverKey: new Uint8Array(r.server_key),
+      };
+      if (await checkScramPassword(cred, password)) {
+        this.#failures.delete(name);
+        return { ok: true, generation: r.generation };
+      }
+    }
+    const count = (f?.count ?? 0) + 1;
+    const lockMs = count <= FREE_FAILURES ? 0 : Math.min(MAX_LOCKOUT_MS, 1000 * 2 ** (count - FREE_FAILURES - 1));
+    if (this.#failures.size > 10_000) this.#failures.clear();
+    this.#failures.set(name, { count, lockedUntilMs: now + lockMs });
+    // The same answer for an unknown user and a wrong password (no user enumeration).
+    return errorResult("UNAUTHENTICATED", "Invalid user name or password.");
+  }
+
+  alterQuotas(entity: QuotaEntity, values: Partial<Record<QuotaKey, number | null>>): RpcResult<{ quota: QuotaEntry | null }> {
+    const user = entity.user ?? "";
+    const client = entity.clientId ?? "";
+    this.#storage.transactionSync(() => {
+      for (const [key, value] of Object.entries(values)) {
+        if (value === null) this.#sql.run("DELETE FROM quotas WHERE user = ? AND client_id = ? AND key = ?", user, client, key);
+        else if (value !== undefined) {
+          this.#sql.run("INSERT INTO quotas (user, client_id, key, value) VALUES (?, ?, ?, ?) ON CONFLICT (user, client_id, key) DO UPDATE SET value = excluded.value", user, client, key, value);
+        }
+      }
+    });
+    const quota = this.#quotas().find((q) => (q.user ?? "") === user && (q.clientId ?? "") === client) ?? null;
+    return { ok: true, quota };
+  }
+
+  #quotas(): QuotaEntry[] {
+    const out = new Map<string, QuotaEntry>();
+    for (const r of this.#sql.all<QuotaRow>("SELECT * FROM quotas ORDER BY user, client_id, key")) {
+      const k = `${r.user}\u0000${r.client_id}`;
+      let e = out.get(k);
+      if (e === undefined) out.set(k, (e = { user: r.user === "" ? null : r.user, clientId: r.client_id === "" ? null : r.client_id, values: {} }));
+      e.values[r.key as QuotaKey] = r.value;
+    }
+    return [...out.values()];
+  }
+
+  #summary(name: string): ScramUserSummary | undefined {
+    return this.listScramUsersFor(name);
+  }
+
+  listScramUsersFor(name: string): ScramUserSummary | undefined {
+    const rows = this.#sql.all<{ mechanism: string; iterations: number }>("SELECT mechanism, iterations FROM scram_users WHERE name = ? ORDER BY mechanism", name);
+    if (rows.length === 0) return undefined;
+    return { name, mechanisms: rows.map((r) => ({ mechanism: r.mechanism as ScramMechanism, iterations: r.iterations })) };
+  }
+}

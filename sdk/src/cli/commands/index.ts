@@ -1,0 +1,42 @@
+/**
+ * The command table: every command of `edgelog`, in the order `--help` lists them. A command
+ * is a file beside this one exporting a {@link CliCommand}; adding one is one line here (and
+ * its kind in {@link Command}).
+ */
+import type { CliCommand } from "../command.ts";
+import { type ConsumeCommand, consume } from "./consume.ts";
+import { type GroupsCommand, groupsDelete, groupsDescribe, groupsList, groupsResetOffsets } from "./groups.ts";
+import { type KafkaBridgeCommand, kafkaBridge } from "./kafka-bridge.ts";
+import { type MetadataCommand, metadata } from "./metadata.ts";
+import { type ProduceCommand, produce } from "./produce.ts";
+import { aclsAdd, aclsList, aclsRemove, quotasAlter, quotasList, type SecurityCommand, tokenIssue, usersCreate, usersDelete, usersList } from "./security.ts";
+import { type TopicsCommand, topicsAlter, topicsCreate, topicsDelete, topicsDescribe, topicsList } from "./topics.ts";
+
+/** A parsed command line of any command. */
+export type Command = TopicsCommand | MetadataCommand | ProduceCommand | ConsumeCommand | GroupsCommand | SecurityCommand | KafkaBridgeCommand;
+
+/** Two-word commands share their first word; `topics` alone lists the subcommands in this order. */
+export const COMMANDS: readonly CliCommand<Command>[] = [
+  topicsList,
+  topicsCreate,
+  topicsDescribe,
+  topicsAlter,
+  topicsDelete,
+  metadata,
+  produce,
+  consume,
+  groupsList,
+  groupsDescribe,
+  groupsResetOffsets,
+  groupsDelete,
+  aclsList,
+  aclsAdd,
+  aclsRemove,
+  usersCreate,
+  usersDelete,
+  usersList,
+  quotasList,
+  quotasAlter,
+  tokenIssue,
+  kafkaBridge,
+];

@@ -1,0 +1,96 @@
+/** `topics list | create | describe | alter | delete` (kafka-topics). */
+import { EdgelogError } from "../../../../src/protocol/index.ts";
+import type { TopicConfigInput } from "../../admin.ts";
+import { flag, intOption, JSON_OPTION, keyValues, list, str, UsageError } from "../args.ts";
+import { defineCommand } from "../command.ts";
+import { displayName, formatDescription } from "../format.ts";
+
+const JSON_OPTIONS = { json: JSON_OPTION } as const;
+const CHANGE_OPTIONS = { partitions: { type: "string" }, config: { type: "string", multiple: true } } as const;
+
+export type TopicsCommand =
+  | { kind: "topics list"; url: string; json: boolean }
+  | { kind: "topics create"; url: string; name: string; partitions: number | undefined; configs: Record<string, string>; ifNotExists?: boolean | undefined }
+  | { kind: "topics describe"; url: string; name: string; json: boolean }
+  | { kind: "topics alter"; url: string; name: string; partitions: number | undefined; configs: Record<string, string> }
+  | { kind: "topics delete"; url: string; name: string };
+
+const plural = (n: number): string => `${n} partition${n === 1 ? "" : "s"}`;
+
+export const topicsList = defineCommand<Extract<TopicsCommand, { kind: "topics list" }>>({
+  name: "topics list",
+  usage: "  topics list [--json]\n",
+  options: JSON_OPTIONS,
+  args: [],
+  parse: ({ url, values }) => ({ kind: "topics list", url, json: flag(values, "json") }),
+  async run(cmd, { admin, out }) {
+    const topics = await admin.listTopics();
+    await out.write(cmd.json ? `${JSON.stringify(topics, null, 2)}\n` : topics.map((t) => `${displayName(t)}\n`).join(""));
+  },
+});
+
+export const topicsCreate = defineCommand<Extract<TopicsCommand, { kind: "topics create" }>>({
+  name: "topics create",
+  usage: "  topics create NAME [--partitions N] [--config k=v ...] [--if-not-exists]\n      --if-not-exists: an existing topic is success (kafka-topics), left as it is.\n",
+  options: { ...CHANGE_OPTIONS, "if-not-exists": { type: "boolean" } },
+  args: ["NAME"],
+  parse: ({ url, args, values }) => ({
+    kind: "topics create",
+    url,
+    name: args[0]!,
+    partitions: intOption("--partitions", str(values, "partitions")),
+    configs: keyValues("--config", list(values, "config")),
+    ifNotExists: flag(values, "if-not-exists") || undefined,
+  }),
+  async run(cmd, { admin, out }) {
+    try {
+      const d = await admin.createTopic({ name: cmd.name, partitions: cmd.partitions, configs: cmd.configs as TopicConfigInput });
+      await out.write(`Created topic ${displayName(d)} with ${plural(d.partitions)}.\n`);
+    } catch (e) {
+      if (!(cmd.ifNotExists === true && e instanceof EdgelogError && e.code === "TOPIC_ALREADY_EXISTS")) throw e;
+      await out.write(`Topic ${cmd.name} already exists.\n`);
+    }
+  },
+});
+
+export const topicsDescribe = defineCommand<Extract<TopicsCommand, { kind: "topics describe" }>>({
+  name: "topics describe",
+  usage: "  topics describe NAME [--json]\n",
+  options: JSON_OPTIONS,
+  args: ["NAME"],
+  parse: ({ url, args, values }) => ({ kind: "topics describe", url, name: args[0]!, json: flag(values, "json") }),
+  async run(cmd, { admin, out }) {
+    const d = await admin.describeTopic(cmd.name);
+    await out.write(cmd.json ? `${JSON.stringify(d, null, 2)}\n` : formatDescription(d));
+  },
+});
+
+export const topicsAlter = defineCommand<Extract<TopicsCommand, { kind: "topics alter" }>>({
+  name: "topics alter",
+  usage: "  topics alter NAME [--partitions N] [--config k=v ...]\n",
+  options: CHANGE_OPTIONS,
+  args: ["NAME"],
+  parse({ url, args, values }) {
+    const partitions = intOption("--partitions", str(values, "partitions"));
+    const configs = keyValues("--config", list(values, "config"));
+    if (partitions === undefined && Object.keys(configs).length === 0) throw new UsageError("topics alter: give --partitions and/or --config");
+    return { kind: "topics alter", url, name: args[0]!, partitions, configs };
+  },
+  async run(cmd, { admin, out }) {
+    const changes = { ...(cmd.partitions === undefined ? {} : { partitions: cmd.partitions }), ...(Object.keys(cmd.configs).length === 0 ? {} : { configs: cmd.configs as TopicConfigInput }) };
+    const d = await admin.alterTopic(cmd.name, changes);
+    await out.write(`Altered topic ${displayName(d)}: ${plural(d.partitions)}.\n`);
+  },
+});
+
+export const topicsDelete = defineCommand<Extract<TopicsCommand, { kind: "topics delete" }>>({
+  name: "topics delete",
+  usage: "  topics delete NAME\n",
+  options: {},
+  args: ["NAME"],
+  parse: ({ url, args }) => ({ kind: "topics delete", url, name: args[0]! }),
+  async run(cmd, { admin, out }) {
+    await admin.deleteTopic(cmd.name);
+    await out.write(`Deleted topic ${cmd.name}.\n`);
+  },
+});

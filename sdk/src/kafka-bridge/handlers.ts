@@ -1,0 +1,489 @@
+/**
+ * Kafka request -> Edgelog HTTP calls, for the data path and topic administration: Metadata,
+ * Produce, Fetch, ListOffsets, FindCoordinator, InitProducerId, CreateTopics, DeleteTopics,
+ * CreatePartitions, DescribeConfigs, IncrementalAlterConfigs. Group APIs are in groups.ts.
+ *
+ * Each handler takes a decoded request and answers the decoded response; per-partition and
+ * per-topic failures become Kafka error codes through errors.ts, so one bad partition never
+ * fails the others (as a Kafka broker answers).
+ */
+import { FETCH_MAX_MAX_BYTES, FETCH_MAX_MAX_RECORDS, FETCH_MAX_WAIT_MS_LIMIT, MAX_REQUEST_BYTES, type TopicConfigs, type TopicSummary } from "../../../src/protocol/index.ts";
+import type { EdgelogClient } from "../client.ts";
+import { EdgelogClientError } from "../errors.ts";
+import { decompress } from "./compression.ts";
+import { fetchRaw, type RawFetchResult } from "./edgelog.ts";
+import { KafkaError, errorMessageOf, kafkaErrorOf } from "./errors.ts";
+import type { FindCoordinatorRequest, FindCoordinatorResponse, InitProducerIdRequest, InitProducerIdResponse, ListOffsetsPartitionResponse, ListOffsetsRequest, ListOffsetsResponse, MetadataRequest, MetadataResponse, MetadataTopic } from "./messages/core.ts";
+import { ListOffsetsTimestamp } from "./messages/core.ts";
+import type { FetchPartitionResponse, FetchRequest, FetchResponse, ProducePartitionResponse, ProduceRequest, ProduceResponse } from "./messages/data.ts";
+import {
+  ConfigOperation,
+  ConfigSource,
+  ResourceType,
+  type CreatePartitionsRequest,
+  type CreateTopicsRequest,
+  type DescribeConfigsRequest,
+  type DescribeConfigsResult,
+  type IncrementalAlterConfigsRequest,
+  type TopicResult,
+} from "./messages/topics.ts";
+import { isValidKafkaTopic, type TopicNames } from "./names.ts";
+import type { PartitionAppender } from "./appender.ts";
+import { RecordBatchError, parseProducedBatch, toKafkaBatches, type PreparedBatch } from "./records.ts";
+
+/** The bridge's only broker id: it answers for every partition (node 0). */
+export const BRIDGE_NODE_ID = 0;
+
+/** What the handlers need from the bridge. */
+export interface BridgeContext {
+  client: EdgelogClient;
+  /** Extra HTTP headers for raw calls (the client's own are private). */
+  headers: Record<string, string>;
+  /** fetch for the raw binary fetch (the client's own is private). */
+  fetch: typeof fetch;
+  names: TopicNames;
+  /** Host and port answered in Metadata / FindCoordinator. */
+  advertisedHost: string;
+  advertisedPort: number;
+  clusterId: string;
+  autoCreateTopics: boolean;
+  defaultPartitions: number;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Metadata
+// ---------------------------------------------------------------------------------------------
+
+function metadataTopic(name: string, errorCode: number, partitions: number): MetadataTopic {
+  return {
+    errorCode,
+    name,
+    isInternal: false,
+    partitions: Array.from({ length: partitions }, (_, i) => ({
+      errorCode: 0,
+      partitionIndex: i,
+      leaderId: BRIDGE_NODE_ID,
+      leaderEpoch: 0,
+      replicaNodes: [BRIDGE_NODE_ID],
+      isrNodes: [BRIDGE_NODE_ID],
+    })),
+  };
+}
+
+/** The bridge's topics: Kafka name -> partition count. */
+async function kafkaTopics(ctx: BridgeContext): Promise<Map<string, TopicSummary>> {
+  const { topics } = await ctx.client.listTopics();
+  const out = new Map<string, TopicSummary>();
+  for (const t of topics) {
+    const name = ctx.names.toKafka(t.name);
+    if (name !== null) out.set(name, t);
+  }
+  return out;
+}
+
+export async function handleMetadata(ctx: BridgeContext, req: MetadataRequest): Promise<MetadataResponse> {
+  const topics: MetadataTopic[] = [];
+  let known: Map<string, TopicSummary>;
+  try {
+    known = await kafkaTopics(ctx);
+  } catch (e) {
+    // Edgelog unreachable: named topics get the (retriable) error; a request for every topic
+    // has nowhere to put one, so it fails and the connection closes (the client reconnects).
+    if (req.topics === null) throw e;
+    known = new Map();
+    for (const name of req.topics) topics.push(metadataTopic(name, kafkaErrorOf(e, "admin"), 0));
+    req = { ...req, topics: [] };
+  }
+  if (req.topics === null) {
+    for (const [name, t] of [...known].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) topics.push(metadataTopic(name, 0, t.partitions));
+  } else {
+    for (const name of req.topics) {
+      const t = known.get(name);
+      if (t !== undefined) topics.push(metadataTopic(name, 0, t.partitions));
+      else if (!isValidKafkaTopic(name)) topics.push(metadataTopic(name, KafkaError.INVALID_TOPIC_EXCEPTION, 0));
+      else if (ctx.autoCreateTopics && req.allowAutoTopicCreation) {
+        try {
+          const created = await ctx.client.createTopic({ name: ctx.names.toEdgelog(name), partitions: ctx.defaultPartitions });
+          topics.push(metadataTopic(name, 0, created.partitions));
+        } catch (e) {
+          // Created meanwhile by another client: answer it as it is now.
+          if (e instanceof EdgelogClientError && e.code === "TOPIC_ALREADY_EXISTS") {
+            const again = (await kafkaTopics(ctx)).get(name);
+            topics.push(metadataTopic(name, again === undefined ? KafkaError.UNKNOWN_TOPIC_OR_PARTITION : 0, again?.partitions ?? 0));
+          } else topics.push(metadataTopic(name, kafkaErrorOf(e, "admin"), 0));
+        }
+      } else topics.push(metadataTopic(name, KafkaError.UNKNOWN_TOPIC_OR_PARTITION, 0));
+    }
+  }
+  return {
+    throttleTimeMs: 0,
+    brokers: [{ nodeId: BRIDGE_NODE_ID, host: ctx.advertisedHost, port: ctx.advertisedPort, rack: null }],
+    clusterId: ctx.clusterId,
+    controllerId: BRIDGE_NODE_ID,
+    topics,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Produce
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * Appends each partition's batch through Edgelog's binary produce route, partitions in
+ * parallel. The answer is built only from Edgelog's answers: a partition is acknowledged with
+ * an offset only after Edgelog acknowledged its append (durable commit, PROTOCOL.md).
+ * acks=0 requests are still appended (with Edgelog's acks=0) but get no answer (server.ts).
+ *
+ * `appender` (one per connection) orders the appends of each partition across pipelined
+ * produce requests and sends batches that queued up together (appender.ts).
+ */
+export async function handleProduce(ctx: BridgeContext, req: ProduceRequest, appender: PartitionAppender): Promise<ProduceResponse> {
+  const acksError =
+    req.acks !== 0 && req.acks !== 1 && req.acks !== -1 ? KafkaError.INVALID_REQUIRED_ACKS : req.transactionalId !== null ? KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED : 0;
+  const topics = await Promise.all(
+    req.topics.map(async (t) => ({
+      name: t.name,
+      partitions: await Promise.all(
+        t.partitions.map(async (p): Promise<ProducePartitionResponse> => {
+          const answer: ProducePartitionResponse = { index: p.index, errorCode: 0, baseOffset: -1, logAppendTimeMs: -1, logStartOffset: -1, errorMessage: null };
+          if (acksError !== 0) return { ...answer, errorCode: acksError, errorMessage: acksError === KafkaError.INVALID_REQUIRED_ACKS ? `acks must be -1, 0 or 1, got ${req.acks}` : "transactions are not supported" };
+          if (!isValidKafkaTopic(t.name)) return { ...answer, errorCode: KafkaError.INVALID_TOPIC_EXCEPTION, errorMessage: `invalid topic name ${JSON.stringify(t.name)}` };
+          const records = p.records;
+          const prepared = (async (): Promise<PreparedBatch> => {
+            if (records === null) throw new RecordBatchError("INVALID_RECORD", "records is null");
+            const batch = parseProducedBatch(records);
+            return { batch, records: await decompress(batch.compression, batch.payload, MAX_REQUEST_BYTES) };
+          })();
+          // Queued synchronously, in request order (see PartitionAppender.append).
+          return appender.append(ctx.names.toEdgelog(t.name), p.index, req.acks === 0 ? 0 : req.acks === 1 ? 1 : "all", prepared).then(
+            (r): ProducePartitionResponse => (r === null ? answer : { ...answer, baseOffset: r.baseOffset, logAppendTimeMs: r.logAppendTime ?? -1, logStartOffset: r.logStartOffset }),
+            (e: unknown): ProducePartitionResponse => {
+              if (e instanceof RecordBatchError) return { ...answer, errorCode: KafkaError[e.kafkaError], errorMessage: e.message };
+              return { ...answer, errorCode: kafkaErrorOf(e), errorMessage: errorMessageOf(e) };
+            },
+          );
+        }),
+      ),
+    })),
+  );
+  return { topics, throttleTimeMs: 0 };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fetch
+// ---------------------------------------------------------------------------------------------
+
+interface PartitionFetch {
+  topic: string;
+  partition: number;
+  fetchOffset: number;
+  maxBytes: number;
+  result?: RawFetchResult;
+  error?: unknown;
+}
+
+function clamp(v: number, lo: number, hi: number): number {
+  return Math.min(hi, Math.max(lo, v));
+}
+
+async function fetchOne(ctx: BridgeContext, f: PartitionFetch, maxWaitMs: number, signal?: AbortSignal): Promise<void> {
+  try {
+    f.result = await fetchRaw(ctx.client, ctx.fetch, ctx.headers, ctx.names.toEdgelog(f.topic), f.partition, {
+      offset: f.fetchOffset,
+      maxBytes: f.maxBytes,
+      maxRecords: FETCH_MAX_MAX_RECORDS,
+      maxWaitMs,
+      minBytes: 1,
+      signal,
+    });
+    f.error = undefined;
+  } catch (e) {
+    if (signal?.aborted) return; // keep the first round's answer
+    f.error = e;
+  }
+}
+
+/**
+ * Kafka's fetch waits up to `max_wait_ms` until `min_bytes` are available across all its
+ * partitions. Mapped onto Edgelog's per-partition long-poll: one round without waiting; if it
+ * found fewer than `min_bytes` and no error, a second round long-polls every partition for the
+ * remaining time and answers as soon as one of them has data (the others are aborted: a
+ * fetch changes nothing, so aborting it loses nothing).
+ */
+export async function handleFetch(ctx: BridgeContext, req: FetchRequest): Promise<FetchResponse> {
+  const started = Date.now();
+  const parts: PartitionFetch[] = [];
+  for (const t of req.topics) {
+    for (const p of t.partitions) {
+      parts.push({ topic: t.topic, partition: p.partition, fetchOffset: p.fetchOffset, maxBytes: clamp(p.partitionMaxBytes, 1, FETCH_MAX_MAX_BYTES) });
+    }
+  }
+  const valid = parts.filter((f) => {
+    if (isValidKafkaTopic(f.topic) && f.fetchOffset >= 0) return true;
+    f.error = isValidKafkaTopic(f.topic) ? new EdgelogClientError("OFFSET_OUT_OF_RANGE", "negative fetch offset", { httpStatus: 0 }) : new EdgelogClientError("INVALID_TOPIC_NAME", "invalid topic name", { httpStatus: 0 });
+    return false;
+  });
+  await Promise.all(valid.map((f) => fetchOne(ctx, f, 0)));
+  const bytesOf = (): number => valid.reduce((n, f) => n + (f.result?.body.length ?? 0), 0);
+  const waitMs = Math.min(req.maxWaitMs, FETCH_MAX_WAIT_MS_LIMIT) - (Date.now() - started);
+  if (bytesOf() < Math.max(1, req.minBytes) && waitMs > 0 && valid.length > 0 && valid.every((f) => f.error === undefined)) {
+    const controller = new AbortController();
+    await Promise.race([
+      Promise.all(
+        valid.map(async (f) => {
+          await fetchOne(ctx, f, Math.ceil(waitMs), controller.signal);
+          if ((f.result?.body.length ?? 0) > 0 || f.error !== undefined) controller.abort();
+        }),
+      ),
+      new Promise<void>((resolve) => controller.signal.addEventListener("abort", () => resolve(), { once: true })),
+    ]);
+    controller.abort();
+  }
+
+  // The response's max_bytes: stop adding record sets once it is reached (the first is always
+  // returned whole, KIP-74); partitions left out answer no records and are fetched next time.
+  let budget = req.maxBytes > 0 ? req.maxBytes : Number.MAX_SAFE_INTEGER;
+  let first = true;
+  const byTopic = new Map<string, FetchPartitionResponse[]>();
+  for (const f of parts) {
+    const list = byTopic.get(f.topic) ?? [];
+    byTopic.set(f.topic, list);
+    if (f.error !== undefined || f.result === undefined) {
+      const details = (f.error as { details?: Record<string, unknown> } | undefined)?.details;
+      const hw = typeof details?.["highWatermark"] === "number" ? details["highWatermark"] : -1;
+      const lso = typeof details?.["logStartOffset"] === "number" ? details["logStartOffset"] : -1;
+      list.push({ partitionIndex: f.partition, errorCode: f.error === undefined ? KafkaError.UNKNOWN_SERVER_ERROR : kafkaErrorOf(f.error), highWatermark: hw, lastStableOffset: hw, logStartOffset: lso, records: null });
+      continue;
+    }
+    const r = f.result;
+    let records: Uint8Array = new Uint8Array(0);
+    if (r.body.length > 0 && (first || r.body.length <= budget)) {
+      try {
+        records = toKafkaBatches(r.body);
+      } catch {
+        // A stored batch that fails its CRC is never handed out under a fresh Kafka CRC.
+        list.push({ partitionIndex: f.partition, errorCode: KafkaError.CORRUPT_MESSAGE, highWatermark: r.highWatermark, lastStableOffset: r.highWatermark, logStartOffset: r.logStartOffset, records: null });
+        continue;
+      }
+      budget -= records.length;
+      first = false;
+    }
+    list.push({ partitionIndex: f.partition, errorCode: 0, highWatermark: r.highWatermark, lastStableOffset: r.highWatermark, logStartOffset: r.logStartOffset, records });
+  }
+  return { throttleTimeMs: 0, errorCode: 0, sessionId: 0, topics: [...byTopic].map(([topic, partitions]) => ({ topic, partitions })) };
+}
+
+// ---------------------------------------------------------------------------------------------
+// ListOffsets
+// ---------------------------------------------------------------------------------------------
+
+export async function handleListOffsets(ctx: BridgeContext, req: ListOffsetsRequest): Promise<ListOffsetsResponse> {
+  const topics = await Promise.all(
+    req.topics.map(async (t) => ({
+      name: t.name,
+      partitions: await Promise.all(
+        t.partitions.map(async (p): Promise<ListOffsetsPartitionResponse> => {
+          const answer: ListOffsetsPartitionResponse = { partitionIndex: p.partitionIndex, errorCode: 0, timestamp: -1, offset: -1, leaderEpoch: 0 };
+          if (!isValidKafkaTopic(t.name)) return { ...answer, errorCode: KafkaError.UNKNOWN_TOPIC_OR_PARTITION };
+          const spec =
+            p.timestamp === ListOffsetsTimestamp.EARLIEST ? "earliest"
+            : p.timestamp === ListOffsetsTimestamp.LATEST ? "latest"
+            : p.timestamp === ListOffsetsTimestamp.MAX_TIMESTAMP ? "max_timestamp"
+            : p.timestamp >= 0 ? { timestamp: p.timestamp }
+            : undefined;
+          if (spec === undefined) return { ...answer, errorCode: KafkaError.INVALID_REQUEST };
+          try {
+            const r = await ctx.client.listOffsets(ctx.names.toEdgelog(t.name), p.partitionIndex, spec);
+            return { ...answer, offset: r.offset ?? -1, timestamp: r.timestamp ?? -1 };
+          } catch (e) {
+            return { ...answer, errorCode: kafkaErrorOf(e) };
+          }
+        }),
+      ),
+    })),
+  );
+  return { throttleTimeMs: 0, topics };
+}
+
+// ---------------------------------------------------------------------------------------------
+// FindCoordinator, InitProducerId
+// ---------------------------------------------------------------------------------------------
+
+/** Key type of a transaction coordinator lookup (FindCoordinator v1+). */
+const COORDINATOR_KEY_TYPE_TRANSACTION = 1;
+
+export function handleFindCoordinator(ctx: BridgeContext, req: FindCoordinatorRequest): FindCoordinatorResponse {
+  if (req.keyType === COORDINATOR_KEY_TYPE_TRANSACTION) {
+    return { throttleTimeMs: 0, errorCode: KafkaError.COORDINATOR_NOT_AVAILABLE, errorMessage: "transactions are not supported by Edgelog yet", nodeId: -1, host: "", port: -1 };
+  }
+  return { throttleTimeMs: 0, errorCode: 0, errorMessage: null, nodeId: BRIDGE_NODE_ID, host: ctx.advertisedHost, port: ctx.advertisedPort };
+}
+
+export async function handleInitProducerId(ctx: BridgeContext, req: InitProducerIdRequest): Promise<InitProducerIdResponse> {
+  if (req.transactionalId !== null) return { throttleTimeMs: 0, errorCode: KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, producerId: -1, producerEpoch: -1 };
+  try {
+    const r = await ctx.client.initProducerId();
+    return { throttleTimeMs: 0, errorCode: 0, producerId: r.producerId, producerEpoch: r.producerEpoch };
+  } catch (e) {
+    return { throttleTimeMs: 0, errorCode: kafkaErrorOf(e, "admin"), producerId: -1, producerEpoch: -1 };
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Topic administration
+// ---------------------------------------------------------------------------------------------
+
+function topicError(name: string, e: unknown): TopicResult {
+  return { name, errorCode: kafkaErrorOf(e, "admin"), errorMessage: errorMessageOf(e) };
+}
+
+export async function handleCreateTopics(ctx: BridgeContext, req: CreateTopicsRequest): Promise<{ throttleTimeMs: number; topics: TopicResult[] }> {
+  const known = req.validateOnly ? await kafkaTopics(ctx) : undefined;
+  const topics = await Promise.all(
+    req.topics.map(async (t): Promise<TopicResult> => {
+      if (!isValidKafkaTopic(t.name)) return { name: t.name, errorCode: KafkaError.INVALID_TOPIC_EXCEPTION, errorMessage: `invalid topic name ${JSON.stringify(t.name)}` };
+      if (t.assignments.length > 0 && (t.numPartitions !== -1 || t.assignments.some((a) => a.brokerIds.some((id) => id !== BRIDGE_NODE_ID)))) {
+        return { name: t.name, errorCode: KafkaError.INVALID_REPLICA_ASSIGNMENT, errorMessage: `the bridge is the only broker (node ${BRIDGE_NODE_ID})` };
+      }
+      const partitions = t.assignments.length > 0 ? t.assignments.length : t.numPartitions === -1 ? ctx.defaultPartitions : t.numPartitions;
+      const configs: Record<string, string> = {};
+      for (const c of t.configs) if (c.value !== null) configs[c.name] = c.value;
+      if (known !== undefined) {
+        // Edgelog has no dry run: check what can be checked without creating.
+        if (known.has(t.name)) return { name: t.name, errorCode: KafkaError.TOPIC_ALREADY_EXISTS, errorMessage: `topic ${t.name} already exists` };
+        if (!(Number.isInteger(partitions) && partitions >= 1)) return { name: t.name, errorCode: KafkaError.INVALID_PARTITIONS, errorMessage: `invalid partition count ${partitions}` };
+        return { name: t.name, errorCode: 0, errorMessage: null };
+      }
+      try {
+        await ctx.client.createTopic({ name: ctx.names.toEdgelog(t.name), partitions, configs });
+        return { name: t.name, errorCode: 0, errorMessage: null };
+      } catch (e) {
+        return topicError(t.name, e);
+      }
+    }),
+  );
+  return { throttleTimeMs: 0, topics };
+}
+
+export async function handleDeleteTopics(ctx: BridgeContext, req: { topicNames: string[] }): Promise<{ throttleTimeMs: number; topics: { name: string; errorCode: number }[] }> {
+  const topics = await Promise.all(
+    req.topicNames.map(async (name) => {
+      if (!isValidKafkaTopic(name)) return { name, errorCode: KafkaError.UNKNOWN_TOPIC_OR_PARTITION };
+      try {
+        await ctx.client.deleteTopic(ctx.names.toEdgelog(name));
+        return { name, errorCode: 0 };
+      } catch (e) {
+        return { name, errorCode: kafkaErrorOf(e, "admin") };
+      }
+    }),
+  );
+  return { throttleTimeMs: 0, topics };
+}
+
+export async function handleCreatePartitions(ctx: BridgeContext, req: CreatePartitionsRequest): Promise<{ throttleTimeMs: number; results: TopicResult[] }> {
+  const results = await Promise.all(
+    req.topics.map(async (t): Promise<TopicResult> => {
+      if (!isValidKafkaTopic(t.name)) return { name: t.name, errorCode: KafkaError.UNKNOWN_TOPIC_OR_PARTITION, errorMessage: null };
+      try {
+        const current = await ctx.client.describeTopic(ctx.names.toEdgelog(t.name));
+        if (t.count === current.partitions) return { name: t.name, errorCode: KafkaError.INVALID_PARTITIONS, errorMessage: `topic already has ${t.count} partitions` };
+        if (req.validateOnly) {
+          if (t.count < current.partitions) return { name: t.name, errorCode: KafkaError.INVALID_PARTITIONS, errorMessage: `the partition count can only be increased (now ${current.partitions})` };
+          return { name: t.name, errorCode: 0, errorMessage: null };
+        }
+        await ctx.client.alterTopic(ctx.names.toEdgelog(t.name), { partitions: t.count });
+        return { name: t.name, errorCode: 0, errorMessage: null };
+      } catch (e) {
+        return topicError(t.name, e);
+      }
+    }),
+  );
+  return { throttleTimeMs: 0, results };
+}
+
+/** Kafka ConfigType ids (DescribeConfigs v3+). */
+const CONFIG_TYPE = { BOOLEAN: 1, STRING: 2, INT: 3, LONG: 5, DOUBLE: 6, LIST: 7 } as const;
+const CONFIG_TYPES: Record<keyof TopicConfigs, number> = {
+  "max.message.bytes": CONFIG_TYPE.INT,
+  "message.timestamp.type": CONFIG_TYPE.STRING,
+  "retention.ms": CONFIG_TYPE.LONG,
+  "retention.bytes": CONFIG_TYPE.LONG,
+  "cleanup.policy": CONFIG_TYPE.LIST,
+  "segment.bytes": CONFIG_TYPE.INT,
+  "producer.id.expiration.ms": CONFIG_TYPE.INT,
+  "segment.ms": CONFIG_TYPE.LONG,
+  "delete.retention.ms": CONFIG_TYPE.LONG,
+  "min.compaction.lag.ms": CONFIG_TYPE.LONG,
+  "max.compaction.lag.ms": CONFIG_TYPE.LONG,
+  "min.cleanable.dirty.ratio": CONFIG_TYPE.DOUBLE,
+  "message.timestamp.before.max.ms": CONFIG_TYPE.LONG,
+  "message.timestamp.after.max.ms": CONFIG_TYPE.LONG,
+  "local.retention.ms": CONFIG_TYPE.LONG,
+  "local.retention.bytes": CONFIG_TYPE.LONG,
+  "remote.storage.enable": CONFIG_TYPE.BOOLEAN,
+};
+
+export async function handleDescribeConfigs(ctx: BridgeContext, req: DescribeConfigsRequest): Promise<{ throttleTimeMs: number; results: DescribeConfigsResult[] }> {
+  const results = await Promise.all(
+    req.resources.map(async (res): Promise<DescribeConfigsResult> => {
+      const base = { errorCode: 0, errorMessage: null, resourceType: res.resourceType, resourceName: res.resourceName, configs: [] };
+      if (res.resourceType === ResourceType.BROKER) return base; // no broker configs to show
+      if (res.resourceType !== ResourceType.TOPIC) return { ...base, errorCode: KafkaError.INVALID_REQUEST, errorMessage: `resource type ${res.resourceType} is not supported (topics only)` };
+      if (!isValidKafkaTopic(res.resourceName)) return { ...base, errorCode: KafkaError.UNKNOWN_TOPIC_OR_PARTITION, errorMessage: null };
+      try {
+        const t = await ctx.client.describeTopic(ctx.names.toEdgelog(res.resourceName));
+        const wanted = res.configurationKeys === null ? undefined : new Set(res.configurationKeys);
+        const configs = (Object.keys(t.configs) as (keyof TopicConfigs)[])
+          .filter((name) => wanted === undefined || wanted.has(name))
+          .map((name) => ({
+            name,
+            value: String(t.configs[name]),
+            readOnly: false,
+            isDefault: false,
+            configSource: ConfigSource.DYNAMIC_TOPIC_CONFIG,
+            isSensitive: false,
+            configType: CONFIG_TYPES[name] ?? 0,
+          }));
+        return { ...base, configs };
+      } catch (e) {
+        return { ...base, errorCode: kafkaErrorOf(e, "admin"), errorMessage: errorMessageOf(e) };
+      }
+    }),
+  );
+  return { throttleTimeMs: 0, results };
+}
+
+/**
+ * SET changes a topic config; DELETE resets it to Edgelog's default; APPEND / SUBTRACT (list
+ * configs) are refused. Every change of one resource is one Edgelog PATCH: all or none.
+ */
+export async function handleIncrementalAlterConfigs(
+  ctx: BridgeContext,
+  req: IncrementalAlterConfigsRequest,
+  defaults: TopicConfigs,
+): Promise<{ throttleTimeMs: number; responses: { errorCode: number; errorMessage: string | null; resourceType: number; resourceName: string }[] }> {
+  const responses = await Promise.all(
+    req.resources.map(async (res) => {
+      const base = { errorCode: 0, errorMessage: null as string | null, resourceType: res.resourceType, resourceName: res.resourceName };
+      if (res.resourceType !== ResourceType.TOPIC) return { ...base, errorCode: KafkaError.INVALID_REQUEST, errorMessage: `resource type ${res.resourceType} is not supported (topics only)` };
+      if (!isValidKafkaTopic(res.resourceName)) return { ...base, errorCode: KafkaError.UNKNOWN_TOPIC_OR_PARTITION };
+      const configs: Record<string, string | number> = {};
+      for (const c of res.configs) {
+        if (c.operation === ConfigOperation.SET && c.value !== null) configs[c.name] = c.value;
+        else if (c.operation === ConfigOperation.DELETE) {
+          const d = (defaults as unknown as Record<string, string | number>)[c.name];
+          if (d === undefined) return { ...base, errorCode: KafkaError.INVALID_CONFIG, errorMessage: `unknown config ${c.name}` };
+          configs[c.name] = d;
+        } else return { ...base, errorCode: KafkaError.INVALID_CONFIG, errorMessage: `config operation ${c.operation} on ${c.name} is not supported (SET and DELETE only)` };
+      }
+      try {
+        if (req.validateOnly) await ctx.client.describeTopic(ctx.names.toEdgelog(res.resourceName));
+        else await ctx.client.alterTopic(ctx.names.toEdgelog(res.resourceName), { configs });
+        return base;
+      } catch (e) {
+        return { ...base, errorCode: kafkaErrorOf(e, "admin"), errorMessage: errorMessageOf(e) };
+      }
+    }),
+  );
+  return { throttleTimeMs: 0, responses };
+}

@@ -1,0 +1,343 @@
+/**
+ * The Kafka bridge server: a node:net TCP server that speaks Kafka's binary protocol to
+ * unmodified Kafka clients and translates each request to Edgelog's HTTP API through the SDK
+ * client. It advertises itself as the only broker (node 0), leader of every partition and
+ * coordinator of every group; several bridges may run side by side (Edgelog is the source of
+ * truth; classic group sessions live in the bridge a member is connected to).
+ *
+ * Framing: each request is `int32 size` + `size` bytes (header + body). Per connection,
+ * answers go out in request order. Requests are processed one after the other, as a Kafka
+ * broker does, except that consecutive produce requests (a pipelining producer) run
+ * concurrently with each partition's appends still in the order they were sent, and batches
+ * that queue up behind a partition's append in flight sent together (appender.ts): a Kafka
+ * broker appends in microseconds, an Edgelog append is an HTTP round trip.
+ *
+ * Robustness (docs/KAFKA-BRIDGE.md):
+ * - an API key or version the bridge does not implement is answered with UNSUPPORTED_VERSION
+ *   (ApiVersions: its v0 answer with the supported list, KIP-511), the connection stays open;
+ * - a frame larger than `maxFrameBytes`, or a negative size, closes that connection (the stream
+ *   cannot be resynchronised; Kafka does the same);
+ * - a request body that does not decode closes that connection, as Kafka does
+ *   (InvalidRequestException);
+ * - a client that disconnects mid-request: its pending requests still complete against Edgelog
+ *   (an append that Edgelog acknowledged stays appended); the answers are dropped;
+ * - no exception thrown while serving a request escapes to the process.
+ */
+import { createServer, type Server, type Socket } from "node:net";
+import { DEFAULT_TOPIC_CONFIGS, EdgelogError } from "../../../src/protocol/index.ts";
+import { EdgelogClient } from "../client.ts";
+import { PartitionAppender } from "./appender.ts";
+import { ApiKey, SUPPORTED_APIS, isFlexible, isSupported, readRequestHeader, writeResponseHeader, type RequestHeader } from "./apis.ts";
+import { KafkaError } from "./errors.ts";
+import { ClassicGroups } from "./groups.ts";
+import {
+  handleCreatePartitions,
+  handleCreateTopics,
+  handleDeleteTopics,
+  handleDescribeConfigs,
+  handleFetch,
+  handleFindCoordinator,
+  handleIncrementalAlterConfigs,
+  handleInitProducerId,
+  handleListOffsets,
+  handleMetadata,
+  handleProduce,
+  type BridgeContext,
+} from "./handlers.ts";
+import * as core from "./messages/core.ts";
+import * as data from "./messages/data.ts";
+import * as groupMsgs from "./messages/groups.ts";
+import * as topics from "./messages/topics.ts";
+import { TopicNames } from "./names.ts";
+import { KafkaDecodeError, Reader, Writer } from "./wire.ts";
+
+/** Options of {@link KafkaBridge}. */
+export interface KafkaBridgeOptions {
+  /** Edgelog gateway URL, e.g. `http://127.0.0.1:8787` (or pass `client`). */
+  url?: string;
+  /** An SDK client to use instead of one built from `url`. */
+  client?: EdgelogClient;
+  /** Extra headers for every Edgelog request (e.g. `authorization`). */
+  headers?: Record<string, string>;
+  /** fetch implementation for Edgelog requests (tests, custom agents). @default globalThis.fetch */
+  fetch?: typeof fetch;
+  /** Interface to listen on. @default "127.0.0.1" */
+  host?: string;
+  /** TCP port; 0 picks a free one. @default 9092 */
+  port?: number;
+  /** Host answered to clients in Metadata / FindCoordinator. @default the listen host */
+  advertisedHost?: string;
+  /** Port answered to clients. @default the bound port */
+  advertisedPort?: number;
+  /** Edgelog `tenant/namespace` whose topics this bridge serves under their short names. @default "public/default" */
+  namespace?: string;
+  /**
+   * Largest request frame accepted, bytes (Kafka's socket.request.max.bytes). A larger frame
+   * closes the connection. @default 104857600 (100 MiB, Kafka's default)
+   */
+  maxFrameBytes?: number;
+  /**
+   * Create a topic on a Metadata request for it (Kafka's auto.create.topics.enable; off by
+   * default here: Edgelog topics are created explicitly). @default false
+   */
+  autoCreateTopics?: boolean;
+  /** Partitions of a topic created with num_partitions -1 or by auto-creation (Kafka's num.partitions). @default 1 */
+  defaultPartitions?: number;
+  /** Cluster id answered in Metadata. @default "edgelog" */
+  clusterId?: string;
+  /** Where connection-level problems are reported. @default console.warn */
+  log?: (message: string) => void;
+}
+
+/** Kafka's socket.request.max.bytes default. */
+export const DEFAULT_MAX_FRAME_BYTES = 100 * 1024 * 1024;
+
+/** A running bridge. */
+export class KafkaBridge {
+  readonly #server: Server;
+  readonly #ctx: BridgeContext;
+  readonly #groups: ClassicGroups;
+  readonly #maxFrameBytes: number;
+  readonly #log: (message: string) => void;
+  readonly #sockets = new Set<Socket>();
+  readonly #options: KafkaBridgeOptions;
+
+  private constructor(options: KafkaBridgeOptions) {
+    const client = options.client ?? (options.url !== undefined ? new EdgelogClient({ baseUrl: options.url, headers: options.headers, fetch: options.fetch }) : undefined);
+    if (client === undefined) throw new TypeError("KafkaBridge needs `url` or `client`");
+    this.#options = options;
+    this.#maxFrameBytes = options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES;
+    this.#log = options.log ?? ((m) => console.warn(`[kafka-bridge] ${m}`));
+    this.#ctx = {
+      client,
+      headers: { ...options.headers },
+      fetch: options.fetch ?? ((input, init) => globalThis.fetch(input, init)),
+      names: new TopicNames(options.namespace),
+      advertisedHost: options.advertisedHost ?? options.host ?? "127.0.0.1",
+      advertisedPort: options.advertisedPort ?? 0,
+      clusterId: options.clusterId ?? "edgelog",
+      autoCreateTopics: options.autoCreateTopics ?? false,
+      defaultPartitions: options.defaultPartitions ?? 1,
+    };
+    this.#groups = new ClassicGroups(this.#ctx);
+    this.#server = createServer((socket) => this.#accept(socket));
+  }
+
+  /** Starts a bridge and resolves once it listens. */
+  static async start(options: KafkaBridgeOptions): Promise<KafkaBridge> {
+    const bridge = new KafkaBridge(options);
+    await new Promise<void>((resolve, reject) => {
+      bridge.#server.once("error", reject);
+      bridge.#server.listen(options.port ?? 9092, options.host ?? "127.0.0.1", () => {
+        bridge.#server.off("error", reject);
+        resolve();
+      });
+    });
+    bridge.#server.on("error", (e) => bridge.#log(`server error: ${e.message}`));
+    if (options.advertisedPort === undefined) bridge.#ctx.advertisedPort = bridge.port;
+    return bridge;
+  }
+
+  /** The bound port. */
+  get port(): number {
+    const a = this.#server.address();
+    return typeof a === "object" && a !== null ? a.port : 0;
+  }
+
+  /** The bound host. */
+  get host(): string {
+    return this.#options.host ?? "127.0.0.1";
+  }
+
+  /** Stops accepting, closes every connection and the classic group sessions' timers. */
+  async close(): Promise<void> {
+    for (const s of this.#sockets) s.destroy();
+    this.#groups.close();
+    await new Promise<void>((resolve) => this.#server.close(() => resolve()));
+  }
+
+  #accept(socket: Socket): void {
+    this.#sockets.add(socket);
+    socket.setNoDelay(true);
+    let buffered: Buffer[] = [];
+    let bufferedBytes = 0;
+    let allDone: Promise<unknown> = Promise.resolve();
+    let lastNonProduce: Promise<unknown> = Promise.resolve();
+    let written: Promise<void> = Promise.resolve();
+    const appender = new PartitionAppender(async (topic, partition, body, acks) => {
+      if (acks === 0) {
+        await this.#ctx.client.produceBatch(topic, partition, body, { acks: 0 });
+        return null;
+      }
+      return this.#ctx.client.produceBatchSummary(topic, partition, body, { acks });
+    });
+    let closed = false;
+    const drop = (why: string): void => {
+      if (closed) return;
+      closed = true;
+      this.#log(`closing connection from ${socket.remoteAddress}:${socket.remotePort}: ${why}`);
+      socket.destroy();
+    };
+    socket.on("close", () => {
+      closed = true;
+      this.#sockets.delete(socket);
+    });
+    socket.on("error", () => {
+      closed = true; // ECONNRESET and the like: the close event follows
+    });
+    // Chunks are kept as they arrive and joined once per frame (joining on every chunk would
+    // copy a large frame once per 64 KiB read).
+    let frameBytes = -1;
+    socket.on("data", (chunk: Buffer) => {
+      if (closed) return;
+      buffered.push(chunk);
+      bufferedBytes += chunk.length;
+      for (;;) {
+        if (frameBytes < 0) {
+          if (bufferedBytes < 4) return;
+          if (buffered[0]!.length < 4) buffered = [Buffer.concat(buffered, bufferedBytes)];
+          const size = buffered[0]!.readInt32BE(0);
+          if (size < 8 || size > this.#maxFrameBytes) {
+            drop(size < 8 ? `invalid frame size ${size}` : `frame of ${size} bytes exceeds maxFrameBytes ${this.#maxFrameBytes}`);
+            return;
+          }
+          frameBytes = size;
+        }
+        if (bufferedBytes < 4 + frameBytes) return;
+        const all = buffered.length === 1 ? buffered[0]! : Buffer.concat(buffered, bufferedBytes);
+        const frame = new Uint8Array(all.buffer, all.byteOffset + 4, frameBytes);
+        const rest = all.subarray(4 + frameBytes);
+        buffered = rest.length > 0 ? [rest] : [];
+        bufferedBytes = rest.length;
+        frameBytes = -1;
+        // Produce requests start as soon as every earlier non-produce request is done (their
+        // appends are ordered per partition by the appender); any other request waits for
+        // everything before it. Answers go out in request order.
+        const isProduce = frame.length >= 2 && frame[0] === 0 && frame[1] === ApiKey.Produce;
+        const work = (isProduce ? lastNonProduce : allDone).then(() =>
+          this.#serve(frame, appender).catch((e: unknown) => {
+            drop(e instanceof KafkaDecodeError ? `malformed request: ${e.message}` : e instanceof EdgelogError ? `Edgelog ${e.code}: ${e.message}` : `internal error: ${(e as Error).stack ?? e}`);
+            return null;
+          }),
+        );
+        // (resolved to undefined: a chain of resolved values would keep every answer alive)
+        allDone = Promise.all([allDone, work]).then(() => undefined);
+        if (!isProduce) lastNonProduce = work.then(() => undefined);
+        written = Promise.all([written, work]).then(([, answer]) => {
+          if (answer !== null && !closed) socket.write(answer);
+        });
+      }
+    });
+  }
+
+  /** Serves one request frame; resolves to the answer frame (size prefix included) or null (no answer). */
+  async #serve(frame: Uint8Array, appender: PartitionAppender): Promise<Uint8Array | null> {
+    const r = new Reader(frame);
+    const header = readRequestHeader(r);
+    const w = new Writer(1024);
+    w.int32(0); // size, patched below
+    writeResponseHeader(w, header);
+    const body = await this.#dispatch(header, r, w, appender);
+    if (body === "no-answer") return null;
+    const out = w.finish();
+    new DataView(out.buffer, out.byteOffset, out.byteLength).setInt32(0, out.length - 4);
+    return out;
+  }
+
+  async #dispatch(header: RequestHeader, r: Reader, w: Writer, appender: PartitionAppender): Promise<"answered" | "no-answer"> {
+    const v = header.apiVersion;
+    const flex = isFlexible(header.apiKey, v);
+    const ctx = this.#ctx;
+    if (header.apiKey === ApiKey.ApiVersions) {
+      if (!isSupported(header.apiKey, v)) {
+        // KIP-511: a version we do not know gets the v0 answer, so the client can pick one.
+        core.encodeApiVersionsResponse(w, 0, { errorCode: KafkaError.UNSUPPORTED_VERSION, apiKeys: Object.values(SUPPORTED_APIS), throttleTimeMs: 0 });
+        return "answered";
+      }
+      core.decodeApiVersionsRequest(r, v);
+      core.encodeApiVersionsResponse(w, v, { errorCode: 0, apiKeys: Object.values(SUPPORTED_APIS), throttleTimeMs: 0 });
+      return "answered";
+    }
+    if (!isSupported(header.apiKey, v)) {
+      // No schema to answer in: the error code right after the header is where most
+      // responses' first int16 is, and every client gets an answer instead of a hang.
+      w.int16(KafkaError.UNSUPPORTED_VERSION);
+      return "answered";
+    }
+    switch (header.apiKey) {
+      case ApiKey.Metadata:
+        core.encodeMetadataResponse(w, v, flex, await handleMetadata(ctx, core.decodeMetadataRequest(r, v, flex)));
+        break;
+      case ApiKey.Produce: {
+        const req = data.decodeProduceRequest(r, v, flex);
+        const res = await handleProduce(ctx, req, appender);
+        if (req.acks === 0) return "no-answer";
+        data.encodeProduceResponse(w, v, flex, res);
+        break;
+      }
+      case ApiKey.Fetch:
+        data.encodeFetchResponse(w, v, flex, await handleFetch(ctx, data.decodeFetchRequest(r, v, flex)));
+        break;
+      case ApiKey.ListOffsets:
+        core.encodeListOffsetsResponse(w, v, flex, await handleListOffsets(ctx, core.decodeListOffsetsRequest(r, v, flex)));
+        break;
+      case ApiKey.FindCoordinator:
+        core.encodeFindCoordinatorResponse(w, v, flex, handleFindCoordinator(ctx, core.decodeFindCoordinatorRequest(r, v, flex)));
+        break;
+      case ApiKey.InitProducerId:
+        core.encodeInitProducerIdResponse(w, v, flex, await handleInitProducerId(ctx, core.decodeInitProducerIdRequest(r, v, flex)));
+        break;
+      case ApiKey.CreateTopics:
+        topics.encodeCreateTopicsResponse(w, v, flex, await handleCreateTopics(ctx, topics.decodeCreateTopicsRequest(r, v, flex)));
+        break;
+      case ApiKey.DeleteTopics:
+        topics.encodeDeleteTopicsResponse(w, v, flex, await handleDeleteTopics(ctx, topics.decodeDeleteTopicsRequest(r, v, flex)));
+        break;
+      case ApiKey.CreatePartitions:
+        topics.encodeCreatePartitionsResponse(w, v, flex, await handleCreatePartitions(ctx, topics.decodeCreatePartitionsRequest(r, v, flex)));
+        break;
+      case ApiKey.DescribeConfigs:
+        topics.encodeDescribeConfigsResponse(w, v, flex, await handleDescribeConfigs(ctx, topics.decodeDescribeConfigsRequest(r, v, flex)));
+        break;
+      case ApiKey.IncrementalAlterConfigs:
+        topics.encodeIncrementalAlterConfigsResponse(w, v, flex, await handleIncrementalAlterConfigs(ctx, topics.decodeIncrementalAlterConfigsRequest(r, v, flex), DEFAULT_TOPIC_CONFIGS));
+        break;
+      case ApiKey.JoinGroup:
+        groupMsgs.encodeJoinGroupResponse(w, v, flex, await this.#groups.join(groupMsgs.decodeJoinGroupRequest(r, v, flex), header.clientId));
+        break;
+      case ApiKey.SyncGroup:
+        groupMsgs.encodeSyncGroupResponse(w, v, flex, await this.#groups.sync(groupMsgs.decodeSyncGroupRequest(r, v, flex)));
+        break;
+      case ApiKey.Heartbeat:
+        groupMsgs.encodeHeartbeatResponse(w, v, flex, await this.#groups.heartbeat(groupMsgs.decodeHeartbeatRequest(r, v, flex)));
+        break;
+      case ApiKey.LeaveGroup:
+        groupMsgs.encodeLeaveGroupResponse(w, v, flex, await this.#groups.leave(groupMsgs.decodeLeaveGroupRequest(r, v, flex)));
+        break;
+      case ApiKey.OffsetCommit:
+        groupMsgs.encodeOffsetCommitResponse(w, v, flex, await this.#groups.commit(groupMsgs.decodeOffsetCommitRequest(r, v, flex)));
+        break;
+      case ApiKey.OffsetFetch:
+        groupMsgs.encodeOffsetFetchResponse(w, v, flex, await this.#groups.fetchOffsets(groupMsgs.decodeOffsetFetchRequest(r, v, flex)));
+        break;
+      case ApiKey.ListGroups:
+        groupMsgs.decodeListGroupsRequest(r, v, flex);
+        groupMsgs.encodeListGroupsResponse(w, v, flex, await this.#groups.list());
+        break;
+      case ApiKey.DescribeGroups:
+        groupMsgs.encodeDescribeGroupsResponse(w, v, flex, await this.#groups.describe(groupMsgs.decodeDescribeGroupsRequest(r, v, flex)));
+        break;
+      case ApiKey.DeleteGroups:
+        groupMsgs.encodeDeleteGroupsResponse(w, v, flex, await this.#groups.delete(groupMsgs.decodeDeleteGroupsRequest(r, v, flex)));
+        break;
+      default:
+        w.int16(KafkaError.UNSUPPORTED_VERSION);
+    }
+    return "answered";
+  }
+}
+
+/** Starts a Kafka bridge (see {@link KafkaBridgeOptions}). */
+export function startKafkaBridge(options: KafkaBridgeOptions): Promise<KafkaBridge> {
+  return KafkaBridge.start(options);
+}

@@ -1,0 +1,47 @@
+/**
+ * The per-isolate cache of the cluster's security metadata (ACLs, SCRAM user generations,
+ * quota configs): one MetadataDO call per {@link SECURITY_CACHE_TTL_MS} per isolate.
+ *
+ * Staleness bound (docs/SECURITY.md): a change made through one isolate applies there at once
+ * (the admin routes invalidate this cache); other isolates see it within
+ * SECURITY_CACHE_TTL_MS. A failed refresh is answered UNAVAILABLE (fail closed), never by
+ * serving without ACLs.
+ */
+import { AclIndex } from "./authorizer.ts";
+import { securityStore, type SecuritySnapshot } from "./store.ts";
+import { toEdgelogError } from "../protocol/errors.ts";
+
+/** Longest time an isolate serves ACLs, users and quotas without re-reading them. */
+export const SECURITY_CACHE_TTL_MS = 5_000;
+
+export interface CachedSecurity {
+  snapshot: SecuritySnapshot;
+  acls: AclIndex;
+  fetchedAtMs: number;
+}
+
+let current: CachedSecurity | null = null;
+let inflight: Promise<CachedSecurity> | null = null;
+
+export async function securitySnapshot<T extends Rpc.DurableObjectBranded | undefined>(ns: DurableObjectNamespace<T>, nowMs = Date.now()): Promise<CachedSecurity> {
+  if (current !== null && nowMs - current.fetchedAtMs < SECURITY_CACHE_TTL_MS) return current;
+  if (inflight === null) {
+    const started = Date.now();
+    inflight = (async () => {
+      try {
+        const r = await securityStore(ns).securitySnapshot();
+        if (!r.ok) throw toEdgelogError(r);
+        current = { snapshot: r.snapshot, acls: new AclIndex(r.snapshot.acls), fetchedAtMs: started };
+        return current;
+      } finally {
+        inflight = null;
+      }
+    })();
+  }
+  return inflight;
+}
+
+/** Forgets the snapshot: the next request re-reads it (after an admin change through this isolate). */
+export function invalidateSecurityCache(): void {
+  current = null;
+}

@@ -1,0 +1,322 @@
+/**
+ * Log compaction (`cleanup.policy` compact or compact,delete), pure: keep the latest record of
+ * each key, offsets unchanged (the log gets gaps), tombstones kept for delete.retention.ms, the
+ * active segment never touched. Kafka's LogCleaner / LogCleanerManager, as a restartable state
+ * machine that runs in bounded alarm slices.
+ *
+ * A pass, as Kafka's cleaner:
+ * 1. decide ({@link planCompactionPass}): the cleanable range ends at the first uncleanable
+ *    offset (the active segment, the high watermark / last stable offset, a segment younger than
+ *    min.compaction.lag.ms); the dirty part starts at the clean offset left by the last pass. Run
+ *    when dirty / (clean + dirty) >= min.cleanable.dirty.ratio, when the oldest dirty segment is
+ *    older than max.compaction.lag.ms (KIP-354), or when a kept tombstone has expired;
+ * 2. map: read the dirty batches and record each key's latest offset (the "offset map"),
+ *    at most `maxMapKeys` keys (a full map ends the pass early, as Kafka's dedupe buffer does);
+ * 3. rewrite: read every batch from the log start to the end of the pass and keep a record iff it
+ *    is the latest of its key and not an expired tombstone; emit `rewriteBatch` / `dropBatch`.
+ *
+ * Crash safety: every step returns its commands and a checkpoint, committed in one transaction by
+ * the room (the batch rewrites, the key-map rows of `seg_clean_keys`, the checkpoint row). A crash
+ * between steps restarts from the last checkpoint ({@link restoreCompaction}) and redoes at most
+ * one slice, and ends in the same log as a run without the crash. Every command is also
+ * idempotent (a rewrite keeps a subset of what is there; a map put sets the same value), so even a
+ * slice whose writes landed without its checkpoint loses and duplicates nothing when replayed (the
+ * pass may then end at another offset: the key map holds the replayed keys).
+ */
+import type { LogBounds } from "../partition/core.ts";
+import { segmentEnd, type SegmentRow } from "./segments.ts";
+
+/** Compaction settings of a topic (Kafka's names). */
+export interface CompactionConfig {
+  /** `cleanup.policy` includes `compact`. */
+  compact: boolean;
+  /** `delete.retention.ms`: a tombstone stays readable this long after its segment's last append. */
+  deleteRetentionMs: number;
+  /** `min.compaction.lag.ms`: a segment whose max timestamp is younger is not cleaned. */
+  minCompactionLagMs: number;
+  /** `max.compaction.lag.ms`: a dirty segment older than this (first append) forces a pass. */
+  maxCompactionLagMs: number;
+  /** `min.cleanable.dirty.ratio` in [0, 1]. */
+  minCleanableDirtyRatio: number;
+}
+
+/** A record as the cleaner sees it; the shell decodes batches into these. */
+export interface CompactionRecord {
+  offset: number;
+  /** Key identity (bytes mapped 1:1 to a string by {@link keyId}), or null for no key. */
+  key: string | null;
+  /** Value is null: a tombstone. An empty value is not a tombstone. */
+  tombstone: boolean;
+}
+
+/** A stored batch with its records (offset order, offsets within [baseOffset, lastOffset]). */
+export interface CompactionBatch {
+  baseOffset: number;
+  lastOffset: number;
+  records: readonly CompactionRecord[];
+}
+
+/** Maps key bytes to a string 1:1 (one char per byte), for the key map. */
+export function keyId(key: Uint8Array): string {
+  let s = "";
+  for (let i = 0; i < key.length; i += 8192) s += String.fromCharCode(...key.subarray(i, i + 8192));
+  return s;
+}
+
+/** What a pass remembers of a segment it cleans: its range and the tombstone anchor. */
+export interface PassSegment {
+  baseOffset: number;
+  /** Exclusive end of the segment's range. */
+  end: number;
+  lastAppendMs: number;
+}
+
+/** One pass, fixed when it starts. */
+export interface CompactionPass {
+  /** nowMs when the pass started: tombstone expiry is judged at this time for the whole pass. */
+  startedMs: number;
+  /** First dirty offset: records from here on are mapped. */
+  dirtyFrom: number;
+  /** First uncleanable offset (exclusive end of the pass); may shrink when the key map fills up. */
+  end: number;
+  /** The closed segments the pass covers, offset order. */
+  segments: PassSegment[];
+  /** Earliest expiry (ms) of the tombstones this pass kept so far, or null. */
+  tombstoneExpiryMs: number | null;
+}
+
+/**
+ * The persisted part of the cleaner's state (the checkpoint row): everything but the key map,
+ * which is persisted as rows (`seg_clean_keys`) through {@link CompactionCommand} `keys`.
+ */
+export type CompactionCheckpoint =
+  /** Between passes. Below `cleanOffset` the log was compacted by a finished pass. */
+  | { phase: "idle"; cleanOffset: number; tombstoneExpiryMs: number | null }
+  /** Mapping: the batches with lastOffset >= cursor and baseOffset < pass.end are still to read. */
+  | { phase: "map"; cleanOffset: number; pass: CompactionPass; cursor: number }
+  /** Rewriting: the batches with lastOffset >= cursor and baseOffset < pass.end are still to rewrite. */
+  | { phase: "rewrite"; cleanOffset: number; pass: CompactionPass; cursor: number };
+
+/** The cleaner's state in memory: the checkpoint plus the key map (key -> latest dirty offset). */
+export type CompactionState = CompactionCheckpoint & { latest: ReadonlyMap<string, number> };
+
+export const INITIAL_COMPACTION_STATE: CompactionState = { phase: "idle", cleanOffset: 0, tombstoneExpiryMs: null, latest: new Map() };
+
+/**
+ * A write the room applies inside one transaction with the step's other commands. A batch command
+ * naming a batch that is no longer stored (retention or deleteRecords removed it since the slice
+ * was read) is a no-op.
+ */
+export type CompactionCommand =
+  /** Keep only the records at `keep` in batch `baseOffset`; its base and last offsets stay. */
+  | { kind: "rewriteBatch"; baseOffset: number; keep: number[] }
+  /** Delete batch `baseOffset`: none of its records is kept. */
+  | { kind: "dropBatch"; baseOffset: number }
+  /** Upsert rows of the key map. */
+  | { kind: "keys"; put: [string, number][] }
+  /** Delete every row of the key map (a pass ended or was abandoned). */
+  | { kind: "keysClear" }
+  /** Replace the checkpoint row. Always the last command of a step. */
+  | { kind: "checkpoint"; checkpoint: CompactionCheckpoint };
+
+export interface CompactionStepResult {
+  state: CompactionState;
+  commands: CompactionCommand[];
+}
+
+/** Rebuilds the in-memory state after a restart from the checkpoint row and the key-map rows. */
+export function restoreCompaction(checkpoint: CompactionCheckpoint, keys: Iterable<readonly [string, number]>): CompactionState {
+  return { ...structuredClone(checkpoint), latest: checkpoint.phase === "idle" ? new Map() : new Map(keys) };
+}
+
+/** The persisted part of `state`. */
+export function checkpointOf(state: CompactionState): CompactionCheckpoint {
+  const { latest: _latest, ...checkpoint } = state;
+  return structuredClone(checkpoint);
+}
+
+export type CompactionDecision =
+  | { run: true; reason: "dirty-ratio" | "max-compaction-lag" | "tombstone-expiry"; pass: CompactionPass; dirtyRatio: number }
+  | { run: false; reason: "not-compacted" | "busy" | "nothing-cleanable" | "below-ratio"; dirtyRatio: number };
+
+export interface CompactionInput {
+  segments: readonly SegmentRow[];
+  bounds: LogBounds;
+  /** Last stable offset when transactions exist (records at or above are not cleaned), else null. */
+  lastStableOffset: number | null;
+  nowMs: number;
+}
+
+/**
+ * Decides whether a pass starts now and over what range (Kafka's LogCleanerManager
+ * grabFilthiestCompactedLog and cleanableOffsets). Only closed segments that end at or below
+ * min(highWatermark, lastStableOffset) and whose max timestamp is at least min.compaction.lag.ms
+ * old are cleanable; the first that is not ends the range. Segments marked `deleting` are ignored.
+ * Bytes are the segments' current sizes: clean = cleanable bytes below the clean offset, dirty =
+ * cleanable bytes at or above it.
+ */
+export function planCompactionPass(state: CompactionState, input: CompactionInput, cfg: CompactionConfig): CompactionDecision {
+  if (!cfg.compact) return { run: false, reason: "not-compacted", dirtyRatio: 0 };
+  if (state.phase !== "idle") return { run: false, reason: "busy", dirtyRatio: 0 };
+  const { segments, bounds, nowMs } = input;
+  const limit = Math.min(bounds.highWatermark, input.lastStableOffset ?? Number.POSITIVE_INFINITY);
+  const dirtyFrom = Math.max(state.cleanOffset, bounds.logStartOffset);
+  const passSegments: PassSegment[] = [];
+  let clean = 0;
+  let dirty = 0;
+  let firstDirty: SegmentRow | null = null;
+  for (let i = 0; i < segments.length; i++) {
+    const seg = segments[i]!;
+    if (seg.remote === "deleting") continue;
+    const end = segmentEnd(segments, i, bounds.logEndOffset);
+    if (end <= bounds.logStartOffset) continue;
+    if (!seg.closed || end > limit || nowMs - seg.maxTimestamp < cfg.minCompactionLagMs) break;
+    passSegments.push({ baseOffset: seg.baseOffset, end, lastAppendMs: seg.lastAppendMs });
+    if (end <= dirtyFrom) clean += seg.bytes;
+    else {
+      dirty += seg.bytes;
+      firstDirty ??= seg;
+    }
+  }
+  const dirtyRatio = clean + dirty === 0 ? 0 : dirty / (clean + dirty);
+  const last = passSegments[passSegments.length - 1];
+  if (last === undefined) return { run: false, reason: "nothing-cleanable", dirtyRatio };
+  // The pass never reaches past the cleanable range, even when an earlier pass cleaned further
+  // (min.compaction.lag.ms was raised since): then nothing is dirty and only expired tombstones go.
+  const pass: CompactionPass = { startedMs: nowMs, dirtyFrom, end: last.end, segments: passSegments, tombstoneExpiryMs: null };
+  if (firstDirty !== null && nowMs - firstDirty.firstAppendMs > cfg.maxCompactionLagMs) return { run: true, reason: "max-compaction-lag", pass, dirtyRatio };
+  if (dirty > 0 && dirtyRatio >= cfg.minCleanableDirtyRatio) return { run: true, reason: "dirty-ratio", pass, dirtyRatio };
+  if (state.tombstoneExpiryMs !== null && state.tombstoneExpiryMs <= nowMs) return { run: true, reason: "tombstone-expiry", pass, dirtyRatio };
+  return { run: false, reason: "below-ratio", dirtyRatio };
+}
+
+/** Starts `pass` from an idle state: the map phase, reading from the first dirty offset. */
+export function startCompaction(state: CompactionState, pass: CompactionPass): CompactionStepResult {
+  if (state.phase !== "idle") throw new Error(`a compaction pass is already running (${state.phase})`);
+  const next: CompactionState = { phase: "map", cleanOffset: state.cleanOffset, pass: structuredClone(pass), cursor: pass.dirtyFrom, latest: new Map() };
+  return { state: next, commands: [{ kind: "keysClear" }, { kind: "checkpoint", checkpoint: checkpointOf(next) }] };
+}
+
+/** Abandons a running pass (the topic stopped being compacted, or was truncated past it); nothing is lost. */
+export function abortCompaction(state: CompactionState): CompactionStepResult {
+  const next: CompactionState = { phase: "idle", cleanOffset: state.cleanOffset, tombstoneExpiryMs: state.phase === "idle" ? state.tombstoneExpiryMs : null, latest: new Map() };
+  return { state: next, commands: [{ kind: "keysClear" }, { kind: "checkpoint", checkpoint: checkpointOf(next) }] };
+}
+
+/**
+ * The batches the next step reads: those with lastOffset >= `from` and baseOffset < `end`, offset
+ * order, at most what one slice may decode; null when idle.
+ */
+export function compactionReadRange(state: CompactionState): { from: number; end: number } | null {
+  return state.phase === "idle" ? null : { from: state.cursor, end: state.pass.end };
+}
+
+/** Input of one step: the batches of {@link compactionReadRange}, and whether that was all of them. */
+export interface CompactionSlice {
+  batches: readonly CompactionBatch[];
+  /** True when the shell read every batch left in the range (fewer than its slice limit). */
+  exhausted: boolean;
+}
+
+export interface CompactionLimits {
+  /** Key map capacity: a pass maps at most this many keys plus one batch's (Kafka: the dedupe buffer). */
+  maxMapKeys: number;
+}
+
+/**
+ * One bounded step of a running pass: state + slice -> next state + commands (the last one is the
+ * checkpoint). From idle it does nothing.
+ * @throws Error when the slice is not in offset order after the cursor (a bug in the caller).
+ */
+export function compactionStep(state: CompactionState, slice: CompactionSlice, cfg: CompactionConfig, limits: CompactionLimits): CompactionStepResult {
+  if (state.phase === "idle") return { state, commands: [] };
+  let prev = state.cursor - 1;
+  for (const b of slice.batches) {
+    if (b.lastOffset <= prev || b.baseOffset >= state.pass.end || b.lastOffset < b.baseOffset) {
+      throw new Error(`compaction slice out of order: batch [${b.baseOffset}, ${b.lastOffset}] after ${prev} (end ${state.pass.end})`);
+    }
+    prev = b.lastOffset;
+  }
+  return state.phase === "map" ? mapStep(state, slice, limits) : rewriteStep(state, slice, cfg);
+}
+
+function mapStep(state: CompactionState & { phase: "map" }, slice: CompactionSlice, limits: CompactionLimits): CompactionStepResult {
+  const latest = new Map(state.latest);
+  const put = new Map<string, number>();
+  const pass = { ...state.pass };
+  let cursor = state.cursor;
+  let full = false;
+  for (const b of slice.batches) {
+    if (latest.size >= limits.maxMapKeys && cursor > pass.dirtyFrom) {
+      // The map is full: this pass ends before this batch; the next pass starts here.
+      pass.end = Math.max(b.baseOffset, pass.dirtyFrom);
+      full = true;
+      break;
+    }
+    for (const r of b.records) {
+      if (r.offset < pass.dirtyFrom || r.offset >= pass.end || r.key === null) continue;
+      latest.set(r.key, r.offset);
+      put.set(r.key, r.offset);
+    }
+    cursor = b.lastOffset + 1;
+  }
+  const commands: CompactionCommand[] = put.size > 0 ? [{ kind: "keys", put: [...put] }] : [];
+  const next: CompactionState =
+    full || slice.exhausted
+      ? { phase: "rewrite", cleanOffset: state.cleanOffset, pass, cursor: 0, latest }
+      : { phase: "map", cleanOffset: state.cleanOffset, pass, cursor, latest };
+  commands.push({ kind: "checkpoint", checkpoint: checkpointOf(next) });
+  return { state: next, commands };
+}
+
+/** The segment of the pass holding `offset`, or undefined. */
+function passSegmentAt(pass: CompactionPass, offset: number): PassSegment | undefined {
+  for (const s of pass.segments) if (offset >= s.baseOffset && offset < s.end) return s;
+  return undefined;
+}
+
+function rewriteStep(state: CompactionState & { phase: "rewrite" }, slice: CompactionSlice, cfg: CompactionConfig): CompactionStepResult {
+  const pass = { ...state.pass };
+  const commands: CompactionCommand[] = [];
+  let cursor = state.cursor;
+  for (const b of slice.batches) {
+    const keep: number[] = [];
+    for (const r of b.records) {
+      if (keepRecord(r, pass, state.latest, cfg)) keep.push(r.offset);
+    }
+    if (keep.length === 0) commands.push({ kind: "dropBatch", baseOffset: b.baseOffset });
+    else if (keep.length < b.records.length) commands.push({ kind: "rewriteBatch", baseOffset: b.baseOffset, keep });
+    cursor = b.lastOffset + 1;
+  }
+  if (slice.exhausted) {
+    const next: CompactionState = { phase: "idle", cleanOffset: Math.max(state.cleanOffset, pass.end), tombstoneExpiryMs: pass.tombstoneExpiryMs, latest: new Map() };
+    commands.push({ kind: "keysClear" }, { kind: "checkpoint", checkpoint: checkpointOf(next) });
+    return { state: next, commands };
+  }
+  const next: CompactionState = { phase: "rewrite", cleanOffset: state.cleanOffset, pass, cursor, latest: state.latest };
+  commands.push({ kind: "checkpoint", checkpoint: checkpointOf(next) });
+  return { state: next, commands };
+}
+
+/**
+ * The cleaner's rule for one record of the pass range (Kafka's LogCleaner.shouldRetainRecord):
+ * - past the pass end: kept (not this pass's business);
+ * - no key: dropped (Kafka's cleaner discards keyless records of a compacted log);
+ * - a later offset of the same key was mapped: dropped;
+ * - a tombstone whose segment's last append is delete.retention.ms before the pass start: dropped;
+ * - otherwise kept (a kept tombstone updates the pass's next expiry time).
+ * Mutates `pass.tombstoneExpiryMs`.
+ */
+function keepRecord(r: CompactionRecord, pass: CompactionPass, latest: ReadonlyMap<string, number>, cfg: CompactionConfig): boolean {
+  if (r.offset >= pass.end) return true;
+  if (r.key === null) return false;
+  const newest = latest.get(r.key);
+  if (newest !== undefined && newest > r.offset) return false;
+  if (!r.tombstone) return true;
+  const seg = passSegmentAt(pass, r.offset);
+  if (seg === undefined) return true;
+  const expiryMs = seg.lastAppendMs + cfg.deleteRetentionMs;
+  if (expiryMs <= pass.startedMs) return false;
+  pass.tombstoneExpiryMs = pass.tombstoneExpiryMs === null ? expiryMs : Math.min(pass.tombstoneExpiryMs, expiryMs);
+  return true;
+}

@@ -1,0 +1,81 @@
+/**
+ * Public API of the storage lifecycle's pure core (docs/LIFECYCLE.md): segment plan, retention and
+ * deleteRecords, produce-time checks, compaction, reads over gaps, tiered storage. No I/O, no clock
+ * (`nowMs` is passed in), no Workers imports: it imports only src/protocol, src/codec and
+ * src/partition/core.ts (test/unit/lifecycle-layering.test.ts). The lifecycle room of the
+ * partition Durable Object is its shell.
+ */
+
+// ---- segments ----
+export { applySegmentCommand, checkSegmentIndex, migrateSlice, planIdleRoll, planSegmentAppend, rollReason, segmentAt, segmentEnd } from "./segments.ts";
+export type { BatchMeta, RemoteState, RollConfig, RollReason, SegmentCommand, SegmentLocation, SegmentRow } from "./segments.ts";
+
+// ---- retention and deleteRecords ----
+export { planDeleteRecords, planRetention, planTruncateSlice, truncationTarget } from "./retention.ts";
+export type { DeleteRecordsPlan, RetentionConfig, RetentionInput, RetentionPlan, RetentionReason, SliceLimits, StoredBatchSpan, TruncateCommand, TruncateSlice } from "./retention.ts";
+
+// ---- produce-time checks ----
+export { checkCompactedKeys, checkTimestampBounds } from "./produce-checks.ts";
+export type { TimestampBounds } from "./produce-checks.ts";
+
+// ---- compaction ----
+export {
+  INITIAL_COMPACTION_STATE,
+  abortCompaction,
+  checkpointOf,
+  compactionReadRange,
+  compactionStep,
+  keyId,
+  planCompactionPass,
+  restoreCompaction,
+  startCompaction,
+} from "./compaction.ts";
+export type {
+  CompactionBatch,
+  CompactionCheckpoint,
+  CompactionCommand,
+  CompactionConfig,
+  CompactionDecision,
+  CompactionInput,
+  CompactionLimits,
+  CompactionPass,
+  CompactionRecord,
+  CompactionSlice,
+  CompactionState,
+  CompactionStepResult,
+  PassSegment,
+} from "./compaction.ts";
+
+// ---- the bytes of a rewritten (compacted) batch ----
+export { rewriteStoredBatch } from "./batch-rewrite.ts";
+
+// ---- reads over gaps ----
+export { nextFetchOffset, visibleRecords } from "./reads.ts";
+export type { ReadOutcome } from "./reads.ts";
+
+// ---- tiered storage ----
+export {
+  SEGMENT_HEADER_BYTES,
+  SEGMENT_INDEX_ENTRY_BYTES,
+  SEGMENT_OBJECT_MAGIC,
+  SEGMENT_OBJECT_VERSION,
+  SegmentObjectError,
+  completeRemoteDelete,
+  completeUpload,
+  decodeSegmentHeader,
+  decodeSegmentIndex,
+  decodeSegmentObject,
+  encodeSegmentObject,
+  localStartOffset,
+  lookupSegmentRange,
+  planTiering,
+  readSource,
+  resolveLocalRetention,
+  segmentIndexRange,
+  segmentObjectKey,
+} from "./tiered.ts";
+export type { ReadSource, RemoteEffect, SegmentIndexEntry, SegmentObjectHeader, TieringConfig, TieringInput, TieringPlan } from "./tiered.ts";
+
+// ---- configs ----
+export { lifecycleConfig } from "./config.ts";
+export type { LifecycleConfig } from "./config.ts";
