@@ -135,13 +135,15 @@ export class MetadataDO extends SqliteDurableObject<Env> implements TopicMetadat
             partitions: current.partitions,
           });
         }
-        const configsChanged = JSON.stringify(configs) !== JSON.stringify(current.configs);
+        // A PATCH that names configs pushes them even when the row already holds them: after a
+        // push that failed (below, once the row was written) the same PATCH again is the repair.
+        const pushConfigs = req.configs !== undefined || JSON.stringify(configs) !== JSON.stringify(current.configs);
         // New partitions first (unreachable until the row says they exist), then the row, then
         // the configs of the existing partitions. A failure in the last step is answered as an
         // error; repeating the same PATCH pushes again (updateConfigs is idempotent).
         await this.#initPartitions(full, current.topicId, current.partitions, partitions, configs);
         this.sql.run("UPDATE topics SET partitions = ?, configs = ? WHERE name = ?", partitions, JSON.stringify(configs), full);
-        if (configsChanged) {
+        if (pushConfigs) {
           const results = await Promise.all(range(0, current.partitions).map((p) => partitionStub(this.env.PARTITION, current.topicId, p).updateConfigs(configs)));
           const failed = results.find((r) => !r.ok);
           if (failed !== undefined) return failed;
