@@ -62,7 +62,7 @@ type Fetched = { records: { offset: number; value: string }[]; nextOffset: numbe
 
 async function values(base: string, topic: string, partition: number): Promise<string[]> {
   const f = await json<Fetched>(call(base, "GET", `/v1/topics/${topic}/partitions/${partition}/records?offset=0&maxRecords=10000`));
-  f.records.forEach((r, i) => expect(r.offset).toBe(i));
+  expect(f.records.map((r) => r.offset)).toEqual(f.records.map((_, i) => i));
   return f.records.map((r) => r.value);
 }
 
@@ -125,7 +125,7 @@ describe("upgrade from the code before rooms (real dev server, same persist dir)
     expect(await read.text()).toBe("v0;v1;v2;v3;");
 
     const offsets = await json<{ partitions: { topic: string; partition: number; committedOffset: number | null; metadata: string | null }[] }>(call(base, "GET", "/v1/groups/up-g/offsets"));
-    const byPartition = new Map(offsets.partitions.map((p) => [`${p.topic}/${p.partition}`, [p.committedOffset, p.metadata]] as const));
+    const byPartition = new Map<string, [number | null, string | null]>(offsets.partitions.map((p) => [`${p.topic}/${p.partition}`, [p.committedOffset, p.metadata]]));
     expect(byPartition.get("public/default/up-plain/0"), JSON.stringify(offsets)).toEqual([7, "m"]);
     expect(byPartition.get("public/default/up-plain/1"), JSON.stringify(offsets)).toEqual([3, ""]);
 
