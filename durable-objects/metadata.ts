@@ -153,12 +153,12 @@ export class MetadataDO extends SqliteDurableObject<Env> implements TopicMetadat
     });
   }
 
-  deleteTopic(name: string): Promise<RpcResult<object>> {
+  deleteTopic(name: string, topicId?: string): Promise<RpcResult<object>> {
     return expected(() => {
       const full = parseTopicName(name).full;
       return this.#serial(async () => {
         const row = this.#row(full);
-        if (row === undefined) return unknownTopic(full);
+        if (row === undefined || (topicId !== undefined && row.topic_id !== topicId)) return unknownTopic(full);
         // Row first: from here on no gateway can resolve the topic (beyond its cache bound),
         // then each partition deletes its storage and refuses later calls.
         this.sql.run("DELETE FROM topics WHERE name = ?", full);
