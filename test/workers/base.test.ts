@@ -181,6 +181,25 @@ suite("legacy adoption", () => {
     expect(await timersOf(nativeStub)).toEqual(["producers/expiry"]);
   });
 
+  it("a group coordinator that crashed inside a timer call (its row already removed) sets the timers its state needs at start-up", async () => {
+    const topic = randomTopic();
+    await createTopic(topic, 1);
+    const group = `g-${crypto.randomUUID()}`;
+    const hb = await json("POST", `/v1/groups/${group}/heartbeat`, { memberId: null, memberEpoch: 0, subscribedTopicNames: [topic], sessionTimeoutMs: 45_000 });
+    expect(hb.status).toBe(200);
+    const { memberId } = (await hb.json()) as { memberId: string };
+    const stub = (env as unknown as Env).GROUP_COORDINATOR.getByName(group);
+    const scheduled = () =>
+      runInDurableObject(stub, (_o, state) => state.storage.sql.exec<{ t: string; due_ms: number }>("SELECT room || '/' || key AS t, due_ms FROM _schedule").toArray());
+    const before = await scheduled();
+    expect(before.map((r) => r.t)).toEqual([`group/session:${memberId}`]);
+    // The base's alarm removes a timer's row before the call; the group's handler then awaits
+    // the metadata store, and a crash there leaves the group without the timer.
+    await runInDurableObject(stub, (_o, state) => void state.storage.sql.exec("DELETE FROM _schedule"));
+    await evictDurableObject(stub);
+    expect(await scheduled()).toEqual(before);
+  });
+
   it("a group coordinator created under _schema v1 keeps its group, and its legacy schedule becomes the group and directory rooms' timers", async () => {
     const topic = randomTopic();
     await createTopic(topic, 2);
