@@ -17,7 +17,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { ROOT, startDevServer, type DevServer } from "./dev-server.ts";
 
 /** main just before issue 9 (the partition as rooms, per-room migrations). */
-const LEGACY_COMMIT = "40a5f9c";
+const LEGACY_COMMIT = "40a5f9c55a877229cadc74a448a116f6bcdccb3b";
 
 const dirs: string[] = [];
 let server: DevServer | undefined;
