@@ -24,7 +24,8 @@
  * (logged with room and key, that key retried after 1 s, 2 s, 4 s, … capped at 5 min:
  * {@link timerRetryDelayMs}) and re-arms. Timers fire at or after their due time, never
  * before, at least once (a wake that crashes before removing a row runs it again): handlers
- * re-check their state and are idempotent. Slow work does a bounded slice per call and sets
+ * re-check their state and are idempotent. A crash during the call, after the row was
+ * removed, loses the timer: rooms set the timers their state needs at start-up (`onStart`). Slow work does a bounded slice per call and sets
  * its timer again for the next slice. Platform facts: one alarm per object, `setAlarm` replaces
  * it; a throwing `alarm()` is retried by the platform with backoff (up to 6 times), which the
  * per-timer catch avoids (developers.cloudflare.com/durable-objects/api/alarms/);

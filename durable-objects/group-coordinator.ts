@@ -155,6 +155,11 @@ export class GroupCoordinatorDO extends SqliteDurableObject<Env> implements Grou
     if (this.#state !== null) {
       const bad = checkInvariants(this.#state);
       if (bad !== undefined) throw new Error(`group ${this.#state.groupId}: invariant violated after load: ${bad}`);
+      // The timers follow from the state: set any that is missing (no write when all are set).
+      // The base removes a timer's row before its call, and onTimer awaits the metadata store:
+      // a crash there would otherwise leave, e.g., a dead member's session never expiring.
+      const s = this.#state;
+      this.ctx.storage.transactionSync(() => this.#writeTimers(null, s));
     }
   }
 

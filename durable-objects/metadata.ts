@@ -144,13 +144,15 @@ export class MetadataDO extends SqliteDurableObject<Env> implements TopicMetadat
             partitions: current.partitions,
           });
         }
-        const configsChanged = JSON.stringify(configs) !== JSON.stringify(current.configs);
+        // A PATCH that names configs pushes them even when the row already holds them: after a
+        // push that failed (below, once the row was written) the same PATCH again is the repair.
+        const pushConfigs = req.configs !== undefined || JSON.stringify(configs) !== JSON.stringify(current.configs);
         // New partitions first (unreachable until the row says they exist), then the row, then
         // the configs of the existing partitions. A failure in the last step is answered as an
         // error; repeating the same PATCH pushes again (updateConfigs is idempotent).
         await this.#initPartitions(full, current.topicId, current.partitions, partitions, configs);
         this.sql.run("UPDATE topics SET partitions = ?, configs = ? WHERE name = ?", partitions, JSON.stringify(configs), full);
-        if (configsChanged) {
+        if (pushConfigs) {
           const results = await Promise.all(range(0, current.partitions).map((p) => partitionStub(this.env.PARTITION, current.topicId, p).updateConfigs(configs)));
           const failed = results.find((r) => !r.ok);
           if (failed !== undefined) return failed;
@@ -160,12 +162,12 @@ export class MetadataDO extends SqliteDurableObject<Env> implements TopicMetadat
     });
   }
 
-  deleteTopic(name: string): Promise<RpcResult<object>> {
+  deleteTopic(name: string, topicId?: string): Promise<RpcResult<object>> {
     return expected(() => {
       const full = parseTopicName(name).full;
       return this.#serial(async () => {
         const row = this.#row(full);
-        if (row === undefined) return unknownTopic(full);
+        if (row === undefined || (topicId !== undefined && row.topic_id !== topicId)) return unknownTopic(full);
         // Row first: from here on no gateway can resolve the topic (beyond its cache bound),
         // then each partition deletes its storage and refuses later calls.
         this.sql.run("DELETE FROM topics WHERE name = ?", full);

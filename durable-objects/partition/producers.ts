@@ -86,8 +86,12 @@ export class ProducersRoom {
     this.#timers = timers;
   }
 
+  /**
+   * States are read on a producer's first request. The expiry timer is set when producers are
+   * stored without one (an object adopted from before the one schedule, issue 9).
+   */
   load(): void {
-    // Nothing eager: states are read on a producer's first request.
+    if (this.#timers.dueMs(PRODUCER_EXPIRY_TIMER) === undefined) this.rearm(Date.now());
   }
 
   reset(): void {

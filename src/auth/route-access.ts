@@ -124,6 +124,8 @@ function patchTopicChecks(r: RouteRequestView): AccessCheck[] {
 
 export const ROUTE_ACCESS: Readonly<Record<string, RouteAccess>> = Object.fromEntries<RouteAccess>([
   ["GET /v1/health", { access: "public" }],
+  // The JSON index of the API (names and links to the docs, no data): public as health is.
+  ["GET /", { access: "public" }],
 
   // ---- native data path ----
   ...topicForms("POST", "/partitions/:partition/records", onTopic("write", "produce")),
@@ -235,6 +237,8 @@ export const ROUTE_ACCESS: Readonly<Record<string, RouteAccess>> = Object.fromEn
   ["GET /bench/noop", onCluster("alter")],
   ["POST /bench/noop", onCluster("alter")],
   ["POST /bench/raw-insert/:name", onCluster("alter")],
+  // The base's WebSocket scaffold (echo room); a WebSocket upgrade may carry ?token=.
+  ["GET /bench/echo/:name", onCluster("alter")],
 ]);
 
 /** A registered route (hono's `app.routes` rows). */

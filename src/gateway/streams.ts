@@ -175,6 +175,12 @@ export async function createStream(env: Env, input: CreateStreamInput): Promise<
       fork,
     });
     if (!r.ok && r.code === "UNKNOWN_TOPIC_OR_PARTITION") {
+      // The topic's partition is gone. Either the topic was deleted meanwhile, or a stream
+      // delete or expiry stopped between the partition's own destroy and the topic's delete
+      // (a crash, or the metadata store unreachable; the partition goes first, design rule 6),
+      // leaving a row whose partition answers for nothing: delete that topic (by id, so a
+      // newer topic of the name stays) and create afresh.
+      await metadataStore(env.METADATA).deleteTopic(input.topic, topic.topic.topicId);
       topicCache.invalidate(input.topic);
       continue;
     }

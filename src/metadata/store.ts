@@ -32,8 +32,11 @@ export interface TopicMetadataStore {
   describeTopic(name: string): Promise<RpcResult<{ topic: TopicDescription }>>;
   /** Errors: UNKNOWN_TOPIC_OR_PARTITION, INVALID_PARTITIONS, PARTITION_DECREASE_NOT_ALLOWED, INVALID_CONFIG. */
   alterTopic(name: string, req: AlterTopicInput): Promise<RpcResult<{ topic: TopicDescription }>>;
-  /** Removes the topic and its partitions' data. Errors: UNKNOWN_TOPIC_OR_PARTITION. */
-  deleteTopic(name: string): Promise<RpcResult<object>>;
+  /**
+   * Removes the topic and its partitions' data. With `topicId`, only the topic of that id: a
+   * newer topic of the same name stays (UNKNOWN_TOPIC_OR_PARTITION). Errors: UNKNOWN_TOPIC_OR_PARTITION.
+   */
+  deleteTopic(name: string, topicId?: string): Promise<RpcResult<object>>;
   /** A new producer id, epoch 0 (Kafka InitProducerId without transactional ids). */
   initProducerId(): Promise<RpcResult<InitProducerResponse>>;
 }

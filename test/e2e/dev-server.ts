@@ -47,6 +47,8 @@ export interface DevServerOptions {
   persistDir?: string;
   vars?: Record<string, string>;
   startTimeoutMs?: number;
+  /** The project folder wrangler dev runs in (its wrangler.toml and code). @default this repository */
+  cwd?: string;
 }
 
 export async function startDevServer(opts: DevServerOptions = {}): Promise<DevServer> {
@@ -70,7 +72,7 @@ export async function startDevServer(opts: DevServerOptions = {}): Promise<DevSe
     // Auth off unless a test sets it (wrangler.toml leaves EDGELOG_AUTH unset: docs/SECURITY.md).
     for (const [k, v] of Object.entries({ EDGELOG_AUTH: "none", ...opts.vars })) args.push("--var", `${k}:${v}`);
     child = spawn(WRANGLER, args, {
-      cwd: ROOT,
+      cwd: opts.cwd ?? ROOT,
       // The project's own Node (npm package `node`) first on PATH: wrangler needs Node >= 22.
       env: { ...process.env, PATH: `${join(ROOT, "node_modules/.bin")}:${process.env.PATH ?? ""}`, WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false", CI: "true", NO_COLOR: "1" },
       stdio: ["ignore", "pipe", "pipe"],

@@ -150,6 +150,56 @@ suite("legacy adoption", () => {
     const read = await call(`/v1/stream/${path}`);
     expect({ status: read.status, body: await read.text() }).toEqual({ status: 200, body: "hello" });
   });
+  it("an adopted partition gets the timers its state needs: stream expiry, Producer-Id and native producer expiry (the old code's platform alarm is gone)", async () => {
+    const path = randomTopic("legacy");
+    const created = await call(`/v1/stream/${path}`, { method: "PUT", headers: { "content-type": "text/plain", "Stream-TTL": "3600" }, body: "hello" });
+    expect(created.status).toBe(201);
+    const w = await call(`/v1/stream/${path}`, { method: "POST", headers: { "content-type": "text/plain", "Producer-Id": "w1", "Producer-Epoch": "0", "Producer-Seq": "0" }, body: "x" });
+    expect(w.status).toBeLessThan(300);
+    const t = await call(`/v1/topics/${created.headers.get("Edgelog-Topic")}`);
+    const { topicId } = (await t.json()) as { topicId: string };
+    const stub = env.PARTITION.getByName(partitionObjectName(topicId, 0));
+    const topic = randomTopic();
+    const native = await createTopic(topic);
+    const pid = (await (await call("/v1/producers", { method: "POST" })).json()) as { producerId: number };
+    await produce(`/v1/topics/${topic}/partitions/0/records`, { producerId: pid.producerId, producerEpoch: 0, baseSequence: 0, records: [{ value: "a" }] });
+    const nativeStub = env.PARTITION.getByName(partitionObjectName(native.topicId, 0));
+    for (const s of [stub, nativeStub]) {
+      await runInDurableObject(s, async (_o, state) => {
+        // The legacy producers table has no last_append_ms (producers migration 2 adds it).
+        const producers = state.storage.sql.exec("SELECT producer_id, producer_epoch, last_sequence FROM producers").toArray();
+        await makeLegacy(state.storage, LEGACY_PARTITION, { producers });
+      });
+    }
+    for (const s of [stub, nativeStub]) await evictDurableObject(s);
+    // HEAD neither touches the stream nor writes: only start-up can have set the timers.
+    expect((await call(`/v1/stream/${path}`, { method: "HEAD" })).status).toBe(200);
+    expect((await fetchJson(topic, 0, "offset=0")).records.length).toBe(1);
+    const timersOf = (s: DurableObjectStub) =>
+      runInDurableObject(s, (_o, state) => state.storage.sql.exec<{ t: string }>("SELECT room || '/' || key AS t FROM _schedule ORDER BY t").toArray().map((r) => r.t));
+    expect(await timersOf(stub)).toEqual(["streams/expiry", "streams/producers"]);
+    expect(await timersOf(nativeStub)).toEqual(["producers/expiry"]);
+  });
+
+  it("a group coordinator that crashed inside a timer call (its row already removed) sets the timers its state needs at start-up", async () => {
+    const topic = randomTopic();
+    await createTopic(topic, 1);
+    const group = `g-${crypto.randomUUID()}`;
+    const hb = await json("POST", `/v1/groups/${group}/heartbeat`, { memberId: null, memberEpoch: 0, subscribedTopicNames: [topic], sessionTimeoutMs: 45_000 });
+    expect(hb.status).toBe(200);
+    const { memberId } = (await hb.json()) as { memberId: string };
+    const stub = (env as unknown as Env).GROUP_COORDINATOR.getByName(group);
+    const scheduled = () =>
+      runInDurableObject(stub, (_o, state) => state.storage.sql.exec<{ t: string; due_ms: number }>("SELECT room || '/' || key AS t, due_ms FROM _schedule").toArray());
+    const before = await scheduled();
+    expect(before.map((r) => r.t)).toEqual([`group/session:${memberId}`]);
+    // The base's alarm removes a timer's row before the call; the group's handler then awaits
+    // the metadata store, and a crash there leaves the group without the timer.
+    await runInDurableObject(stub, (_o, state) => void state.storage.sql.exec("DELETE FROM _schedule"));
+    await evictDurableObject(stub);
+    expect(await scheduled()).toEqual(before);
+  });
+
   it("a group coordinator created under _schema v1 keeps its group, and its legacy schedule becomes the group and directory rooms' timers", async () => {
     const topic = randomTopic();
     await createTopic(topic, 2);

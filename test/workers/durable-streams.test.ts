@@ -6,7 +6,7 @@
  */
 import { env, runDurableObjectAlarm } from "cloudflare:test";
 import { describe as suite, expect, it } from "vitest";
-import { partitionObjectName } from "../../src/partition/rpc.ts";
+import { partitionObjectName, type PartitionRpc } from "../../src/partition/rpc.ts";
 import type { JsonFetchResponse, TopicDescription } from "../../src/protocol/index.ts";
 import { call, expectError, fetchJson, randomTopic } from "./helpers.ts";
 
@@ -324,6 +324,23 @@ suite("durable streams: expiry", () => {
     }
     expect(status).toBe(404);
     await expectError(await stream(id), "STREAM_NOT_FOUND", 404);
+  });
+
+  it("a stream whose partition was destroyed but whose topic delete never happened (crash between the two) can be created again", async () => {
+    const path = randomTopic("stranded");
+    const c = await put(path, { "content-type": "text/plain" }, "old");
+    expect(c.status).toBe(201);
+    const topic = c.headers.get("Edgelog-Topic") as string;
+    const before = (await (await call(`/v1/topics/${topic}`)).json()) as TopicDescription;
+    // What an expiry or DELETE leaves when it stops after the partition's own destroy.
+    const partition = env.PARTITION.getByName(partitionObjectName(before.topicId, 0)) as unknown as PartitionRpc;
+    expect(await partition.destroy()).toEqual({ ok: true });
+    expect((await stream(path)).status).toBe(404);
+    const again = await put(path, { "content-type": "text/plain" }, "new");
+    expect(again.status, await again.text()).toBe(201);
+    expect(await (await stream(path)).text()).toBe("new");
+    const after = (await (await call(`/v1/topics/${topic}`)).json()) as TopicDescription;
+    expect(after.topicId).not.toBe(before.topicId);
   });
 
   it("re-arms the alarm when reads moved the deadline", async () => {

@@ -11,6 +11,7 @@ import {
   type TopicDescription,
   type TopicSummary,
 } from "../../src/protocol/index.ts";
+import { partitionObjectName, type PartitionRpc } from "../../src/partition/rpc.ts";
 import { call, createTopic, describe, expectError, expectErrorShape, fetchJson, highWatermarks, json, produce, randomTopic, rec, sendBatch, snapshot } from "./helpers.ts";
 
 async function listNames(): Promise<string[]> {
@@ -228,6 +229,21 @@ suite("topics", () => {
     // 1 attributes + 1 timestampDelta + 1 offsetDelta + 1 null key + 2+200 value + 1 header count = 207, + 2 length prefix.
     expect(e.details).toEqual({ index: 0, sizeBytes: 209, maxMessageBytes: 100 });
     expect(await highWatermarks(name)).toEqual([0, 0]);
+  });
+
+  it("repeating a PATCH of configs pushes them again to a partition that missed the first push (row updated, push failed)", async () => {
+    const name = randomTopic();
+    const created = await createTopic(name, 1);
+    expect((await json("PATCH", `/v1/topics/${name}`, { configs: { "max.message.bytes": 100 } })).status).toBe(200);
+    // The partition missed the push (the metadata store answered an error after its row was
+    // written, e.g. the partition was unreachable): it still holds the old configs.
+    const stale = env.PARTITION.getByName(partitionObjectName(created.topicId, 0)) as unknown as PartitionRpc;
+    expect(await stale.updateConfigs(created.configs)).toEqual({ ok: true });
+    const res = await json("PATCH", `/v1/topics/${name}`, { configs: { "max.message.bytes": 100 } });
+    expect(res.status).toBe(200);
+    const batch = encodeBatch({}, [{ key: null, value: new Uint8Array(200), headers: [], timestamp: 1 }]);
+    const bin = await call(`/v1/topics/${name}/partitions/0/records`, { method: "POST", headers: { "content-type": "application/vnd.edgelog.batch" }, body: batch });
+    await expectError(bin, "RECORD_TOO_LARGE", 413);
   });
 
   it("DELETE removes the topic; re-creating it starts every partition at offset 0", async () => {

@@ -104,11 +104,18 @@ export class StreamsState {
     return this.#ctx.peers;
   }
 
-  /** Loads the stream row (start-up). */
+  /**
+   * Loads the stream row (start-up), and sets this room's timers when state that needs them
+   * has none: an object adopted from before the one schedule (issue 9) had its stream expiry
+   * as the platform alarm, which the base's schedule replaces, and no Producer-Id timer.
+   */
   load(): void {
     const r = this.#ctx.sql.first<StreamRow>("SELECT * FROM ds_stream WHERE id = 1");
     this.#meta = r === undefined ? null : streamFromRow(r);
     this.#storedAccessMs = r?.last_access_ms ?? 0;
+    const timers = this.#ctx.timers;
+    if (this.#meta !== null && !this.#meta.softDeleted && timers.dueMs(EXPIRY_TIMER) === undefined) this.#armExpiry(this.#meta);
+    if (timers.dueMs(PRODUCERS_TIMER) === undefined) this.rearmProducers(Date.now());
   }
 
   /** Forgets the in-memory state (the partition's storage was deleted). */
