@@ -56,7 +56,9 @@ async function setUp(label: string, engine: Engine): Promise<Side> {
   const value = new Uint8Array(RECORD_BYTES).fill(97);
   await Promise.all(Array.from({ length: 4 }, (_, k) => producer.send({ topic: "ab-warmup", messages: Array.from({ length: 500 }, (_, j) => ({ key: `w${k}-${j}`, value })) })));
   const body = JSON.stringify({ records: [{ value: "x".repeat(100) }] });
-  await closedLoop(200, 8, async (i) => ok(await engine.fetch(`${BASE}/v1/topics/ab-single/partitions/${i % PARTITIONS}/records`, { method: "POST", headers: { "content-type": "application/json" }, body })));
+  await closedLoop(200, 8, async (i) =>
+    ok(await engine.fetch(`${BASE}/v1/topics/ab-single/partitions/${i % PARTITIONS}/records`, { method: "POST", headers: { "content-type": "application/json" }, body })),
+  );
   return { label, engine, client, producer, written: 0, batchedSecs: 0, batchedBytes: 0, singleSecs: 0, singles: 0, fetchSecs: 0, fetchBytes: 0, wake: [], wakeRounds: 0 };
 }
 
@@ -118,7 +120,11 @@ async function wake(s: Side, rounds: number): Promise<void> {
     const waiting = s.client.fetchRecords("ab-wake", 0, { offset, maxWaitMs: 10_000 });
     await new Promise((r) => setTimeout(r, 2));
     const ts = performance.now();
-    const prod = s.engine.fetch(`${BASE}/v1/topics/ab-wake/partitions/0/records`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ records: [{ value: String(offset) }] }) });
+    const prod = s.engine.fetch(`${BASE}/v1/topics/ab-wake/partitions/0/records`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ records: [{ value: String(offset) }] }),
+    });
     const got = await waiting;
     s.wake.push(performance.now() - ts);
     await ok(await prod);
@@ -141,7 +147,16 @@ export async function run(opts: { quick: boolean; baseline?: string }): Promise<
     const fromB = Array<number>(PARTITIONS).fill(0);
     const ratios: Record<string, number[]> = { batched: [], single: [], fetch: [] };
     for (let round = 0; round < rounds; round++) {
-      const order: [Side, number[]][] = round % 2 === 0 ? [[a, fromA], [b, fromB]] : [[b, fromB], [a, fromA]];
+      const order: [Side, number[]][] =
+        round % 2 === 0
+          ? [
+              [a, fromA],
+              [b, fromB],
+            ]
+          : [
+              [b, fromB],
+              [a, fromA],
+            ];
       const t: Record<string, Record<string, number>> = { [a.label]: {}, [b.label]: {} };
       for (const [s] of order) (t[s.label] as Record<string, number>).batched = await batched(s, batchedPerRound);
       for (const [s] of order) (t[s.label] as Record<string, number>).single = await single(s, singlesPerRound);
@@ -167,7 +182,13 @@ export async function run(opts: { quick: boolean; baseline?: string }): Promise<
     for (const p of [50, 99]) console.log(`| long-poll wake latency p${p} (lower is better) | ${fmt(pct(sa, p))} ms | ${fmt(pct(sb, p))} ms | ${(pct(sb, p) / pct(sa, p)).toFixed(2)}x |`);
     const list = (xs: number[]) => xs.map((x) => `${x.toFixed(2)}x`).join(", ");
     console.log(`\nPer-round B/A (rates):`);
-    for (const [k, xs] of Object.entries(ratios)) console.log(`- ${k}: ${list(xs)} (median ${pct([...xs].sort((x, y) => x - y), 50).toFixed(2)}x)`);
+    for (const [k, xs] of Object.entries(ratios))
+      console.log(
+        `- ${k}: ${list(xs)} (median ${pct(
+          [...xs].sort((x, y) => x - y),
+          50,
+        ).toFixed(2)}x)`,
+      );
   } finally {
     await engineA.dispose();
     await engineB.dispose();

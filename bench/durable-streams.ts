@@ -77,14 +77,12 @@ async function expectStatus(res: Response, ...statuses: number[]): Promise<Uint8
   return body;
 }
 
-
 /** Incompressible bodies: the reference gzips answers by default, and real payloads are not all one letter. */
 function randomBytes(n: number): Uint8Array {
   const out = new Uint8Array(n);
   for (let i = 0; i < n; i += 65536) crypto.getRandomValues(out.subarray(i, Math.min(n, i + 65536)));
   return out;
 }
-
 
 function median(xs: readonly number[]): number {
   const s = [...xs].sort((a, b) => a - b);
@@ -122,9 +120,11 @@ async function appendThroughput(servers: readonly Target[], path: string, bytes:
       const url = `${t.base}/v1/stream/${path}`;
       const n = Math.min(perSlice, count - s * perSlice);
       const k = servers.indexOf(t);
-      secs[k] = (secs[k] as number) + (await closedLoop(n, APPEND_CONCURRENCY, async () => {
-        await expectStatus(await t.fetch(url, { method: "POST", headers: { "content-type": "application/octet-stream" }, body }), 204);
-      }));
+      secs[k] =
+        (secs[k] as number) +
+        (await closedLoop(n, APPEND_CONCURRENCY, async () => {
+          await expectStatus(await t.fetch(url, { method: "POST", headers: { "content-type": "application/octet-stream" }, body }), 204);
+        }));
     }
   }
   return secs.map((s) => ({ mbps: (count * bytes) / 1e6 / s, rps: count / s }));
@@ -216,7 +216,6 @@ async function measureRound(servers: readonly Target[], quick: boolean, round: n
     wakeP99: pct(lat[i] ?? [], 99),
   }));
 }
-
 
 /**
  * Prints one table: Edgelog, reference (no gzip), Edgelog/reference, target, and the

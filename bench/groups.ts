@@ -40,9 +40,11 @@ function printRows(title: string, rows: Row[]): void {
   }
 }
 
-
 function pct(values: number[], p: number): number {
-  return pctSorted([...values].sort((a, b) => a - b), p);
+  return pctSorted(
+    [...values].sort((a, b) => a - b),
+    p,
+  );
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));

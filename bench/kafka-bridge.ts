@@ -38,7 +38,9 @@ function printRows(title: string, rows: Row[]): void {
   console.log("|---|---|---|---|---|");
   for (const r of rows) {
     const ratio = r.value / r.ceiling;
-    console.log(`| ${r.name} | ${fmt(r.value)} ${r.unit} | ${fmt(r.ceiling)} ${r.unit} (${r.ceilingName}) | ${ratio.toFixed(2)}x | >= ${r.target}x ${ratio >= r.target ? "(met)" : "(not met)"} |`);
+    console.log(
+      `| ${r.name} | ${fmt(r.value)} ${r.unit} | ${fmt(r.ceiling)} ${r.unit} (${r.ceilingName}) | ${ratio.toFixed(2)}x | >= ${r.target}x ${ratio >= r.target ? "(met)" : "(not met)"} |`,
+    );
   }
 }
 
@@ -79,11 +81,21 @@ export async function run({ quick }: { quick: boolean }): Promise<void> {
       };
       const runDirect = async (): Promise<number> => {
         const t0 = performance.now();
-        await closedLoop(PER_ROUND / CHUNK, IN_FLIGHT, async (c) => void (await sdkProducer.send({ topic: direct, messages: messages(round, c).map((m) => ({ key: m.key, value: new Uint8Array(m.value) })) })));
+        await closedLoop(
+          PER_ROUND / CHUNK,
+          IN_FLIGHT,
+          async (c) => void (await sdkProducer.send({ topic: direct, messages: messages(round, c).map((m) => ({ key: m.key, value: new Uint8Array(m.value) })) })),
+        );
         await sdkProducer.flush();
         return performance.now() - t0;
       };
-      const [b, d] = round % 2 === 0 ? [await runBridge(), await runDirect()] : await (async () => { const d = await runDirect(); return [await runBridge(), d]; })();
+      const [b, d] =
+        round % 2 === 0
+          ? [await runBridge(), await runDirect()]
+          : await (async () => {
+              const d = await runDirect();
+              return [await runBridge(), d];
+            })();
       bridgeMs += b;
       directMs += d;
       ratios.push(d / b);
@@ -128,8 +140,22 @@ export async function run({ quick }: { quick: boolean }): Promise<void> {
     const kafkaMs = await kafkaRead();
 
     printRows("Kafka bridge (kafkajs through the bridge vs the SDK direct)", [
-      { name: `produce, ${fmt(produced)} x 1 KiB records, send() of ${CHUNK}, ${IN_FLIGHT} in flight`, value: produced / (bridgeMs / 1000), unit: "records/s", ceilingName: "SDK Producer direct", ceiling: produced / (directMs / 1000), target: 0.7 },
-      { name: `consumer catch-up, ${fmt(total)} records from the beginning`, value: total / (kafkaMs / 1000), unit: "records/s", ceilingName: "SDK Consumer direct", ceiling: total / (sdkMs / 1000), target: 0.7 },
+      {
+        name: `produce, ${fmt(produced)} x 1 KiB records, send() of ${CHUNK}, ${IN_FLIGHT} in flight`,
+        value: produced / (bridgeMs / 1000),
+        unit: "records/s",
+        ceilingName: "SDK Producer direct",
+        ceiling: produced / (directMs / 1000),
+        target: 0.7,
+      },
+      {
+        name: `consumer catch-up, ${fmt(total)} records from the beginning`,
+        value: total / (kafkaMs / 1000),
+        unit: "records/s",
+        ceilingName: "SDK Consumer direct",
+        ceiling: total / (sdkMs / 1000),
+        target: 0.7,
+      },
     ]);
     console.log(`\nPer-round produce ratios (${ROUNDS} interleaved rounds): ${ratios.map((r) => `${r.toFixed(2)}x`).join(", ")}`);
     console.log("Catch-up: the kafkajs time includes its connect and group join (one JoinGroup + SyncGroup through the bridge), the SDK's starts at its first poll.");

@@ -54,7 +54,11 @@ async function ok(res: Response): Promise<void> {
 let BASE = "http://edgelog.bench";
 
 const list = (xs: number[]): string => xs.map((x) => `${x.toFixed(2)}x`).join(", ");
-const median = (xs: number[]): string => `${pct([...xs].sort((a, b) => a - b), 50).toFixed(2)}x`;
+const median = (xs: number[]): string =>
+  `${pct(
+    [...xs].sort((a, b) => a - b),
+    50,
+  ).toFixed(2)}x`;
 
 async function benchCore(engine: Engine): Promise<void> {
   const f = PATH === "direct" ? engine.directFetch : engine.fetch;
@@ -183,8 +187,7 @@ async function benchCore(engine: Engine): Promise<void> {
       closedLoop(perRound, clients, async () => ok(await f(`${BASE}/bench/noop`, { method: "POST", headers: { "content-type": "application/json" }, body })));
     for (let round = 0; round < ROUNDS; round++) {
       const noop = async (): Promise<number> => closedLoop(perRound, clients, async () => ok(await f(`${BASE}/bench/noop`)));
-      const rawSmall = async (): Promise<number> =>
-        closedLoop(perRound, clients, async (i) => ok(await f(`${BASE}/bench/raw-insert/s${i % parts}`, { method: "POST", body })));
+      const rawSmall = async (): Promise<number> => closedLoop(perRound, clients, async (i) => ok(await f(`${BASE}/bench/raw-insert/s${i % parts}`, { method: "POST", body })));
       const single = async (): Promise<number> => closedLoop(perRound, clients, produceOne);
       let n: number, r: number, p: number;
       if (round % 2 === 0) {
@@ -205,8 +208,20 @@ async function benchCore(engine: Engine): Promise<void> {
     const label = `${clients} clients, ${parts} partition${parts === 1 ? "" : "s"}`;
     singleRows.push(
       { name: `one record per request (JSON, ${label})`, value: singlesDone / singleSecs, unit: "req/s", ceilingName: "no-op Worker route", ceiling: singlesDone / noopSecs, target: 0.6 },
-      { name: `reference: the same body as one raw DO row per request (${label})`, value: singlesDone / rawSmallSecs, unit: "req/s", ceilingName: "no-op Worker route", ceiling: singlesDone / noopSecs },
-      { name: `reference: one record per request vs the no-op route POSTed the same body (${label})`, value: singlesDone / singleSecs, unit: "req/s", ceilingName: "POST no-op route", ceiling: singlesDone / postNoopSecs },
+      {
+        name: `reference: the same body as one raw DO row per request (${label})`,
+        value: singlesDone / rawSmallSecs,
+        unit: "req/s",
+        ceilingName: "no-op Worker route",
+        ceiling: singlesDone / noopSecs,
+      },
+      {
+        name: `reference: one record per request vs the no-op route POSTed the same body (${label})`,
+        value: singlesDone / singleSecs,
+        unit: "req/s",
+        ceilingName: "POST no-op route",
+        ceiling: singlesDone / postNoopSecs,
+      },
     );
     singleRatioLines.push(`one record per request, ${label}: ${list(ratios)} (median ${median(ratios)})`);
   }
@@ -251,7 +266,14 @@ async function benchCore(engine: Engine): Promise<void> {
   lat.sort((a, b) => a - b);
 
   printRows(`Core: produce and fetch (${PATH === "direct" ? "undici Pool -> the Worker's own socket in workerd" : "Miniflare dispatchFetch"} -> Worker -> Durable Objects, workerd)`, [
-    { name: `batched produce, SDK producer, 1 KiB records, ${BATCH_BYTES / 1024} KiB batches, ${partitions} partitions`, value: prodMBps, unit: "MB/s", ceilingName: `raw ${BATCH_BYTES / 1024} KiB single-row DO insert`, ceiling: rawMBps, target: 0.8 },
+    {
+      name: `batched produce, SDK producer, 1 KiB records, ${BATCH_BYTES / 1024} KiB batches, ${partitions} partitions`,
+      value: prodMBps,
+      unit: "MB/s",
+      ceilingName: `raw ${BATCH_BYTES / 1024} KiB single-row DO insert`,
+      ceiling: rawMBps,
+      target: 0.8,
+    },
     { name: "batched produce, records/s", value: totalRecords / prodSecs, unit: "records/s" },
     ...singleRows,
     { name: "catch-up fetch (binary, 6 partitions in parallel)", value: fetchedBytes / 1e6 / fetchSecs, unit: "MB/s", ceilingName: `raw DO insert`, ceiling: rawMBps },
@@ -279,7 +301,12 @@ async function main(): Promise<void> {
       await engine.dispose();
     }
   }
-  for (const [name, file] of [["groups", "./groups.ts"], ["streams", "./durable-streams.ts"], ["security", "./security.ts"], ["kafka", "./kafka-bridge.ts"]] as const) {
+  for (const [name, file] of [
+    ["groups", "./groups.ts"],
+    ["streams", "./durable-streams.ts"],
+    ["security", "./security.ts"],
+    ["kafka", "./kafka-bridge.ts"],
+  ] as const) {
     if (only !== undefined && only !== name) continue;
     try {
       const mod = (await import(file)) as { run?: (opts: { quick: boolean }) => Promise<void> };

@@ -75,7 +75,9 @@ async function middlewareCpu(): Promise<{ cachedUs: number; uncachedUs: number }
   }
   const cachedUs = ((performance.now() - t0) * 1000) / N;
   const M = 2_000;
-  const fresh = await Promise.all(Array.from({ length: M }, (_, i) => new SignJWT({ i }).setProtectedHeader({ alg: "HS256" }).setSubject("bench-user").setExpirationTime("2h").sign(new TextEncoder().encode(SECRET))));
+  const fresh = await Promise.all(
+    Array.from({ length: M }, (_, i) => new SignJWT({ i }).setProtectedHeader({ alg: "HS256" }).setSubject("bench-user").setExpirationTime("2h").sign(new TextEncoder().encode(SECRET))),
+  );
   t0 = performance.now();
   for (const f of fresh) await verifyToken(cfg, f);
   const uncachedUs = ((performance.now() - t0) * 1000) / M;
@@ -84,18 +86,29 @@ async function middlewareCpu(): Promise<{ cachedUs: number; uncachedUs: number }
 
 export async function run(opts: { quick: boolean }): Promise<void> {
   const cpu = await middlewareCpu();
-  console.log(`\nauth middleware CPU per request (Node): ${cpu.cachedUs.toFixed(2)} µs with a cached token, route lookup and memoised ACL decision; ${cpu.uncachedUs.toFixed(1)} µs for an uncached HS256 verification`);
+  console.log(
+    `\nauth middleware CPU per request (Node): ${cpu.cachedUs.toFixed(2)} µs with a cached token, route lookup and memoised ACL decision; ${cpu.uncachedUs.toFixed(1)} µs for an uncached HS256 verification`,
+  );
   const off = await startEngine();
   const on = await startEngine({ EDGELOG_AUTH: "required", EDGELOG_JWT_SECRET: SECRET, EDGELOG_SUPERUSERS: "admin" });
   try {
     const admin = await token("admin");
     const user = await token("bench-user");
     const json = (t: string | null) => ({ "content-type": "application/json", ...(t === null ? {} : { authorization: `Bearer ${t}` }) });
-    for (const [engine, t] of [[off, null], [on, admin]] as const) {
+    for (const [engine, t] of [
+      [off, null],
+      [on, admin],
+    ] as const) {
       await ok(await engine.fetch(`${BASE}/v1/topics`, { method: "POST", headers: json(t), body: JSON.stringify({ name: "bench-sec", partitions: 4 }) }));
     }
     for (const operation of ["write", "read"]) {
-      await ok(await on.fetch(`${BASE}/v1/acls`, { method: "POST", headers: json(admin), body: JSON.stringify({ principal: "bench-user", resourceType: "topic", resourceName: "bench-sec", operation }) }));
+      await ok(
+        await on.fetch(`${BASE}/v1/acls`, {
+          method: "POST",
+          headers: json(admin),
+          body: JSON.stringify({ principal: "bench-user", resourceType: "topic", resourceName: "bench-sec", operation }),
+        }),
+      );
     }
     const body = JSON.stringify({ records: [{ value: "x".repeat(100) }] });
     const perRound = opts.quick ? 1000 : 4000;
@@ -138,7 +151,13 @@ export async function run(opts: { quick: boolean }): Promise<void> {
     ];
 
     // ---- quota accuracy ----
-    await ok(await on.fetch(`${BASE}/v1/acls`, { method: "POST", headers: json(admin), body: JSON.stringify({ principal: "flood-user", resourceType: "topic", resourceName: "bench-sec", operation: "write" }) }));
+    await ok(
+      await on.fetch(`${BASE}/v1/acls`, {
+        method: "POST",
+        headers: json(admin),
+        body: JSON.stringify({ principal: "flood-user", resourceType: "topic", resourceName: "bench-sec", operation: "write" }),
+      }),
+    );
     await ok(await on.fetch(`${BASE}/v1/quotas`, { method: "PUT", headers: json(admin), body: JSON.stringify({ user: "flood-user", producer_byte_rate: MiB }) }));
     const flood = await token("flood-user");
     const payload = JSON.stringify({ records: [{ value: "v".repeat(64 * 1024) }] });
@@ -159,7 +178,13 @@ export async function run(opts: { quick: boolean }): Promise<void> {
       }),
     );
     const elapsed = (Date.now() - t0) / 1000;
-    rows.push({ name: `quota accuracy: accepted rate at producer_byte_rate 1 MiB/s, ${elapsed.toFixed(1)} s flood (${throttled} throttled answers)`, value: accepted / elapsed / MiB, unit: "MiB/s", ceilingName: "configured", ceiling: 1 });
+    rows.push({
+      name: `quota accuracy: accepted rate at producer_byte_rate 1 MiB/s, ${elapsed.toFixed(1)} s flood (${throttled} throttled answers)`,
+      value: accepted / elapsed / MiB,
+      unit: "MiB/s",
+      ceilingName: "configured",
+      ceiling: 1,
+    });
     printRows("Security: auth on vs off, quota accuracy", rows);
     console.log(`\nper-round off/on time ratios (>1: auth on faster): produce ${ratios.produce.map((x) => fmt(x)).join(", ")}; fetch ${ratios.fetch.map((x) => fmt(x)).join(", ")}`);
   } finally {

@@ -192,10 +192,7 @@ export interface SocketAccept {
 }
 
 /** A WebSocket event, as the base hands it to a room's `onSocket`. */
-export type SocketEvent =
-  | { type: "message"; data: string | ArrayBuffer }
-  | { type: "close"; code: number; reason: string; wasClean: boolean }
-  | { type: "error"; error: unknown };
+export type SocketEvent = { type: "message"; data: string | ArrayBuffer } | { type: "close"; code: number; reason: string; wasClean: boolean } | { type: "error"; error: unknown };
 
 /** Close codes (RFC 6455 section 7.4.1). */
 export const CLOSE_NORMAL = 1000;
@@ -237,7 +234,8 @@ export abstract class SqliteDurableObject<E = unknown> extends DurableObject<E> 
     // TypeScript has no `final`: refuse a subclass that defines a sealed entry point.
     for (let proto = Object.getPrototypeOf(this) as object | null; proto !== null && proto !== SqliteDurableObject.prototype; proto = Object.getPrototypeOf(proto) as object | null) {
       for (const name of SEALED) {
-        if (Object.hasOwn(proto, name)) throw new Error(`${this.constructor.name} defines ${name}(): platform entry points are sealed in SqliteDurableObject (durable-objects/base.ts); use onTimer/onUpgrade/onSocket`);
+        if (Object.hasOwn(proto, name))
+          throw new Error(`${this.constructor.name} defines ${name}(): platform entry points are sealed in SqliteDurableObject (durable-objects/base.ts); use onTimer/onUpgrade/onSocket`);
       }
     }
   }
@@ -610,7 +608,8 @@ export function migrateRooms(storage: DurableObjectStorage, sql: Sql, rooms: rea
   const versions = new Map<string, number>();
   for (const r of rooms) {
     let version = stored.get(r.room) ?? 0;
-    if (version > r.migrations.length) throw new Error(`room ${r.room} is at version ${version}, newer than this code's ${r.migrations.length}: refusing to start (a rollback across a migration)`);
+    if (version > r.migrations.length)
+      throw new Error(`room ${r.room} is at version ${version}, newer than this code's ${r.migrations.length}: refusing to start (a rollback across a migration)`);
     for (const m of r.migrations.slice(version)) {
       storage.transactionSync(() => {
         m.up(sql);

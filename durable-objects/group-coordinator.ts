@@ -23,7 +23,30 @@
  * - targets(member_id PK, assignment JSON);
  * - offsets((topic, partition) PK, committed_offset, metadata, commit_ms, topic_id).
  */
-import { checkInvariants, commitOffsets as coreCommit, committedOffset, expire, resolvePosition, groupStateName, heartbeat as coreHeartbeat, leave as coreLeave, newGroup, partitionOwners, resetOffsets as coreReset, timers, alterConfigs as coreAlterConfigs, canDelete, type CommitInput, type CommittedOffset, type GroupState, type HeartbeatInput, type LeaveInput, type MemberState, type TopicMeta, type TopicsSnapshot } from "../src/groups/coordinator-core.ts";
+import {
+  checkInvariants,
+  commitOffsets as coreCommit,
+  committedOffset,
+  expire,
+  resolvePosition,
+  groupStateName,
+  heartbeat as coreHeartbeat,
+  leave as coreLeave,
+  newGroup,
+  partitionOwners,
+  resetOffsets as coreReset,
+  timers,
+  alterConfigs as coreAlterConfigs,
+  canDelete,
+  type CommitInput,
+  type CommittedOffset,
+  type GroupState,
+  type HeartbeatInput,
+  type LeaveInput,
+  type MemberState,
+  type TopicMeta,
+  type TopicsSnapshot,
+} from "../src/groups/coordinator-core.ts";
 import { type Assignment, parseTpKey, toWire, tpKey } from "../src/groups/assignment.ts";
 import type { OffsetFetchInput, ResetOffsetsInput, TopicSelection } from "../src/groups/requests.ts";
 import { MAX_PARTITIONS_PER_OFFSET_REQUEST } from "../src/groups/requests.ts";
@@ -192,7 +215,10 @@ export class GroupCoordinatorDO extends SqliteDurableObject<Env> implements Grou
 
   commitOffsets(groupId: string, req: CommitInput): Promise<RpcResult<OffsetCommitResponse>> {
     return expected(async () => {
-      const topics = await this.#topics(req.offsets.map((o) => o.topic), req.offsets);
+      const topics = await this.#topics(
+        req.offsets.map((o) => o.topic),
+        req.offsets,
+      );
       const now = Date.now();
       const state = this.#stateFor(groupId, now);
       if (!state.ok) return state;
@@ -535,7 +561,6 @@ export class GroupCoordinatorDO extends SqliteDurableObject<Env> implements Grou
       }
     })();
   }
-
 
   // ---- other objects ----
 

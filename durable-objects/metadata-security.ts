@@ -103,7 +103,12 @@ export class SecurityTables {
       for (const b of bindings) {
         created += this.#sql.all(
           "INSERT OR IGNORE INTO acls (principal, resource_type, resource_name, pattern_type, operation, permission) VALUES (?, ?, ?, ?, ?, ?) RETURNING 1 AS one",
-          b.principal, b.resourceType, b.resourceName, b.patternType, b.operation, b.permission,
+          b.principal,
+          b.resourceType,
+          b.resourceName,
+          b.patternType,
+          b.operation,
+          b.permission,
         ).length;
       }
     });
@@ -111,12 +116,20 @@ export class SecurityTables {
   }
 
   deleteAcls(filter: AclFilter): RpcResult<{ deleted: AclBinding[] }> {
-    const deleted = this.#sql.all<AclRow>("SELECT * FROM acls").map(toBinding).filter((b) => aclMatchesFilter(b, filter));
+    const deleted = this.#sql
+      .all<AclRow>("SELECT * FROM acls")
+      .map(toBinding)
+      .filter((b) => aclMatchesFilter(b, filter));
     this.#storage.transactionSync(() => {
       for (const b of deleted) {
         this.#sql.run(
           "DELETE FROM acls WHERE principal = ? AND resource_type = ? AND resource_name = ? AND pattern_type = ? AND operation = ? AND permission = ?",
-          b.principal, b.resourceType, b.resourceName, b.patternType, b.operation, b.permission,
+          b.principal,
+          b.resourceType,
+          b.resourceName,
+          b.patternType,
+          b.operation,
+          b.permission,
         );
       }
     });
@@ -129,7 +142,13 @@ export class SecurityTables {
       `INSERT INTO scram_users (name, mechanism, salt, iterations, stored_key, server_key, generation) VALUES (?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (name, mechanism) DO UPDATE SET salt = excluded.salt, iterations = excluded.iterations,
          stored_key = excluded.stored_key, server_key = excluded.server_key, generation = excluded.generation`,
-      name, c.mechanism, blob(c.salt), c.iterations, blob(c.storedKey), blob(c.serverKey), generation,
+      name,
+      c.mechanism,
+      blob(c.salt),
+      c.iterations,
+      blob(c.storedKey),
+      blob(c.serverKey),
+      generation,
     );
     this.#failures.delete(name);
     return { ok: true, user: this.#summary(name)! };
@@ -191,7 +210,13 @@ export class SecurityTables {
       for (const [key, value] of Object.entries(values)) {
         if (value === null) this.#sql.run("DELETE FROM quotas WHERE user = ? AND client_id = ? AND key = ?", user, client, key);
         else if (value !== undefined) {
-          this.#sql.run("INSERT INTO quotas (user, client_id, key, value) VALUES (?, ?, ?, ?) ON CONFLICT (user, client_id, key) DO UPDATE SET value = excluded.value", user, client, key, value);
+          this.#sql.run(
+            "INSERT INTO quotas (user, client_id, key, value) VALUES (?, ?, ?, ?) ON CONFLICT (user, client_id, key) DO UPDATE SET value = excluded.value",
+            user,
+            client,
+            key,
+            value,
+          );
         }
       }
     });

@@ -234,9 +234,7 @@ export class MetadataDO extends SqliteDurableObject<Env> implements TopicMetadat
   }
 
   async #initPartitions(topic: string, topicId: string, from: number, to: number, configs: TopicConfigs): Promise<void> {
-    const results = await Promise.all(
-      range(from, to).map((partition) => partitionStub(this.env.PARTITION, topicId, partition).init({ topic, topicId, partition, configs })),
-    );
+    const results = await Promise.all(range(from, to).map((partition) => partitionStub(this.env.PARTITION, topicId, partition).init({ topic, topicId, partition, configs })));
     const failed = results.find((r) => !r.ok);
     if (failed !== undefined && !failed.ok) throw new EdgelogError("UNAVAILABLE", `Initialising a partition of ${topic} failed: ${failed.code}.`);
   }

@@ -68,7 +68,11 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     this.#peers = peersOf(env);
     // The rooms, lowest first.
     this.#log = new LogRoom(this.sql);
-    this.#producers = new ProducersRoom(this.sql, this.#log, lazyTimers(() => this.timers("producers")));
+    this.#producers = new ProducersRoom(
+      this.sql,
+      this.#log,
+      lazyTimers(() => this.timers("producers")),
+    );
     this.#waiters = new WaitersRoom();
     this.#streams = new StreamsState(
       {

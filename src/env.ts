@@ -50,4 +50,3 @@ export interface Env extends AuthSettingsEnv {
   /** Request headers allowed cross-origin besides Content-Type, Accept, Authorization, comma-separated. @default "" */
   EDGELOG_CORS_ALLOW_HEADERS?: string;
 }
-

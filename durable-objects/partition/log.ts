@@ -173,7 +173,16 @@ export class LogRoom {
   /** The answer to a committed append. */
   appended(p: AppendPlan): Ok<AppendOk> {
     const s = this.#state!;
-    return { ok: true, baseOffset: p.baseOffset, lastOffset: p.lastOffset, timestamps: p.timestamps as number[], logAppendTime: p.logAppendTime, duplicate: false, logStartOffset: s.logStartOffset, highWatermark: s.highWatermark };
+    return {
+      ok: true,
+      baseOffset: p.baseOffset,
+      lastOffset: p.lastOffset,
+      timestamps: p.timestamps as number[],
+      logAppendTime: p.logAppendTime,
+      duplicate: false,
+      logStartOffset: s.logStartOffset,
+      highWatermark: s.highWatermark,
+    };
   }
 
   /**
@@ -225,11 +234,7 @@ export class LogRoom {
       );
     }
     // The log end offset and stored bytes in one statement.
-    sql.run(
-      "UPDATE meta SET value = CASE key WHEN 'log_end_offset' THEN ? ELSE ? END WHERE key IN ('log_end_offset', 'stored_bytes')",
-      p.nextOffset,
-      s.storedBytes + p.addedBytes,
-    );
+    sql.run("UPDATE meta SET value = CASE key WHEN 'log_end_offset' THEN ? ELSE ? END WHERE key IN ('log_end_offset', 'stored_bytes')", p.nextOffset, s.storedBytes + p.addedBytes);
   }
 
   #applyChange(c: LogChange): void {
@@ -413,10 +418,7 @@ export class LogRoom {
 
   /** First record with timestamp >= T: the first batch whose running max reaches T holds it. */
   #firstAtOrAfter(s: PartitionState, timestamp: number): ListOffsetsOk {
-    const row = this.#sql.first<{ data: ArrayBuffer }>(
-      "SELECT data FROM batches WHERE running_max_timestamp >= ? ORDER BY running_max_timestamp, base_offset LIMIT 1",
-      timestamp,
-    );
+    const row = this.#sql.first<{ data: ArrayBuffer }>("SELECT data FROM batches WHERE running_max_timestamp >= ? ORDER BY running_max_timestamp, base_offset LIMIT 1", timestamp);
     if (row === undefined) return { offset: null, timestamp: null };
     const { records } = decodeBatch(new Uint8Array(row.data), 0, { verifyCrc: false });
     const hit = firstAtOrAfterTimestamp(records, timestamp, s.logStartOffset);

@@ -225,10 +225,7 @@ export class ProducersRoom {
   }
 
   #read(producerId: number): ProducerState | undefined {
-    const p = this.#sql.first<{ producer_epoch: number; last_sequence: number }>(
-      "SELECT producer_epoch, last_sequence FROM producers WHERE producer_id = ?",
-      producerId,
-    );
+    const p = this.#sql.first<{ producer_epoch: number; last_sequence: number }>("SELECT producer_epoch, last_sequence FROM producers WHERE producer_id = ?", producerId);
     if (p === undefined) return undefined;
     const batches = this.#sql
       .all<{ producer_epoch: number; base_sequence: number; last_sequence: number; first_offset: number; last_offset: number }>(

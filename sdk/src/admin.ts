@@ -144,7 +144,9 @@ export class Admin {
   /** Creates a SCRAM user or sets its password for one mechanism (cluster ALTER). @default SCRAM-SHA-256, 4096 iterations */
   async upsertUser(name: string, password: string, o: { mechanism?: "SCRAM-SHA-256" | "SCRAM-SHA-512"; iterations?: number } & CallOptions = {}): Promise<ScramUserDescription> {
     const { signal, ...rest } = o;
-    return (await this.#client.securityRequest<{ user: ScramUserDescription }>("PUT", `/v1/users/${encodeURIComponent(name)}`, { json: { password, ...rest }, ...(signal ? { signal } : {}) })).user;
+    return (
+      await this.#client.securityRequest<{ user: ScramUserDescription }>("PUT", `/v1/users/${encodeURIComponent(name)}`, { json: { password, ...rest }, ...(signal ? { signal } : {}) })
+    ).user;
   }
 
   /** Deletes a user (or one mechanism's credential). Errors: USER_NOT_FOUND. Its tokens stop working. */

@@ -153,7 +153,9 @@ interface HttpAnswer {
 export function topicPath(topic: string): string {
   const segments = topic.split("/");
   if (segments.some(isUnsafeSegment)) {
-    throw new EdgelogClientError("INVALID_TOPIC_NAME", `Invalid topic name ${JSON.stringify(topic)}: use "topic" or "tenant/namespace/topic", no empty, "." or ".." part.`, { httpStatus: 0 });
+    throw new EdgelogClientError("INVALID_TOPIC_NAME", `Invalid topic name ${JSON.stringify(topic)}: use "topic" or "tenant/namespace/topic", no empty, "." or ".." part.`, {
+      httpStatus: 0,
+    });
   }
   return `/v1/topics/${segments.map(encodeURIComponent).join("/")}`;
 }
@@ -299,11 +301,7 @@ export class EdgelogClient {
    */
   async produce(topic: string, request: JsonProduceRequest, options: CallOptions & { partition?: number; acks: 0 }): Promise<ProduceAcceptedResponse>;
   async produce(topic: string, request: JsonProduceRequest, options?: CallOptions & { partition?: number; acks?: "all" | 1 }): Promise<ProduceResponse>;
-  async produce(
-    topic: string,
-    request: JsonProduceRequest,
-    options?: CallOptions & { partition?: number; acks?: ProduceAcks },
-  ): Promise<ProduceResponse | ProduceAcceptedResponse> {
+  async produce(topic: string, request: JsonProduceRequest, options?: CallOptions & { partition?: number; acks?: ProduceAcks }): Promise<ProduceResponse | ProduceAcceptedResponse> {
     const path = options?.partition === undefined ? `${topicPath(topic)}/records` : `${topicPath(topic)}/partitions/${options.partition}/records`;
     return this.#json<ProduceResponse>({ method: "POST", path, query: acksQuery(options?.acks), json: request, signal: options?.signal });
   }
@@ -315,12 +313,7 @@ export class EdgelogClient {
    */
   async produceBatch(topic: string, partition: number, batch: Uint8Array, options: CallOptions & { acks: 0 }): Promise<ProduceAcceptedResponse>;
   async produceBatch(topic: string, partition: number, batch: Uint8Array, options?: CallOptions & { acks?: "all" | 1 }): Promise<ProduceResponse>;
-  async produceBatch(
-    topic: string,
-    partition: number,
-    batch: Uint8Array,
-    options?: CallOptions & { acks?: ProduceAcks },
-  ): Promise<ProduceResponse | ProduceAcceptedResponse> {
+  async produceBatch(topic: string, partition: number, batch: Uint8Array, options?: CallOptions & { acks?: ProduceAcks }): Promise<ProduceResponse | ProduceAcceptedResponse> {
     return this.#json<ProduceResponse>({
       method: "POST",
       path: `${topicPath(topic)}/partitions/${partition}/records`,
@@ -511,10 +504,13 @@ export class EdgelogClient {
     callerSignal?.throwIfAborted();
     const controller = new AbortController();
     let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      controller.abort();
-    }, this.requestTimeoutMs + (request.extraTimeoutMs ?? 0));
+    const timer = setTimeout(
+      () => {
+        timedOut = true;
+        controller.abort();
+      },
+      this.requestTimeoutMs + (request.extraTimeoutMs ?? 0),
+    );
     const onAbort = (): void => controller.abort(callerSignal?.reason);
     callerSignal?.addEventListener("abort", onAbort, { once: true });
     try {

@@ -367,7 +367,9 @@ export class Producer {
     }
     let batch = q.open;
     if (batch === undefined) {
-      batch = newBatch(alone ? new Uint8Array(BATCH_HEADER_BYTES + recordSizeBytesFromPayload(payloadBytes)) : (this.#bufferPool.pop() ?? new Uint8Array(Math.min(max, INITIAL_BATCH_BUFFER_BYTES))));
+      batch = newBatch(
+        alone ? new Uint8Array(BATCH_HEADER_BYTES + recordSizeBytesFromPayload(payloadBytes)) : (this.#bufferPool.pop() ?? new Uint8Array(Math.min(max, INITIAL_BATCH_BUFFER_BYTES))),
+      );
       q.open = batch;
       q.lingerExpired = false;
       q.lingerTimer = setTimeout(() => {
@@ -631,13 +633,7 @@ export class Producer {
  * re-created), not a gap in what it does know.
  */
 function isNewIncarnation(batch: Batch, e: unknown): boolean {
-  return (
-    e instanceof EdgelogClientError &&
-    e.code === "OUT_OF_ORDER_SEQUENCE_NUMBER" &&
-    e.details?.["expectedSequence"] === 0 &&
-    batch.producerId >= 0 &&
-    batch.baseSequence > 0
-  );
+  return e instanceof EdgelogClientError && e.code === "OUT_OF_ORDER_SEQUENCE_NUMBER" && e.details?.["expectedSequence"] === 0 && batch.producerId >= 0 && batch.baseSequence > 0;
 }
 
 /**

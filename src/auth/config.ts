@@ -56,7 +56,15 @@ const cache = new Map<string, AuthConfig>();
 
 /** The config for these values, parsed once per distinct set (vars do not change within an isolate's life). */
 export function authConfig(env: AuthSettingsEnv): AuthConfig {
-  const key = JSON.stringify([env.EDGELOG_AUTH, env.EDGELOG_JWT_SECRET, env.EDGELOG_JWKS, env.EDGELOG_SUPERUSERS, env.EDGELOG_JWT_AUDIENCE, env.EDGELOG_JWT_ISSUER, env.EDGELOG_JWT_CLOCK_SKEW_SECONDS]);
+  const key = JSON.stringify([
+    env.EDGELOG_AUTH,
+    env.EDGELOG_JWT_SECRET,
+    env.EDGELOG_JWKS,
+    env.EDGELOG_SUPERUSERS,
+    env.EDGELOG_JWT_AUDIENCE,
+    env.EDGELOG_JWT_ISSUER,
+    env.EDGELOG_JWT_CLOCK_SKEW_SECONDS,
+  ]);
   let cfg = cache.get(key);
   if (cfg === undefined) {
     cfg = parseAuthConfig(env);
@@ -75,7 +83,8 @@ export function parseAuthConfig(env: AuthSettingsEnv): AuthConfig {
   if (env.EDGELOG_JWT_SECRET !== undefined && env.EDGELOG_JWT_SECRET !== "") {
     jwtSecret = new TextEncoder().encode(env.EDGELOG_JWT_SECRET);
     // Short secrets are accepted for local development (the README's `s3cret`) but logged.
-    if (jwtSecret.length < MIN_JWT_SECRET_BYTES) console.warn(`Edgelog: EDGELOG_JWT_SECRET is shorter than ${MIN_JWT_SECRET_BYTES} bytes: fine for local development, too weak for a deployment.`);
+    if (jwtSecret.length < MIN_JWT_SECRET_BYTES)
+      console.warn(`Edgelog: EDGELOG_JWT_SECRET is shorter than ${MIN_JWT_SECRET_BYTES} bytes: fine for local development, too weak for a deployment.`);
   }
   let jwks: JwksSource | null = null;
   const rawJwks = env.EDGELOG_JWKS?.trim();

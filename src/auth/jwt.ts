@@ -116,9 +116,16 @@ export async function verifyToken(cfg: RequiredConfig, token: string, nowMs = Da
  * An HS256 token for `sub`, valid `ttlSec` seconds (POST /v1/auth/token, `edgelog token issue`).
  * Carries the configured `iss`/`aud` so the gateway's own verification accepts it.
  */
-export async function issueToken(secret: Uint8Array, o: { sub: string; ttlSec: number; issuer?: string | null; audience?: string | null; claims?: Record<string, unknown> }): Promise<{ token: string; expiresAt: number }> {
+export async function issueToken(
+  secret: Uint8Array,
+  o: { sub: string; ttlSec: number; issuer?: string | null; audience?: string | null; claims?: Record<string, unknown> },
+): Promise<{ token: string; expiresAt: number }> {
   const nowSec = Math.floor(Date.now() / 1000);
-  let jwt = new SignJWT({ ...o.claims }).setProtectedHeader({ alg: "HS256", typ: "JWT" }).setSubject(o.sub).setIssuedAt(nowSec).setExpirationTime(nowSec + o.ttlSec);
+  let jwt = new SignJWT({ ...o.claims })
+    .setProtectedHeader({ alg: "HS256", typ: "JWT" })
+    .setSubject(o.sub)
+    .setIssuedAt(nowSec)
+    .setExpirationTime(nowSec + o.ttlSec);
   if (o.issuer) jwt = jwt.setIssuer(o.issuer);
   if (o.audience) jwt = jwt.setAudience(o.audience);
   return { token: await jwt.sign(secret), expiresAt: (nowSec + o.ttlSec) * 1000 };

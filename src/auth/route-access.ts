@@ -180,7 +180,14 @@ export const ROUTE_ACCESS: Readonly<Record<string, RouteAccess>> = Object.fromEn
       access: "acl",
       checks: (r) => {
         const names = r.queries("topic");
-        const topics = bodyTopics(() => (names.length === 0 ? [] : parseTopicSelection(names.map((topic) => ({ topic })), "topic").map((t) => t.topic)));
+        const topics = bodyTopics(() =>
+          names.length === 0
+            ? []
+            : parseTopicSelection(
+                names.map((topic) => ({ topic })),
+                "topic",
+              ).map((t) => t.topic),
+        );
         return [{ resource: group(r), operation: "describe" }, ...topics.map((name) => ({ resource: { type: "topic" as const, name }, operation: "describe" as const }))];
       },
     },

@@ -666,11 +666,7 @@ function decodeAt(buf: Uint8Array, view: DataView, pos: number, verifyCrc: boole
  *   invalid UTF-8 in a header key, fewer/more records than recordCount, or trailing bytes in
  *   the records section.
  */
-export function decodeBatch(
-  buf: Uint8Array,
-  pos = 0,
-  opts?: DecodeOptions,
-): { header: BatchHeader; records: LogRecord[]; totalBytes: number } {
+export function decodeBatch(buf: Uint8Array, pos = 0, opts?: DecodeOptions): { header: BatchHeader; records: LogRecord[]; totalBytes: number } {
   checkPos(buf, pos);
   return decodeAt(buf, viewOf(buf), pos, opts?.verifyCrc ?? true);
 }

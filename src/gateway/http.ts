@@ -122,7 +122,5 @@ type Method = "GET" | "POST" | "PATCH" | "DELETE";
  */
 export function topicRoute(app: Hono<AppEnv>, method: Method, suffix: string, handler: (c: AppContext, topic: string) => Response | Promise<Response>): void {
   app.on(method, `/v1/topics/:topic${suffix}`, (c) => handler(c, c.req.param("topic")));
-  app.on(method, `/v1/topics/:tenant/:namespace/:topic${suffix}`, (c) =>
-    handler(c, `${c.req.param("tenant")}/${c.req.param("namespace")}/${c.req.param("topic")}`),
-  );
+  app.on(method, `/v1/topics/:tenant/:namespace/:topic${suffix}`, (c) => handler(c, `${c.req.param("tenant")}/${c.req.param("namespace")}/${c.req.param("topic")}`));
 }

@@ -154,12 +154,7 @@ export function checkRecordSizes(records: readonly ProducerRecord[], maxMessageB
  * default partitioner) > round-robin. All null-key records of one request go to the same
  * partition, `roundRobin()` (called at most once), "sticky per request" in the spirit of KIP-480.
  */
-export function choosePartitions(
-  records: readonly ProducerRecord[],
-  explicit: readonly (number | undefined)[],
-  numPartitions: number,
-  roundRobin: () => number,
-): number[] {
+export function choosePartitions(records: readonly ProducerRecord[], explicit: readonly (number | undefined)[], numPartitions: number, roundRobin: () => number): number[] {
   let sticky: number | undefined;
   return records.map((r, i) => {
     const p = explicit[i];
@@ -201,9 +196,7 @@ export function encodeForPartition(records: ProducerRecord[], producer: Producer
   const out: Uint8Array[] = [];
   let sequence = producer?.baseSequence ?? 0;
   for (const group of splitRecords(records, MAX_STORED_BATCH_BYTES)) {
-    out.push(
-      encodeBatch(producer === null ? {} : { producerId: producer.producerId, producerEpoch: producer.producerEpoch, baseSequence: sequence }, group),
-    );
+    out.push(encodeBatch(producer === null ? {} : { producerId: producer.producerId, producerEpoch: producer.producerEpoch, baseSequence: sequence }, group));
     sequence += group.length;
   }
   return out;

@@ -40,10 +40,7 @@ export interface ProduceContext {
 }
 
 /** What a produce answers, for the route to write: 200 with offsets, 200 with the compact summary, or 202 (acks=0). */
-export type ProduceOutcome =
-  | { kind: "records"; body: ProduceResponse }
-  | { kind: "summary"; body: ProduceSummaryResponse }
-  | { kind: "accepted"; body: ProduceAcceptedResponse };
+export type ProduceOutcome = { kind: "records"; body: ProduceResponse } | { kind: "summary"; body: ProduceSummaryResponse } | { kind: "accepted"; body: ProduceAcceptedResponse };
 
 /**
  * Concurrent produce requests for one partition in this isolate share one append RPC

@@ -81,8 +81,12 @@ export function intersect(a: Assignment, b: Assignment): Assignment {
 }
 
 export function equals(a: Assignment, b: Assignment): boolean {
-  const ta = Object.keys(a).filter((t) => (a[t]?.length ?? 0) > 0).sort();
-  const tb = Object.keys(b).filter((t) => (b[t]?.length ?? 0) > 0).sort();
+  const ta = Object.keys(a)
+    .filter((t) => (a[t]?.length ?? 0) > 0)
+    .sort();
+  const tb = Object.keys(b)
+    .filter((t) => (b[t]?.length ?? 0) > 0)
+    .sort();
   if (ta.length !== tb.length) return false;
   for (let i = 0; i < ta.length; i++) {
     const t = ta[i] as string;

@@ -148,7 +148,11 @@ export function stickyAssign(input: AssignorInput): GroupAssignment {
   const order = new Map(members.map((m, i) => [m.memberId, i]));
   const topics = subscribedTopics(input);
   const eligible = new Map<string, AssignorMember[]>();
-  for (const t of topics) eligible.set(t, members.filter((m) => m.topics.includes(t)));
+  for (const t of topics)
+    eligible.set(
+      t,
+      members.filter((m) => m.topics.includes(t)),
+    );
 
   const owned = new Map<string, Map<string, TP>>(); // memberId -> key -> tp
   for (const m of members) owned.set(m.memberId, new Map());
@@ -205,17 +209,13 @@ export function stickyAssign(input: AssignorInput): GroupAssignment {
 
   // 3. Rebalance by single moves from most-loaded to least-loaded eligible members.
   for (;;) {
-    const byLoad = [...members].sort(
-      (a, b) => count(b.memberId) - count(a.memberId) || (order.get(a.memberId) as number) - (order.get(b.memberId) as number),
-    );
+    const byLoad = [...members].sort((a, b) => count(b.memberId) - count(a.memberId) || (order.get(a.memberId) as number) - (order.get(b.memberId) as number));
     let moved = false;
     for (const from of byLoad) {
       const n = count(from.memberId);
       if (n < 2) break; // nobody can be two below this one
       // Give away the highest partitions first (deterministic; keeps low partitions stable).
-      const candidates = [...(owned.get(from.memberId) as Map<string, TP>).values()].sort(
-        (a, b) => cmp(b.topic, a.topic) || b.partition - a.partition,
-      );
+      const candidates = [...(owned.get(from.memberId) as Map<string, TP>).values()].sort((a, b) => cmp(b.topic, a.topic) || b.partition - a.partition);
       for (const tp of candidates) {
         const to = leastLoaded(eligible.get(tp.topic) as AssignorMember[], n - 1);
         if (to === undefined) continue;

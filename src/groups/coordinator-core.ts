@@ -37,20 +37,7 @@ import {
   MAX_GROUP_MEMBERS,
   rebalanceProtocolOf,
 } from "../protocol/groups.ts";
-import {
-  type Assignment,
-  EMPTY_ASSIGNMENT,
-  assignmentOf,
-  contains,
-  equals,
-  intersect,
-  isEmpty,
-  keysOf,
-  minus,
-  partitionsOf,
-  tpKey,
-  union,
-} from "./assignment.ts";
+import { type Assignment, EMPTY_ASSIGNMENT, assignmentOf, contains, equals, intersect, isEmpty, keysOf, minus, partitionsOf, tpKey, union } from "./assignment.ts";
 import { ASSIGNORS } from "./assignors.ts";
 import { type SubscriptionRegex, compileSubscriptionRegex } from "./subscription-regex.ts";
 
@@ -198,10 +185,7 @@ export function heartbeat(state: GroupState, req: HeartbeatInput, ctx: CoreConte
       s = { ...s, assignor: req.assignor };
       bump = true;
     }
-    const staticPredecessor =
-      req.instanceId === null
-        ? undefined
-        : Object.values(s.members).find((m) => m.instanceId === req.instanceId && m.memberId !== req.memberId);
+    const staticPredecessor = req.instanceId === null ? undefined : Object.values(s.members).find((m) => m.instanceId === req.instanceId && m.memberId !== req.memberId);
 
     if (existing !== undefined) {
       // Rejoin after FENCED_MEMBER_EPOCH (or a retried join): the member has released
@@ -209,7 +193,16 @@ export function heartbeat(state: GroupState, req: HeartbeatInput, ctx: CoreConte
       if (existing.instanceId !== req.instanceId) {
         return errorResult("INVALID_REQUEST", "A member cannot change its instanceId; join with a new member id.");
       }
-      member = { ...existing, memberEpoch: 0, previousMemberEpoch: existing.memberEpoch, assigned: EMPTY_ASSIGNMENT, pendingRevocation: EMPTY_ASSIGNMENT, state: "stable", revocationStartedMs: null, leftTemporarily: false };
+      member = {
+        ...existing,
+        memberEpoch: 0,
+        previousMemberEpoch: existing.memberEpoch,
+        assigned: EMPTY_ASSIGNMENT,
+        pendingRevocation: EMPTY_ASSIGNMENT,
+        state: "stable",
+        revocationStartedMs: null,
+        leftTemporarily: false,
+      };
     } else if (staticPredecessor !== undefined) {
       // Static membership: a restarted instance replaces its predecessor and inherits its
       // epoch and assignment, without a rebalance. Kafka's KIP-848 coordinator answers
@@ -563,7 +556,11 @@ export function expire(state: GroupState, ctx: CoreContext): { state: GroupState
       expired.push({ memberId: m.memberId, reason: "rebalance" });
     }
   }
-  let s = removeMembers(state, expired.map((e) => e.memberId), ctx);
+  let s = removeMembers(
+    state,
+    expired.map((e) => e.memberId),
+    ctx,
+  );
   let expiredOffsets = 0;
   if (Object.keys(s.members).length === 0) {
     const offsets: Record<string, CommittedOffset> = {};
@@ -696,11 +693,7 @@ export function resolvePosition(
 }
 
 /** Overwrites committed offsets (admin reset-offsets); only while the group has no members. */
-export function resetOffsets(
-  state: GroupState,
-  entries: readonly { topic: string; partition: number; offset: number }[],
-  ctx: CoreContext,
-): CoreResult<number> {
+export function resetOffsets(state: GroupState, entries: readonly { topic: string; partition: number; offset: number }[], ctx: CoreContext): CoreResult<number> {
   if (Object.keys(state.members).length > 0) {
     return errorResult("NON_EMPTY_GROUP", `Group ${state.groupId} has members: stop them before resetting offsets.`, { state: groupStateName(state) });
   }

@@ -262,9 +262,7 @@ function mapStep(state: CompactionState & { phase: "map" }, slice: CompactionSli
   }
   const commands: CompactionCommand[] = put.size > 0 ? [{ kind: "keys", put: [...put] }] : [];
   const next: CompactionState =
-    full || slice.exhausted
-      ? { phase: "rewrite", cleanOffset: state.cleanOffset, pass, cursor: 0, latest }
-      : { phase: "map", cleanOffset: state.cleanOffset, pass, cursor, latest };
+    full || slice.exhausted ? { phase: "rewrite", cleanOffset: state.cleanOffset, pass, cursor: 0, latest } : { phase: "map", cleanOffset: state.cleanOffset, pass, cursor, latest };
   commands.push({ kind: "checkpoint", checkpoint: checkpointOf(next) });
   return { state: next, commands };
 }

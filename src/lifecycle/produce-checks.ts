@@ -29,22 +29,30 @@ export function checkTimestampBounds(timestamps: readonly number[], nowMs: numbe
   for (let index = 0; index < timestamps.length; index++) {
     const timestamp = timestamps[index]!;
     if (nowMs - timestamp > bounds.beforeMaxMs) {
-      return errorResult("INVALID_TIMESTAMP", `Record ${index} has timestamp ${timestamp}, more than message.timestamp.before.max.ms (${bounds.beforeMaxMs}) before the broker's time ${nowMs}.`, {
-        index,
-        timestamp,
-        nowMs,
-        config: "message.timestamp.before.max.ms",
-        maxMs: bounds.beforeMaxMs,
-      });
+      return errorResult(
+        "INVALID_TIMESTAMP",
+        `Record ${index} has timestamp ${timestamp}, more than message.timestamp.before.max.ms (${bounds.beforeMaxMs}) before the broker's time ${nowMs}.`,
+        {
+          index,
+          timestamp,
+          nowMs,
+          config: "message.timestamp.before.max.ms",
+          maxMs: bounds.beforeMaxMs,
+        },
+      );
     }
     if (timestamp - nowMs > bounds.afterMaxMs) {
-      return errorResult("INVALID_TIMESTAMP", `Record ${index} has timestamp ${timestamp}, more than message.timestamp.after.max.ms (${bounds.afterMaxMs}) after the broker's time ${nowMs}.`, {
-        index,
-        timestamp,
-        nowMs,
-        config: "message.timestamp.after.max.ms",
-        maxMs: bounds.afterMaxMs,
-      });
+      return errorResult(
+        "INVALID_TIMESTAMP",
+        `Record ${index} has timestamp ${timestamp}, more than message.timestamp.after.max.ms (${bounds.afterMaxMs}) after the broker's time ${nowMs}.`,
+        {
+          index,
+          timestamp,
+          nowMs,
+          config: "message.timestamp.after.max.ms",
+          maxMs: bounds.afterMaxMs,
+        },
+      );
     }
   }
   return null;

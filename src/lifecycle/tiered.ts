@@ -163,7 +163,8 @@ export function segmentIndexRange(h: SegmentObjectHeader): { start: number; end:
  *   data section in offset order.
  */
 export function decodeSegmentIndex(h: SegmentObjectHeader, bytes: Uint8Array): SegmentIndexEntry[] {
-  if (bytes.length !== h.batchCount * SEGMENT_INDEX_ENTRY_BYTES) throw new SegmentObjectError(`index of ${h.batchCount} entries must be ${h.batchCount * SEGMENT_INDEX_ENTRY_BYTES} bytes, got ${bytes.length}`);
+  if (bytes.length !== h.batchCount * SEGMENT_INDEX_ENTRY_BYTES)
+    throw new SegmentObjectError(`index of ${h.batchCount} entries must be ${h.batchCount * SEGMENT_INDEX_ENTRY_BYTES} bytes, got ${bytes.length}`);
   if (crc32c(bytes) !== h.indexCrc) throw new SegmentObjectError("segment index checksum mismatch");
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.length);
   const out: SegmentIndexEntry[] = [];

@@ -92,8 +92,7 @@ async function drain(reader: ReadableStreamDefaultReader<Uint8Array>, alreadyRea
  * @throws EdgelogError REQUEST_TOO_LARGE (413) when Content-Length or the bytes read exceed maxBytes.
  */
 export async function readBody(req: Request, maxBytes: number, maxDrainBytes = maxBytes): Promise<Uint8Array> {
-  const tooLarge = (): EdgelogError =>
-    new EdgelogError("REQUEST_TOO_LARGE", `The request body exceeds ${maxBytes} bytes.`, { maxRequestBytes: maxBytes });
+  const tooLarge = (): EdgelogError => new EdgelogError("REQUEST_TOO_LARGE", `The request body exceeds ${maxBytes} bytes.`, { maxRequestBytes: maxBytes });
   const declared = req.headers.get("content-length");
   if (declared !== null && Number(declared) > maxBytes) {
     if (req.body !== null && Number(declared) <= maxDrainBytes) await drain(req.body.getReader(), 0, maxDrainBytes).catch(() => undefined);
@@ -114,14 +113,7 @@ export async function readBody(req: Request, maxBytes: number, maxDrainBytes = m
   }
 }
 
-async function readAll(
-  req: Request,
-  body: ReadableStream<Uint8Array>,
-  declared: string | null,
-  maxBytes: number,
-  maxDrainBytes: number,
-  tooLarge: () => EdgelogError,
-): Promise<Uint8Array> {
+async function readAll(req: Request, body: ReadableStream<Uint8Array>, declared: string | null, maxBytes: number, maxDrainBytes: number, tooLarge: () => EdgelogError): Promise<Uint8Array> {
   if (declared !== null && DECIMAL.test(declared) && req.headers.get("transfer-encoding") === null) {
     const bytes = new Uint8Array(await req.arrayBuffer());
     if (bytes.byteLength > maxBytes) throw tooLarge();

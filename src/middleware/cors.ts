@@ -35,7 +35,11 @@ export const EXPOSED_HEADERS = ["Edgelog-Next-Offset", "Edgelog-High-Watermark",
 
 /** The two variables, parsed: undefined or blank means the default. */
 export function corsOptionsFromEnv(env: { EDGELOG_CORS_ORIGINS?: string | undefined; EDGELOG_CORS_ALLOW_HEADERS?: string | undefined }): Pick<CorsOptions, "origin" | "allowHeaders"> {
-  const list = (v: string | undefined): string[] => (v ?? "").split(",").map((s) => s.trim()).filter((s) => s !== "");
+  const list = (v: string | undefined): string[] =>
+    (v ?? "")
+      .split(",")
+      .map((s) => s.trim())
+      .filter((s) => s !== "");
   const origins = list(env.EDGELOG_CORS_ORIGINS);
   return { origin: origins.length === 0 || origins.includes("*") ? "*" : origins, allowHeaders: list(env.EDGELOG_CORS_ALLOW_HEADERS) };
 }

@@ -17,7 +17,8 @@ export function jsonNewline(options: JsonNewlineOptions): MiddlewareHandler<AppE
   return async (c, next) => {
     if (!options.skipPrefixes.some((p) => c.req.path.startsWith(p))) {
       const body = c.body as (data: string, arg?: unknown, headers?: Record<string, string>) => Response;
-      const json = (object: unknown, arg?: unknown, headers?: Record<string, string>): Response => body(`${JSON.stringify(object)}\n`, arg, { "Content-Type": "application/json", ...headers });
+      const json = (object: unknown, arg?: unknown, headers?: Record<string, string>): Response =>
+        body(`${JSON.stringify(object)}\n`, arg, { "Content-Type": "application/json", ...headers });
       c.json = json as unknown as typeof c.json;
     }
     await next();

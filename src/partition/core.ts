@@ -150,7 +150,10 @@ export function validateAppend(batches: readonly DecodedProduceBatch[], maxMessa
       return errorResult("INVALID_BATCH", `A produced batch must have dense offsets: lastOffsetDelta ${h.lastOffsetDelta} with ${h.recordCount} records.`);
     }
     if ((h.attributes & PRODUCER_FORBIDDEN_ATTRIBUTES) !== 0) {
-      return errorResult("INVALID_BATCH", `Batch attributes ${h.attributes} set bits a producer may not set (timestamp type, transactional, control, or unassigned bits): produced batches carry attributes 0.`);
+      return errorResult(
+        "INVALID_BATCH",
+        `Batch attributes ${h.attributes} set bits a producer may not set (timestamp type, transactional, control, or unassigned bits): produced batches carry attributes 0.`,
+      );
     }
     if (h.producerId !== first.producerId || h.producerEpoch !== first.producerEpoch) {
       return errorResult("INVALID_PRODUCER_ID", "All batches of one request must carry the same producer id and epoch.");
@@ -405,8 +408,7 @@ export function planAppend(scanned: ScannedAppend, tail: LogTail, logAppendTime:
       addedBytes += piece.bytes.length;
     }
   }
-  const timestamps =
-    logAppendTime !== null ? new Array<number>(validated.recordCount).fill(logAppendTime) : scans.length === 1 ? scans[0]!.timestamps : scans.flatMap((d) => d.timestamps);
+  const timestamps = logAppendTime !== null ? new Array<number>(validated.recordCount).fill(logAppendTime) : scans.length === 1 ? scans[0]!.timestamps : scans.flatMap((d) => d.timestamps);
   return { rows, baseOffset, lastOffset: nextOffset - 1, nextOffset, runningMaxTimestamp: runningMax, addedBytes, timestamps, logAppendTime };
 }
 

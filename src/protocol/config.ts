@@ -97,7 +97,13 @@ function booleanOf(key: string, v: unknown): boolean {
 
 /** One of `allowed`; a list value (cleanup.policy) may have spaces around its commas, as Kafka's list configs do. */
 function oneOf<T extends string>(key: string, v: unknown, allowed: readonly T[]): T {
-  const s = typeof v === "string" ? v.split(",").map((part) => part.trim()).join(",") : v;
+  const s =
+    typeof v === "string"
+      ? v
+          .split(",")
+          .map((part) => part.trim())
+          .join(",")
+      : v;
   if (typeof s !== "string" || !(allowed as readonly string[]).includes(s)) {
     throw new EdgelogError("INVALID_CONFIG", `Config ${key} must be one of ${allowed.join(" | ")}, got ${JSON.stringify(v)}.`, { config: key });
   }

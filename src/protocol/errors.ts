@@ -79,7 +79,11 @@ export const ERRORS = {
   // ---- Durable Streams compatibility (/v1/stream/*, docs/DURABLE-STREAMS.md; statuses fixed by its PROTOCOL.md) ----
   STREAM_NOT_FOUND: { httpStatus: 404, retriable: false, message: "No stream exists at this path." },
   STREAM_GONE: { httpStatus: 410, retriable: false, message: "The stream was deleted but is retained for the forks that reference it." },
-  STREAM_CONFLICT: { httpStatus: 409, retriable: false, message: "A stream exists at this path with a different configuration, or the path is held by a deleted stream that forks still reference." },
+  STREAM_CONFLICT: {
+    httpStatus: 409,
+    retriable: false,
+    message: "A stream exists at this path with a different configuration, or the path is held by a deleted stream that forks still reference.",
+  },
   STREAM_CLOSED: { httpStatus: 409, retriable: false, message: "The stream is closed: no further appends are accepted." },
   CONTENT_TYPE_MISMATCH: { httpStatus: 409, retriable: false, message: "The Content-Type does not match the stream's content type." },
   STREAM_SEQ_CONFLICT: { httpStatus: 409, retriable: false, message: "Stream-Seq must be strictly greater (byte-wise) than the last one appended." },
@@ -88,13 +92,25 @@ export const ERRORS = {
   OFFSET_GONE: { httpStatus: 410, retriable: false, message: "The offset is before the earliest retained position of the stream." },
 
   // ---- replication (Raft groups: metadata quorum, replicated partitions; docs/RAFT.md) ----
-  NOT_LEADER: { httpStatus: 503, retriable: true, message: "This member is not the Raft leader of its group: retry at the leader named in details.leaderId (absent while an election runs)." },
-  FENCED_LEADER_EPOCH: { httpStatus: 409, retriable: true, message: "The leader epoch in the request is older than the group's current one (Kafka's FENCED_LEADER_EPOCH, KIP-320): refresh metadata and retry." },
+  NOT_LEADER: {
+    httpStatus: 503,
+    retriable: true,
+    message: "This member is not the Raft leader of its group: retry at the leader named in details.leaderId (absent while an election runs).",
+  },
+  FENCED_LEADER_EPOCH: {
+    httpStatus: 409,
+    retriable: true,
+    message: "The leader epoch in the request is older than the group's current one (Kafka's FENCED_LEADER_EPOCH, KIP-320): refresh metadata and retry.",
+  },
 
   // ---- security (docs/SECURITY.md; Kafka's SASL_AUTHENTICATION_FAILED, *_AUTHORIZATION_FAILED, THROTTLING_QUOTA_EXCEEDED) ----
   UNAUTHENTICATED: { httpStatus: 401, retriable: false, message: "No valid credentials: send Authorization: Bearer <token> (or Basic to /v1/auth/token)." },
   NOT_AUTHORIZED: { httpStatus: 403, retriable: false, message: "The principal is not allowed this operation on this resource." },
-  AUTH_NOT_CONFIGURED: { httpStatus: 503, retriable: false, message: "Authentication is not configured: set EDGELOG_AUTH (required with EDGELOG_JWT_SECRET or EDGELOG_JWKS, or none); only /v1/health is served." },
+  AUTH_NOT_CONFIGURED: {
+    httpStatus: 503,
+    retriable: false,
+    message: "Authentication is not configured: set EDGELOG_AUTH (required with EDGELOG_JWT_SECRET or EDGELOG_JWKS, or none); only /v1/health is served.",
+  },
   THROTTLED: { httpStatus: 429, retriable: true, message: "A client quota is exceeded: retry after throttleTimeMs." },
   USER_NOT_FOUND: { httpStatus: 404, retriable: false, message: "No SCRAM user with this name." },
 

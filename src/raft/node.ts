@@ -47,19 +47,7 @@
 import { RaftContractError, raftAssert } from "./errors.ts";
 import { RaftLog } from "./log.ts";
 import { Progress } from "./progress.ts";
-import type {
-  ConfChange,
-  ConfState,
-  Entry,
-  HardState,
-  Message,
-  NodeId,
-  ProposeResult,
-  ReadState,
-  Role,
-  Snapshot,
-  SoftState,
-} from "./types.ts";
+import type { ConfChange, ConfState, Entry, HardState, Message, NodeId, ProposeResult, ReadState, Role, Snapshot, SoftState } from "./types.ts";
 
 /** Tunables of a member. Times are in ticks (the shell decides how long a tick is). */
 export interface RaftConfig {
@@ -168,12 +156,7 @@ export class Ready {
 
   get isEmpty(): boolean {
     return (
-      this.softState === undefined &&
-      !this.mustPersist &&
-      this.committedEntries.length === 0 &&
-      this.readStates.length === 0 &&
-      this.droppedReads.length === 0 &&
-      this.#messages.length === 0
+      this.softState === undefined && !this.mustPersist && this.committedEntries.length === 0 && this.readStates.length === 0 && this.droppedReads.length === 0 && this.#messages.length === 0
     );
   }
 }
@@ -274,7 +257,10 @@ export class RaftNode {
     this.#vote = hardState.vote;
     this.#snapshot = snapshot;
     this.log = new RaftLog(snapshot.meta.index, snapshot.meta.term, [...entries]);
-    raftAssert(hardState.commit >= snapshot.meta.index && hardState.commit <= this.log.lastIndex(), `storage: commit ${hardState.commit} outside [${snapshot.meta.index}, ${this.log.lastIndex()}]`);
+    raftAssert(
+      hardState.commit >= snapshot.meta.index && hardState.commit <= this.log.lastIndex(),
+      `storage: commit ${hardState.commit} outside [${snapshot.meta.index}, ${this.log.lastIndex()}]`,
+    );
     raftAssert(applied >= snapshot.meta.index && applied <= hardState.commit, `storage: applied ${applied} outside [${snapshot.meta.index}, ${hardState.commit}]`);
     this.#commit = hardState.commit;
     this.#applied = applied;

@@ -13,13 +13,7 @@ import type { ListOffsetsSpec } from "../partition/core.ts";
 import { partitionStub } from "../partition/rpc.ts";
 import { isEncoding } from "../protocol/encoding.ts";
 import { EdgelogError } from "../protocol/errors.ts";
-import {
-  FETCH_DEFAULT_MAX_BYTES,
-  FETCH_DEFAULT_MAX_RECORDS,
-  FETCH_MAX_MAX_BYTES,
-  FETCH_MAX_MAX_RECORDS,
-  FETCH_MAX_WAIT_MS_LIMIT,
-} from "../protocol/limits.ts";
+import { FETCH_DEFAULT_MAX_BYTES, FETCH_DEFAULT_MAX_RECORDS, FETCH_MAX_MAX_BYTES, FETCH_MAX_MAX_RECORDS, FETCH_MAX_WAIT_MS_LIMIT } from "../protocol/limits.ts";
 import { BATCH_MEDIA_TYPE, type JsonFetchResponse, type ListOffsetsResponse } from "../protocol/types.ts";
 
 export function fetchRoutes(app: Hono<AppEnv>): void {

@@ -71,7 +71,13 @@ export function groupRoutes(app: Hono<AppEnv>): void {
 
   app.get("/v1/groups/:group/offsets", async (c) => {
     const names = c.req.queries("topic") ?? [];
-    const topics = names.length === 0 ? null : parseTopicSelection(names.map((topic) => ({ topic })), "topic");
+    const topics =
+      names.length === 0
+        ? null
+        : parseTopicSelection(
+            names.map((topic) => ({ topic })),
+            "topic",
+          );
     const autoOffsetReset = parseAutoOffsetReset(c.req.query("autoOffsetReset"));
     const { groupId, stub } = coordinator(c);
     return c.json(unwrap(await stub.fetchOffsets(groupId, { topics, autoOffsetReset })));

@@ -30,15 +30,7 @@ import { createScramCredential, MAX_PASSWORD_BYTES, MAX_SCRAM_ITERATIONS, MIN_SC
 import { DEFAULT_ENTITY, QUOTA_KEYS, securityStore, type QuotaKey } from "../auth/store.ts";
 import type { AppContext, AppEnv } from "../gateway/context.ts";
 import { asObject, jsonBody } from "../gateway/http.ts";
-import {
-  aclMatchesFilter,
-  parseAclBinding,
-  parseAclFilter,
-  parsePrincipal,
-  PULSAR_ACTIONS,
-  type AclBinding,
-  type PulsarAction,
-} from "../protocol/acl.ts";
+import { aclMatchesFilter, parseAclBinding, parseAclFilter, parsePrincipal, PULSAR_ACTIONS, type AclBinding, type PulsarAction } from "../protocol/acl.ts";
 import { EdgelogError, toEdgelogError } from "../protocol/errors.ts";
 
 /** Default and longest life of a token from POST /v1/auth/token. */
@@ -110,7 +102,8 @@ export function securityRoutes(app: Hono<AppEnv>): void {
     const ttlRaw = c.req.query("ttlSeconds");
     if (ttlRaw !== undefined) {
       const n = Number(ttlRaw);
-      if (!Number.isInteger(n) || n < 1 || n > MAX_TOKEN_TTL_SEC) throw new EdgelogError("INVALID_REQUEST", `ttlSeconds must be an integer in [1, ${MAX_TOKEN_TTL_SEC}].`, { field: "ttlSeconds" });
+      if (!Number.isInteger(n) || n < 1 || n > MAX_TOKEN_TTL_SEC)
+        throw new EdgelogError("INVALID_REQUEST", `ttlSeconds must be an integer in [1, ${MAX_TOKEN_TTL_SEC}].`, { field: "ttlSeconds" });
       ttlSec = n;
     }
     const r = await store(c).authenticateScram(user, password);
@@ -276,9 +269,11 @@ export function securityRoutes(app: Hono<AppEnv>): void {
     const ns = namespaceOf(c);
     const role = parsePrincipal(c.req.param("role"), "role");
     const body = asObject(jsonBody(c), "body");
-    if (!Array.isArray(body.actions) || body.actions.length === 0) throw new EdgelogError("INVALID_REQUEST", "actions must be a non-empty array of produce, consume, functions.", { field: "actions" });
+    if (!Array.isArray(body.actions) || body.actions.length === 0)
+      throw new EdgelogError("INVALID_REQUEST", "actions must be a non-empty array of produce, consume, functions.", { field: "actions" });
     const bindings: AclBinding[] = body.actions.map((a) => {
-      if (typeof a !== "string" || !Object.hasOwn(PULSAR_ACTIONS, a)) throw new EdgelogError("INVALID_REQUEST", `Unknown action ${JSON.stringify(a)}: use produce, consume, functions.`, { field: "actions" });
+      if (typeof a !== "string" || !Object.hasOwn(PULSAR_ACTIONS, a))
+        throw new EdgelogError("INVALID_REQUEST", `Unknown action ${JSON.stringify(a)}: use produce, consume, functions.`, { field: "actions" });
       return { principal: role, resourceType: "namespace", resourceName: ns, patternType: "literal", operation: PULSAR_ACTIONS[a as PulsarAction], permission: "allow" };
     });
     const r = await store(c).createAcls(bindings);

@@ -47,9 +47,7 @@ const encoder = new TextEncoder();
 const decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
 /** Outcome of {@link parseStreamPath}. */
-export type StreamPathResult =
-  | { ok: true; path: string }
-  | { ok: false; reason: "invalid" | "reserved"; message: string };
+export type StreamPathResult = { ok: true; path: string } | { ok: false; reason: "invalid" | "reserved"; message: string };
 
 /**
  * Extracts and validates the stream path from a request's URL pathname.

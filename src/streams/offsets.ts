@@ -53,10 +53,7 @@ export function decodeOffset(token: string): number | null {
 }
 
 /** A parsed `offset` query parameter. */
-export type OffsetSpec =
-  | { kind: "beginning" }
-  | { kind: "now" }
-  | { kind: "offset"; offset: number };
+export type OffsetSpec = { kind: "beginning" } | { kind: "now" } | { kind: "offset"; offset: number };
 
 /**
  * Parses the `offset` query parameter of a read.

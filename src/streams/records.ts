@@ -20,9 +20,7 @@ const utf8Strict = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 const utf8 = new TextEncoder();
 
 /** Outcome of {@link jsonMessages}. */
-export type JsonMessagesResult =
-  | { ok: true; messages: Uint8Array[] }
-  | { ok: false; reason: "invalid-json" | "empty-array"; message: string };
+export type JsonMessagesResult = { ok: true; messages: Uint8Array[] } | { ok: false; reason: "invalid-json" | "empty-array"; message: string };
 
 /**
  * Validates a JSON-mode body and splits it into messages.
@@ -74,7 +72,8 @@ function splitTopLevel(text: string): string[] {
     const c = text.charCodeAt(i);
     if (inString) {
       if (escaped) escaped = false;
-      else if (c === 0x5c) escaped = true; // backslash
+      else if (c === 0x5c)
+        escaped = true; // backslash
       else if (c === 0x22) inString = false; // quote
       continue;
     }

@@ -200,4 +200,3 @@ export function decodeDurable(raw: unknown): DurableSubscription {
   pruneAcked(s);
   return s;
 }
-

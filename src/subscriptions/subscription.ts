@@ -261,7 +261,11 @@ export class Subscription {
   grantPermits(consumerId: string, n: number): ErrorResult | null {
     const c = this.consumers.get(consumerId);
     if (c === undefined) return errorResult("INVALID_REQUEST", `Unknown consumer ${consumerId}.`);
-    if (!c.permits.grant(n)) return errorResult("INVALID_REQUEST", c.permits.mode.kind === "window" ? "Permits are managed by the server in push mode." : "permitMessages must be a positive integer within the limit.");
+    if (!c.permits.grant(n))
+      return errorResult(
+        "INVALID_REQUEST",
+        c.permits.mode.kind === "window" ? "Permits are managed by the server in push mode." : "permitMessages must be a positive integer within the limit.",
+      );
     return null;
   }
 
@@ -316,9 +320,7 @@ export class Subscription {
     const out: Delivery[] = [];
     const blocked = new Set<number>();
     let examined = 0;
-    const ready = [...this.replay.entries()]
-      .filter(([, r]) => r.due <= nowMs)
-      .sort((a, b) => a[0] - b[0]);
+    const ready = [...this.replay.entries()].filter(([, r]) => r.due <= nowMs).sort((a, b) => a[0] - b[0]);
     for (const [o, r] of ready) {
       if (this.isAcked(o) || this.durable.deadLetters.has(o) || o < this.logStart || o >= this.logEnd) {
         this.replay.delete(o);
@@ -497,7 +499,8 @@ export class Subscription {
    * an offset not below the log end. A refusal changes nothing.
    */
   ackCumulative(offset: number): ErrorResult | { acked: number } {
-    if (this.subType === "shared" || this.subType === "key_shared") return errorResult("NOT_ALLOWED", `Cumulative ack is not allowed on a ${this.subType} subscription.`, { subscriptionType: this.subType });
+    if (this.subType === "shared" || this.subType === "key_shared")
+      return errorResult("NOT_ALLOWED", `Cumulative ack is not allowed on a ${this.subType} subscription.`, { subscriptionType: this.subType });
     const bad = this.checkOffsets([offset]);
     if (bad !== null) return bad;
     return { acked: this.ackThrough(offset) };
@@ -756,4 +759,3 @@ export class Subscription {
     }
   }
 }
-

@@ -117,7 +117,10 @@ async function plainProducer(stop: { now: boolean }) {
 async function binaryProducer(partition: number, stop: { now: boolean }) {
   while (!stop.now) {
     const bytes = Array.from({ length: randInt(1, 5) }, () => randomBytes(randInt(0, 64)));
-    const batch = encodeBatch({}, bytes.map((value) => ({ key: null, value, headers: [], timestamp: Date.now() })));
+    const batch = encodeBatch(
+      {},
+      bytes.map((value) => ({ key: null, value, headers: [], timestamp: Date.now() })),
+    );
     try {
       const r = await post(`/v1/topics/${topic}/partitions/${partition}/records`, batch, BATCH_MEDIA_TYPE);
       if (r.status !== 200) throw new Error(`status ${r.status}`);

@@ -20,7 +20,13 @@ describe("EDGELOG_AUTH unset", () => {
   it("serves /v1/health only", async () => {
     const health = await fetch(`${server.baseUrl}/v1/health`);
     expect({ status: health.status, body: await health.json() }).toEqual({ status: 200, body: { ok: true } });
-    for (const [method, path] of [["GET", "/v1/topics"], ["POST", "/v1/topics"], ["GET", "/v1/stream/x"], ["POST", "/v1/auth/token"], ["GET", "/nope"]] as const) {
+    for (const [method, path] of [
+      ["GET", "/v1/topics"],
+      ["POST", "/v1/topics"],
+      ["GET", "/v1/stream/x"],
+      ["POST", "/v1/auth/token"],
+      ["GET", "/nope"],
+    ] as const) {
       const res = await fetch(`${server.baseUrl}${path}`, { method, ...(method === "POST" ? { headers: { "content-type": "application/json" }, body: JSON.stringify({ name: "t" }) } : {}) });
       const body = (await res.json()) as { error: { code: string } };
       expect({ path, status: res.status, code: body.error.code }).toEqual({ path, status: 503, code: "AUTH_NOT_CONFIGURED" });

@@ -58,7 +58,11 @@ describe("edgelog CLI, binary-safe", () => {
       expect(Buffer.compare(one.stdout, Buffer.from(files[i]!))).toBe(0);
     }
     const json = await cli(["consume", topic, "-o", "beginning", "-J", "--encoding", "base64"]);
-    const lines = json.stdout.toString().trim().split("\n").map((l) => JSON.parse(l) as { topic: string; key: string; value: string });
+    const lines = json.stdout
+      .toString()
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as { topic: string; key: string; value: string });
     expect(lines.map((l) => [l.topic, Buffer.from(l.key, "base64").toString(), l.value])).toEqual(files.map((f) => [topic, "file", Buffer.from(f).toString("base64")]));
   });
 

@@ -96,47 +96,55 @@ describe("crash: SIGKILL during mixed traffic", () => {
       const target = acks + 400;
       const runs: Promise<void>[] = [];
       for (const i of idem) {
-        runs.push((async () => {
-          while (!stop) {
-            const n = 1 + (i.batch % 4);
-            const values = Array.from({ length: n }, (_, k) => `i${i.producerId}-${i.seq + k}`);
-            i.inflight = { body: { producerId: i.producerId, producerEpoch: 0, baseSequence: i.seq, records: values.map((value) => ({ value })) }, values };
-            i.batch++;
-            if (!(await idemPost(i))) return;
-          }
-        })());
+        runs.push(
+          (async () => {
+            while (!stop) {
+              const n = 1 + (i.batch % 4);
+              const values = Array.from({ length: n }, (_, k) => `i${i.producerId}-${i.seq + k}`);
+              i.inflight = { body: { producerId: i.producerId, producerEpoch: 0, baseSequence: i.seq, records: values.map((value) => ({ value })) }, values };
+              i.batch++;
+              if (!(await idemPost(i))) return;
+            }
+          })(),
+        );
       }
       for (let w = 0; w < plainWriters; w++) {
-        runs.push((async () => {
-          for (let n = 0; !stop; n++) {
-            const value = `c${cycle}-w${w}-${n}`;
-            const partition = (w + n) % partitions;
-            const r = await send(`/v1/topics/${topic}/partitions/${partition}/records`, jsonInit({ records: [{ value }] }));
-            if (r === null) return;
-            expect(r.status, r.text).toBe(200);
-            acked.set(value, [partition, (JSON.parse(r.text) as { records: { offset: number }[] }).records[0]!.offset]);
-            acks++;
-          }
-        })());
+        runs.push(
+          (async () => {
+            for (let n = 0; !stop; n++) {
+              const value = `c${cycle}-w${w}-${n}`;
+              const partition = (w + n) % partitions;
+              const r = await send(`/v1/topics/${topic}/partitions/${partition}/records`, jsonInit({ records: [{ value }] }));
+              if (r === null) return;
+              expect(r.status, r.text).toBe(200);
+              acked.set(value, [partition, (JSON.parse(r.text) as { records: { offset: number }[] }).records[0]!.offset]);
+              acks++;
+            }
+          })(),
+        );
       }
       for (const d of dsw) {
-        runs.push((async () => {
-          while (!stop) {
-            d.inflight = `${d.id}.${d.seq};`;
-            if (!(await dsPost(d))) return;
-          }
-        })());
+        runs.push(
+          (async () => {
+            while (!stop) {
+              d.inflight = `${d.id}.${d.seq};`;
+              if (!(await dsPost(d))) return;
+            }
+          })(),
+        );
       }
-      runs.push((async () => {
-        while (!stop) {
-          const offset = ++commitSeq;
-          const r = await send(`/v1/groups/${group}/offsets`, jsonInit({ offsets: [{ topic, partition: 0, offset }] }));
-          if (r === null) return;
-          expect(r.status, r.text).toBe(200);
-          lastCommit = offset;
-          acks++;
-        }
-      })());
+      runs.push(
+        (async () => {
+          while (!stop) {
+            const offset = ++commitSeq;
+            const r = await send(`/v1/groups/${group}/offsets`, jsonInit({ offsets: [{ topic, partition: 0, offset }] }));
+            if (r === null) return;
+            expect(r.status, r.text).toBe(200);
+            lastCommit = offset;
+            acks++;
+          }
+        })(),
+      );
       while (acks < target) await new Promise((r) => setTimeout(r, 5));
       await server.kill();
       stop = true;
@@ -172,7 +180,9 @@ describe("crash: SIGKILL during mixed traffic", () => {
     const committed = (await (await fetch(`${server.baseUrl}/v1/groups/${group}/offsets`)).json()) as { partitions: { committedOffset: number | null }[] };
     expect(committed.partitions[0]?.committedOffset ?? -1).toBeGreaterThanOrEqual(lastCommit);
     expect(committed.partitions[0]?.committedOffset ?? -1).toBeLessThanOrEqual(commitSeq);
-    console.log(`crash test: ${acked.size} native records acknowledged, ${dsw.reduce((n, d) => n + d.seq, 0)} stream appends, ${lastCommit} commits, ${retries} retries after restart, ${KILLS} kills`);
+    console.log(
+      `crash test: ${acked.size} native records acknowledged, ${dsw.reduce((n, d) => n + d.seq, 0)} stream appends, ${lastCommit} commits, ${retries} retries after restart, ${KILLS} kills`,
+    );
   }, 300_000);
 
   it("kill while many streams expire: each expired stream answers 404 and can be created again", async () => {

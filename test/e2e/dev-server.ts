@@ -61,25 +61,29 @@ export async function startDevServer(opts: DevServerOptions = {}): Promise<DevSe
 
   const launch = async () => {
     const inspectorPort = await freePort();
-    const args = [
-      "dev",
-      "--ip", "127.0.0.1",
-      "--port", String(port),
-      "--inspector-port", String(inspectorPort),
-      "--persist-to", persistDir,
-      "--log-level", "warn",
-    ];
+    const args = ["dev", "--ip", "127.0.0.1", "--port", String(port), "--inspector-port", String(inspectorPort), "--persist-to", persistDir, "--log-level", "warn"];
     // Auth off unless a test sets it (wrangler.toml leaves EDGELOG_AUTH unset: docs/SECURITY.md).
     for (const [k, v] of Object.entries({ EDGELOG_AUTH: "none", ...opts.vars })) args.push("--var", `${k}:${v}`);
     child = spawn(WRANGLER, args, {
       cwd: opts.cwd ?? ROOT,
       // The project's own Node (npm package `node`) first on PATH: wrangler needs Node >= 22.
-      env: { ...process.env, PATH: `${join(ROOT, "node_modules/.bin")}:${process.env.PATH ?? ""}`, WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false", CI: "true", NO_COLOR: "1" },
+      env: {
+        ...process.env,
+        PATH: `${join(ROOT, "node_modules/.bin")}:${process.env.PATH ?? ""}`,
+        WRANGLER_SEND_METRICS: "false",
+        CLOUDFLARE_CF_FETCH_ENABLED: "false",
+        CI: "true",
+        NO_COLOR: "1",
+      },
       stdio: ["ignore", "pipe", "pipe"],
       detached: true,
     });
-    child.stdout?.on("data", (d: Buffer) => { out += d.toString(); });
-    child.stderr?.on("data", (d: Buffer) => { out += d.toString(); });
+    child.stdout?.on("data", (d: Buffer) => {
+      out += d.toString();
+    });
+    child.stderr?.on("data", (d: Buffer) => {
+      out += d.toString();
+    });
     const deadline = Date.now() + (opts.startTimeoutMs ?? 90_000);
     while (Date.now() < deadline) {
       if (child.exitCode !== null || child.signalCode !== null) throw new Error(`wrangler dev exited with ${child.exitCode}:\n${out}`);
@@ -98,8 +102,18 @@ export async function startDevServer(opts: DevServerOptions = {}): Promise<DevSe
     const c = child;
     if (!c || c.exitCode !== null || c.signalCode !== null || c.pid === undefined) return;
     const exited = new Promise<void>((r) => c.once("exit", () => r()));
-    try { process.kill(-c.pid, sig); } catch { /* already gone */ }
-    const timer = setTimeout(() => { try { process.kill(-(c.pid as number), "SIGKILL"); } catch { /* gone */ } }, 5000);
+    try {
+      process.kill(-c.pid, sig);
+    } catch {
+      /* already gone */
+    }
+    const timer = setTimeout(() => {
+      try {
+        process.kill(-(c.pid as number), "SIGKILL");
+      } catch {
+        /* gone */
+      }
+    }, 5000);
     await exited;
     clearTimeout(timer);
   };
@@ -111,7 +125,10 @@ export async function startDevServer(opts: DevServerOptions = {}): Promise<DevSe
     persistDir,
     stop: () => signal("SIGTERM"),
     kill: () => signal("SIGKILL"),
-    restart: async () => { await signal("SIGTERM"); await launch(); },
+    restart: async () => {
+      await signal("SIGTERM");
+      await launch();
+    },
     dispose: async () => {
       await signal("SIGTERM");
       if (ownsDir) rmSync(persistDir, { recursive: true, force: true });

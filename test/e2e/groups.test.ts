@@ -78,10 +78,14 @@ class Member {
 
   constructor(name: string, group: string, topic: string) {
     this.name = name;
-    this.child = spawn(process.execPath, [join(ROOT, "test/e2e/group-member.ts"), server.baseUrl, group, topic, name, String(MESSAGE_DELAY_MS), String(SESSION_TIMEOUT_MS), String(AUTO_COMMIT_MS)], {
-      cwd: ROOT,
-      stdio: ["ignore", "pipe", "pipe"],
-    });
+    this.child = spawn(
+      process.execPath,
+      [join(ROOT, "test/e2e/group-member.ts"), server.baseUrl, group, topic, name, String(MESSAGE_DELAY_MS), String(SESSION_TIMEOUT_MS), String(AUTO_COMMIT_MS)],
+      {
+        cwd: ROOT,
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
     this.child.stdout?.on("data", (d: Buffer) => {
       this.#buf += d.toString();
       let nl: number;
@@ -126,7 +130,14 @@ describe("consumer groups e2e", () => {
     const examples = webhookExamples();
     expect(examples.length).toBeGreaterThan(300);
     const records = Array.from({ length: ROUNDS }, (_, round) =>
-      examples.map((e, i) => ({ key: e.event, value: e.payload, headers: [{ key: "x-github-event", value: e.event }, { key: "seq", value: round * examples.length + i }] })),
+      examples.map((e, i) => ({
+        key: e.event,
+        value: e.payload,
+        headers: [
+          { key: "x-github-event", value: e.event },
+          { key: "seq", value: round * examples.length + i },
+        ],
+      })),
     ).flat();
     const ends = new Array<number>(PARTITIONS).fill(0);
     for (let i = 0; i < records.length; i += 100) {
@@ -201,21 +212,33 @@ describe("consumer groups e2e", () => {
       }
       // Each of B's partitions was resumed by a survivor exactly at B's committed offset.
       for (const p of victimPartitions) {
-        const after = [a, c].flatMap((m) => m.messages().filter((l) => l.p === p && l.t > killedAt)).sort((x, y) => (x.t - y.t) || ((x.o as number) - (y.o as number)));
+        const after = [a, c].flatMap((m) => m.messages().filter((l) => l.p === p && l.t > killedAt)).sort((x, y) => x.t - y.t || (x.o as number) - (y.o as number));
         const committed = committedAtKill.get(p) ?? 0;
         if (committed < (ends[p] as number)) expect(after[0]?.o, `partition ${p} resumed at the committed offset`).toBe(committed);
         // Committed by B, or by the member B took the partition from if B had not committed it
         // since (B may be killed before it reaches a partition it took): never ahead of processing.
-        const last = Math.max(-1, ...[a, b, c].flatMap((m) => m.messages().filter((l) => l.p === p && l.t <= killedAt).map((l) => l.o as number)));
+        const last = Math.max(
+          -1,
+          ...[a, b, c].flatMap((m) =>
+            m
+              .messages()
+              .filter((l) => l.p === p && l.t <= killedAt)
+              .map((l) => l.o as number),
+          ),
+        );
         expect(committed, `partition ${p} committed at the kill`).toBeLessThanOrEqual(last + 1);
       }
       expect(duplicates).toBeLessThanOrEqual(records.length / 3);
 
       // Survivors committed everything and left: no lag.
-      await waitFor("group empty with no lag", async () => {
-        const d = (await http("GET", `/v1/groups/${group}`)) as GroupDescription;
-        return d.state === "Empty" && d.totalLag === 0;
-      }, 15_000);
+      await waitFor(
+        "group empty with no lag",
+        async () => {
+          const d = (await http("GET", `/v1/groups/${group}`)) as GroupDescription;
+          return d.state === "Empty" && d.totalLag === 0;
+        },
+        15_000,
+      );
       const final = (await http("GET", `/v1/groups/${group}`)) as GroupDescription;
       expect(final.offsets.map((o) => o.committedOffset)).toEqual(ends);
     } finally {

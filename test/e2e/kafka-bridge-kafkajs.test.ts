@@ -46,7 +46,11 @@ function loadWebhooks(): Array<{ key: string; value: Buffer }> {
 }
 
 /** Runs a group consumer until `done()` holds; returns it still connected. */
-async function runUntil(consumer: KafkaConsumer, topic: string, onMessage: (partition: number, offset: number, key: string | null, value: Buffer | null) => Promise<void> | void): Promise<void> {
+async function runUntil(
+  consumer: KafkaConsumer,
+  topic: string,
+  onMessage: (partition: number, offset: number, key: string | null, value: Buffer | null) => Promise<void> | void,
+): Promise<void> {
   await consumer.connect();
   await consumer.subscribe({ topic, fromBeginning: true });
   await consumer.run({ eachMessage: async ({ partition, message }) => onMessage(partition, Number(message.offset), text(message.key), message.value) });
@@ -68,7 +72,12 @@ describe("kafkajs through the Kafka bridge", () => {
       const topic = randomTopic("kjs-admin");
       expect(await admin.createTopics({ topics: [{ topic, numPartitions: 3 }] })).toBe(true);
       expect((await client.describeTopic(topic)).partitions).toBe(3);
-      await client.produce(topic, { records: [{ value: "a", partition: 1 }, { value: "b", partition: 1 }] });
+      await client.produce(topic, {
+        records: [
+          { value: "a", partition: 1 },
+          { value: "b", partition: 1 },
+        ],
+      });
       const offsets = await admin.fetchTopicOffsets(topic);
       expect(offsets.sort((a, b) => a.partition - b.partition)).toEqual([
         { partition: 0, offset: "0", high: "0", low: "0" },
@@ -79,7 +88,11 @@ describe("kafkajs through the Kafka bridge", () => {
       const groupId = randomTopic("kjs-admin-g");
       await admin.setOffsets({ groupId, topic, partitions: [{ partition: 1, offset: "1" }] });
       const fetched = await admin.fetchOffsets({ groupId, topics: [topic] });
-      expect(fetched[0]!.partitions.sort((a, b) => a.partition - b.partition).map((p) => [p.partition, p.offset])).toEqual([[0, "-1"], [1, "1"], [2, "-1"]]);
+      expect(fetched[0]!.partitions.sort((a, b) => a.partition - b.partition).map((p) => [p.partition, p.offset])).toEqual([
+        [0, "-1"],
+        [1, "1"],
+        [2, "-1"],
+      ]);
       const { groups } = await admin.listGroups();
       expect(groups).toContainEqual({ groupId, protocolType: "consumer" });
       const described = await admin.describeGroups([groupId]);
@@ -103,7 +116,10 @@ describe("kafkajs through the Kafka bridge", () => {
       await expect(admin.createPartitions({ topicPartitions: [{ topic, count: 3 }] })).rejects.toThrow();
       expect((await client.describeTopic(topic)).partitions).toBe(5);
 
-      const described = await admin.describeConfigs({ includeSynonyms: false, resources: [{ type: ConfigResourceTypes.TOPIC, name: topic, configNames: ["retention.ms", "cleanup.policy"] }] });
+      const described = await admin.describeConfigs({
+        includeSynonyms: false,
+        resources: [{ type: ConfigResourceTypes.TOPIC, name: topic, configNames: ["retention.ms", "cleanup.policy"] }],
+      });
       const entries = Object.fromEntries(described.resources[0]!.configEntries.map((e) => [e.configName, e.configValue]));
       expect(entries).toEqual({ "retention.ms": "3600000", "cleanup.policy": "delete" });
 
@@ -154,7 +170,10 @@ describe("kafkajs through the Kafka bridge", () => {
     for (const r of got) expect(r.partition).toBe(partitionForKey(enc.encode(text(r.key)!), 4));
     for (let k = 0; k < 13; k++) {
       const key = `key-${k}`;
-      const inLog = got.filter((r) => text(r.key) === key).sort((a, b) => a.offset - b.offset).map((r) => text(r.value));
+      const inLog = got
+        .filter((r) => text(r.key) === key)
+        .sort((a, b) => a.offset - b.offset)
+        .map((r) => text(r.value));
       expect(inLog).toEqual(sent.filter((m) => m.key === key).map((m) => m.value));
     }
   });

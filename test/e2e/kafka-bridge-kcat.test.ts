@@ -39,8 +39,12 @@ function kcat(args: string[], stdin = ""): Promise<{ code: number; stdout: strin
     const child = spawn("kcat", ["-b", brokers, ...args], { stdio: ["pipe", "pipe", "pipe"] });
     let out = "";
     let err = "";
-    child.stdout.on("data", (d: Buffer) => { out += d.toString(); });
-    child.stderr.on("data", (d: Buffer) => { err += d.toString(); });
+    child.stdout.on("data", (d: Buffer) => {
+      out += d.toString();
+    });
+    child.stderr.on("data", (d: Buffer) => {
+      err += d.toString();
+    });
     child.on("error", reject);
     child.on("close", (code) => resolve({ code: code ?? -1, stdout: out, stderr: err }));
     child.stdin.end(stdin);
@@ -60,7 +64,10 @@ interface KcatJson {
 async function consumeJson(topic: string, ...extra: string[]): Promise<KcatJson[]> {
   const r = await kcat(["-C", "-t", topic, "-e", "-J", "-q", ...extra]);
   expect(r.code, r.stderr).toBe(0);
-  return r.stdout.split("\n").filter((l) => l !== "").map((l) => JSON.parse(l) as KcatJson);
+  return r.stdout
+    .split("\n")
+    .filter((l) => l !== "")
+    .map((l) => JSON.parse(l) as KcatJson);
 }
 
 describe.skipIf(!HAS_KCAT)("kcat through the Kafka bridge", () => {
@@ -72,7 +79,11 @@ describe.skipIf(!HAS_KCAT)("kcat through the Kafka bridge", () => {
     const md = JSON.parse(r.stdout) as { brokers: { id: number; name: string }[]; topics: { topic: string; partitions: { partition: number; leader: number }[] }[] };
     expect(md.brokers).toEqual([{ id: 0, name: brokers }]);
     const t = md.topics.find((x) => x.topic === topic);
-    expect(t?.partitions.map((p) => [p.partition, p.leader])).toEqual([[0, 0], [1, 0], [2, 0]]);
+    expect(t?.partitions.map((p) => [p.partition, p.leader])).toEqual([
+      [0, 0],
+      [1, 0],
+      [2, 0],
+    ]);
   });
 
   it("-P with keys and headers, then -C -o beginning -e reads them back byte-identical, keys on the Java partitioner's partitions", async () => {
@@ -80,7 +91,10 @@ describe.skipIf(!HAS_KCAT)("kcat through the Kafka bridge", () => {
     await client.createTopic({ name: topic, partitions: 4 });
     const lines = Array.from({ length: 40 }, (_, i) => [`user-${i % 7}`, `value ${i} äöü ✓ "quoted" \\ tab\there`]);
     // murmur2_random: librdkafka's Java-compatible partitioner (its default is consistent_random, CRC32).
-    const r = await kcat(["-P", "-t", topic, "-X", "topic.partitioner=murmur2_random", "-K", "|", "-H", "source=kcat", "-H", "empty=", "-H", "source=dup"], `${lines.map(([k, v]) => `${k}|${v}`).join("\n")}\n`);
+    const r = await kcat(
+      ["-P", "-t", topic, "-X", "topic.partitioner=murmur2_random", "-K", "|", "-H", "source=kcat", "-H", "empty=", "-H", "source=dup"],
+      `${lines.map(([k, v]) => `${k}|${v}`).join("\n")}\n`,
+    );
     expect(r.code, r.stderr).toBe(0);
 
     const got = await consumeJson(topic, "-o", "beginning");
@@ -100,7 +114,11 @@ describe.skipIf(!HAS_KCAT)("kcat through the Kafka bridge", () => {
     for (const rec of direct) {
       const key = new TextDecoder().decode(rec.key!);
       expect(rec.partition).toBe(partitionForKey(enc.encode(key), 4));
-      expect(rec.headers.map((h) => [h.key, h.value === null ? null : new TextDecoder().decode(h.value)])).toEqual([["source", "kcat"], ["empty", ""], ["source", "dup"]]);
+      expect(rec.headers.map((h) => [h.key, h.value === null ? null : new TextDecoder().decode(h.value)])).toEqual([
+        ["source", "kcat"],
+        ["empty", ""],
+        ["source", "dup"],
+      ]);
     }
   });
 
@@ -111,10 +129,18 @@ describe.skipIf(!HAS_KCAT)("kcat through the Kafka bridge", () => {
     await client.produce(topic, { records: Array.from({ length: 10 }, (_, i) => ({ value: `r${i}`, timestamp: t0 + i * 1000 })) }, { partition: 0 });
 
     const last3 = await consumeJson(topic, "-o", "-3");
-    expect(last3.map((m) => [m.offset, m.payload])).toEqual([[7, "r7"], [8, "r8"], [9, "r9"]]);
+    expect(last3.map((m) => [m.offset, m.payload])).toEqual([
+      [7, "r7"],
+      [8, "r8"],
+      [9, "r9"],
+    ]);
 
     const fromTs = await consumeJson(topic, "-o", `s@${t0 + 6500}`);
-    expect(fromTs.map((m) => [m.offset, m.payload, m.ts])).toEqual([[7, "r7", t0 + 7000], [8, "r8", t0 + 8000], [9, "r9", t0 + 9000]]);
+    expect(fromTs.map((m) => [m.offset, m.payload, m.ts])).toEqual([
+      [7, "r7", t0 + 7000],
+      [8, "r8", t0 + 8000],
+      [9, "r9", t0 + 9000],
+    ]);
   });
 
   it("-G consumes as a group, commits the end offsets and leaves", async () => {
@@ -124,7 +150,11 @@ describe.skipIf(!HAS_KCAT)("kcat through the Kafka bridge", () => {
     await client.produce(topic, { records: Array.from({ length: 30 }, (_, i) => ({ key: `k${i}`, value: `v${i}` })) });
     const r = await kcat(["-G", group, topic, "-o", "beginning", "-e", "-q", "-f", "%p:%o:%s\\n", "-X", "enable.auto.commit=true", "-X", "auto.commit.interval.ms=100"]);
     expect(r.code, r.stderr).toBe(0);
-    const seen = r.stdout.split("\n").filter((l) => l !== "").map((l) => l.split(":")[2]).sort();
+    const seen = r.stdout
+      .split("\n")
+      .filter((l) => l !== "")
+      .map((l) => l.split(":")[2])
+      .sort();
     expect(seen).toEqual(Array.from({ length: 30 }, (_, i) => `v${i}`).sort());
 
     const d = await client.describeGroup(group);
@@ -140,7 +170,27 @@ describe.skipIf(!HAS_KCAT)("kcat through the Kafka bridge", () => {
     const batch = (tag: string) => ({ records: Array.from({ length: 200 }, (_, i) => ({ key: `${tag}${i}`, value: `${tag}-${i}` })) });
     await client.produce(topic, batch("a"));
     const member = (name: string) => {
-      const child = spawn("kcat", ["-b", brokers, "-G", group, topic, "-q", "-u", "-f", `${name} %p %o %s\\n`, "-X", "heartbeat.interval.ms=500", "-X", "auto.offset.reset=earliest", "-X", "auto.commit.interval.ms=200"], { stdio: ["ignore", "pipe", "pipe"] });
+      const child = spawn(
+        "kcat",
+        [
+          "-b",
+          brokers,
+          "-G",
+          group,
+          topic,
+          "-q",
+          "-u",
+          "-f",
+          `${name} %p %o %s\\n`,
+          "-X",
+          "heartbeat.interval.ms=500",
+          "-X",
+          "auto.offset.reset=earliest",
+          "-X",
+          "auto.commit.interval.ms=200",
+        ],
+        { stdio: ["ignore", "pipe", "pipe"] },
+      );
       const lines: string[] = [];
       let rest = "";
       child.stdout.on("data", (d: Buffer) => {
@@ -149,7 +199,13 @@ describe.skipIf(!HAS_KCAT)("kcat through the Kafka bridge", () => {
         lines.push(...parts);
       });
       const exited = new Promise<void>((r) => child.on("close", () => r()));
-      return { lines, stop: async () => { child.kill("SIGTERM"); await exited; } };
+      return {
+        lines,
+        stop: async () => {
+          child.kill("SIGTERM");
+          await exited;
+        },
+      };
     };
     const until = async (cond: () => boolean | Promise<boolean>, what: string) => {
       const deadline = Date.now() + 90_000;
@@ -199,7 +255,10 @@ describe.skipIf(!HAS_KCAT)("kcat through the Kafka bridge", () => {
       // librdkafka says which codec each produced batch used: it really compressed.
       expect(r.stderr).toMatch(new RegExp(`MsgVersion 2.*${codec}\\)`));
       const direct = await readAll(client, topic, 1);
-      expect(direct.map((x) => new TextDecoder().decode(x.value!)), codec).toEqual(values);
+      expect(
+        direct.map((x) => new TextDecoder().decode(x.value!)),
+        codec,
+      ).toEqual(values);
     }
   });
 });

@@ -54,7 +54,10 @@ describe("produce coalescing (real dev server)", () => {
         sent.push({ kind: "tooLarge", values: [], res: post(path, { records: [{ value: `ok-${i}` }, { value: "x".repeat(2000) }] }) });
       } else if (i % 3 === 0) {
         const values = [`b${i}-0`, `b${i}-1`];
-        const batch = encodeBatch({}, values.map((v) => ({ key: null, value: new TextEncoder().encode(v), headers: [], timestamp: i })));
+        const batch = encodeBatch(
+          {},
+          values.map((v) => ({ key: null, value: new TextEncoder().encode(v), headers: [], timestamp: i })),
+        );
         sent.push({ kind: "binary", values, res: fetch(`${server.baseUrl}${path}`, { method: "POST", headers: { "content-type": BATCH_MEDIA_TYPE }, body: batch }) });
       } else {
         sent.push({ kind: "json", values: [`j${i}`], res: post(path, { records: [{ value: `j${i}` }] }) });
@@ -193,9 +196,7 @@ describe("produce coalescing (real dev server): idempotence, acks=0, many partit
   it("topic route spanning 32 partitions, 60 concurrent requests", async () => {
     const topic = randomTopic("qa-many");
     await client.createTopic({ name: topic, partitions: 32 });
-    const reqs = Array.from({ length: 60 }, (_, i) =>
-      post(`/v1/topics/${topic}/records`, { records: Array.from({ length: 64 }, (_, k) => ({ partition: k % 32, value: `r${i}-${k}` })) }),
-    );
+    const reqs = Array.from({ length: 60 }, (_, i) => post(`/v1/topics/${topic}/records`, { records: Array.from({ length: 64 }, (_, k) => ({ partition: k % 32, value: `r${i}-${k}` })) }));
     const acked = new Map<string, string>();
     for (let i = 0; i < reqs.length; i++) {
       const res = await reqs[i]!;
@@ -283,7 +284,11 @@ describe("produce coalescing: aborts", () => {
     const rs = await Promise.all(results);
     const statuses = new Map<string, number>();
     for (const r of rs) statuses.set(String(r.status), (statuses.get(String(r.status)) ?? 0) + 1);
-    const slow = rs.filter((r) => r.status === 200).map((r) => r.ms).sort((a, b) => b - a).slice(0, 5);
+    const slow = rs
+      .filter((r) => r.status === 200)
+      .map((r) => r.ms)
+      .sort((a, b) => b - a)
+      .slice(0, 5);
     console.log("statuses", [...statuses], "slowest", slow);
     expect(rs.filter((r) => r.status !== 200 && r.status !== "aborted")).toEqual([]);
     const after = await post(path, { records: [{ value: "after" }] });
@@ -326,7 +331,10 @@ describe("produce coalescing: crash", () => {
             ? await fetch(`${server.baseUrl}/v1/topics/${topic}/partitions/${partition}/records`, {
                 method: "POST",
                 headers: { "content-type": BATCH_MEDIA_TYPE, accept: SUMMARY },
-                body: encodeBatch({}, Array.from({ length: n }, (_, k) => ({ key: null, value: new TextEncoder().encode(`${key}-k${k}`), headers: [], timestamp: 1 }))),
+                body: encodeBatch(
+                  {},
+                  Array.from({ length: n }, (_, k) => ({ key: null, value: new TextEncoder().encode(`${key}-k${k}`), headers: [], timestamp: 1 })),
+                ),
               })
             : await post(`/v1/topics/${topic}/partitions/${partition}/records`, body, i % 3 === 0 ? { accept: SUMMARY } : {});
           status = res.status;
@@ -379,7 +387,9 @@ describe("produce coalescing: delete and re-create", () => {
     const results: Promise<{ i: number; status: number; text: string; ms: number }>[] = [];
     const fire = (i: number) => {
       const t0 = Date.now();
-      results.push(post(path, { records: [{ value: `v${i}-${"z".repeat(i % 4 === 0 ? 100_000 : 0)}` }] }).then(async (r) => ({ i, status: r.status, text: await r.text(), ms: Date.now() - t0 })));
+      results.push(
+        post(path, { records: [{ value: `v${i}-${"z".repeat(i % 4 === 0 ? 100_000 : 0)}` }] }).then(async (r) => ({ i, status: r.status, text: await r.text(), ms: Date.now() - t0 })),
+      );
     };
     for (let i = 0; i < 150; i++) fire(i);
     await new Promise((r) => setTimeout(r, 30));
@@ -390,7 +400,14 @@ describe("produce coalescing: delete and re-create", () => {
     const rs = await Promise.all(results);
     const statuses = new Map<string, number>();
     for (const r of rs) statuses.set(`${r.status} ${r.status === 200 ? "" : r.text.slice(0, 80)}`, (statuses.get(`${r.status} ${r.status === 200 ? "" : r.text.slice(0, 80)}`) ?? 0) + 1);
-    console.log([...statuses], "slowest", rs.map((r) => r.ms).sort((a, b) => b - a).slice(0, 3));
+    console.log(
+      [...statuses],
+      "slowest",
+      rs
+        .map((r) => r.ms)
+        .sort((a, b) => b - a)
+        .slice(0, 3),
+    );
     expect(rs.filter((r) => r.status >= 500)).toEqual([]);
     const all = await readAll(client, topic, 1);
     expect(all.map((r) => r.offset)).toEqual(all.map((_, k) => k));
@@ -458,7 +475,11 @@ describe("produce coalescing, SDK producer: lost answers on a LogAppendTime topi
     const metas: { value: string; partition: number; offset: number; timestamp: number }[] = [];
     for (let i = 0; i < 60; i++) {
       const value = `m${i}`;
-      sends.push(producers[i % 6]!.send({ topic, messages: [{ value, partition: i % 3, timestamp: 7 }] }).then(([m]) => metas.push({ value, partition: m!.partition, offset: m!.offset, timestamp: m!.timestamp })));
+      sends.push(
+        producers[i % 6]!.send({ topic, messages: [{ value, partition: i % 3, timestamp: 7 }] }).then(([m]) =>
+          metas.push({ value, partition: m!.partition, offset: m!.offset, timestamp: m!.timestamp }),
+        ),
+      );
     }
     await Promise.all(sends);
     await Promise.all(producers.map((p) => p.close()));
@@ -482,7 +503,9 @@ describe("produce coalescing: one idempotent producer, consecutive sequences at 
     // keep the lane busy so these queue
     const filler = Array.from({ length: 10 }, (_, i) => post(path, { records: [{ value: `f${i}-${"q".repeat(300_000)}` }] }));
     const rs = await Promise.all(
-      Array.from({ length: 50 }, (_, s) => post(path, { producerId, producerEpoch: 0, baseSequence: s, records: [{ value: `s${s}` }] }).then(async (r) => ({ s, status: r.status, text: await r.text() }))),
+      Array.from({ length: 50 }, (_, s) =>
+        post(path, { producerId, producerEpoch: 0, baseSequence: s, records: [{ value: `s${s}` }] }).then(async (r) => ({ s, status: r.status, text: await r.text() })),
+      ),
     );
     await Promise.all(filler);
     const codes = new Map<string, number>();
@@ -509,7 +532,12 @@ describe("produce coalescing: topic route with aborts and acks=0", () => {
       rs.push(
         (async () => {
           try {
-            const res = await post(`/v1/topics/${topic}/records${acks0 ? "?acks=0" : ""}`, { records: Array.from({ length: 128 }, (_, k) => ({ value: `r${i}-${k}-${"w".repeat(2000)}` })) }, {}, ac.signal);
+            const res = await post(
+              `/v1/topics/${topic}/records${acks0 ? "?acks=0" : ""}`,
+              { records: Array.from({ length: 128 }, (_, k) => ({ value: `r${i}-${k}-${"w".repeat(2000)}` })) },
+              {},
+              ac.signal,
+            );
             await res.text();
             return String(res.status);
           } catch (e) {

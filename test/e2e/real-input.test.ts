@@ -53,7 +53,9 @@ function cli(args: string[], stdin?: Uint8Array | string): Promise<{ code: numbe
     const out: Buffer[] = [];
     let err = "";
     child.stdout.on("data", (d: Buffer) => out.push(d));
-    child.stderr.on("data", (d: Buffer) => { err += d.toString(); });
+    child.stderr.on("data", (d: Buffer) => {
+      err += d.toString();
+    });
     child.on("error", reject);
     child.on("close", (code) => resolve({ code: code ?? -1, stdout: Buffer.concat(out), stderr: err }));
     child.stdin.end(stdin ?? "");
@@ -301,7 +303,10 @@ describe("real dev server: crash under heavy concurrent produce, the CLI followi
     const code = await exited;
     clearTimeout(killer);
     expect({ code, err }).toEqual({ code: 0, err: "" });
-    const lines = out.trim().split("\n").map((l) => JSON.parse(l) as { partition: number; offset: number; value: string; key: string; timestamp: number; headers: unknown[] });
+    const lines = out
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as { partition: number; offset: number; value: string; key: string; timestamp: number; headers: unknown[] });
     const byPartition = (p: number) => lines.filter((l) => l.partition === p).map((l) => [l.offset, l.key, l.value, l.timestamp, l.headers]);
     expect(byPartition(0)).toEqual([0, 1, 2].map((r) => [r, `k${r}`, `r${r}p0`, 1000 + r, [{ key: "h", value: null }]]));
     expect(byPartition(1)).toEqual([0, 1, 2].map((r) => [r, `k${r}`, `r${r}p1`, 1000 + r, [{ key: "h", value: null }]]));

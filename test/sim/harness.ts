@@ -88,7 +88,10 @@ export class Harness {
 
   /** Normal entries applied by `id`, as text (the replicated log as a consumer sees it). */
   records(id: NodeId): string[] {
-    return this.appliedLog.get(id)!.filter((e) => e.type === "normal").map(text);
+    return this.appliedLog
+      .get(id)!
+      .filter((e) => e.type === "normal")
+      .map(text);
   }
 
   /** Normal entries of `id`'s log (committed or not) with their terms. */
@@ -172,7 +175,10 @@ export class Harness {
           d.snapshot = rd.snapshot;
           d.entries = [];
           // The state machine is replaced by the snapshot image.
-          this.appliedLog.set(id, this.appliedLog.get(id)!.filter((e) => e.index <= rd.snapshot!.meta.index));
+          this.appliedLog.set(
+            id,
+            this.appliedLog.get(id)!.filter((e) => e.index <= rd.snapshot!.meta.index),
+          );
         }
         if (rd.entries.length > 0) {
           const first = rd.entries[0]!.index;

@@ -303,7 +303,11 @@ class Simulation {
     // Slow disks stay below the shortest election timeout (80 ms here): a member whose every
     // write outlasts the election timeout campaigns forever (etcd's "disk too slow" warning
     // is the same operational assumption; docs/RAFT.md).
-    const disk = rng.pick([[0, 1], [1, 5], [5, 25]] as const);
+    const disk = rng.pick([
+      [0, 1],
+      [1, 5],
+      [5, 25],
+    ] as const);
     for (const id of ids) {
       const member = initialVoters.includes(id);
       const storage = bootstrapStorage(member ? { voters: initialVoters, learners: [] } : { voters: [], learners: [] });
@@ -475,7 +479,10 @@ class Simulation {
         if (mt > vt || (mt === vt && mi >= vi)) votes++;
       }
       if (votes >= Math.floor(all.length / 2) + 1) {
-        throw new Violation("leaderCompleteness", `${leader.id} (term ${leader.raft!.term}) commits ${index}:${term}, but ${m.id} lacks it and could still win an election (${votes} of ${all.length} durable logs are no more up to date than its own)`);
+        throw new Violation(
+          "leaderCompleteness",
+          `${leader.id} (term ${leader.raft!.term}) commits ${index}:${term}, but ${m.id} lacks it and could still win an election (${votes} of ${all.length} durable logs are no more up to date than its own)`,
+        );
       }
     }
   }
@@ -504,7 +511,10 @@ class Simulation {
       if (want === undefined) continue; // compacted on the leader: committed long ago
       const held = f.entries[m - f.snap.meta.index - 1];
       if (held === undefined || held.term !== want) {
-        throw new Violation("ackedEntryLost", `${node.id} (term ${r.term}) counts ${f.id} as holding ${m}, which ${f.id}'s disk does not hold (${held === undefined ? "missing" : `term ${held.term}`})`);
+        throw new Violation(
+          "ackedEntryLost",
+          `${node.id} (term ${r.term}) counts ${f.id} as holding ${m}, which ${f.id}'s disk does not hold (${held === undefined ? "missing" : `term ${held.term}`})`,
+        );
       }
     }
   }

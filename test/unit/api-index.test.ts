@@ -7,7 +7,12 @@ import { API_INDEX } from "../../src/protocol/index-doc.ts";
 const ROOT = join(import.meta.dirname, "../..");
 
 /** GitHub's heading anchors: lower case, punctuation dropped, spaces to dashes. */
-const anchor = (heading: string) => heading.trim().toLowerCase().replace(/[^a-z0-9 -]/g, "").replace(/ /g, "-");
+const anchor = (heading: string) =>
+  heading
+    .trim()
+    .toLowerCase()
+    .replace(/[^a-z0-9 -]/g, "")
+    .replace(/ /g, "-");
 
 describe("the API index (GET /)", () => {
   it("links only to documents and headings that exist", () => {

@@ -17,7 +17,11 @@ function exportedDurableObjectClasses(indexTs: string): string[] {
   const out: string[] = [];
   for (const m of indexTs.matchAll(/export\s*\{([^}]*)\}\s*from\s*["'][^"']*durable-objects\/[^"']*["']/g)) {
     for (const part of m[1]!.split(",")) {
-      const name = part.trim().split(/\s+as\s+/).pop()!.trim();
+      const name = part
+        .trim()
+        .split(/\s+as\s+/)
+        .pop()!
+        .trim();
       if (name !== "" && !name.startsWith("type ")) out.push(name);
     }
   }

@@ -1,15 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { type Assignment, countOf, partitionsOf, tpKey } from "../../src/groups/assignment.ts";
-import {
-  ASSIGNORS,
-  type AssignorInput,
-  type AssignorMember,
-  type GroupAssignment,
-  rangeAssign,
-  roundRobinAssign,
-  stickyAssign,
-} from "../../src/groups/assignors.ts";
+import { ASSIGNORS, type AssignorInput, type AssignorMember, type GroupAssignment, rangeAssign, roundRobinAssign, stickyAssign } from "../../src/groups/assignors.ts";
 import type { AssignorName } from "../../src/protocol/groups.ts";
 
 const NAMES = Object.keys(ASSIGNORS) as AssignorName[];
@@ -88,11 +80,13 @@ const equalInputArb = fc.tuple(topicsArb, memberIdsArb).map(([partitionCounts, i
 }));
 
 /** Members with random non-empty subscriptions (possibly to a topic that does not exist). */
-const unequalInputArb = fc.tuple(topicsArb, memberIdsArb).chain(([partitionCounts, ids]) =>
-  fc
-    .array(fc.uniqueArray(fc.constantFrom("a", "b", "c", "d", "zz"), { minLength: 1, maxLength: 5 }), { minLength: ids.length, maxLength: ids.length })
-    .map((subs) => ({ partitionCounts, members: ids.map((id, i) => member(id, subs[i] as string[])) })),
-);
+const unequalInputArb = fc
+  .tuple(topicsArb, memberIdsArb)
+  .chain(([partitionCounts, ids]) =>
+    fc
+      .array(fc.uniqueArray(fc.constantFrom("a", "b", "c", "d", "zz"), { minLength: 1, maxLength: 5 }), { minLength: ids.length, maxLength: ids.length })
+      .map((subs) => ({ partitionCounts, members: ids.map((id, i) => member(id, subs[i] as string[])) })),
+  );
 
 describe("assignors: fixed examples (Kafka's documented outcomes)", () => {
   it("range: consecutive ranges per topic, first members get the extra partition", () => {

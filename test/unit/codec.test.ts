@@ -70,18 +70,11 @@ const bytesArb = fc.oneof(
 const nullableBytesArb = fc.option(bytesArb, { nil: null, freq: 4 });
 // Well-formed strings only ("binary" never yields lone surrogates, which UTF-8 cannot carry),
 // plus a few fixed keys so duplicates are common.
-const headerKeyArb = fc.oneof(
-  fc.string({ unit: "binary", maxLength: 12 }),
-  fc.constantFrom("a", "trace-id", "ü", "\uFEFFbom", "😀", ""),
-);
+const headerKeyArb = fc.oneof(fc.string({ unit: "binary", maxLength: 12 }), fc.constantFrom("a", "trace-id", "ü", "\uFEFFbom", "😀", ""));
 const headerArb = fc.record({ key: headerKeyArb, value: fc.option(fc.uint8Array({ maxLength: 16 }), { nil: null, freq: 3 }) });
 // Non-negative timestamps up to MAX_SAFE: every delta stays a safe integer; the wide ones
 // exercise the BigInt varlong path.
-const timestampArb = fc.oneof(
-  fc.integer({ min: 1_700_000_000_000, max: 1_700_000_100_000 }),
-  fc.integer({ min: 0, max: 1000 }),
-  fc.integer({ min: 0, max: MAX_SAFE }),
-);
+const timestampArb = fc.oneof(fc.integer({ min: 1_700_000_000_000, max: 1_700_000_100_000 }), fc.integer({ min: 0, max: 1000 }), fc.integer({ min: 0, max: MAX_SAFE }));
 const recordArb: fc.Arbitrary<ProducerRecord> = fc.record({
   key: nullableBytesArb,
   value: nullableBytesArb,
@@ -205,8 +198,10 @@ describe("encodeBatch: exact bytes", () => {
         "00" + // attributes
         "00" + // timestampDelta 0
         "00" + // offsetDelta 0
-        "02" + "6b" + // key "k"
-        "02" + "76" + // value "v"
+        "02" +
+        "6b" + // key "k"
+        "02" +
+        "76" + // value "v"
         "00", // 0 headers
     );
     expect(buf.length).toBe(BATCH_HEADER_BYTES + 9);
@@ -216,8 +211,22 @@ describe("encodeBatch: exact bytes", () => {
   it("encodes null vs empty, header values, negative deltas and offset deltas", () => {
     const buf = encodeBatch({ baseOffset: 5 }, [rec(null, "v", 1000, [["h", null]]), rec("", null, 999)]);
     expect(hex(buf.subarray(BATCH_HEADER_BYTES))).toBe(
-      "14" + "00" + "00" + "00" + "01" + "0276" + "02" + "0268" + "01" + // key null, 1 header h=null
-        "0c" + "00" + "01" + "02" + "00" + "01" + "00", // ts delta -1, offsetDelta 1, key empty, value null
+      "14" +
+        "00" +
+        "00" +
+        "00" +
+        "01" +
+        "0276" +
+        "02" +
+        "0268" +
+        "01" + // key null, 1 header h=null
+        "0c" +
+        "00" +
+        "01" +
+        "02" +
+        "00" +
+        "01" +
+        "00", // ts delta -1, offsetDelta 1, key empty, value null
     );
     expect(decodeBatchHeader(buf)).toEqual({
       baseOffset: 5,
@@ -448,17 +457,20 @@ describe("corruption and truncation", () => {
 
   it("throws CodecError for a truncation at every position, never a partial decode", () => {
     fc.assert(
-      fc.property(recordsArb.filter((rs) => rs.length <= 4), (records) => {
-        const buf = encodeBatch({}, records);
-        for (let len = 0; len < buf.length; len++) {
-          const cut = buf.slice(0, len);
-          expect(() => decodeBatch(cut)).toThrow(CodecError);
-          expect(() => decodeBatch(cut, 0, { verifyCrc: false })).toThrow(CodecError);
-          expect(() => decodeBatchHeader(cut)).toThrow(CodecError);
-          // An empty buffer is a valid, empty concatenation (tested below); any other cut is not.
-          if (len > 0) expect(() => decodeBatches(cut)).toThrow(CodecError);
-        }
-      }),
+      fc.property(
+        recordsArb.filter((rs) => rs.length <= 4),
+        (records) => {
+          const buf = encodeBatch({}, records);
+          for (let len = 0; len < buf.length; len++) {
+            const cut = buf.slice(0, len);
+            expect(() => decodeBatch(cut)).toThrow(CodecError);
+            expect(() => decodeBatch(cut, 0, { verifyCrc: false })).toThrow(CodecError);
+            expect(() => decodeBatchHeader(cut)).toThrow(CodecError);
+            // An empty buffer is a valid, empty concatenation (tested below); any other cut is not.
+            if (len > 0) expect(() => decodeBatches(cut)).toThrow(CodecError);
+          }
+        },
+      ),
       { numRuns: 40 },
     );
     // Thousands of cuts each run: a generous hang guard, not a timing target (seen over 5 s on a
@@ -466,7 +478,14 @@ describe("corruption and truncation", () => {
   }, 60_000);
 
   it("throws CodecError when the records section is cut at every position even with a consistent length and CRC", () => {
-    const records = [rec("k1", "v1", 10, [["h", "x"], ["h", null]]), rec(null, "", 5), rec("", null, 20, [["ü", "y"]])];
+    const records = [
+      rec("k1", "v1", 10, [
+        ["h", "x"],
+        ["h", null],
+      ]),
+      rec(null, "", 5),
+      rec("", null, 20, [["ü", "y"]]),
+    ];
     const buf = encodeBatch({}, records);
     const section = buf.subarray(BATCH_HEADER_BYTES);
     for (let len = 0; len < section.length; len++) {
@@ -558,7 +577,14 @@ describe("scanBatch", () => {
   });
 
   it("agrees with decodeBatch on hand-made malformed records sections", () => {
-    const records = [rec("k1", "v1", 10, [["h", "x"], ["h", null]]), rec(null, "", 5), rec("", null, 20, [["é", "y"]])];
+    const records = [
+      rec("k1", "v1", 10, [
+        ["h", "x"],
+        ["h", null],
+      ]),
+      rec(null, "", 5),
+      rec("", null, 20, [["é", "y"]]),
+    ];
     const buf = encodeBatch({}, records);
     const section = buf.subarray(BATCH_HEADER_BYTES);
     for (let len = 0; len <= section.length; len++) {

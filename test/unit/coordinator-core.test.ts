@@ -88,7 +88,16 @@ class Sim {
   }
 
   join(name: string, opts: { instanceId?: string; sessionTimeoutMs?: number; rebalanceTimeoutMs?: number } = {}): Client {
-    const c: Client = { name, memberId: null, epoch: 0, owned: {}, alive: true, instanceId: opts.instanceId ?? null, sessionTimeoutMs: opts.sessionTimeoutMs ?? 10_000, rebalanceTimeoutMs: opts.rebalanceTimeoutMs ?? 60_000 };
+    const c: Client = {
+      name,
+      memberId: null,
+      epoch: 0,
+      owned: {},
+      alive: true,
+      instanceId: opts.instanceId ?? null,
+      sessionTimeoutMs: opts.sessionTimeoutMs ?? 10_000,
+      rebalanceTimeoutMs: opts.rebalanceTimeoutMs ?? 60_000,
+    };
     this.clients.set(name, c);
     this.hb(name);
     return c;
@@ -263,7 +272,11 @@ describe("coordinator core: joins and rebalances", () => {
     sim.hb("A");
     const bumped = sim.state.members[a.memberId as string]?.memberEpoch as number;
     expect(bumped).toBeGreaterThan(before);
-    const r = heartbeat(sim.state, hbInput({ memberId: a.memberId, memberEpoch: sim.state.members[a.memberId as string]?.previousMemberEpoch as number, ownedPartitions: a.owned }), sim.ctx());
+    const r = heartbeat(
+      sim.state,
+      hbInput({ memberId: a.memberId, memberEpoch: sim.state.members[a.memberId as string]?.previousMemberEpoch as number, ownedPartitions: a.owned }),
+      sim.ctx(),
+    );
     expect(r).toMatchObject({ ok: true, value: { memberEpoch: bumped } });
   });
 
@@ -285,7 +298,7 @@ describe("coordinator core: leaving, session expiry, rebalance timeout", () => {
     expect(countOf(bPartitions)).toBe(2);
     b.alive = false; // crashes: no heartbeat, no leave
     const due = timers(sim.state).find((t) => t.key === `session:${b.memberId}`);
-    expect(due?.dueMs).toBe(sim.state.members[b.memberId as string]?.lastHeartbeatMs as number + 3000);
+    expect(due?.dueMs).toBe((sim.state.members[b.memberId as string]?.lastHeartbeatMs as number) + 3000);
     sim.nowMs += 2000;
     sim.hb("A");
     sim.advance(999); // 2999 ms since B's last heartbeat: still a member

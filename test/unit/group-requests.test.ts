@@ -43,7 +43,16 @@ describe("consumer-group request validation", () => {
     expect(code(() => parseCommit({ memberId: "m", offsets: [{ topic: "t", partition: 0, offset: 1 }] }))).toBe("INVALID_REQUEST");
     expect(code(() => parseCommit({ offsets: [] }))).toBe("INVALID_REQUEST");
     expect(code(() => parseCommit({ offsets: [{ topic: "t", partition: 0, offset: 1.5 }] }))).toBe("INVALID_OFFSET");
-    expect(code(() => parseCommit({ offsets: [{ topic: "t", partition: 0, offset: 1 }, { topic: "public/default/t", partition: 0, offset: 2 }] }))).toBe("INVALID_REQUEST");
+    expect(
+      code(() =>
+        parseCommit({
+          offsets: [
+            { topic: "t", partition: 0, offset: 1 },
+            { topic: "public/default/t", partition: 0, offset: 2 },
+          ],
+        }),
+      ),
+    ).toBe("INVALID_REQUEST");
     expect(code(() => parseCommit({ offsets: [{ topic: "t", partition: 0, offset: 1, metadata: "é".repeat(2049) }] }))).toBe("OFFSET_METADATA_TOO_LARGE");
     expect(code(() => parseResetOffsets({ topics: [{ topic: "t" }], spec: { to: "yesterday" } }))).toBe("INVALID_REQUEST");
     expect(code(() => parseGroupConfigs({ configs: { "session.timeout.ms": 1 } }))).toBe("INVALID_CONFIG");

@@ -17,8 +17,30 @@ describe("edgelog kafka-bridge", () => {
       defaultPartitions: undefined,
     });
     expect(
-      parseCli(["kafka-bridge", "--listen", "[::1]:19092", "--advertise", "kafka.local:9092", "--namespace", "acme/prod", "--auto-create-topics", "--default-partitions", "6", "--max-frame-bytes", "1048576"]),
-    ).toMatchObject({ host: "::1", port: 19092, advertisedHost: "kafka.local", advertisedPort: 9092, namespace: "acme/prod", autoCreateTopics: true, defaultPartitions: 6, maxFrameBytes: 1048576 });
+      parseCli([
+        "kafka-bridge",
+        "--listen",
+        "[::1]:19092",
+        "--advertise",
+        "kafka.local:9092",
+        "--namespace",
+        "acme/prod",
+        "--auto-create-topics",
+        "--default-partitions",
+        "6",
+        "--max-frame-bytes",
+        "1048576",
+      ]),
+    ).toMatchObject({
+      host: "::1",
+      port: 19092,
+      advertisedHost: "kafka.local",
+      advertisedPort: 9092,
+      namespace: "acme/prod",
+      autoCreateTopics: true,
+      defaultPartitions: 6,
+      maxFrameBytes: 1048576,
+    });
   });
 
   it("refuses a malformed address or count with a usage error", () => {

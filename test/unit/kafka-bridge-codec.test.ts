@@ -67,8 +67,19 @@ describe("produce: kafkajs request -> our decoder -> Edgelog batch", () => {
     expect(batch).toMatchObject({ producerId: 42, producerEpoch: 3, baseSequence: 17, recordCount: 3, compression: 0 });
     const decoded = decodeBatch(toEdgelogBatch(batch, batch.payload));
     expect(decoded.header).toMatchObject({ producerId: 42, producerEpoch: 3, baseSequence: 17, attributes: 0, recordCount: 3 });
-    expect(decoded.records.map((x) => [x.offset, x.key && td.decode(x.key), x.value && td.decode(x.value), x.timestamp, x.headers.map((h) => [h.key, h.value && td.decode(h.value)])])).toEqual([
-      [0, "k1", "v1", 1_700_000_000_123, [["a", "1"], ["b", ""]]],
+    expect(
+      decoded.records.map((x) => [x.offset, x.key && td.decode(x.key), x.value && td.decode(x.value), x.timestamp, x.headers.map((h) => [h.key, h.value && td.decode(h.value)])]),
+    ).toEqual([
+      [
+        0,
+        "k1",
+        "v1",
+        1_700_000_000_123,
+        [
+          ["a", "1"],
+          ["b", ""],
+        ],
+      ],
       [1, null, "v2", 1_700_000_000_100, []],
       [2, "k3", null, 1_700_000_000_200, []],
     ]);
@@ -164,7 +175,15 @@ describe("fetch: kafkajs request -> our decoder; Edgelog batches -> Kafka batche
     const res = await kResponse("fetch/v11").decode(bytes);
     const p = res.responses[0].partitions[0];
     expect([p.highWatermark, p.lastStableOffset, p.lastStartOffset ?? p.logStartOffset]).toEqual(["13", "13", "0"]);
-    expect(p.messages.map((m: Any) => [m.offset, m.key ? m.key.toString() : m.key, m.value ? m.value.toString() : m.value, m.timestamp, Object.fromEntries(Object.entries(m.headers).map(([k, v]) => [k, String(v)]))])).toEqual([
+    expect(
+      p.messages.map((m: Any) => [
+        m.offset,
+        m.key ? m.key.toString() : m.key,
+        m.value ? m.value.toString() : m.value,
+        m.timestamp,
+        Object.fromEntries(Object.entries(m.headers).map(([k, v]) => [k, String(v)])),
+      ]),
+    ).toEqual([
       ["10", "a", "1", "1000", { h: "x" }],
       ["11", null, null, "1005", {}],
       ["12", "b", "", "2000", {}],
@@ -192,7 +211,13 @@ describe("merging consecutive produced batches (appender)", () => {
         });
         const merged = decodeBatch(mergeToEdgelogBatch(parts));
         const all = groups.flat();
-        expect(merged.header).toMatchObject({ recordCount: all.length, lastOffsetDelta: all.length - 1, baseTimestamp: all[0]!.timestamp, maxTimestamp: Math.max(...all.map((r) => r.timestamp)), producerId: -1 });
+        expect(merged.header).toMatchObject({
+          recordCount: all.length,
+          lastOffsetDelta: all.length - 1,
+          baseTimestamp: all[0]!.timestamp,
+          maxTimestamp: Math.max(...all.map((r) => r.timestamp)),
+          producerId: -1,
+        });
         expect(merged.records).toEqual(all.map((r, i) => ({ ...r, offset: i })));
       }),
       { numRuns: 200 },
@@ -215,15 +240,23 @@ describe("metadata, coordinator, producer ids, offsets", () => {
     expect(res.brokers).toEqual([{ nodeId: 0, host: "127.0.0.1", port: 9092, rack: null }]);
     expect(res.clusterId).toBe("edgelog");
     expect(res.controllerId).toBe(0);
-    expect(res.topicMetadata).toEqual([{ topicErrorCode: 0, topic: "orders", isInternal: false, partitionMetadata: [{ partitionErrorCode: 0, partitionId: 0, leader: 0, replicas: [0], isr: [0], offlineReplicas: [] }] }]);
+    expect(res.topicMetadata).toEqual([
+      { topicErrorCode: 0, topic: "orders", isInternal: false, partitionMetadata: [{ partitionErrorCode: 0, partitionId: 0, leader: 0, replicas: [0], isr: [0], offlineReplicas: [] }] },
+    ]);
   });
 
   it("FindCoordinator v2, InitProducerId v1, ApiVersions v2 answers", async () => {
-    const fc2 = await kResponse("findCoordinator/v2").decode(responseBytes((w) => core.encodeFindCoordinatorResponse(w, 2, false, { throttleTimeMs: 0, errorCode: 0, errorMessage: null, nodeId: 0, host: "h", port: 1 })));
+    const fc2 = await kResponse("findCoordinator/v2").decode(
+      responseBytes((w) => core.encodeFindCoordinatorResponse(w, 2, false, { throttleTimeMs: 0, errorCode: 0, errorMessage: null, nodeId: 0, host: "h", port: 1 })),
+    );
     expect(fc2).toMatchObject({ errorCode: 0, coordinator: { nodeId: 0, host: "h", port: 1 } });
-    const ip = await kResponse("initProducerId/v1").decode(responseBytes((w) => core.encodeInitProducerIdResponse(w, 1, false, { throttleTimeMs: 0, errorCode: 0, producerId: 77, producerEpoch: 0 })));
+    const ip = await kResponse("initProducerId/v1").decode(
+      responseBytes((w) => core.encodeInitProducerIdResponse(w, 1, false, { throttleTimeMs: 0, errorCode: 0, producerId: 77, producerEpoch: 0 })),
+    );
     expect(ip).toMatchObject({ errorCode: 0, producerId: "77", producerEpoch: 0 });
-    const av = await kResponse("apiVersions/v2").decode(responseBytes((w) => core.encodeApiVersionsResponse(w, 2, { errorCode: 0, apiKeys: Object.values(SUPPORTED_APIS), throttleTimeMs: 0 })));
+    const av = await kResponse("apiVersions/v2").decode(
+      responseBytes((w) => core.encodeApiVersionsResponse(w, 2, { errorCode: 0, apiKeys: Object.values(SUPPORTED_APIS), throttleTimeMs: 0 })),
+    );
     expect(av.apiVersions).toContainEqual({ apiKey: 0, minVersion: 0, maxVersion: 8 });
     expect(av.apiVersions).toHaveLength(Object.keys(SUPPORTED_APIS).length);
   });
@@ -241,10 +274,38 @@ describe("metadata, coordinator, producer ids, offsets", () => {
   });
 
   it("ListOffsets v3 request from kafkajs; v7 (flexible, MAX_TIMESTAMP) by hand", async () => {
-    const r = await requestBytes("listOffsets/v3", { replicaId: -1, isolationLevel: 1, topics: [{ topic: "t", partitions: [{ partition: 0, timestamp: -2 }, { partition: 1, timestamp: 1700000000000 }] }] });
-    expect(core.decodeListOffsetsRequest(r, 3, false)).toEqual({ isolationLevel: 1, topics: [{ name: "t", partitions: [{ partitionIndex: 0, timestamp: -2 }, { partitionIndex: 1, timestamp: 1700000000000 }] }] });
+    const r = await requestBytes("listOffsets/v3", {
+      replicaId: -1,
+      isolationLevel: 1,
+      topics: [
+        {
+          topic: "t",
+          partitions: [
+            { partition: 0, timestamp: -2 },
+            { partition: 1, timestamp: 1700000000000 },
+          ],
+        },
+      ],
+    });
+    expect(core.decodeListOffsetsRequest(r, 3, false)).toEqual({
+      isolationLevel: 1,
+      topics: [
+        {
+          name: "t",
+          partitions: [
+            { partitionIndex: 0, timestamp: -2 },
+            { partitionIndex: 1, timestamp: 1700000000000 },
+          ],
+        },
+      ],
+    });
     const res = await kResponse("listOffsets/v3").decode(
-      responseBytes((w) => core.encodeListOffsetsResponse(w, 3, false, { throttleTimeMs: 0, topics: [{ name: "t", partitions: [{ partitionIndex: 0, errorCode: 0, timestamp: -1, offset: 5, leaderEpoch: 0 }] }] })),
+      responseBytes((w) =>
+        core.encodeListOffsetsResponse(w, 3, false, {
+          throttleTimeMs: 0,
+          topics: [{ name: "t", partitions: [{ partitionIndex: 0, errorCode: 0, timestamp: -1, offset: 5, leaderEpoch: 0 }] }],
+        }),
+      ),
     );
     expect(res.responses).toEqual([{ topic: "t", partitions: [{ partition: 0, errorCode: 0, timestamp: "-1", offset: "5" }] }]);
 
@@ -255,11 +316,21 @@ describe("metadata, coordinator, producer ids, offsets", () => {
   });
 
   it("CreateTopics v3 and DeleteTopics v1 from kafkajs", async () => {
-    const r = await requestBytes("createTopics/v3", { topics: [{ topic: "t", numPartitions: 3, replicationFactor: 1, configEntries: [{ name: "retention.ms", value: "1000" }] }], timeout: 5000, validateOnly: false });
-    expect(topics.decodeCreateTopicsRequest(r, 3, false)).toEqual({ topics: [{ name: "t", numPartitions: 3, replicationFactor: 1, assignments: [], configs: [{ name: "retention.ms", value: "1000" }] }], timeoutMs: 5000, validateOnly: false });
+    const r = await requestBytes("createTopics/v3", {
+      topics: [{ topic: "t", numPartitions: 3, replicationFactor: 1, configEntries: [{ name: "retention.ms", value: "1000" }] }],
+      timeout: 5000,
+      validateOnly: false,
+    });
+    expect(topics.decodeCreateTopicsRequest(r, 3, false)).toEqual({
+      topics: [{ name: "t", numPartitions: 3, replicationFactor: 1, assignments: [], configs: [{ name: "retention.ms", value: "1000" }] }],
+      timeoutMs: 5000,
+      validateOnly: false,
+    });
     const d = await requestBytes("deleteTopics/v1", { topics: ["a", "b"], timeout: 100 });
     expect(topics.decodeDeleteTopicsRequest(d, 1, false)).toEqual({ topicNames: ["a", "b"], timeoutMs: 100 });
-    const res = await kResponse("createTopics/v3").decode(responseBytes((w) => topics.encodeCreateTopicsResponse(w, 3, false, { throttleTimeMs: 0, topics: [{ name: "t", errorCode: 36, errorMessage: "exists" }] })));
+    const res = await kResponse("createTopics/v3").decode(
+      responseBytes((w) => topics.encodeCreateTopicsResponse(w, 3, false, { throttleTimeMs: 0, topics: [{ name: "t", errorCode: 36, errorMessage: "exists" }] })),
+    );
     expect(res.topicErrors).toEqual([{ topic: "t", errorCode: 36, errorMessage: "exists" }]);
   });
 });
@@ -267,45 +338,105 @@ describe("metadata, coordinator, producer ids, offsets", () => {
 describe("classic groups", () => {
   it("JoinGroup v5 request with kafkajs's subscription; answer with the server-side-assignor leader", async () => {
     const metadata = MemberMetadata.encode({ version: 1, topics: ["orders", "payments"], userData: Buffer.from("ud") });
-    const r = await requestBytes("joinGroup/v5", { groupId: "g", sessionTimeout: 30000, rebalanceTimeout: 60000, memberId: "", groupInstanceId: null, protocolType: "consumer", groupProtocols: [{ name: "RoundRobinAssigner", metadata }] });
+    const r = await requestBytes("joinGroup/v5", {
+      groupId: "g",
+      sessionTimeout: 30000,
+      rebalanceTimeout: 60000,
+      memberId: "",
+      groupInstanceId: null,
+      protocolType: "consumer",
+      groupProtocols: [{ name: "RoundRobinAssigner", metadata }],
+    });
     const req = groups.decodeJoinGroupRequest(r, 5, false);
     expect(req).toMatchObject({ groupId: "g", sessionTimeoutMs: 30000, rebalanceTimeoutMs: 60000, memberId: "", groupInstanceId: null, protocolType: "consumer" });
     expect(groups.decodeSubscription(req.protocols[0]!.metadata)).toMatchObject({ version: 1, topics: ["orders", "payments"], ownedPartitions: [] });
     const res = await kResponse("joinGroup/v5").decode(
-      responseBytes((w) => groups.encodeJoinGroupResponse(w, 5, false, { throttleTimeMs: 0, errorCode: 0, generationId: 4, protocolName: "RoundRobinAssigner", leader: "server", memberId: "m-1", members: [] })),
+      responseBytes((w) =>
+        groups.encodeJoinGroupResponse(w, 5, false, { throttleTimeMs: 0, errorCode: 0, generationId: 4, protocolName: "RoundRobinAssigner", leader: "server", memberId: "m-1", members: [] }),
+      ),
     );
     expect(res).toMatchObject({ errorCode: 0, generationId: 4, groupProtocol: "RoundRobinAssigner", leaderId: "server", memberId: "m-1", members: [] });
   });
 
   it("SyncGroup v3 answer carries an assignment kafkajs decodes", async () => {
-    const assignment = groups.encodeAssignment([{ topic: "orders", partitions: [0, 2] }, { topic: "payments", partitions: [1] }]);
+    const assignment = groups.encodeAssignment([
+      { topic: "orders", partitions: [0, 2] },
+      { topic: "payments", partitions: [1] },
+    ]);
     const res = await kResponse("syncGroup/v3").decode(responseBytes((w) => groups.encodeSyncGroupResponse(w, 3, false, { throttleTimeMs: 0, errorCode: 0, assignment })));
     expect(MemberAssignment.decode(res.memberAssignment)).toEqual({ version: 0, assignment: { orders: [0, 2], payments: [1] }, userData: Buffer.alloc(0) });
-    expect(groups.decodeAssignment(assignment)).toEqual({ version: 0, assigned: [{ topic: "orders", partitions: [0, 2] }, { topic: "payments", partitions: [1] }] });
+    expect(groups.decodeAssignment(assignment)).toEqual({
+      version: 0,
+      assigned: [
+        { topic: "orders", partitions: [0, 2] },
+        { topic: "payments", partitions: [1] },
+      ],
+    });
   });
 
   it("OffsetCommit v5 request; OffsetFetch v4, Heartbeat v3, LeaveGroup v3, DescribeGroups v2, ListGroups v2, DeleteGroups v1 answers", async () => {
-    const r = await requestBytes("offsetCommit/v5", { groupId: "g", groupGenerationId: 3, memberId: "m", topics: [{ topic: "t", partitions: [{ partition: 1, offset: "42", metadata: "md" }] }] });
-    expect(groups.decodeOffsetCommitRequest(r, 5, false)).toEqual({ groupId: "g", generationId: 3, memberId: "m", groupInstanceId: null, topics: [{ name: "t", partitions: [{ partitionIndex: 1, committedOffset: 42, committedMetadata: "md" }] }] });
+    const r = await requestBytes("offsetCommit/v5", {
+      groupId: "g",
+      groupGenerationId: 3,
+      memberId: "m",
+      topics: [{ topic: "t", partitions: [{ partition: 1, offset: "42", metadata: "md" }] }],
+    });
+    expect(groups.decodeOffsetCommitRequest(r, 5, false)).toEqual({
+      groupId: "g",
+      generationId: 3,
+      memberId: "m",
+      groupInstanceId: null,
+      topics: [{ name: "t", partitions: [{ partitionIndex: 1, committedOffset: 42, committedMetadata: "md" }] }],
+    });
     const of = await kResponse("offsetFetch/v4").decode(
-      responseBytes((w) => groups.encodeOffsetFetchResponse(w, 4, false, { throttleTimeMs: 0, errorCode: 0, topics: [{ name: "t", partitions: [{ partitionIndex: 1, committedOffset: 42, metadata: "md", errorCode: 0 }] }] })),
+      responseBytes((w) =>
+        groups.encodeOffsetFetchResponse(w, 4, false, {
+          throttleTimeMs: 0,
+          errorCode: 0,
+          topics: [{ name: "t", partitions: [{ partitionIndex: 1, committedOffset: 42, metadata: "md", errorCode: 0 }] }],
+        }),
+      ),
     );
     expect(of.responses).toEqual([{ topic: "t", partitions: [{ partition: 1, offset: "42", metadata: "md", errorCode: 0 }] }]);
     expect(await kResponse("heartbeat/v3").decode(responseBytes((w) => groups.encodeHeartbeatResponse(w, 3, false, { throttleTimeMs: 0, errorCode: 27 })))).toMatchObject({ errorCode: 27 });
-    const lg = await kResponse("leaveGroup/v3").decode(responseBytes((w) => groups.encodeLeaveGroupResponse(w, 3, false, { throttleTimeMs: 0, errorCode: 0, members: [{ memberId: "m", groupInstanceId: null, errorCode: 0 }] })));
+    const lg = await kResponse("leaveGroup/v3").decode(
+      responseBytes((w) => groups.encodeLeaveGroupResponse(w, 3, false, { throttleTimeMs: 0, errorCode: 0, members: [{ memberId: "m", groupInstanceId: null, errorCode: 0 }] })),
+    );
     expect(lg.members).toEqual([{ memberId: "m", groupInstanceId: null, errorCode: 0 }]);
     const dg = await kResponse("describeGroups/v2").decode(
       responseBytes((w) =>
         groups.encodeDescribeGroupsResponse(w, 2, false, {
           throttleTimeMs: 0,
-          groups: [{ errorCode: 0, groupId: "g", groupState: "Stable", protocolType: "consumer", protocolData: "range", members: [{ memberId: "m", groupInstanceId: null, clientId: "c", clientHost: "", memberMetadata: groups.encodeSubscription(["t"]), memberAssignment: groups.encodeAssignment([{ topic: "t", partitions: [0] }]) }] }],
+          groups: [
+            {
+              errorCode: 0,
+              groupId: "g",
+              groupState: "Stable",
+              protocolType: "consumer",
+              protocolData: "range",
+              members: [
+                {
+                  memberId: "m",
+                  groupInstanceId: null,
+                  clientId: "c",
+                  clientHost: "",
+                  memberMetadata: groups.encodeSubscription(["t"]),
+                  memberAssignment: groups.encodeAssignment([{ topic: "t", partitions: [0] }]),
+                },
+              ],
+            },
+          ],
         }),
       ),
     );
     expect(dg.groups[0]).toMatchObject({ groupId: "g", state: "Stable", protocol: "range", members: [{ memberId: "m", clientId: "c" }] });
-    const lgs = await kResponse("listGroups/v2").decode(responseBytes((w) => groups.encodeListGroupsResponse(w, 2, false, { throttleTimeMs: 0, errorCode: 0, groups: [{ groupId: "g", protocolType: "consumer" }] })));
+    const lgs = await kResponse("listGroups/v2").decode(
+      responseBytes((w) => groups.encodeListGroupsResponse(w, 2, false, { throttleTimeMs: 0, errorCode: 0, groups: [{ groupId: "g", protocolType: "consumer" }] })),
+    );
     expect(lgs.groups).toEqual([{ groupId: "g", protocolType: "consumer" }]);
-    const del = await kResponse("deleteGroups/v1").decode(responseBytes((w) => groups.encodeDeleteGroupsResponse(w, 1, false, { throttleTimeMs: 0, results: [{ groupId: "g", errorCode: 68 }] })));
+    const del = await kResponse("deleteGroups/v1").decode(
+      responseBytes((w) => groups.encodeDeleteGroupsResponse(w, 1, false, { throttleTimeMs: 0, results: [{ groupId: "g", errorCode: 68 }] })),
+    );
     expect(del.results).toMatchObject([{ groupId: "g", errorCode: 68 }]);
   });
 });
@@ -317,7 +448,15 @@ describe("compression codecs", () => {
     const input = te.encode("hello kafka ".repeat(500));
     expect(snappyDecompress(snappyjs.compress(input), 1 << 20)).toEqual(input);
     const block = snappyjs.compress(input);
-    const xerial = new Writer().raw(new Uint8Array([0x82, 0x53, 0x4e, 0x41, 0x50, 0x50, 0x59, 0])).int32(1).int32(1).int32(block.length).raw(block).int32(block.length).raw(block).finish();
+    const xerial = new Writer()
+      .raw(new Uint8Array([0x82, 0x53, 0x4e, 0x41, 0x50, 0x50, 0x59, 0]))
+      .int32(1)
+      .int32(1)
+      .int32(block.length)
+      .raw(block)
+      .int32(block.length)
+      .raw(block)
+      .finish();
     expect(snappyDecompress(xerial, 1 << 20)).toEqual(new Uint8Array([...input, ...input]));
     expect(lz4Decompress(lz4js.compress(input), 1 << 20)).toEqual(input);
     expect(() => lz4Decompress(lz4js.compress(input), 100)).toThrow(RangeError);
@@ -331,33 +470,73 @@ describe("compression codecs", () => {
 describe("primitives", () => {
   it("varints, strings, bytes and arrays round-trip in classic and compact forms", () => {
     fc.assert(
-      fc.property(fc.integer({ min: -(2 ** 31), max: 2 ** 31 - 1 }), fc.integer({ min: 0, max: 2 ** 32 - 1 }), fc.option(fc.string({ unit: "grapheme" })), fc.boolean(), fc.array(fc.integer({ min: -(2 ** 31), max: 2 ** 31 - 1 })), (sv, uv, s, compact, arr) => {
-        const w = new Writer(1).varint(sv).uvarint(uv).nullableString(s, compact).nullableBytes(s === null ? null : te.encode(s), compact).array(arr, compact, (w, v) => w.int32(v)).taggedFields();
-        const r = new Reader(w.finish());
-        expect(r.varint()).toBe(sv);
-        expect(r.uvarint()).toBe(uv);
-        expect(r.nullableString(compact)).toBe(s);
-        const b = r.nullableBytes(compact);
-        expect(b === null ? null : td.decode(b)).toBe(s);
-        expect(r.array(compact, (r) => r.int32())).toEqual(arr);
-        r.taggedFields();
-        expect(r.remaining).toBe(0);
-      }),
+      fc.property(
+        fc.integer({ min: -(2 ** 31), max: 2 ** 31 - 1 }),
+        fc.integer({ min: 0, max: 2 ** 32 - 1 }),
+        fc.option(fc.string({ unit: "grapheme" })),
+        fc.boolean(),
+        fc.array(fc.integer({ min: -(2 ** 31), max: 2 ** 31 - 1 })),
+        (sv, uv, s, compact, arr) => {
+          const w = new Writer(1)
+            .varint(sv)
+            .uvarint(uv)
+            .nullableString(s, compact)
+            .nullableBytes(s === null ? null : te.encode(s), compact)
+            .array(arr, compact, (w, v) => w.int32(v))
+            .taggedFields();
+          const r = new Reader(w.finish());
+          expect(r.varint()).toBe(sv);
+          expect(r.uvarint()).toBe(uv);
+          expect(r.nullableString(compact)).toBe(s);
+          const b = r.nullableBytes(compact);
+          expect(b === null ? null : td.decode(b)).toBe(s);
+          expect(r.array(compact, (r) => r.int32())).toEqual(arr);
+          r.taggedFields();
+          expect(r.remaining).toBe(0);
+        },
+      ),
     );
   });
 
   it("tagged fields we do not know are skipped", () => {
-    const r = new Reader(new Writer().uvarint(2).uvarint(0).uvarint(3).raw(new Uint8Array([1, 2, 3])).uvarint(5).uvarint(0).int8(9).finish());
+    const r = new Reader(
+      new Writer()
+        .uvarint(2)
+        .uvarint(0)
+        .uvarint(3)
+        .raw(new Uint8Array([1, 2, 3]))
+        .uvarint(5)
+        .uvarint(0)
+        .int8(9)
+        .finish(),
+    );
     r.taggedFields();
     expect(r.int8()).toBe(9);
   });
 
   it("every request decoder fails on garbage with KafkaDecodeError only (never another exception, never a huge allocation)", () => {
     const decoders: Array<(r: Reader, v: number, flex: boolean) => unknown> = [
-      data.decodeProduceRequest, data.decodeFetchRequest, core.decodeMetadataRequest, core.decodeListOffsetsRequest, core.decodeFindCoordinatorRequest, core.decodeInitProducerIdRequest,
-      topics.decodeCreateTopicsRequest, topics.decodeDeleteTopicsRequest, topics.decodeCreatePartitionsRequest, topics.decodeDescribeConfigsRequest, topics.decodeIncrementalAlterConfigsRequest,
-      groups.decodeJoinGroupRequest, groups.decodeSyncGroupRequest, groups.decodeHeartbeatRequest, groups.decodeLeaveGroupRequest, groups.decodeOffsetCommitRequest, groups.decodeOffsetFetchRequest,
-      groups.decodeDescribeGroupsRequest, groups.decodeDeleteGroupsRequest, (r) => readRequestHeader(r), (r) => groups.decodeSubscription(r.buf),
+      data.decodeProduceRequest,
+      data.decodeFetchRequest,
+      core.decodeMetadataRequest,
+      core.decodeListOffsetsRequest,
+      core.decodeFindCoordinatorRequest,
+      core.decodeInitProducerIdRequest,
+      topics.decodeCreateTopicsRequest,
+      topics.decodeDeleteTopicsRequest,
+      topics.decodeCreatePartitionsRequest,
+      topics.decodeDescribeConfigsRequest,
+      topics.decodeIncrementalAlterConfigsRequest,
+      groups.decodeJoinGroupRequest,
+      groups.decodeSyncGroupRequest,
+      groups.decodeHeartbeatRequest,
+      groups.decodeLeaveGroupRequest,
+      groups.decodeOffsetCommitRequest,
+      groups.decodeOffsetFetchRequest,
+      groups.decodeDescribeGroupsRequest,
+      groups.decodeDeleteGroupsRequest,
+      (r) => readRequestHeader(r),
+      (r) => groups.decodeSubscription(r.buf),
     ];
     fc.assert(
       fc.property(fc.uint8Array({ maxLength: 64 }), fc.integer({ min: 0, max: 12 }), fc.boolean(), (bytes, version, flex) => {

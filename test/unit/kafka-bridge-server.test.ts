@@ -258,7 +258,13 @@ describe("Kafka bridge server", () => {
       return json(200, { topic: "public/default/orders", partition: 0, baseOffset: base, lastOffset: base + n - 1, logAppendTime: null, logStartOffset: 0 });
     });
     const te = new TextEncoder();
-    const batch = (v: string, ts: number, n = 1) => toKafkaBatches(encodeBatch({}, Array.from({ length: n }, (_, i) => ({ key: te.encode(`k${i}`), value: te.encode(`${v}${i}`), headers: [{ key: "h", value: te.encode(v) }], timestamp: ts + i }))));
+    const batch = (v: string, ts: number, n = 1) =>
+      toKafkaBatches(
+        encodeBatch(
+          {},
+          Array.from({ length: n }, (_, i) => ({ key: te.encode(`k${i}`), value: te.encode(`${v}${i}`), headers: [{ key: "h", value: te.encode(v) }], timestamp: ts + i })),
+        ),
+      );
     const c = new Conn(b.port);
     c.send(0, 7, 1, produceBody(-1, batch("a", 1000)));
     while (bodies.length === 0) await new Promise((r) => setTimeout(r, 2));
@@ -293,8 +299,10 @@ describe("Kafka bridge server", () => {
       const partition = url.pathname.split("/")[7]!;
       const wait = Number(url.searchParams.get("maxWaitMs"));
       polls.push(`p${partition} wait=${wait > 0 ? "yes" : "no"} offset=${url.searchParams.get("offset")}`);
-      const empty = (next: number) => new Response(new Uint8Array(0), { status: 200, headers: { "edgelog-next-offset": String(next), "edgelog-high-watermark": String(next), "edgelog-log-start-offset": "0" } });
-      if (partition === "2") return json(416, { error: { code: "OFFSET_OUT_OF_RANGE", message: "x", retriable: false, details: { offset: 99, logStartOffset: 0, logEndOffset: 4, highWatermark: 4 } } });
+      const empty = (next: number) =>
+        new Response(new Uint8Array(0), { status: 200, headers: { "edgelog-next-offset": String(next), "edgelog-high-watermark": String(next), "edgelog-log-start-offset": "0" } });
+      if (partition === "2")
+        return json(416, { error: { code: "OFFSET_OUT_OF_RANGE", message: "x", retriable: false, details: { offset: 99, logStartOffset: 0, logEndOffset: 4, highWatermark: 4 } } });
       if (wait === 0) return empty(5);
       if (partition === "1") {
         await new Promise((r) => setTimeout(r, 20));
@@ -305,20 +313,55 @@ describe("Kafka bridge server", () => {
       return empty(5);
     });
     const fetchBody = (partitions: Array<[number, number]>) => (w: Writer) => {
-      w.int32(-1).int32(60_000).int32(1).int32(50 << 20).int8(0).int32(0).int32(-1);
-      w.int32(1).string("orders", false).array(partitions, false, (w, [p, offset]) => w.int32(p).int32(-1).int64(offset).int64(-1).int32(1 << 20));
+      w.int32(-1)
+        .int32(60_000)
+        .int32(1)
+        .int32(50 << 20)
+        .int8(0)
+        .int32(0)
+        .int32(-1);
+      w.int32(1)
+        .string("orders", false)
+        .array(partitions, false, (w, [p, offset]) =>
+          w
+            .int32(p)
+            .int32(-1)
+            .int64(offset)
+            .int64(-1)
+            .int32(1 << 20),
+        );
       w.int32(0).string("", false);
     };
     const c = new Conn(b.port);
-    c.send(1, 11, 21, fetchBody([[0, 5], [1, 5]]));
+    c.send(
+      1,
+      11,
+      21,
+      fetchBody([
+        [0, 5],
+        [1, 5],
+      ]),
+    );
     const r = (await c.next())!;
     expect([r.int32(), r.int32(), r.int16(), r.int32()]).toEqual([21, 0, 0, 0]);
     const parts = r.array(false, (r) => ({
       topic: r.string(false),
-      partitions: r.array(false, (r) => ({ p: r.int32(), err: r.int16(), hw: r.int64(), lso: r.int64(), start: r.int64(), aborted: r.int32(), replica: r.int32(), records: r.nullableBytes(false) })),
+      partitions: r.array(false, (r) => ({
+        p: r.int32(),
+        err: r.int16(),
+        hw: r.int64(),
+        lso: r.int64(),
+        start: r.int64(),
+        aborted: r.int32(),
+        replica: r.int32(),
+        records: r.nullableBytes(false),
+      })),
     }));
     const byP = parts[0]!.partitions;
-    expect(byP.map((x) => [x.p, x.err, x.hw, x.records?.length ?? null])).toEqual([[0, 0, 5, 0], [1, 0, 6, stored.length]]);
+    expect(byP.map((x) => [x.p, x.err, x.hw, x.records?.length ?? null])).toEqual([
+      [0, 0, 5, 0],
+      [1, 0, 6, stored.length],
+    ]);
     expect(polls.sort()).toEqual(["p0 wait=no offset=5", "p0 wait=yes offset=5", "p1 wait=no offset=5", "p1 wait=yes offset=5"]);
     // The records are Kafka's v2 batch: magic 2 at byte 16, base offset 5.
     const rec = byP[1]!.records!;
@@ -328,7 +371,10 @@ describe("Kafka bridge server", () => {
     // An offset out of range is that partition's error (1), with the high watermark, no wait.
     c.send(1, 11, 22, fetchBody([[2, 99]]));
     const r2 = (await c.next())!;
-    r2.int32(); r2.int32(); r2.int16(); r2.int32();
+    r2.int32();
+    r2.int32();
+    r2.int16();
+    r2.int32();
     const p2 = r2.array(false, (r) => ({ topic: r.string(false), partitions: r.array(false, (r) => [r.int32(), r.int16(), r.int64()]) }));
     expect(p2[0]!.partitions).toEqual([[2, 1, 4]]);
   });

@@ -48,7 +48,9 @@ function tsFiles(dir: string): string[] {
 /** `spec` as imported from repository file `from`: a repository path for a relative import (with `.ts` or `/index.ts` added when missing), else the bare specifier. */
 function resolveImport(from: string, spec: string): string {
   if (!spec.startsWith(".")) return spec;
-  const base = relative(ROOT, resolve(ROOT, dirname(from), spec)).split("\\").join("/");
+  const base = relative(ROOT, resolve(ROOT, dirname(from), spec))
+    .split("\\")
+    .join("/");
   for (const candidate of [base, `${base}.ts`, `${base}/index.ts`]) {
     if (candidate.endsWith(".ts") && existsSync(join(ROOT, candidate))) return candidate;
   }
@@ -214,7 +216,12 @@ describe("the layering of this repository", () => {
     expect(graph.get("src/index.ts")).toContain("durable-objects/partition.ts");
     expect(graph.get("src/index.ts")).toContain("src/app.ts");
     expect(graph.get("src/protocol/index.ts")).toContain("src/protocol/errors.ts");
-    expect([...graph.values()].flat().filter((t) => t.startsWith("src/") || t.startsWith("durable-objects/")).filter((t) => !graph.has(t))).toEqual([]);
+    expect(
+      [...graph.values()]
+        .flat()
+        .filter((t) => t.startsWith("src/") || t.startsWith("durable-objects/"))
+        .filter((t) => !graph.has(t)),
+    ).toEqual([]);
   });
 
   it("no file under durable-objects/partition/ imports the switchboard or a room above it", () => {

@@ -1,15 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import {
-  INITIAL_COMPACTION_STATE,
-  abortCompaction,
-  compactionStep,
-  keyId,
-  planCompactionPass,
-  startCompaction,
-  type CompactionConfig,
-  type SegmentRow,
-} from "../../src/lifecycle/index.ts";
+import { INITIAL_COMPACTION_STATE, abortCompaction, compactionStep, keyId, planCompactionPass, startCompaction, type CompactionConfig, type SegmentRow } from "../../src/lifecycle/index.ts";
 import { Crash, SIM_DEFAULTS, SimPartition, show, type SimConfig } from "./lifecycle-sim.ts";
 
 const WINDOW = 1000;
@@ -29,19 +20,27 @@ function log(records: [string | null, string | null][], cfg = compacted(), atMs 
 
 describe("compaction: the issue's expected results", () => {
   it("k1=v1, k2=v2, k1=null: within delete.retention.ms [k2=v2@1, k1=null@2]; after it [k2=v2@1]", () => {
-    const p = log([["k1", "v1"], ["k2", "v2"], ["k1", null]]);
+    const p = log([
+      ["k1", "v1"],
+      ["k2", "v2"],
+      ["k1", null],
+    ]);
     expect(p.runCompaction(WINDOW - 1)).toBeGreaterThan(0);
-    expect(show(p.readAll(0))).toEqual(["k2=\"v2\"@1", "k1=null@2"]);
+    expect(show(p.readAll(0))).toEqual(['k2="v2"@1', "k1=null@2"]);
     // Nothing is dirty now; the kept tombstone's expiry alone starts the next pass, not before it is due.
     expect(p.cleaner.phase === "idle" && p.cleaner.tombstoneExpiryMs).toBe(WINDOW);
     expect(p.runCompaction(WINDOW - 1)).toBe(-1);
     expect(p.runCompaction(WINDOW)).toBeGreaterThan(0);
-    expect(show(p.readAll(0))).toEqual(["k2=\"v2\"@1"]);
+    expect(show(p.readAll(0))).toEqual(['k2="v2"@1']);
     expect(p.fetch(0)).toEqual({ records: [expect.objectContaining({ offset: 1 })], nextOffset: 3 });
   });
 
   it("only tombstones, after the window: an empty read from 0 whose nextOffset is the log end offset", () => {
-    const p = log([["k1", null], ["k2", null], ["k1", null]]);
+    const p = log([
+      ["k1", null],
+      ["k2", null],
+      ["k1", null],
+    ]);
     p.runCompaction(WINDOW + 5);
     expect(p.batches).toEqual([]);
     expect(p.fetch(0)).toEqual({ records: [], nextOffset: 3 });
@@ -51,7 +50,12 @@ describe("compaction: the issue's expected results", () => {
   it("k1=a, k2=b, k1=c, k2=d: a fetch at 0 returns offsets 2 and 3 with nextOffset 4 (one batch per record, and one batch for all)", () => {
     for (const oneBatch of [false, true]) {
       const p = new SimPartition(compacted());
-      const recs = [["k1", "a"], ["k2", "b"], ["k1", "c"], ["k2", "d"]].map(([key, value]) => ({ key: key!, value: value! }));
+      const recs = [
+        ["k1", "a"],
+        ["k2", "b"],
+        ["k1", "c"],
+        ["k2", "d"],
+      ].map(([key, value]) => ({ key: key!, value: value! }));
       if (oneBatch) p.produce(recs, 0);
       else for (const r of recs) p.produce([r], 0);
       p.roll();
@@ -61,12 +65,16 @@ describe("compaction: the issue's expected results", () => {
     }
   });
 
-  it("k2=\"\" (empty, not null) survives; k1=null goes after the window", () => {
-    const p = log([["k1", "v"], ["k2", ""], ["k1", null]]);
+  it('k2="" (empty, not null) survives; k1=null goes after the window', () => {
+    const p = log([
+      ["k1", "v"],
+      ["k2", ""],
+      ["k1", null],
+    ]);
     p.runCompaction(1);
-    expect(show(p.readAll(0))).toEqual(["k2=\"\"@1", "k1=null@2"]);
+    expect(show(p.readAll(0))).toEqual(['k2=""@1', "k1=null@2"]);
     p.runCompaction(WINDOW + 1);
-    expect(show(p.readAll(0))).toEqual(["k2=\"\"@1"]);
+    expect(show(p.readAll(0))).toEqual(['k2=""@1']);
   });
 });
 
@@ -76,7 +84,7 @@ describe("compaction: what is cleanable, and when a pass runs", () => {
     p.produce([{ key: "k", value: "1" }], 0);
     p.produce([{ key: "k", value: "2" }], 0);
     expect(p.runCompaction(10)).toBe(-1);
-    expect(show(p.readAll(0))).toEqual(["k=\"1\"@0", "k=\"2\"@1"]);
+    expect(show(p.readAll(0))).toEqual(['k="1"@0', 'k="2"@1']);
   });
 
   it("only closed segments below the first uncleanable one: a later closed segment's duplicate of a key in the active segment stays", () => {
@@ -86,18 +94,28 @@ describe("compaction: what is cleanable, and when a pass runs", () => {
     p.roll();
     p.produce([{ key: "k", value: "3" }], 0);
     p.runCompaction(10);
-    expect(show(p.readAll(0))).toEqual(["k=\"2\"@1", "k=\"3\"@2"]);
+    expect(show(p.readAll(0))).toEqual(['k="2"@1', 'k="3"@2']);
   });
 
   it("min.compaction.lag.ms holds back a segment whose max timestamp is younger", () => {
-    const p = log([["k", "1"], ["k", "2"]], compacted({ minCompactionLagMs: 500 }), 1000);
+    const p = log(
+      [
+        ["k", "1"],
+        ["k", "2"],
+      ],
+      compacted({ minCompactionLagMs: 500 }),
+      1000,
+    );
     expect(p.runCompaction(1400)).toBe(-1);
     expect(p.runCompaction(1500)).toBeGreaterThan(0);
-    expect(show(p.readAll(0))).toEqual(["k=\"2\"@1"]);
+    expect(show(p.readAll(0))).toEqual(['k="2"@1']);
   });
 
   it("a pass never reaches past the cleanable range, even below an earlier pass's clean offset (min.compaction.lag.ms raised)", () => {
-    const p = log([["k", "1"], ["k", null]]);
+    const p = log([
+      ["k", "1"],
+      ["k", null],
+    ]);
     p.produce([{ key: "j", value: "1" }], 500);
     p.roll();
     p.runCompaction(600);
@@ -107,13 +125,21 @@ describe("compaction: what is cleanable, and when a pass runs", () => {
     const d = planCompactionPass(p.cleaner, { segments: p.segments, bounds: p.bounds, lastStableOffset: null, nowMs: 10_000 }, p.cfg.compaction);
     expect(d).toMatchObject({ run: true, reason: "tombstone-expiry", pass: { dirtyFrom: 3, end: 2 } });
     p.runCompaction(10_000);
-    expect(show(p.readAll(0))).toEqual(["j=\"1\"@2"]);
+    expect(show(p.readAll(0))).toEqual(['j="1"@2']);
     expect(p.cleaner.phase === "idle" && p.cleaner.cleanOffset).toBe(3);
   });
 
   it("min.cleanable.dirty.ratio: below it no pass; max.compaction.lag.ms forces one", () => {
     const cfg = compacted({ minCleanableDirtyRatio: 0.9, maxCompactionLagMs: 10_000 });
-    const p = log([["a", "1"], ["b", "1"], ["c", "1"], ["d", "1"]], cfg);
+    const p = log(
+      [
+        ["a", "1"],
+        ["b", "1"],
+        ["c", "1"],
+        ["d", "1"],
+      ],
+      cfg,
+    );
     p.runCompaction(1); // everything dirty: ratio 1
     expect(p.cleaner.phase === "idle" && p.cleaner.cleanOffset).toBe(4);
     p.produce([{ key: "a", value: "2" }], 5);
@@ -123,11 +149,14 @@ describe("compaction: what is cleanable, and when a pass runs", () => {
     expect(d.dirtyRatio).toBeCloseTo(p.segments[1]!.bytes / (p.segments[0]!.bytes + p.segments[1]!.bytes));
     expect(p.runCompaction(10_005)).toBe(-1); // first dirty append at 5: lag 10_000 not exceeded
     expect(p.runCompaction(10_006)).toBeGreaterThan(0);
-    expect(show(p.readAll(0))).toEqual(["b=\"1\"@1", "c=\"1\"@2", "d=\"1\"@3", "a=\"2\"@4"]);
+    expect(show(p.readAll(0))).toEqual(['b="1"@1', 'c="1"@2', 'd="1"@3', 'a="2"@4']);
   });
 
   it("a closed segment at or above the high watermark or the last stable offset is not cleaned", () => {
-    const p = log([["k", "1"], ["k", "2"]]);
+    const p = log([
+      ["k", "1"],
+      ["k", "2"],
+    ]);
     const cfg = compacted().compaction;
     const at = (hw: number, lso: number | null) =>
       planCompactionPass(INITIAL_COMPACTION_STATE, { segments: p.segments, bounds: { ...p.bounds, highWatermark: hw }, lastStableOffset: lso, nowMs: 5 }, cfg);
@@ -137,7 +166,13 @@ describe("compaction: what is cleanable, and when a pass runs", () => {
   });
 
   it("a topic that is not compacted never runs a pass; a busy cleaner does not start another", () => {
-    const p = log([["k", "1"], ["k", "2"]], { ...compacted(), compaction: { ...compacted().compaction, compact: false } });
+    const p = log(
+      [
+        ["k", "1"],
+        ["k", "2"],
+      ],
+      { ...compacted(), compaction: { ...compacted().compaction, compact: false } },
+    );
     expect(p.runCompaction(5)).toBe(-1);
     const cfg = compacted().compaction;
     const d = planCompactionPass(INITIAL_COMPACTION_STATE, { segments: p.segments, bounds: p.bounds, lastStableOffset: null, nowMs: 5 }, cfg);
@@ -149,22 +184,45 @@ describe("compaction: what is cleanable, and when a pass runs", () => {
   });
 
   it("keyless records of a compacted log are dropped by the cleaner (Kafka's cleaner discards them)", () => {
-    const p = log([[null, "x"], ["k", "1"]]);
+    const p = log([
+      [null, "x"],
+      ["k", "1"],
+    ]);
     p.runCompaction(5);
-    expect(show(p.readAll(0))).toEqual(["k=\"1\"@1"]);
+    expect(show(p.readAll(0))).toEqual(['k="1"@1']);
   });
 
   it("a full key map ends the pass early; the next pass continues from there", () => {
-    const p = log([["a", "1"], ["b", "1"], ["c", "1"], ["a", "2"], ["b", "2"], ["c", "2"]]);
+    const p = log([
+      ["a", "1"],
+      ["b", "1"],
+      ["c", "1"],
+      ["a", "2"],
+      ["b", "2"],
+      ["c", "2"],
+    ]);
     p.runCompaction(5, { maxBatches: 1, maxMapKeys: 2 });
     expect(p.cleaner.phase === "idle" && p.cleaner.cleanOffset).toBe(2);
     expect(show(p.readAll(0)).length).toBe(6);
     while (p.runCompaction(5, { maxBatches: 1, maxMapKeys: 2 }) > 0) {}
-    expect(show(p.readAll(0))).toEqual(["a=\"2\"@3", "b=\"2\"@4", "c=\"2\"@5"]);
+    expect(show(p.readAll(0))).toEqual(['a="2"@3', 'b="2"@4', 'c="2"@5']);
   });
 
   it("refuses a slice out of order (a shell bug), and does nothing when idle", () => {
-    const seg: SegmentRow = { id: 0, baseOffset: 0, lastOffset: 3, bytes: 10, records: 4, maxTimestamp: 0, firstAppendMs: 0, lastAppendMs: 0, closed: true, location: "local", r2Key: null, remote: "none" };
+    const seg: SegmentRow = {
+      id: 0,
+      baseOffset: 0,
+      lastOffset: 3,
+      bytes: 10,
+      records: 4,
+      maxTimestamp: 0,
+      firstAppendMs: 0,
+      lastAppendMs: 0,
+      closed: true,
+      location: "local",
+      r2Key: null,
+      remote: "none",
+    };
     const cfg = compacted().compaction;
     const d = planCompactionPass(INITIAL_COMPACTION_STATE, { segments: [seg], bounds: { logStartOffset: 0, logEndOffset: 4, highWatermark: 4 }, lastStableOffset: null, nowMs: 1 }, cfg);
     if (!d.run) throw new Error("expected a pass");
@@ -195,7 +253,10 @@ interface Scenario {
 }
 
 const scenario = fc.record({
-  batches: fc.array(fc.array(fc.record({ key: fc.constantFrom("a", "b", "c", "d", "e"), value: fc.option(fc.constantFrom("", "x", "yy"), { freq: 4 }) }), { minLength: 1, maxLength: 4 }), { minLength: 1, maxLength: 14 }),
+  batches: fc.array(fc.array(fc.record({ key: fc.constantFrom("a", "b", "c", "d", "e"), value: fc.option(fc.constantFrom("", "x", "yy"), { freq: 4 }) }), { minLength: 1, maxLength: 4 }), {
+    minLength: 1,
+    maxLength: 14,
+  }),
   rollEvery: fc.integer({ min: 1, max: 5 }),
   nowMs: fc.constantFrom(10, WINDOW * 3),
   maxBatches: fc.integer({ min: 1, max: 4 }),
@@ -256,20 +317,32 @@ describe("compaction is restartable: a crash at any step loses nothing and dupli
       fc.property(scenario, (s) => {
         const reference = build(s);
         let total = 0;
-        expect(compactFully(reference, s, () => {
-          total++;
-          return false;
-        }, "before-commit")).toBe(0);
+        expect(
+          compactFully(
+            reference,
+            s,
+            () => {
+              total++;
+              return false;
+            },
+            "before-commit",
+          ),
+        ).toBe(0);
         expectCompactionInvariants(build(s), reference);
         const expected = JSON.stringify(reference.batches);
         expect(total).toBeGreaterThan(0);
         for (let k = 0; k < total; k++) {
           const p = build(s);
           let fired = false;
-          const crashes = compactFully(p, s, (step) => {
-            if (step === k && !fired) return (fired = true);
-            return false;
-          }, "before-commit");
+          const crashes = compactFully(
+            p,
+            s,
+            (step) => {
+              if (step === k && !fired) return (fired = true);
+              return false;
+            },
+            "before-commit",
+          );
           expect(crashes).toBe(1);
           expect(JSON.stringify(p.batches)).toBe(expected);
           expect(p.cleaner).toMatchObject({ phase: "idle" });

@@ -96,7 +96,14 @@ describe("lifecycle topic configs", () => {
   });
 
   it("a topic stored before these configs existed reads them as defaults, and can be altered", () => {
-    const stored = { "max.message.bytes": 2048, "message.timestamp.type": "CreateTime", "retention.ms": 10, "retention.bytes": -1, "cleanup.policy": "delete", "segment.bytes": 1024 } as TopicConfigs;
+    const stored = {
+      "max.message.bytes": 2048,
+      "message.timestamp.type": "CreateTime",
+      "retention.ms": 10,
+      "retention.bytes": -1,
+      "cleanup.policy": "delete",
+      "segment.bytes": 1024,
+    } as TopicConfigs;
     expect(withConfigDefaults(stored)).toEqual({ ...DEFAULT_TOPIC_CONFIGS, ...stored });
     expect(mergeTopicConfigs(stored, { "segment.ms": 5 })).toEqual({ ...DEFAULT_TOPIC_CONFIGS, ...stored, "segment.ms": 5 });
   });

@@ -15,7 +15,9 @@ function importsOf(file: string): string[] {
   const info = ts.preProcessFile(readFileSync(join(ROOT, file), "utf8"), true, true);
   return info.importedFiles.map(({ fileName: spec }) => {
     if (!spec.startsWith(".")) return spec;
-    const base = relative(ROOT, resolve(ROOT, dirname(file), spec)).split("\\").join("/");
+    const base = relative(ROOT, resolve(ROOT, dirname(file), spec))
+      .split("\\")
+      .join("/");
     return [base, `${base}.ts`, `${base}/index.ts`].find((c) => c.endsWith(".ts") && existsSync(join(ROOT, c))) ?? base;
   });
 }
@@ -57,7 +59,9 @@ describe("src/lifecycle/ is pure", () => {
   });
 
   it("in this repository", () => {
-    const files = readdirSync(join(ROOT, "src/lifecycle")).filter((f) => f.endsWith(".ts")).map((f) => `src/lifecycle/${f}`);
+    const files = readdirSync(join(ROOT, "src/lifecycle"))
+      .filter((f) => f.endsWith(".ts"))
+      .map((f) => `src/lifecycle/${f}`);
     expect(files).toContain("src/lifecycle/index.ts");
     expect(importsOf("src/lifecycle/retention.ts")).toContain("src/partition/core.ts");
     expect(violations(files, importsOf)).toEqual([]);

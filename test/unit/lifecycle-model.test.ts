@@ -23,9 +23,23 @@ type Op =
   | { kind: "idleRoll" };
 
 const op: fc.Arbitrary<Op> = fc.oneof(
-  { weight: 5, arbitrary: fc.record({ kind: fc.constant("produce" as const), records: fc.array(fc.record({ key: fc.constantFrom("a", "b", "c"), value: fc.option(fc.constantFrom("", "1", "22", "333"), { freq: 4 }) }), { minLength: 1, maxLength: 3 }) }) },
+  {
+    weight: 5,
+    arbitrary: fc.record({
+      kind: fc.constant("produce" as const),
+      records: fc.array(fc.record({ key: fc.constantFrom("a", "b", "c"), value: fc.option(fc.constantFrom("", "1", "22", "333"), { freq: 4 }) }), { minLength: 1, maxLength: 3 }),
+    }),
+  },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant("tick" as const), ms: fc.integer({ min: 1, max: 400 }) }) },
-  { weight: 3, arbitrary: fc.record({ kind: fc.constant("compact" as const), crashAt: fc.option(fc.integer({ min: 0, max: 8 })), maxBatches: fc.integer({ min: 1, max: 4 }), maxMapKeys: fc.integer({ min: 1, max: 5 }) }) },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      kind: fc.constant("compact" as const),
+      crashAt: fc.option(fc.integer({ min: 0, max: 8 })),
+      maxBatches: fc.integer({ min: 1, max: 4 }),
+      maxMapKeys: fc.integer({ min: 1, max: 5 }),
+    }),
+  },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant("retention" as const) }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant("deleteRecords" as const), at: fc.nat() }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant("idleRoll" as const) }) },
@@ -102,6 +116,5 @@ describe("lifecycle model", () => {
       }),
       { numRuns: 300 },
     );
-
   });
 });

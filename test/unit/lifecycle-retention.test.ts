@@ -19,7 +19,13 @@ function tenRecords(retention: Partial<SimConfig["retention"]> = {}): SimPartiti
 describe("retention (cleanup.policy delete)", () => {
   it("segments of 2 records: retention.ms expiring v0..v4 drops [0,1] and [2,3] only (v4 shares a segment with v5), so the log start is 4", () => {
     const p = tenRecords({ retentionMs: 100 });
-    expect(p.segments.map((s) => [s.baseOffset, s.lastOffset])).toEqual([[0, 1], [2, 3], [4, 5], [6, 7], [8, 9]]);
+    expect(p.segments.map((s) => [s.baseOffset, s.lastOffset])).toEqual([
+      [0, 1],
+      [2, 3],
+      [4, 5],
+      [6, 7],
+      [8, 9],
+    ]);
     // At t = 105 the records with timestamp < 5 are more than 100 ms old: v0..v4.
     expect(p.runRetention(105)).toBe(4);
     expect(p.fetch(3)).toEqual({ error: "OFFSET_OUT_OF_RANGE", logStartOffset: 4 });
@@ -32,7 +38,10 @@ describe("retention (cleanup.policy delete)", () => {
     const p = tenRecords({ retentionMs: 100 });
     const plan = planRetention({ segments: p.segments, bounds: p.bounds, floor: null, nowMs: 1000 }, p.cfg.retention);
     expect(plan.dropped.map((d) => d.reason)).toEqual(Array(5).fill("retention.ms"));
-    expect(plan.commands.slice(-2)).toEqual([{ kind: "segClose", id: 8 }, { kind: "segDelete", id: 8 }]);
+    expect(plan.commands.slice(-2)).toEqual([
+      { kind: "segClose", id: 8 },
+      { kind: "segDelete", id: 8 },
+    ]);
     expect(p.runRetention(1000)).toBe(10);
     expect(p.segments).toEqual([]);
     expect(p.batches).toEqual([]);
@@ -56,8 +65,14 @@ describe("retention (cleanup.policy delete)", () => {
     expect(p.runRetention(10 * DAY)).toBe(0);
     p.deleteRecords(5);
     expect(p.runRetention(10 * DAY)).toBe(5);
-    const plan = planRetention({ segments: tenRecords().segments, bounds: { logStartOffset: 5, logEndOffset: 10, highWatermark: 10 }, floor: null, nowMs: 0 }, { delete: false, retentionMs: 0, retentionBytes: 0 });
-    expect(plan.dropped).toEqual([{ id: 0, reason: "log-start" }, { id: 2, reason: "log-start" }]);
+    const plan = planRetention(
+      { segments: tenRecords().segments, bounds: { logStartOffset: 5, logEndOffset: 10, highWatermark: 10 }, floor: null, nowMs: 0 },
+      { delete: false, retentionMs: 0, retentionBytes: 0 },
+    );
+    expect(plan.dropped).toEqual([
+      { id: 0, reason: "log-start" },
+      { id: 2, reason: "log-start" },
+    ]);
     expect(plan.logStartOffset).toBe(5);
   });
 
@@ -72,7 +87,7 @@ describe("retention (cleanup.policy delete)", () => {
     // The followers return and r5..r7 commit: a fetch at 5 returns them.
     p.holdHighWatermark = null;
     p.highWatermark = 8;
-    expect(show(p.readAll(5))).toEqual(["null=\"r5\"@5", "null=\"r6\"@6", "null=\"r7\"@7"]);
+    expect(show(p.readAll(5))).toEqual(['null="r5"@5', 'null="r6"@6', 'null="r7"@7']);
   });
 
   it("the rooms' floor (slowest subscription, stream forks, ...) holds retention back", () => {
@@ -132,8 +147,14 @@ describe("deleteRecords (KIP-107): field case B1", () => {
 
   it("a batch straddling the new log start stays stored; the fetch hands out only records at or after it (B2)", () => {
     const p = new SimPartition();
-    p.produce([0, 1, 2, 3, 4].map((i) => ({ key: null, value: `v${i}` })), 0);
-    p.produce([5, 6, 7].map((i) => ({ key: null, value: `v${i}` })), 0);
+    p.produce(
+      [0, 1, 2, 3, 4].map((i) => ({ key: null, value: `v${i}` })),
+      0,
+    );
+    p.produce(
+      [5, 6, 7].map((i) => ({ key: null, value: `v${i}` })),
+      0,
+    );
     p.deleteRecords(2);
     expect(p.batches.map((b) => b.baseOffset)).toEqual([0, 5]);
     expect(show(p.readAll(2, 100)).map((r) => r.split("@")[1])).toEqual(["2", "3", "4", "5", "6", "7"]);

@@ -1,16 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import {
-  applySegmentCommand,
-  checkSegmentIndex,
-  migrateSlice,
-  planIdleRoll,
-  planSegmentAppend,
-  rollReason,
-  segmentAt,
-  type BatchMeta,
-  type SegmentRow,
-} from "../../src/lifecycle/index.ts";
+import { applySegmentCommand, checkSegmentIndex, migrateSlice, planIdleRoll, planSegmentAppend, rollReason, segmentAt, type BatchMeta, type SegmentRow } from "../../src/lifecycle/index.ts";
 import { SIM_DEFAULTS, SimPartition } from "./lifecycle-sim.ts";
 
 const HOUR = 3_600_000;

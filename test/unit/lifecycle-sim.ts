@@ -104,14 +104,18 @@ export class SimPartition {
       records: records.map((r, i) => ({ offset: base + i, key: r.key, value: r.value, timestamp: r.timestamp ?? nowMs })),
       appendMs: nowMs,
     };
-    const cmd = planSegmentAppend(this.segments[this.segments.length - 1] ?? null, {
-      baseOffset: batch.baseOffset,
-      lastOffset: batch.lastOffset,
-      bytes: batchBytes(batch.records),
-      records: batch.records.length,
-      maxTimestamp: Math.max(...batch.records.map((r) => r.timestamp)),
-      appendMs: nowMs,
-    }, this.cfg.roll);
+    const cmd = planSegmentAppend(
+      this.segments[this.segments.length - 1] ?? null,
+      {
+        baseOffset: batch.baseOffset,
+        lastOffset: batch.lastOffset,
+        bytes: batchBytes(batch.records),
+        records: batch.records.length,
+        maxTimestamp: Math.max(...batch.records.map((r) => r.timestamp)),
+        appendMs: nowMs,
+      },
+      this.cfg.roll,
+    );
     this.batches.push(batch);
     this.applySegment(cmd);
     this.logEndOffset = batch.lastOffset + 1;
@@ -126,7 +130,11 @@ export class SimPartition {
 
   /** The lifecycle timer's idle roll. */
   idleRoll(nowMs: number): boolean {
-    const cmd = planIdleRoll(this.segments[this.segments.length - 1] ?? null, { ...this.cfg.roll, compact: this.cfg.compaction.compact, maxCompactionLagMs: this.cfg.compaction.maxCompactionLagMs }, nowMs);
+    const cmd = planIdleRoll(
+      this.segments[this.segments.length - 1] ?? null,
+      { ...this.cfg.roll, compact: this.cfg.compaction.compact, maxCompactionLagMs: this.cfg.compaction.maxCompactionLagMs },
+      nowMs,
+    );
     if (cmd !== null) this.applySegment(cmd);
     return cmd !== null;
   }
@@ -246,7 +254,14 @@ export class SimPartition {
       const slice = this.compactionSlice(maxBatches);
       const r = compactionStep(
         this.cleaner,
-        { batches: slice.batches.map((b) => ({ baseOffset: b.baseOffset, lastOffset: b.lastOffset, records: b.records.map((x) => ({ offset: x.offset, key: x.key, tombstone: x.value === null })) })), exhausted: slice.exhausted },
+        {
+          batches: slice.batches.map((b) => ({
+            baseOffset: b.baseOffset,
+            lastOffset: b.lastOffset,
+            records: b.records.map((x) => ({ offset: x.offset, key: x.key, tombstone: x.value === null })),
+          })),
+          exhausted: slice.exhausted,
+        },
         this.cfg.compaction,
         { maxMapKeys },
       );

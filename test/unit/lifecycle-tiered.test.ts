@@ -29,13 +29,20 @@ const enc = new TextEncoder();
 
 /** A stored batch as the log keeps it: baseOffset assigned, records with keys and values. */
 function storedBatch(baseOffset: number, values: string[], timestamp = 1000): Uint8Array {
-  return encodeBatch({ baseOffset }, values.map((v, i) => ({ key: enc.encode(`k${i}`), value: enc.encode(v), headers: [], timestamp: timestamp + i })));
+  return encodeBatch(
+    { baseOffset },
+    values.map((v, i) => ({ key: enc.encode(`k${i}`), value: enc.encode(v), headers: [], timestamp: timestamp + i })),
+  );
 }
 
 function batchesOf(sizes: readonly number[]): Uint8Array[] {
   let offset = 0;
   return sizes.map((n) => {
-    const b = storedBatch(offset, Array.from({ length: n }, (_, i) => `v${offset + i}`), 1000 + offset);
+    const b = storedBatch(
+      offset,
+      Array.from({ length: n }, (_, i) => `v${offset + i}`),
+      1000 + offset,
+    );
     offset += n;
     return b;
   });
@@ -47,10 +54,17 @@ describe("the remote segment object (docs/LIFECYCLE.md)", () => {
     const obj = encodeSegmentObject(batches);
     const { header, index, batches: out } = decodeSegmentObject(obj);
     expect(header).toMatchObject({ version: 1, baseOffset: 0, lastOffset: 5, batchCount: 3, recordCount: 6, maxTimestamp: 1005, dataBytes: batches.reduce((n, b) => n + b.length, 0) });
-    expect(index.map((e) => [e.baseOffset, e.lastOffset, e.size])).toEqual([[0, 2, batches[0]!.length], [3, 3, batches[1]!.length], [4, 5, batches[2]!.length]]);
+    expect(index.map((e) => [e.baseOffset, e.lastOffset, e.size])).toEqual([
+      [0, 2, batches[0]!.length],
+      [3, 3, batches[1]!.length],
+      [4, 5, batches[2]!.length],
+    ]);
     expect(index[0]!.position).toBe(SEGMENT_HEADER_BYTES);
     expect(out).toEqual(batches);
-    expect(decodeBatch(out[2]!).records.map((r) => [r.offset, new TextDecoder().decode(r.value!)])).toEqual([[4, "v4"], [5, "v5"]]);
+    expect(decodeBatch(out[2]!).records.map((r) => [r.offset, new TextDecoder().decode(r.value!)])).toEqual([
+      [4, "v4"],
+      [5, "v5"],
+    ]);
   });
 
   it("a reader needs three range reads: the header, the index it names, and the batches it finds", () => {
@@ -148,7 +162,11 @@ class TieredPartition {
   produce(values: string[], nowMs: number): void {
     const data = storedBatch(this.bounds.logEndOffset, values, nowMs);
     const base = this.bounds.logEndOffset;
-    const cmd = planSegmentAppend(this.segments[this.segments.length - 1] ?? null, { baseOffset: base, lastOffset: base + values.length - 1, bytes: data.length, records: values.length, maxTimestamp: nowMs + values.length - 1, appendMs: nowMs }, { segmentBytes: this.segmentBytes, segmentMs: 1e12 });
+    const cmd = planSegmentAppend(
+      this.segments[this.segments.length - 1] ?? null,
+      { baseOffset: base, lastOffset: base + values.length - 1, bytes: data.length, records: values.length, maxTimestamp: nowMs + values.length - 1, appendMs: nowMs },
+      { segmentBytes: this.segmentBytes, segmentMs: 1e12 },
+    );
     this.segments = applySegmentCommand(this.segments, cmd);
     this.local.set(base, data);
     this.produced.push(data);
@@ -158,7 +176,10 @@ class TieredPartition {
 
   truncateLocal(before: number): void {
     for (;;) {
-      const head = [...this.local.entries()].sort((a, b) => a[0] - b[0]).slice(0, 3).map(([base, d]) => ({ baseOffset: base, lastOffset: base + decodeBatch(d).records.length - 1, bytes: d.length }));
+      const head = [...this.local.entries()]
+        .sort((a, b) => a[0] - b[0])
+        .slice(0, 3)
+        .map(([base, d]) => ({ baseOffset: base, lastOffset: base + decodeBatch(d).records.length - 1, bytes: d.length }));
       const slice = planTruncateSlice(before, head, { maxRows: 2, maxBytes: 1 << 20 });
       if (slice.command !== null) {
         const off = slice.command.offset;
@@ -173,21 +194,36 @@ class TieredPartition {
   /** The lifecycle:tier timer: plan, commit, truncate local rows, then the owed effects, each followed by its commit. */
   tier(nowMs: number): void {
     const plan = planTiering({ segments: this.segments, bounds: this.bounds, nowMs, topicId: "t", partition: 0, maxConcurrentCopies: 2 }, this.cfg);
-    if (plan.commands.length > 0) this.act(() => { for (const c of plan.commands) this.segments = applySegmentCommand(this.segments, c); });
+    if (plan.commands.length > 0)
+      this.act(() => {
+        for (const c of plan.commands) this.segments = applySegmentCommand(this.segments, c);
+      });
     this.truncateLocal(plan.localStartOffset);
     for (const e of plan.effects) {
       if (e.kind === "upload") {
-        const blobs = [...this.local].filter(([base]) => base >= e.baseOffset && base < e.end).sort((a, b) => a[0] - b[0]).map(([, d]) => d);
+        const blobs = [...this.local]
+          .filter(([base]) => base >= e.baseOffset && base < e.end)
+          .sort((a, b) => a[0] - b[0])
+          .map(([, d]) => d);
         this.act(() => {
           this.r2.set(e.r2Key, encodeSegmentObject(blobs));
           this.uploads++;
         });
-        const done = completeUpload(this.segments.find((s) => s.id === e.id), e.r2Key);
-        if (done !== null) this.act(() => { this.segments = applySegmentCommand(this.segments, done); });
+        const done = completeUpload(
+          this.segments.find((s) => s.id === e.id),
+          e.r2Key,
+        );
+        if (done !== null)
+          this.act(() => {
+            this.segments = applySegmentCommand(this.segments, done);
+          });
       } else {
         this.act(() => this.r2.delete(e.r2Key));
         const done = completeRemoteDelete(this.segments.find((s) => s.id === e.id));
-        if (done !== null) this.act(() => { this.segments = applySegmentCommand(this.segments, done); });
+        if (done !== null)
+          this.act(() => {
+            this.segments = applySegmentCommand(this.segments, done);
+          });
       }
     }
   }
@@ -228,9 +264,17 @@ describe("offload is idempotent and crash-safe", () => {
   it("a closed segment is copied, then recorded both, then leaves local storage; reads below the local start go to R2", () => {
     const p = new TieredPartition(CFG, 200);
     for (let i = 0; i < 6; i++) p.produce([`a${i}`, `b${i}`], i * 10);
-    expect(p.segments.map((s) => [s.id, s.closed])).toEqual([[0, true], [4, true], [8, false]]);
+    expect(p.segments.map((s) => [s.id, s.closed])).toEqual([
+      [0, true],
+      [4, true],
+      [8, false],
+    ]);
     p.tier(60);
-    expect(p.segments.map((s) => [s.location, s.remote])).toEqual([["both", "none"], ["both", "none"], ["local", "none"]]);
+    expect(p.segments.map((s) => [s.location, s.remote])).toEqual([
+      ["both", "none"],
+      ["both", "none"],
+      ["local", "none"],
+    ]);
     expect(p.uploads).toBe(2);
     p.tier(200);
     expect(p.segments.map((s) => s.location)).toEqual(["remote", "remote", "local"]);
@@ -245,7 +289,10 @@ describe("offload is idempotent and crash-safe", () => {
     // Retention deletes remote segments too: marked deleting, then the object, then the row.
     p.retention(10_000, 100);
     // The active segment had no copy: its row goes in the retention commit itself.
-    expect(p.segments.map((s) => [s.id, s.remote])).toEqual([[0, "deleting"], [4, "deleting"]]);
+    expect(p.segments.map((s) => [s.id, s.remote])).toEqual([
+      [0, "deleting"],
+      [4, "deleting"],
+    ]);
     p.tier(10_000);
     expect([p.segments, [...p.r2.keys()], p.bounds.logStartOffset]).toEqual([[], [], 12]);
   });
@@ -260,7 +307,11 @@ describe("offload is idempotent and crash-safe", () => {
     p.budget = Number.POSITIVE_INFINITY;
     // Long past local.retention.ms: still nothing leaves local storage before its copy is recorded.
     p.tier(1e6);
-    expect(p.segments.map((s) => [s.location, s.remote])).toEqual([["both", "none"], ["both", "none"], ["local", "none"]]);
+    expect(p.segments.map((s) => [s.location, s.remote])).toEqual([
+      ["both", "none"],
+      ["both", "none"],
+      ["local", "none"],
+    ]);
     expect([p.uploads, p.local.size]).toEqual([2, 3]);
     p.checkNothingLost();
   });
@@ -284,7 +335,11 @@ describe("offload is idempotent and crash-safe", () => {
     for (let i = 0; i < 4; i++) p.produce([`v${i}`], 0);
     const input = { segments: p.segments, bounds: p.bounds, nowMs: 1000, topicId: "t", partition: 0, maxConcurrentCopies: 8 };
     const plan = planTiering(input, CFG);
-    expect(plan.effects.map((e) => [e.kind, e.id])).toEqual([["upload", 0], ["upload", 1], ["upload", 2]]);
+    expect(plan.effects.map((e) => [e.kind, e.id])).toEqual([
+      ["upload", 0],
+      ["upload", 1],
+      ["upload", 2],
+    ]);
     expect(planTiering(input, CFG)).toEqual(plan);
     for (let i = 0; i < 3; i++) p.tier(1000);
     expect(planTiering({ ...input, segments: p.segments }, CFG)).toEqual({ commands: [], effects: [], localStartOffset: 3 });
@@ -322,7 +377,11 @@ describe("offload is idempotent and crash-safe", () => {
         const p = new TieredPartition(CFG, segmentBytes);
         let now = 0;
         for (const o of ops) {
-          if (o.kind === "produce") p.produce(Array.from({ length: o.n }, (_, i) => `v${now}-${i}`), now);
+          if (o.kind === "produce")
+            p.produce(
+              Array.from({ length: o.n }, (_, i) => `v${now}-${i}`),
+              now,
+            );
           else if (o.kind === "tick") now += 40;
           else {
             p.budget = o.crashAfter ?? Number.POSITIVE_INFINITY;

@@ -229,10 +229,12 @@ describe("planAppend", () => {
       ts: [5, 4, 9],
       lat: null,
     });
-    expect(p.rows.map((r) => [r.header.baseOffset, r.maxTimestamp, r.runningMaxTimestamp, r.header.partitionLeaderEpoch])).toEqual([
-      [10, 5, 7],
-      [12, 9, 9],
-    ].map(([o, m, rm]) => [o, m, rm, 3]));
+    expect(p.rows.map((r) => [r.header.baseOffset, r.maxTimestamp, r.runningMaxTimestamp, r.header.partitionLeaderEpoch])).toEqual(
+      [
+        [10, 5, 7],
+        [12, 9, 9],
+      ].map(([o, m, rm]) => [o, m, rm, 3]),
+    );
     expect(p.addedBytes).toBe(a.length + b.length);
     // The stored bytes are the request's bytes, rewritten: they decode at the assigned offsets.
     expect(p.rows[0]!.bytes).toBe(a);
@@ -282,7 +284,16 @@ describe("checkLogInvariants", () => {
         let t = { logEndOffset: 0, runningMaxTimestamp: -1, leaderEpoch: 0 };
         let bytes = 0;
         for (const timestamps of requests) {
-          const p = planAppend(scanned(encodeBatch({}, timestamps.map((ts) => rec(ts)))), t, null);
+          const p = planAppend(
+            scanned(
+              encodeBatch(
+                {},
+                timestamps.map((ts) => rec(ts)),
+              ),
+            ),
+            t,
+            null,
+          );
           expect(p.baseOffset).toBe(t.logEndOffset);
           expect(checkLogInvariants(0, p.nextOffset, p.nextOffset, bytes + p.addedBytes, p.runningMaxTimestamp, t.runningMaxTimestamp)).toBeUndefined();
           bytes += p.addedBytes;

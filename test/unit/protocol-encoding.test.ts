@@ -21,7 +21,15 @@ describe("strict base64", () => {
   });
 
   it("decodes the RFC 4648 test vectors", () => {
-    const vectors: [string, string][] = [["", ""], ["f", "Zg=="], ["fo", "Zm8="], ["foo", "Zm9v"], ["foob", "Zm9vYg=="], ["fooba", "Zm9vYmE="], ["foobar", "Zm9vYmFy"]];
+    const vectors: [string, string][] = [
+      ["", ""],
+      ["f", "Zg=="],
+      ["fo", "Zm8="],
+      ["foo", "Zm9v"],
+      ["foob", "Zm9vYg=="],
+      ["fooba", "Zm9vYmE="],
+      ["foobar", "Zm9vYmFy"],
+    ];
     for (const [plain, b64] of vectors) {
       expect(decodeBase64Strict(b64)).toEqual(utf8(plain));
       expect(encodeBase64(utf8(plain))).toBe(b64);

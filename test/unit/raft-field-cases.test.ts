@@ -118,7 +118,11 @@ describe("C6 PreVote liveness when a voter's term is behind (etcd-io/etcd#8243)"
     const h = new Harness(ABC, { disks });
     h.isolate("C");
     h.elect("A"); // term 2
-    for (const [from, to] of [["A", "B"], ["B", "A"], ["A", "B"]] as const) {
+    for (const [from, to] of [
+      ["A", "B"],
+      ["B", "A"],
+      ["A", "B"],
+    ] as const) {
       expect(h.node(from).transferLeadership(to)).toEqual({ ok: true });
       h.settle();
       expect(h.node(to).role).toBe("leader");

@@ -19,7 +19,15 @@ function server(): FakeServer {
   s.append("t", 0, [
     { key: utf8("k0"), value: utf8("a"), headers: [{ key: "h", value: utf8("1") }], timestamp: 1000 },
     { key: null, value: utf8("b"), headers: [], timestamp: 2000 },
-    { key: utf8("k2"), value: null, headers: [{ key: "x", value: null }, { key: "y", value: utf8("2") }], timestamp: 3000 },
+    {
+      key: utf8("k2"),
+      value: null,
+      headers: [
+        { key: "x", value: null },
+        { key: "y", value: utf8("2") },
+      ],
+      timestamp: 3000,
+    },
   ]);
   s.append("t", 1, [{ key: utf8("k"), value: utf8("c"), headers: [], timestamp: 1500 }]);
   return s;
@@ -95,7 +103,15 @@ describe("produce, kcat style", () => {
     const r = await run(s, ["produce", "d", "-k", "K", "-D", "||"], ["line 1\nstill 1|", "|two\n|", "|three"]);
     expect(r.code).toBe(0);
     const out = await run(s, ["consume", "d", "-o", "beginning", "-J"]);
-    expect(out.stdout.trim().split("\n").map((l: string) => { const j = JSON.parse(l) as { key: string; value: string }; return [j.key, j.value]; })).toEqual([
+    expect(
+      out.stdout
+        .trim()
+        .split("\n")
+        .map((l: string) => {
+          const j = JSON.parse(l) as { key: string; value: string };
+          return [j.key, j.value];
+        }),
+    ).toEqual([
       ["K", "line 1\nstill 1"],
       ["K", "two\n"],
       ["K", "three"],
@@ -170,11 +186,17 @@ describe("metadata (-L)", () => {
 describe("argument parsing", () => {
   it("merges the command table's options: a shared name agrees, a short letter names one option", () => {
     const merged = mergeOptions(COMMANDS);
-    expect([merged["json"], merged["partition"], merged["offset"]]).toEqual([{ type: "boolean", short: "J" }, { type: "string", short: "p" }, { type: "string", short: "o", multiple: true }]);
+    expect([merged["json"], merged["partition"], merged["offset"]]).toEqual([
+      { type: "boolean", short: "J" },
+      { type: "string", short: "p" },
+      { type: "string", short: "o", multiple: true },
+    ]);
     const command = (name: string, options: CliCommand["options"]): CliCommand => ({ name, usage: "", options, args: [], parse: () => ({ kind: name }), run: async () => {} });
     expect(mergeOptions([command("a", { json: { type: "boolean" } }), command("b", { json: { type: "boolean", short: "J" } })])["json"]).toEqual({ type: "boolean", short: "J" });
     expect(() => mergeOptions([command("a", { json: { type: "boolean" } }), command("b", { json: { type: "string" } })])).toThrow("CLI option --json of b has another type than elsewhere");
-    expect(() => mergeOptions([command("a", { json: { type: "boolean", short: "J" } }), command("b", { jitter: { type: "string", short: "J" } })])).toThrow("CLI option -J is used for --json and --jitter");
+    expect(() => mergeOptions([command("a", { json: { type: "boolean", short: "J" } }), command("b", { jitter: { type: "string", short: "J" } })])).toThrow(
+      "CLI option -J is used for --json and --jitter",
+    );
   });
 
   it("parses every kcat -o form", () => {

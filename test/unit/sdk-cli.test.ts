@@ -43,7 +43,18 @@ describe("parseCli", () => {
   });
 
   it("parses consume start positions, -n, --follow and output options", () => {
-    const base = { kind: "consume", url: DEFAULT_URL, topic: "t", partition: undefined, count: undefined, follow: false, json: false, encoding: "string", printKey: false, keySeparator: "\t" };
+    const base = {
+      kind: "consume",
+      url: DEFAULT_URL,
+      topic: "t",
+      partition: undefined,
+      count: undefined,
+      follow: false,
+      json: false,
+      encoding: "string",
+      printKey: false,
+      keySeparator: "\t",
+    };
     expect(parseCli(["consume", "t"])).toEqual({ ...base, start: { kind: "latest" } });
     expect(parseCli(["consume", "t", "--from-beginning", "-n", "10"])).toEqual({ ...base, start: { kind: "earliest" }, count: 10 });
     expect(parseCli(["consume", "t", "--offset", "5", "--partition", "1", "--follow"])).toEqual({ ...base, start: { kind: "offset", offset: 5 }, partition: 1, follow: true });
@@ -144,7 +155,9 @@ describe("formatRecord", () => {
 
   it("prints JSON lines in the JsonFetchedRecord shape plus the topic, as text or base64", () => {
     expect(text(formatRecord(r, { ...plain, json: true }))).toBe('{"topic":"t","partition":1,"offset":7,"timestamp":99,"key":"k","value":"hi\ufffd","headers":[{"key":"h","value":null}]}\n');
-    expect(text(formatRecord(r, { ...plain, json: true, encoding: "base64" }))).toBe('{"topic":"t","partition":1,"offset":7,"timestamp":99,"key":"aw==","value":"aGn/","headers":[{"key":"h","value":null}]}\n');
+    expect(text(formatRecord(r, { ...plain, json: true, encoding: "base64" }))).toBe(
+      '{"topic":"t","partition":1,"offset":7,"timestamp":99,"key":"aw==","value":"aGn/","headers":[{"key":"h","value":null}]}\n',
+    );
   });
 
   it("`consume --json` keeps a leading U+FEFF in key, value and header values (it is data, as in the server's JSON answers)", () => {
@@ -222,7 +235,13 @@ describe("main (against the fake server)", () => {
     expect(await main(["produce", "k", "--key-separator", ":", "--header", "src=cli"], p.value)).toBe(0);
     const c = io(server);
     expect(await main(["consume", "k", "--from-beginning", "--json"], c.value)).toBe(0);
-    expect(c.stdout().trim().split("\n").map((l: string) => JSON.parse(l) as unknown)).toEqual([
+    expect(
+      c
+        .stdout()
+        .trim()
+        .split("\n")
+        .map((l: string) => JSON.parse(l) as unknown),
+    ).toEqual([
       { topic: "k", partition: 0, offset: 0, timestamp: server.log("k", 0).records[0]!.timestamp, key: "a", value: "1", headers: [{ key: "src", value: "cli" }] },
       { topic: "k", partition: 0, offset: 1, timestamp: server.log("k", 0).records[1]!.timestamp, key: "b", value: "2", headers: [{ key: "src", value: "cli" }] },
     ]);
@@ -232,7 +251,10 @@ describe("main (against the fake server)", () => {
     const server = new FakeServer();
     server.addTopic("m", 3);
     server.append("m", 0, [{ key: null, value: utf8("p0"), headers: [], timestamp: 1 }]);
-    server.append("m", 2, [{ key: null, value: utf8("p2a"), headers: [], timestamp: 1 }, { key: null, value: utf8("p2b"), headers: [], timestamp: 2 }]);
+    server.append("m", 2, [
+      { key: null, value: utf8("p2a"), headers: [], timestamp: 1 },
+      { key: null, value: utf8("p2b"), headers: [], timestamp: 2 },
+    ]);
     const c = io(server);
     expect(await main(["consume", "m", "--from-beginning"], c.value)).toBe(0);
     expect(c.stdout().split("\n").sort()).toEqual(["", "p0", "p2a", "p2b"]);

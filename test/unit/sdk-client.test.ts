@@ -78,8 +78,7 @@ describe("EdgelogClient.fetchRecords (binary)", () => {
     const bodyBytes = new Uint8Array([...data, ...control]);
     const client = new EdgelogClient({
       baseUrl: "http://x",
-      fetch: async () =>
-        new Response(bodyBytes, { headers: { "Edgelog-Next-Offset": "2", "Edgelog-High-Watermark": "4", "Edgelog-Log-Start-Offset": "0" } }),
+      fetch: async () => new Response(bodyBytes, { headers: { "Edgelog-Next-Offset": "2", "Edgelog-High-Watermark": "4", "Edgelog-Log-Start-Offset": "0" } }),
     });
     const res = await client.fetchRecords("t", 0, { offset: 0 });
     expect(res.records.map((r) => text(r.value))).toEqual(["a", "b"]);
@@ -122,14 +121,21 @@ function codeOf(f: () => unknown): string {
 describe("SDK paths never leave their route", () => {
   it("topic names with '.', '..' or empty segments are INVALID_TOPIC_NAME before anything is sent", () => {
     for (const name of ["..", ".", "", "../groups/g1", "a/../b", "a/./b", "a//b", "a/b/"]) {
-      expect(codeOf(() => topicPath(name)), name).toBe("INVALID_TOPIC_NAME 0");
+      expect(
+        codeOf(() => topicPath(name)),
+        name,
+      ).toBe("INVALID_TOPIC_NAME 0");
     }
     expect(topicPath("a..b")).toBe("/v1/topics/a..b");
     expect(topicPath("%2E%2E")).toBe("/v1/topics/%252E%252E");
   });
 
   it("group ids '.', '..' and '' are INVALID_GROUP_ID before anything is sent", () => {
-    for (const id of ["..", ".", ""]) expect(codeOf(() => groupPath(id)), id).toBe("INVALID_GROUP_ID 0");
+    for (const id of ["..", ".", ""])
+      expect(
+        codeOf(() => groupPath(id)),
+        id,
+      ).toBe("INVALID_GROUP_ID 0");
     expect(groupPath("..g")).toBe("/v1/groups/..g");
   });
 

@@ -116,7 +116,11 @@ describe("poll", () => {
 
   it("returns at most maxRecords and keeps the rest for the next poll", async () => {
     const { server, consumer } = setup(1, { autoOffsetReset: "earliest" });
-    server.append("t", 0, Array.from({ length: 10 }, (_, i) => rec(`v${i}`)));
+    server.append(
+      "t",
+      0,
+      Array.from({ length: 10 }, (_, i) => rec(`v${i}`)),
+    );
     consumer.assign([{ topic: "t", partition: 0 }]);
     const sizes: number[] = [];
     for (let i = 0; i < 3; i++) sizes.push((await consumer.poll({ maxWaitMs: 0, maxRecords: 4 })).length);
@@ -127,7 +131,10 @@ describe("poll", () => {
 
   it("gives records with bytes, headers and timestamps; toText/toJson decode them", async () => {
     const { server, consumer } = setup(1, { autoOffsetReset: "earliest" });
-    server.append("t", 0, [{ key: utf8("k"), value: utf8('{"n":1}'), headers: [{ key: "h", value: null }], timestamp: 42 }, { key: null, value: null, headers: [], timestamp: 43 }]);
+    server.append("t", 0, [
+      { key: utf8("k"), value: utf8('{"n":1}'), headers: [{ key: "h", value: null }], timestamp: 42 },
+      { key: null, value: null, headers: [], timestamp: 43 },
+    ]);
     consumer.assign([{ topic: "t", partition: 0 }]);
     const [a, b] = await consumer.poll({ maxWaitMs: 0 });
     expect(a).toEqual({ topic: "t", partition: 0, offset: 0, timestamp: 42, key: utf8("k"), value: utf8('{"n":1}'), headers: [{ key: "h", value: null }] });

@@ -83,16 +83,14 @@ describe("client transport errors", () => {
   });
 
   it("no answer within requestTimeoutMs is REQUEST_TIMED_OUT (retriable)", async () => {
-    const hang: typeof fetch = (_input, init) =>
-      new Promise((_resolve, reject) => init?.signal?.addEventListener("abort", () => reject(new DOMException("aborted", "AbortError"))));
+    const hang: typeof fetch = (_input, init) => new Promise((_resolve, reject) => init?.signal?.addEventListener("abort", () => reject(new DOMException("aborted", "AbortError"))));
     const client = new EdgelogClient({ baseUrl: "http://x", fetch: hang, requestTimeoutMs: 20 });
     const e = (await client.describeTopic("t").catch((x: unknown) => x)) as EdgelogClientError;
     expect([e.code, e.httpStatus, e.retriable]).toEqual(["REQUEST_TIMED_OUT", 0, true]);
   });
 
   it("a caller's abort rejects with the abort reason, not an EdgelogClientError", async () => {
-    const hang: typeof fetch = (_input, init) =>
-      new Promise((_resolve, reject) => init?.signal?.addEventListener("abort", () => reject(init.signal?.reason)));
+    const hang: typeof fetch = (_input, init) => new Promise((_resolve, reject) => init?.signal?.addEventListener("abort", () => reject(init.signal?.reason)));
     const client = new EdgelogClient({ baseUrl: "http://x", fetch: hang });
     const ac = new AbortController();
     const reason = new Error("stop");

@@ -8,15 +8,7 @@
  */
 import { Readable, Writable } from "node:stream";
 import type { CliIo } from "../../sdk/src/cli/index.ts";
-import {
-  decodeBatches,
-  encodeBatch,
-  recordSizeBytes,
-  rewriteBatchHeader,
-  type BatchHeader,
-  type LogRecord,
-  type ProducerRecord,
-} from "../../src/codec/index.ts";
+import { decodeBatches, encodeBatch, recordSizeBytes, rewriteBatchHeader, type BatchHeader, type LogRecord, type ProducerRecord } from "../../src/codec/index.ts";
 import { BATCH_MEDIA_TYPE, PRODUCE_SUMMARY_MEDIA_TYPE, DEFAULT_TOPIC_CONFIGS, ERRORS, type ErrorCode, type ProduceRecordResult } from "../../src/protocol/index.ts";
 
 export interface RecordedRequest {

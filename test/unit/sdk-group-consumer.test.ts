@@ -118,7 +118,12 @@ const consumers: GroupConsumer[] = [];
 function setup(partitions: number, perPartition: number) {
   const server = new FakeServer();
   server.addTopic("t", partitions);
-  for (let p = 0; p < partitions; p++) server.append("t", p, Array.from({ length: perPartition }, (_, i) => rec(`p${p}-${i}`)));
+  for (let p = 0; p < partitions; p++)
+    server.append(
+      "t",
+      p,
+      Array.from({ length: perPartition }, (_, i) => rec(`p${p}-${i}`)),
+    );
   const api = new CoreGroups(server);
   const client = new EdgelogClient({ baseUrl: "http://x", fetch: server.fetch });
   const make = (options: Partial<ConstructorParameters<typeof GroupConsumer>[1]> = {}) => {
@@ -188,7 +193,11 @@ describe("GroupConsumer", () => {
     expect(a.assignment()[0]?.topic).toBe("t"); // short names for public/default
     await a.disconnect();
     await b.disconnect();
-    expect(seen.sort()).toEqual(Array.from({ length: 4 }, (_, p) => Array.from({ length: 5 }, (_, i) => `p${p}-${i}`)).flat().sort());
+    expect(seen.sort()).toEqual(
+      Array.from({ length: 4 }, (_, p) => Array.from({ length: 5 }, (_, i) => `p${p}-${i}`))
+        .flat()
+        .sort(),
+    );
     for (let p = 0; p < 4; p++) expect(api.committed("g", p)).toBe(5);
     expect(Object.keys(api.groups.get("g")?.members ?? {})).toEqual([]);
 
@@ -330,7 +339,10 @@ describe("GroupConsumer: the message in progress when a partition is revoked (is
     await new Promise((r) => setTimeout(r, 50));
     expect(seen.a).toContain("1:2");
     const all = [...seen.a, ...seen.b];
-    expect(all.filter((k, i) => all.indexOf(k) !== i), "duplicates").toEqual([]);
+    expect(
+      all.filter((k, i) => all.indexOf(k) !== i),
+      "duplicates",
+    ).toEqual([]);
     expect(seen.b.filter((k) => k.startsWith("1:"))[0]).toBe("1:3");
     expect(all.sort()).toEqual(["0:0", "0:1", "0:2", "0:3", "0:4", "1:0", "1:1", "1:2", "1:3", "1:4"]);
   });
@@ -371,7 +383,10 @@ describe("GroupConsumer: a partition revoked while its offsets are being fetched
     await until(() => new Set([...seen.a, ...seen.b]).size === 10);
     await new Promise((r) => setTimeout(r, 100));
     const all = [...seen.a, ...seen.b];
-    expect(all.filter((k, i) => all.indexOf(k) !== i), "duplicates").toEqual([]);
+    expect(
+      all.filter((k, i) => all.indexOf(k) !== i),
+      "duplicates",
+    ).toEqual([]);
     expect(seen.b.filter((k) => k.startsWith("0:"))).toEqual([]);
   });
 });

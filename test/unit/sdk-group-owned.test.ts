@@ -19,12 +19,18 @@ function owning(offsets: Record<number, number | null>): OwnedPartitions {
 describe("OwnedPartitions (pure state of the group consumer)", () => {
   it("reports partitions being added as owned, sorted by topic and partition, until they are taken or dropped", () => {
     const s = new OwnedPartitions();
-    s.setTarget([{ topic: T, partitions: [2, 0] }, { topic: U, partitions: [1] }]);
+    s.setTarget([
+      { topic: T, partitions: [2, 0] },
+      { topic: U, partitions: [1] },
+    ]);
     expect(s.sameAsTarget()).toBe(false);
     expect(s.wire()).toEqual([]);
     const added = s.beginAdd();
     expect(added.map(([key]) => key)).toEqual([k(T, 2), k(T, 0), k(U, 1)]);
-    expect(s.wire()).toEqual([{ topic: U, partitions: [1] }, { topic: T, partitions: [0, 2] }]);
+    expect(s.wire()).toEqual([
+      { topic: U, partitions: [1] },
+      { topic: T, partitions: [0, 2] },
+    ]);
     expect(s.assignment()).toEqual([]);
     // The assignment moves on while the offsets are fetched: U-1 is no longer ours.
     s.setTarget([{ topic: T, partitions: [0, 2] }]);
@@ -36,12 +42,18 @@ describe("OwnedPartitions (pure state of the group consumer)", () => {
     s.endAdd(added.map(([key]) => key));
     expect(s.wire()).toEqual([{ topic: T, partitions: [0, 2] }]);
     expect(s.sameAsTarget()).toBe(true);
-    expect(s.assignment()).toEqual([{ topic: "orders", partition: 0 }, { topic: "orders", partition: 2 }]);
+    expect(s.assignment()).toEqual([
+      { topic: "orders", partition: 0 },
+      { topic: "orders", partition: 2 },
+    ]);
     // Partition 2 has no position (autoOffsetReset "none"): not fetched until seek.
     expect(s.active()).toEqual([{ topic: T, partition: 0 }]);
     expect(s.fetchPosition(k(T, 2))).toBeUndefined();
     s.reposition(k(T, 2), 9);
-    expect(s.active()).toEqual([{ topic: T, partition: 0 }, { topic: T, partition: 2 }]);
+    expect(s.active()).toEqual([
+      { topic: T, partition: 0 },
+      { topic: T, partition: 2 },
+    ]);
     expect(s.fetchPosition(k(T, 2))).toEqual({ topic: T, partition: 2, offset: 9 });
   });
 
@@ -79,7 +91,10 @@ describe("OwnedPartitions (pure state of the group consumer)", () => {
     expect(s.paused()).toEqual([{ topic: "orders", partition: 1 }]);
     expect(s.resume(s.select([{ topic: "orders" }]))).toEqual([k(T, 1)]);
     expect(s.paused()).toEqual([]);
-    expect(s.active()).toEqual([{ topic: T, partition: 0 }, { topic: T, partition: 1 }]);
+    expect(s.active()).toEqual([
+      { topic: T, partition: 0 },
+      { topic: T, partition: 1 },
+    ]);
   });
 
   it("commits move the committed offset; nothing is uncommitted twice", () => {
@@ -97,6 +112,9 @@ describe("OwnedPartitions (pure state of the group consumer)", () => {
     expect(s.isStale(k(T, 3), start)).toBe(true);
     s.clear();
     expect([s.keys(), s.wire(), s.sameAsTarget()]).toEqual([[], [], true]);
-    expect(partitionsOf([k(U, 4), k(T, 3)])).toEqual([{ topic: U, partition: 4 }, { topic: "orders", partition: 3 }]);
+    expect(partitionsOf([k(U, 4), k(T, 3)])).toEqual([
+      { topic: U, partition: 4 },
+      { topic: "orders", partition: 3 },
+    ]);
   });
 });

@@ -147,11 +147,7 @@ describe("partitioning (same as the server and the Java client)", () => {
     const [a] = await producer.send({ topic: "twelve", messages: [{ key: "100:48069", value: "v" }] });
     const [b] = await producer.send({ topic: "ten", messages: [{ key: utf8("wu"), value: "v" }] });
     expect([a!.partition, b!.partition]).toEqual([9, 0]);
-    expect(server.requests.filter((r) => r.method === "POST").map((r) => r.path)).toEqual([
-      "/v1/producers",
-      "/v1/topics/twelve/partitions/9/records",
-      "/v1/topics/ten/partitions/0/records",
-    ]);
+    expect(server.requests.filter((r) => r.method === "POST").map((r) => r.path)).toEqual(["/v1/producers", "/v1/topics/twelve/partitions/9/records", "/v1/topics/ten/partitions/0/records"]);
   });
 
   it("an explicit partition wins over the key", async () => {
@@ -269,8 +265,20 @@ describe("idempotence (KIP-98)", () => {
 
   it("keeps one sequence per partition under one producer id", async () => {
     const { server, producer } = setup(2);
-    await producer.send({ topic: "t", messages: [{ value: "a", partition: 0 }, { value: "b", partition: 1 }] });
-    await producer.send({ topic: "t", messages: [{ value: "c", partition: 1 }, { value: "d", partition: 1 }] });
+    await producer.send({
+      topic: "t",
+      messages: [
+        { value: "a", partition: 0 },
+        { value: "b", partition: 1 },
+      ],
+    });
+    await producer.send({
+      topic: "t",
+      messages: [
+        { value: "c", partition: 1 },
+        { value: "d", partition: 1 },
+      ],
+    });
     await producer.send({ topic: "t", messages: [{ value: "e", partition: 0 }] });
     expect(server.produced.map((b) => [b.partition, b.header.producerId, b.header.baseSequence])).toEqual([
       [0, 1000, 0],
@@ -409,7 +417,13 @@ describe("a re-created topic (new partition incarnation, KIP-360 spirit)", () =>
 describe("acks", () => {
   it("acks 0 sends ?acks=0 and resolves with offset -1, the chosen partition and the CreateTime", async () => {
     const { server, producer } = setup(1, { acks: 0, idempotent: false });
-    const sent = await producer.send({ topic: "t", messages: [{ value: "a", timestamp: 7 }, { value: "b", timestamp: 8 }] });
+    const sent = await producer.send({
+      topic: "t",
+      messages: [
+        { value: "a", timestamp: 7 },
+        { value: "b", timestamp: 8 },
+      ],
+    });
     expect(sent).toEqual([
       { topic: "t", partition: 0, offset: -1, timestamp: 7 },
       { topic: "t", partition: 0, offset: -1, timestamp: 8 },
@@ -443,7 +457,16 @@ describe("message encoding", () => {
       messages: [
         { key: null, value: null, timestamp: 5 },
         { key: "", value: "", timestamp: 6 },
-        { key: "k", value: new Uint8Array([0, 255]), headers: [{ key: "h", value: "1" }, { key: "h", value: null }, { key: "g", value: "" }], timestamp: 7 },
+        {
+          key: "k",
+          value: new Uint8Array([0, 255]),
+          headers: [
+            { key: "h", value: "1" },
+            { key: "h", value: null },
+            { key: "g", value: "" },
+          ],
+          timestamp: 7,
+        },
         { value: "é", headers: { a: "x", b: utf8("y") }, timestamp: 8 },
       ],
     });

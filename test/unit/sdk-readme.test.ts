@@ -38,7 +38,18 @@ describe("sdk/README.md documents the public API (sdk/src/index.ts)", () => {
   const sections = indexSections();
 
   it("finds the sections of index.ts", () => {
-    expect(sections.map((s) => s.name)).toEqual(["client", "admin", "producer", "consumer", "consumer groups", "errors", "bytes and text", "partitioning", "wire types and limits", "record model"]);
+    expect(sections.map((s) => s.name)).toEqual([
+      "client",
+      "admin",
+      "producer",
+      "consumer",
+      "consumer groups",
+      "errors",
+      "bytes and text",
+      "partitioning",
+      "wire types and limits",
+      "record model",
+    ]);
   });
 
   it("has a ### heading per section of index.ts, naming each of its exported values in `code`", () => {

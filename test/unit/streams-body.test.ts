@@ -12,7 +12,11 @@ describe("answerPieces", () => {
   /** Tail-cache bytes of `vs` (JSON: each followed by a comma). */
   const stored = (vs: string[], json: boolean, from = 0): AnswerPart => {
     const c = new ByteCache(1 << 20);
-    c.append(from, vs.map((v) => enc.encode(v)), cacheSeparator(json));
+    c.append(
+      from,
+      vs.map((v) => enc.encode(v)),
+      cacheSeparator(json),
+    );
     const pieces: Uint8Array[] = [];
     c.views(from, from + vs.length, pieces);
     return { kind: "stored", pieces };

@@ -89,9 +89,7 @@ describe("parseCreateHeaders", () => {
       expiresAtMs: null,
       fork: null,
     });
-    expect(
-      parseCreateHeaders(getter({ "Stream-Forked-From": "/v1/stream/a", "Stream-Fork-Offset": "0000000000000003_0000000000000000", "Stream-Fork-Sub-Offset": "2" })),
-    ).toEqual({
+    expect(parseCreateHeaders(getter({ "Stream-Forked-From": "/v1/stream/a", "Stream-Fork-Offset": "0000000000000003_0000000000000000", "Stream-Fork-Sub-Offset": "2" }))).toEqual({
       contentType: null,
       closed: false,
       ttlSeconds: null,
@@ -130,7 +128,13 @@ describe("producer headers", () => {
   });
   it("reject empty ids and non-integer or unsafe numbers", () => {
     expect(parseProducerHeaders(getter({ "Producer-Id": "", "Producer-Epoch": "0", "Producer-Seq": "0" }))).toHaveProperty("error");
-    for (const [e, s] of [["0", "1abc"], ["0xyz", "0"], ["1e3", "0"], ["-1", "0"], ["9007199254740992", "0"]]) {
+    for (const [e, s] of [
+      ["0", "1abc"],
+      ["0xyz", "0"],
+      ["1e3", "0"],
+      ["-1", "0"],
+      ["9007199254740992", "0"],
+    ]) {
       expect(parseProducerHeaders(getter({ "Producer-Id": "p", "Producer-Epoch": e as string, "Producer-Seq": s as string }))).toHaveProperty("error");
     }
   });

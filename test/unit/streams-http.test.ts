@@ -140,8 +140,6 @@ describe("SSE frames", () => {
   });
 
   it("write control events as one line of JSON", () => {
-    expect(sseControlEvent({ streamNextOffset: "x", streamCursor: "7", upToDate: true })).toBe(
-      `event: control\ndata:{"streamNextOffset":"x","streamCursor":"7","upToDate":true}\n\n`,
-    );
+    expect(sseControlEvent({ streamNextOffset: "x", streamCursor: "7", upToDate: true })).toBe(`event: control\ndata:{"streamNextOffset":"x","streamCursor":"7","upToDate":true}\n\n`);
   });
 });

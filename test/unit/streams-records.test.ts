@@ -18,11 +18,7 @@ describe("jsonMessages", () => {
   });
 
   it("keeps whitespace and brackets inside strings, and number text exactly", () => {
-    expect(texts(jsonMessages(enc.encode(`[ {"s": "x , ] y\\" z"} ,\n 12345678901234567890 , 1.50 ]`), false))).toEqual([
-      `{"s":"x , ] y\\" z"}`,
-      `12345678901234567890`,
-      `1.50`,
-    ]);
+    expect(texts(jsonMessages(enc.encode(`[ {"s": "x , ] y\\" z"} ,\n 12345678901234567890 , 1.50 ]`), false))).toEqual([`{"s":"x , ] y\\" z"}`, `12345678901234567890`, `1.50`]);
   });
 
   it("rejects invalid JSON and invalid UTF-8", () => {

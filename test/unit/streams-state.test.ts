@@ -32,13 +32,29 @@ describe("newStream and its ds_stream row", () => {
   it("round-trips through the row's parameters and columns", () => {
     const m = newStream(createReq({ contentType: "application/json", ttlSeconds: 60 }), 3, 1000);
     expect(m).toMatchObject({ path: "p", contentType: "application/json", json: true, ttlSeconds: 60, lastAccessMs: 1000, visibleStart: 3, fork: null, refCount: 0 });
-    const [path, contentType, ttl, expires, inherited, lastAccess, closed, forkPath, forkTopic, forkTopicId, anchor, subOffset, forkOffset, visibleStart, createdAt] =
-      streamRowValues(m);
+    const [path, contentType, ttl, expires, inherited, lastAccess, closed, forkPath, forkTopic, forkTopicId, anchor, subOffset, forkOffset, visibleStart, createdAt] = streamRowValues(m);
     const row = {
-      path, content_type: contentType, ttl_seconds: ttl, expires_at_ms: expires, expiry_inherited: inherited, last_access_ms: lastAccess, closed,
-      closed_by_id: null, closed_by_epoch: null, closed_by_seq: null, stream_seq: null, fork_source_path: forkPath, fork_source_topic: forkTopic,
-      fork_source_topic_id: forkTopicId, fork_anchor: anchor, fork_sub_offset: subOffset, fork_offset: forkOffset, visible_start: visibleStart,
-      ref_count: 0, soft_deleted: 0, created_at_ms: createdAt,
+      path,
+      content_type: contentType,
+      ttl_seconds: ttl,
+      expires_at_ms: expires,
+      expiry_inherited: inherited,
+      last_access_ms: lastAccess,
+      closed,
+      closed_by_id: null,
+      closed_by_epoch: null,
+      closed_by_seq: null,
+      stream_seq: null,
+      fork_source_path: forkPath,
+      fork_source_topic: forkTopic,
+      fork_source_topic_id: forkTopicId,
+      fork_anchor: anchor,
+      fork_sub_offset: subOffset,
+      fork_offset: forkOffset,
+      visible_start: visibleStart,
+      ref_count: 0,
+      soft_deleted: 0,
+      created_at_ms: createdAt,
     } as StreamRow;
     expect(streamFromRow(row)).toEqual(m);
   });

@@ -28,7 +28,10 @@ describe("forEachValue", () => {
   });
 
   it("stops when the visitor returns false", () => {
-    const batch = encodeBatch({}, [1, 2, 3].map((n) => ({ key: null, value: new Uint8Array([n]), headers: [], timestamp: 0 })));
+    const batch = encodeBatch(
+      {},
+      [1, 2, 3].map((n) => ({ key: null, value: new Uint8Array([n]), headers: [], timestamp: 0 })),
+    );
     const seen: number[] = [];
     forEachValue(batch, (offset) => {
       seen.push(offset);

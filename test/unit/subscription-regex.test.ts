@@ -11,15 +11,17 @@ import { type MemberState, resolveSubscription } from "../../src/groups/coordina
 import { EMPTY_ASSIGNMENT } from "../../src/groups/assignment.ts";
 
 /** Patterns over {a, b} with nested quantifiers: `(a+)+`, `(a|aa)*`, `((a*)*b?)+`, ... */
-const redosPattern: fc.Arbitrary<string> = fc.letrec<{ node: string }>((tie) => ({
-  node: fc.oneof(
-    { depthSize: "small", withCrossShrink: true },
-    fc.constantFrom("a", "b", ".", "[ab]", "a?"),
-    fc.tuple(tie("node"), fc.constantFrom("+", "*", "?", "{1,3}", "{2,}")).map(([n, q]) => `(${n})${q}`),
-    fc.tuple(tie("node"), tie("node")).map(([x, y]) => `${x}${y}`),
-    fc.tuple(tie("node"), tie("node")).map(([x, y]) => `(${x}|${y})`),
-  ),
-})).node.filter((p) => p.length <= MAX_SUBSCRIPTION_REGEX_CHARS);
+const redosPattern: fc.Arbitrary<string> = fc
+  .letrec<{ node: string }>((tie) => ({
+    node: fc.oneof(
+      { depthSize: "small", withCrossShrink: true },
+      fc.constantFrom("a", "b", ".", "[ab]", "a?"),
+      fc.tuple(tie("node"), fc.constantFrom("+", "*", "?", "{1,3}", "{2,}")).map(([n, q]) => `(${n})${q}`),
+      fc.tuple(tie("node"), tie("node")).map(([x, y]) => `${x}${y}`),
+      fc.tuple(tie("node"), tie("node")).map(([x, y]) => `(${x}|${y})`),
+    ),
+  }))
+  .node.filter((p) => p.length <= MAX_SUBSCRIPTION_REGEX_CHARS);
 
 describe("compileSubscriptionRegex", () => {
   it("matches the issue's reproduction (a+)+$ against 10,000 a's and a b, and a whole-name match only", () => {

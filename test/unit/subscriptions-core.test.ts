@@ -487,15 +487,35 @@ describe("commands and the stored form", () => {
   it("applyCommand refuses to move the mark-delete position back without a reset", () => {
     const s = applyCommand(emptyDurable(-1), { v: 1, sub: "s", markDelete: 5, ackRanges: [], redeliveryCounts: [], notBefore: [], deadLetters: [], deadLettered: 0, nextDeadLetterSeq: 0 });
     expect(s.cursor.markDelete).toBe(5);
-    expect(() => applyCommand(s, { v: 1, sub: "s", markDelete: 3, ackRanges: [], redeliveryCounts: [], notBefore: [], deadLetters: [], deadLettered: 0, nextDeadLetterSeq: 0 })).toThrow(/back/);
-    const r = applyCommand(s, { v: 1, sub: "s", reset: { nextOffset: 2 }, markDelete: 1, ackRanges: [[3, 3]], redeliveryCounts: [[2, 1]], notBefore: [], deadLetters: [], deadLettered: 0, nextDeadLetterSeq: 0 });
+    expect(() => applyCommand(s, { v: 1, sub: "s", markDelete: 3, ackRanges: [], redeliveryCounts: [], notBefore: [], deadLetters: [], deadLettered: 0, nextDeadLetterSeq: 0 })).toThrow(
+      /back/,
+    );
+    const r = applyCommand(s, {
+      v: 1,
+      sub: "s",
+      reset: { nextOffset: 2 },
+      markDelete: 1,
+      ackRanges: [[3, 3]],
+      redeliveryCounts: [[2, 1]],
+      notBefore: [],
+      deadLetters: [],
+      deadLettered: 0,
+      nextDeadLetterSeq: 0,
+    });
     expect([r.cursor.markDelete, r.cursor.ackedRanges, [...r.redeliveryCounts]]).toEqual([1, [[3, 3]], [[2, 1]]]);
   });
 
   it("a corrupt stored value is refused loudly", () => {
     const log = new Log();
     const good = newSub(log, { type: "shared" }).snapshot().stored;
-    for (const bad of [null, { ...good, v: 2 }, { ...good, markDelete: -2 }, { ...good, ackRanges: "zz" }, { ...good, redeliveryCounts: [[1]] }, { ...good, deadLetters: [[1, 5]], nextDeadLetterSeq: 0 }]) {
+    for (const bad of [
+      null,
+      { ...good, v: 2 },
+      { ...good, markDelete: -2 },
+      { ...good, ackRanges: "zz" },
+      { ...good, redeliveryCounts: [[1]] },
+      { ...good, deadLetters: [[1, 5]], nextDeadLetterSeq: 0 },
+    ]) {
       expect(() => Subscription.restore({ name: "s", type: "shared" }, bad, log)).toThrow(RangeError);
     }
   });
@@ -513,7 +533,15 @@ type Op =
   | { k: "flush" };
 
 const opArb: fc.Arbitrary<Op> = fc.oneof(
-  { weight: 3, arbitrary: fc.record({ k: fc.constant("produce" as const), n: fc.integer({ min: 1, max: 4 }), key: fc.integer({ min: 0, max: 5 }), delayMs: fc.option(fc.integer({ min: -500, max: 1500 }), { freq: 4 }) }) },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      k: fc.constant("produce" as const),
+      n: fc.integer({ min: 1, max: 4 }),
+      key: fc.integer({ min: 0, max: 5 }),
+      delayMs: fc.option(fc.integer({ min: -500, max: 1500 }), { freq: 4 }),
+    }),
+  },
   { weight: 1, arbitrary: fc.record({ k: fc.constant("join" as const), c: fc.integer({ min: 0, max: 3 }), q: fc.integer({ min: 1, max: 3 }) }) },
   { weight: 1, arbitrary: fc.record({ k: fc.constant("leave" as const), c: fc.integer({ min: 0, max: 3 }) }) },
   { weight: 4, arbitrary: fc.record({ k: fc.constant("ack" as const), pick: fc.nat() }) },
@@ -530,7 +558,11 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
  */
 function modelRun(type: SubscriptionOptions["type"], ops: Op[], onDeliver?: (d: Delivery, held: Map<number, string>, log: Log, sub: Subscription) => void, withNacks = true) {
   const log = new Log();
-  const sub = new Subscription({ name: "s", type, maxExaminePerDispatch: 3, maxHeldMessages: 4, ackTimeoutMs: withNacks ? 1000 : 0, negativeAckRedeliveryDelayMs: 300, maxRedeliverCount: withNacks ? 1 : 0 }, emptyDurable(-1), log);
+  const sub = new Subscription(
+    { name: "s", type, maxExaminePerDispatch: 3, maxHeldMessages: 4, ackTimeoutMs: withNacks ? 1000 : 0, negativeAckRedeliveryDelayMs: 300, maxRedeliverCount: withNacks ? 1 : 0 },
+    emptyDurable(-1),
+    log,
+  );
   const held = new Map<number, string>(); // offset -> consumer, per the deliveries seen
   const firstSeen = new Set<number>();
   let lastMarkDelete = sub.markDelete;
@@ -612,7 +644,10 @@ function modelRun(type: SubscriptionOptions["type"], ops: Op[], onDeliver?: (d: 
 describe("model runs (property)", { timeout: 30_000 }, () => {
   for (const type of ["shared", "exclusive", "failover", "key_shared"] as const) {
     it(`${type}: invariants, no message at two consumers at once, commands fold to the live state`, () => {
-      fc.assert(fc.property(fc.array(opArb, { minLength: 20, maxLength: 80 }), (ops) => void modelRun(type, ops)), { numRuns: 80 });
+      fc.assert(
+        fc.property(fc.array(opArb, { minLength: 20, maxLength: 80 }), (ops) => void modelRun(type, ops)),
+        { numRuns: 80 },
+      );
     });
   }
 

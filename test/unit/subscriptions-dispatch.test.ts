@@ -40,10 +40,14 @@ describe("failover active consumer", { timeout: 30_000 }, () => {
 
   it("partitioned: the answer does not depend on the order consumers are listed (property)", () => {
     fc.assert(
-      fc.property(fc.uniqueArray(fc.tuple(fc.string({ maxLength: 3 }), fc.integer({ min: 0, max: 2 })), { minLength: 1, maxLength: 6, selector: (t) => t[0] }), fc.integer({ min: 0, max: 7 }), (specs, p) => {
-        const cs = specs.map(([n, pl], i) => ref(`id${i}`, i, pl, n));
-        expect(failoverActive([...cs].reverse(), p, true)).toBe(failoverActive(cs, p, true));
-      }),
+      fc.property(
+        fc.uniqueArray(fc.tuple(fc.string({ maxLength: 3 }), fc.integer({ min: 0, max: 2 })), { minLength: 1, maxLength: 6, selector: (t) => t[0] }),
+        fc.integer({ min: 0, max: 7 }),
+        (specs, p) => {
+          const cs = specs.map(([n, pl], i) => ref(`id${i}`, i, pl, n));
+          expect(failoverActive([...cs].reverse(), p, true)).toBe(failoverActive(cs, p, true));
+        },
+      ),
     );
   });
 });
@@ -86,34 +90,38 @@ describe("key_shared auto-split hash ranges", { timeout: 30_000 }, () => {
 
   it("always covers the space with one range per consumer, and is sticky (property)", () => {
     fc.assert(
-      fc.property(fc.array(fc.tuple(fc.boolean(), fc.integer({ min: 0, max: 7 })), { maxLength: 60 }), fc.array(fc.integer({ min: 0, max: KEY_HASH_RANGE - 1 }), { minLength: 1, maxLength: 20 }), (ops, hashes) => {
-        const r = new AutoSplitHashRanges();
-        const members = new Set<string>();
-        for (const [join, n] of ops) {
-          const id = `c${n}`;
-          const before = hashes.map((h) => r.owner(h));
-          if (join) {
-            r.add(id);
-            members.add(id);
-          } else {
-            r.remove(id);
-            members.delete(id);
+      fc.property(
+        fc.array(fc.tuple(fc.boolean(), fc.integer({ min: 0, max: 7 })), { maxLength: 60 }),
+        fc.array(fc.integer({ min: 0, max: KEY_HASH_RANGE - 1 }), { minLength: 1, maxLength: 20 }),
+        (ops, hashes) => {
+          const r = new AutoSplitHashRanges();
+          const members = new Set<string>();
+          for (const [join, n] of ops) {
+            const id = `c${n}`;
+            const before = hashes.map((h) => r.owner(h));
+            if (join) {
+              r.add(id);
+              members.add(id);
+            } else {
+              r.remove(id);
+              members.delete(id);
+            }
+            const rs = r.ranges();
+            expect(new Set(rs.map((x) => x.consumerId))).toEqual(members);
+            expect(rs.length).toBe(members.size);
+            if (rs.length > 0) {
+              expect(rs[0]!.start).toBe(0);
+              expect(rs.at(-1)!.end).toBe(KEY_HASH_RANGE - 1);
+              for (let i = 1; i < rs.length; i++) expect(rs[i]!.start).toBe(rs[i - 1]!.end + 1);
+            }
+            // sticky: a hash changes owner only to the joiner, or away from the leaver
+            hashes.forEach((h, i) => {
+              const now = r.owner(h);
+              if (before[i] !== now && before[i] !== null) expect(join ? now === id : before[i] === id).toBe(true);
+            });
           }
-          const rs = r.ranges();
-          expect(new Set(rs.map((x) => x.consumerId))).toEqual(members);
-          expect(rs.length).toBe(members.size);
-          if (rs.length > 0) {
-            expect(rs[0]!.start).toBe(0);
-            expect(rs.at(-1)!.end).toBe(KEY_HASH_RANGE - 1);
-            for (let i = 1; i < rs.length; i++) expect(rs[i]!.start).toBe(rs[i - 1]!.end + 1);
-          }
-          // sticky: a hash changes owner only to the joiner, or away from the leaver
-          hashes.forEach((h, i) => {
-            const now = r.owner(h);
-            if (before[i] !== now && before[i] !== null) expect(join ? now === id : before[i] === id).toBe(true);
-          });
-        }
-      }),
+        },
+      ),
     );
   });
 });

@@ -29,11 +29,18 @@ async function hwm(name: string): Promise<number> {
 }
 
 async function acl(principal: string, resourceType: string, resourceName: string, operation: string, o: { patternType?: string; permission?: string } = {}): Promise<void> {
-  await expectOk(await request(e, "POST", "/v1/acls", { token: admin, body: { principal, resourceType, resourceName, operation, patternType: o.patternType ?? "literal", permission: o.permission ?? "allow" } }), 201);
+  await expectOk(
+    await request(e, "POST", "/v1/acls", {
+      token: admin,
+      body: { principal, resourceType, resourceName, operation, patternType: o.patternType ?? "literal", permission: o.permission ?? "allow" },
+    }),
+    201,
+  );
 }
 
 const oneRecord = { records: [{ value: "x" }] };
-const produce = (path: string, token?: string, headers?: Record<string, string>) => request(e, "POST", `/v1/topics/${path}/partitions/0/records`, { ...(token !== undefined ? { token } : {}), body: oneRecord, ...(headers ? { headers } : {}) });
+const produce = (path: string, token?: string, headers?: Record<string, string>) =>
+  request(e, "POST", `/v1/topics/${path}/partitions/0/records`, { ...(token !== undefined ? { token } : {}), body: oneRecord, ...(headers ? { headers } : {}) });
 
 beforeAll(async () => {
   vi.spyOn(console, "warn").mockImplementation((...args: unknown[]) => void warnings.push(args.map(String).join(" ")));
@@ -66,7 +73,11 @@ describe("authentication", () => {
   });
 
   it("a non-Bearer Authorization header (Basic on a data route)", async () => {
-    await expectCode(await request(e, "POST", `/v1/topics/${secret}/partitions/0/records`, { headers: { authorization: `Basic ${btoa("admin:x")}` }, body: oneRecord }), 401, "UNAUTHENTICATED");
+    await expectCode(
+      await request(e, "POST", `/v1/topics/${secret}/partitions/0/records`, { headers: { authorization: `Basic ${btoa("admin:x")}` }, body: oneRecord }),
+      401,
+      "UNAUTHENTICATED",
+    );
     expect(await hwm(secret)).toBe(1);
   });
 
@@ -126,7 +137,13 @@ describe("authentication", () => {
   it("HS/RS algorithm confusion: HS256 keyed with the RSA public key", async () => {
     const token = await hsToken(SUPERUSER, { secret: new TextEncoder().encode(keys.rsaPublicPem) });
     await expectCode(await produce(secret, token), 401, "UNAUTHENTICATED");
-    const withKid = await new SignJWT({}).setProtectedHeader({ alg: "HS256", kid: "k1" }).setSubject(SUPERUSER).setAudience("edgelog-test").setIssuer("https://issuer.test").setExpirationTime("1h").sign(new TextEncoder().encode(keys.rsaPublicPem));
+    const withKid = await new SignJWT({})
+      .setProtectedHeader({ alg: "HS256", kid: "k1" })
+      .setSubject(SUPERUSER)
+      .setAudience("edgelog-test")
+      .setIssuer("https://issuer.test")
+      .setExpirationTime("1h")
+      .sign(new TextEncoder().encode(keys.rsaPublicPem));
     await expectCode(await produce(secret, withKid), 401, "UNAUTHENTICATED");
     expect(await hwm(secret)).toBe(2);
   });
@@ -293,7 +310,11 @@ describe("authorization", () => {
     expect(err.details).toEqual({ resourceType: "group", resource: group, operation: "read" });
     const ivan = `ivan-${id}`;
     await acl(ivan, "group", group, "read");
-    const err2 = await expectCode(await request(e, "POST", `/v1/groups/${group}/offsets`, { token: await hsToken(ivan), body: { offsets: [{ topic: secret, partition: 0, offset: 1 }] } }), 403, "NOT_AUTHORIZED");
+    const err2 = await expectCode(
+      await request(e, "POST", `/v1/groups/${group}/offsets`, { token: await hsToken(ivan), body: { offsets: [{ topic: secret, partition: 0, offset: 1 }] } }),
+      403,
+      "NOT_AUTHORIZED",
+    );
     expect(err2.details?.resourceType).toBe("topic");
     const committed = (await expectOk(await request(e, "GET", `/v1/groups/${group}/offsets?topic=${encodeURIComponent(mine)}`, { token: admin }))) as object;
     expect(JSON.stringify(committed)).not.toContain('"offset":1');
@@ -332,7 +353,11 @@ describe("authorization", () => {
 
   it("admin APIs need cluster permissions; state unchanged", async () => {
     const mallory = await hsToken(`mallory-${id}`);
-    const err = await expectCode(await request(e, "POST", "/v1/acls", { token: mallory, body: { principal: `mallory-${id}`, resourceType: "topic", resourceName: "*", operation: "all" } }), 403, "NOT_AUTHORIZED");
+    const err = await expectCode(
+      await request(e, "POST", "/v1/acls", { token: mallory, body: { principal: `mallory-${id}`, resourceType: "topic", resourceName: "*", operation: "all" } }),
+      403,
+      "NOT_AUTHORIZED",
+    );
     expect(err.details?.resourceType).toBe("cluster");
     await expectCode(await request(e, "PUT", `/v1/users/mallory-${id}`, { token: mallory, body: { password: "x" } }), 403, "NOT_AUTHORIZED");
     await expectCode(await request(e, "PUT", "/v1/quotas", { token: mallory, body: { user: `mallory-${id}`, request_rate: 1e9 } }), 403, "NOT_AUTHORIZED");

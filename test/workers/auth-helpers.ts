@@ -48,9 +48,17 @@ export function authEnv(keys: Keys, extra: Partial<Env> = {}): Env {
 }
 
 /** An HS256 token with the required aud/iss, valid 1 h unless overridden. */
-export async function hsToken(sub: string | undefined, o: { secret?: string | Uint8Array; payload?: JWTPayload; exp?: number; nbf?: number; aud?: string; iss?: string } = {}): Promise<string> {
+export async function hsToken(
+  sub: string | undefined,
+  o: { secret?: string | Uint8Array; payload?: JWTPayload; exp?: number; nbf?: number; aud?: string; iss?: string } = {},
+): Promise<string> {
   const now = Math.floor(Date.now() / 1000);
-  let jwt = new SignJWT({ ...o.payload }).setProtectedHeader({ alg: "HS256" }).setIssuedAt(now).setExpirationTime(o.exp ?? now + 3600).setAudience(o.aud ?? AUDIENCE).setIssuer(o.iss ?? ISSUER);
+  let jwt = new SignJWT({ ...o.payload })
+    .setProtectedHeader({ alg: "HS256" })
+    .setIssuedAt(now)
+    .setExpirationTime(o.exp ?? now + 3600)
+    .setAudience(o.aud ?? AUDIENCE)
+    .setIssuer(o.iss ?? ISSUER);
   if (sub !== undefined) jwt = jwt.setSubject(sub);
   if (o.nbf !== undefined) jwt = jwt.setNotBefore(o.nbf);
   const secret = typeof o.secret === "string" || o.secret === undefined ? new TextEncoder().encode(o.secret ?? SECRET) : o.secret;
@@ -59,7 +67,14 @@ export async function hsToken(sub: string | undefined, o: { secret?: string | Ui
 
 export async function rsToken(key: CryptoKey, sub: string, kid = "k1"): Promise<string> {
   const now = Math.floor(Date.now() / 1000);
-  return new SignJWT({}).setProtectedHeader({ alg: "RS256", kid }).setSubject(sub).setIssuedAt(now).setExpirationTime(now + 3600).setAudience(AUDIENCE).setIssuer(ISSUER).sign(key);
+  return new SignJWT({})
+    .setProtectedHeader({ alg: "RS256", kid })
+    .setSubject(sub)
+    .setIssuedAt(now)
+    .setExpirationTime(now + 3600)
+    .setAudience(AUDIENCE)
+    .setIssuer(ISSUER)
+    .sign(key);
 }
 
 function b64url(s: string): string {

@@ -85,11 +85,7 @@ describe("quotas", () => {
       else if (s === 429) throttled++;
       else throw new Error(`unexpected status ${s}`);
     };
-    await Promise.all([
-      flood(limitedToken, 0, count),
-      flood(limitedToken, 0, count),
-      flood(freeToken, 1, (s) => void freeStatuses.set(s, (freeStatuses.get(s) ?? 0) + 1)),
-    ]);
+    await Promise.all([flood(limitedToken, 0, count), flood(limitedToken, 0, count), flood(freeToken, 1, (s) => void freeStatuses.set(s, (freeStatuses.get(s) ?? 0) + 1))]);
     const elapsedSec = (Date.now() - start) / 1000;
     const rate = acceptedBytes / elapsedSec / MiB;
     console.log(`quota accuracy: accepted ${(acceptedBytes / MiB).toFixed(2)} MiB in ${elapsedSec.toFixed(1)} s = ${rate.toFixed(3)} MiB/s against 1 MiB/s (${throttled} throttled answers)`);

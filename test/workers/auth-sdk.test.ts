@@ -40,7 +40,10 @@ describe("SDK with auth on", () => {
     expect(u).toEqual({ name: user, mechanisms: [{ mechanism: "SCRAM-SHA-256", iterations: 8192 }] });
     expect((await admin.listUsers()).find((x) => x.name === user)).toEqual(u);
     const stored = { principal: user, resourceType: "topic", resourceName: `public/default/sdk-${id}-`, patternType: "prefixed", operation: "read", permission: "allow" };
-    expect(await admin.createAcls([{ principal: `User:${user}`, resourceType: "topic", resourceName: `sdk-${id}-`, patternType: "prefixed", operation: "read" }])).toEqual({ created: 1, acls: [stored] });
+    expect(await admin.createAcls([{ principal: `User:${user}`, resourceType: "topic", resourceName: `sdk-${id}-`, patternType: "prefixed", operation: "read" }])).toEqual({
+      created: 1,
+      acls: [stored],
+    });
     expect(await admin.listAcls({ principal: user })).toEqual([stored]);
     await admin.grantPermission(`t-${id}/ns`, user, ["produce"]);
     expect(await admin.listPermissions(`t-${id}/ns`)).toEqual({ [user]: ["produce"] });

@@ -28,7 +28,12 @@ function bench(): DurableObjectStub<BenchDO> {
 }
 
 function rooms(storage: DurableObjectStorage): Record<string, number> {
-  return Object.fromEntries(storage.sql.exec<{ room: string; version: number }>("SELECT room, version FROM _rooms ORDER BY room").toArray().map((r) => [r.room, r.version]));
+  return Object.fromEntries(
+    storage.sql
+      .exec<{ room: string; version: number }>("SELECT room, version FROM _rooms ORDER BY room")
+      .toArray()
+      .map((r) => [r.room, r.version]),
+  );
 }
 
 suite("per-room migrations", () => {
@@ -89,9 +94,19 @@ suite("per-room migrations", () => {
     const m = (version: number) => ({ version, name: `m${version}`, up() {} });
     expect(() => checkRooms([{ room: "a", migrations: [m(1), m(3)] }])).toThrow(/numbered 1, 2, … without gaps/);
     expect(() => checkRooms([{ room: "a", migrations: [m(2)] }])).toThrow(/without gaps/);
-    expect(() => checkRooms([{ room: "a", migrations: [] }, { room: "a", migrations: [] }])).toThrow(/declared twice/);
+    expect(() =>
+      checkRooms([
+        { room: "a", migrations: [] },
+        { room: "a", migrations: [] },
+      ]),
+    ).toThrow(/declared twice/);
     expect(() => checkRooms([{ room: "Log", migrations: [] }])).toThrow(/lower-case/);
-    expect(() => checkRooms([{ room: "log", migrations: [m(1), m(2)] }, { room: "streams", migrations: [] }])).not.toThrow();
+    expect(() =>
+      checkRooms([
+        { room: "log", migrations: [m(1), m(2)] },
+        { room: "streams", migrations: [] },
+      ]),
+    ).not.toThrow();
   });
 });
 
@@ -101,7 +116,13 @@ suite("legacy adoption", () => {
       const sql = new Sql(state.storage.sql);
       state.storage.sql.exec("DROP TABLE _rooms");
       expect(legacyMigrate(state.storage, [{ version: 1, name: "x", sql: "CREATE TABLE legacy_x (x INTEGER)" }])).toBe(1);
-      const room: RoomSchema = { room: "legacy", migrations: [{ version: 1, name: "x", up: (s) => s.run("CREATE TABLE legacy_x (x INTEGER)") }, { version: 2, name: "y", up: (s) => s.run("CREATE TABLE legacy_y (y INTEGER)") }] };
+      const room: RoomSchema = {
+        room: "legacy",
+        migrations: [
+          { version: 1, name: "x", up: (s) => s.run("CREATE TABLE legacy_x (x INTEGER)") },
+          { version: 2, name: "y", up: (s) => s.run("CREATE TABLE legacy_y (y INTEGER)") },
+        ],
+      };
       expect(() => migrateRooms(state.storage, sql, [room])).toThrow(/legacy _schema version 1 found and no adoptLegacy given/);
       expect(tableNames(state.storage)).toContain("_schema");
       expect(() => migrateRooms(state.storage, sql, [room], () => ({ other: 1 }))).toThrow(/unknown room other/);
@@ -176,7 +197,12 @@ suite("legacy adoption", () => {
     expect((await call(`/v1/stream/${path}`, { method: "HEAD" })).status).toBe(200);
     expect((await fetchJson(topic, 0, "offset=0")).records.length).toBe(1);
     const timersOf = (s: DurableObjectStub) =>
-      runInDurableObject(s, (_o, state) => state.storage.sql.exec<{ t: string }>("SELECT room || '/' || key AS t FROM _schedule ORDER BY t").toArray().map((r) => r.t));
+      runInDurableObject(s, (_o, state) =>
+        state.storage.sql
+          .exec<{ t: string }>("SELECT room || '/' || key AS t FROM _schedule ORDER BY t")
+          .toArray()
+          .map((r) => r.t),
+      );
     expect(await timersOf(stub)).toEqual(["streams/expiry", "streams/producers"]);
     expect(await timersOf(nativeStub)).toEqual(["producers/expiry"]);
   });
@@ -189,8 +215,7 @@ suite("legacy adoption", () => {
     expect(hb.status).toBe(200);
     const { memberId } = (await hb.json()) as { memberId: string };
     const stub = (env as unknown as Env).GROUP_COORDINATOR.getByName(group);
-    const scheduled = () =>
-      runInDurableObject(stub, (_o, state) => state.storage.sql.exec<{ t: string; due_ms: number }>("SELECT room || '/' || key AS t, due_ms FROM _schedule").toArray());
+    const scheduled = () => runInDurableObject(stub, (_o, state) => state.storage.sql.exec<{ t: string; due_ms: number }>("SELECT room || '/' || key AS t, due_ms FROM _schedule").toArray());
     const before = await scheduled();
     expect(before.map((r) => r.t)).toEqual([`group/session:${memberId}`]);
     // The base's alarm removes a timer's row before the call; the group's handler then awaits
@@ -382,7 +407,9 @@ suite("one alarm, many timers", () => {
       expect(() => internals(o).timers("nope")).toThrow(/unknown room/);
       expect(() => internals(o).timers("echo").set("", now)).toThrow(/non-empty/);
       expect(() => internals(o).timers("echo").set("x", Number.NaN)).toThrow(RangeError);
-      internals(o).timers("echo").set("frac", now + 1000.25);
+      internals(o)
+        .timers("echo")
+        .set("frac", now + 1000.25);
       internals(o).timers("echo").set("before-epoch", -5);
       expect([internals(o).timers("echo").dueMs("frac"), internals(o).timers("echo").dueMs("before-epoch")]).toEqual([now + 1001, 0]);
       internals(o).timers("echo").clearAll();

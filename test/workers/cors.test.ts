@@ -17,7 +17,9 @@ describe("CORS on the native API", () => {
     const res = await SELF.fetch("http://edgelog.test/v1/health", { headers: { Origin: "https://app.example" } });
     expect(res.status).toBe(200);
     expect(res.headers.get("access-control-allow-origin")).toBe("*");
-    expect(res.headers.get("access-control-expose-headers")).toBe("Edgelog-Next-Offset,Edgelog-High-Watermark,Edgelog-Log-Start-Offset,WWW-Authenticate,Retry-After,Edgelog-Throttle-Time-Ms");
+    expect(res.headers.get("access-control-expose-headers")).toBe(
+      "Edgelog-Next-Offset,Edgelog-High-Watermark,Edgelog-Log-Start-Offset,WWW-Authenticate,Retry-After,Edgelog-Throttle-Time-Ms",
+    );
   });
 
   it("adds no CORS headers to a request without Origin (a server, the CLI, curl): nothing for a browser to check", async () => {

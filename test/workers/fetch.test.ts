@@ -38,7 +38,10 @@ suite("fetch", () => {
   });
 
   it("below the log start -> OFFSET_OUT_OF_RANGE (416); the first batch may start below the offset", async () => {
-    const { name, created } = await topicWith([["a", "b"], ["c", "d"]]);
+    const { name, created } = await topicWith([
+      ["a", "b"],
+      ["c", "d"],
+    ]);
     // Simulate retention having moved the log start to 1 (it is loaded again on restart).
     const stub = env.PARTITION.getByName(partitionObjectName(created.topicId, 0));
     await runInDurableObject(stub, (_instance, state) => {
@@ -188,7 +191,15 @@ suite("binary produce and fetch", () => {
     const name = randomTopic();
     await createTopic(name);
     const records: ProducerRecord[] = [
-      { key: utf8("k1"), value: utf8("v1"), headers: [{ key: "h", value: utf8("1") }, { key: "h", value: null }], timestamp: 1_000 },
+      {
+        key: utf8("k1"),
+        value: utf8("v1"),
+        headers: [
+          { key: "h", value: utf8("1") },
+          { key: "h", value: null },
+        ],
+        timestamp: 1_000,
+      },
       { key: null, value: null, headers: [], timestamp: 900 },
       { key: new Uint8Array(0), value: new Uint8Array([0, 255, 1]), headers: [], timestamp: 1_100 },
     ];
@@ -217,7 +228,14 @@ suite("binary produce and fetch", () => {
     // The JSON view of the same records.
     const f = await fetchJson(name, 0, "offset=1&encoding=base64");
     expect(f.records.map((r) => [r.key, r.value, r.headers])).toEqual([
-      ["azE=", "djE=", [{ key: "h", value: "MQ==" }, { key: "h", value: null }]],
+      [
+        "azE=",
+        "djE=",
+        [
+          { key: "h", value: "MQ==" },
+          { key: "h", value: null },
+        ],
+      ],
       [null, null, []],
       ["", "AP8B", []],
     ]);
@@ -229,8 +247,7 @@ suite("binary produce and fetch", () => {
     const { producerId } = (await (await call("/v1/producers", { method: "POST" })).json()) as { producerId: number };
     const big = (i: number): ProducerRecord => ({ key: null, value: new Uint8Array(600 * 1024).fill(i), headers: [], timestamp: 10 + i });
     const batch = encodeBatch({ producerId, producerEpoch: 0, baseSequence: 0 }, [big(1), big(2)]);
-    const send = (): Promise<Response> =>
-      call(`/v1/topics/${name}/partitions/0/records`, { method: "POST", headers: { "content-type": BATCH_MEDIA_TYPE }, body: batch });
+    const send = (): Promise<Response> => call(`/v1/topics/${name}/partitions/0/records`, { method: "POST", headers: { "content-type": BATCH_MEDIA_TYPE }, body: batch });
     const first = (await (await send()).json()) as ProduceResponse;
     expect(first.records).toEqual([
       { partition: 0, offset: 0, timestamp: 11 },
@@ -263,8 +280,7 @@ suite("binary produce and fetch", () => {
     const good = encodeBatch({}, [{ key: null, value: utf8("abc"), headers: [], timestamp: 1 }]);
     const corrupt = good.slice();
     corrupt[corrupt.length - 1] = corrupt[corrupt.length - 1]! ^ 0xff;
-    const send = (body: Uint8Array): Promise<Response> =>
-      call(`/v1/topics/${name}/partitions/0/records`, { method: "POST", headers: { "content-type": BATCH_MEDIA_TYPE }, body });
+    const send = (body: Uint8Array): Promise<Response> => call(`/v1/topics/${name}/partitions/0/records`, { method: "POST", headers: { "content-type": BATCH_MEDIA_TYPE }, body });
     await expectError(await send(corrupt), "INVALID_BATCH", 400);
     await expectError(await send(good.slice(0, good.length - 1)), "INVALID_BATCH", 400);
     await expectError(await send(new Uint8Array([...good, 0])), "INVALID_BATCH", 400);
@@ -283,8 +299,20 @@ suite("binary produce and fetch", () => {
       ["magic 2", mutate(good, (_v, b) => (b[0] = 2))],
       ["recordCount 3 (records say 2)", mutate(good, (v) => v.setInt32(49, 3))],
       ["recordCount 1 (records say 2)", mutate(good, (v) => v.setInt32(49, 1))],
-      ["recordCount 1, lastOffsetDelta 0", mutate(good, (v) => { v.setInt32(49, 1); v.setInt32(11, 0); })],
-      ["recordCount 2^31-1", mutate(good, (v) => { v.setInt32(49, 0x7fffffff); v.setInt32(11, 0x7ffffffe); })],
+      [
+        "recordCount 1, lastOffsetDelta 0",
+        mutate(good, (v) => {
+          v.setInt32(49, 1);
+          v.setInt32(11, 0);
+        }),
+      ],
+      [
+        "recordCount 2^31-1",
+        mutate(good, (v) => {
+          v.setInt32(49, 0x7fffffff);
+          v.setInt32(11, 0x7ffffffe);
+        }),
+      ],
       ["recordCount -1", mutate(good, (v) => v.setInt32(49, -1))],
       ["lastOffsetDelta 5 (offset gaps)", mutate(good, (v) => v.setInt32(11, 5))],
       ["recordsLength 2^30", mutate(good, (v) => v.setUint32(57, 2 ** 30))],
@@ -305,8 +333,22 @@ suite("binary produce and fetch", () => {
     }
     const producerCases: [string, Uint8Array][] = [
       ["producer id -5", mutate(good, (v) => v.setBigInt64(31, -5n))],
-      ["producer 1 with epoch -1", mutate(good, (v) => { v.setBigInt64(31, 1n); v.setInt16(39, -1); v.setInt32(41, 0); })],
-      ["producer 1 with sequence -1", mutate(good, (v) => { v.setBigInt64(31, 1n); v.setInt16(39, 0); v.setInt32(41, -1); })],
+      [
+        "producer 1 with epoch -1",
+        mutate(good, (v) => {
+          v.setBigInt64(31, 1n);
+          v.setInt16(39, -1);
+          v.setInt32(41, 0);
+        }),
+      ],
+      [
+        "producer 1 with sequence -1",
+        mutate(good, (v) => {
+          v.setBigInt64(31, 1n);
+          v.setInt16(39, 0);
+          v.setInt32(41, -1);
+        }),
+      ],
     ];
     for (const [what, body] of producerCases) {
       const e = await expectErrorShape(await sendBatch(t, 0, body), what);
@@ -314,9 +356,15 @@ suite("binary produce and fetch", () => {
     }
     expect((await describe(t)).partitionDetails[0]).toEqual({ partition: 0, logStartOffset: 0, highWatermark: 0, logEndOffset: 0, recordCount: 0, bytes: 0 });
     // A header that lies about maxTimestamp and baseOffset is corrected, not trusted.
-    const lying = mutate(good, (v) => { v.setBigInt64(23, 1n); v.setBigInt64(3, 77n); });
+    const lying = mutate(good, (v) => {
+      v.setBigInt64(23, 1n);
+      v.setBigInt64(3, 77n);
+    });
     const ok = (await (await sendBatch(t, 0, lying)).json()) as ProduceResponse;
-    expect(ok.records).toEqual([{ partition: 0, offset: 0, timestamp: 5 }, { partition: 0, offset: 1, timestamp: 6 }]);
+    expect(ok.records).toEqual([
+      { partition: 0, offset: 0, timestamp: 5 },
+      { partition: 0, offset: 1, timestamp: 6 },
+    ]);
     const max = (await (await call(`/v1/topics/${t}/partitions/0/offsets?spec=max_timestamp`)).json()) as { offset: number; timestamp: number };
     expect([max.offset, max.timestamp]).toEqual([1, 6]);
   });

@@ -5,16 +5,8 @@
  */
 import { env, evictDurableObject, runDurableObjectAlarm } from "cloudflare:test";
 import { describe as suite, expect, it } from "vitest";
-import type {
-  ConsumerGroupHeartbeatResponse,
-  GroupDescription,
-  ListGroupsResponse,
-  OffsetFetchResponse,
-  ResetOffsetsResponse,
-  TopicPartitions,
-} from "../../src/protocol/index.ts";
+import type { ConsumerGroupHeartbeatResponse, GroupDescription, ListGroupsResponse, OffsetFetchResponse, ResetOffsetsResponse, TopicPartitions } from "../../src/protocol/index.ts";
 import { call, createTopic, expectError, fetchJson, json, produce, randomTopic } from "./helpers.ts";
-
 
 function randomGroup(): string {
   return `g-${crypto.randomUUID()}`;
@@ -203,16 +195,19 @@ suite("consumer groups: offsets", () => {
     expect(resumed.partitions).toEqual([{ topic: full(topic), partition: 0, offset: 3, committedOffset: 3, metadata: "worker-1", logStartOffset: 0, logEndOffset: 3 }]);
     expect((await fetchJson(topic, 0, "offset=3")).records).toEqual([]);
     const desc = await describeGroup(group);
-    expect(desc.offsets).toEqual([
-      { topic: full(topic), partition: 0, committedOffset: 3, metadata: "worker-1", memberId: restarted.memberId, logStartOffset: 0, logEndOffset: 3, lag: 0 },
-    ]);
+    expect(desc.offsets).toEqual([{ topic: full(topic), partition: 0, committedOffset: 3, metadata: "worker-1", memberId: restarted.memberId, logStartOffset: 0, logEndOffset: 3, lag: 0 }]);
     expect(desc.totalLag).toBe(0);
   });
 
   it("auto.offset.reset: latest resumes at the log end, none surfaces OFFSET_OUT_OF_RANGE", async () => {
     const topic = randomTopic();
     await createTopic(topic, 2);
-    await produce(`/v1/topics/${topic}/records`, { records: [{ value: "x", partition: 1 }, { value: "y", partition: 1 }] });
+    await produce(`/v1/topics/${topic}/records`, {
+      records: [
+        { value: "x", partition: 1 },
+        { value: "y", partition: 1 },
+      ],
+    });
     const group = randomGroup();
     const latest = (await (await call(`/v1/groups/${group}/offsets?topic=${topic}&autoOffsetReset=latest`)).json()) as OffsetFetchResponse;
     expect(latest.partitions.map((p) => [p.partition, p.offset, p.reset])).toEqual([

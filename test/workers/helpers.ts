@@ -77,8 +77,7 @@ export function partitionObject(topicId: string, p = 0): PartitionRpc {
 }
 
 /** A one-record batch (null key, UTF-8 `value`, no headers). */
-export const oneRecordBatch = (value: string, timestamp = 1): Uint8Array =>
-  encodeBatch({}, [{ key: null, value: new TextEncoder().encode(value), headers: [], timestamp }]);
+export const oneRecordBatch = (value: string, timestamp = 1): Uint8Array => encodeBatch({}, [{ key: null, value: new TextEncoder().encode(value), headers: [], timestamp }]);
 
 /** Everything a rejected request must leave unchanged: partition bounds, counts, bytes, configs. */
 export async function snapshot(name: string): Promise<Pick<TopicDescription, "partitions" | "configs" | "partitionDetails" | "topicId">> {

@@ -121,7 +121,13 @@ suite("parsing as strict as the contract", () => {
     expect(created.status).toBe(201);
     const tail = async () => (await call(path, { method: "HEAD" })).headers.get("Stream-Next-Offset");
     const before = await tail();
-    for (const [epoch, seq] of [["00", "0"], ["01", "0"], ["+1", "0"], ["0", "00"], ["0", "1.0"]]) {
+    for (const [epoch, seq] of [
+      ["00", "0"],
+      ["01", "0"],
+      ["+1", "0"],
+      ["0", "00"],
+      ["0", "1.0"],
+    ]) {
       const res = await call(path, { method: "POST", headers: { "content-type": "text/plain", "Producer-Id": "p", "Producer-Epoch": epoch!, "Producer-Seq": seq! }, body: "x" });
       const e = await expectError(res, "INVALID_REQUEST", 400);
       expect(e.message).toMatch(/without sign or leading zeros/);

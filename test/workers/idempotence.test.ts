@@ -106,8 +106,7 @@ suite("idempotent producers (KIP-98)", () => {
       { key: null, value: utf8("a"), headers: [], timestamp: 10 },
       { key: null, value: utf8("b"), headers: [], timestamp: 20 },
     ]);
-    const send = (): Promise<Response> =>
-      call(`/v1/topics/${t}/partitions/0/records`, { method: "POST", headers: { "content-type": BATCH_MEDIA_TYPE }, body: batch });
+    const send = (): Promise<Response> => call(`/v1/topics/${t}/partitions/0/records`, { method: "POST", headers: { "content-type": BATCH_MEDIA_TYPE }, body: batch });
     const first = (await (await send()).json()) as ProduceResponse;
     expect(first).toEqual({
       topic: `public/default/${t}`,
@@ -128,7 +127,15 @@ suite("idempotent producers (KIP-98)", () => {
     const t = randomTopic("qa");
     await createTopic(t, 1, { "message.timestamp.type": "LogAppendTime" });
     const { producerId } = (await (await call("/v1/producers", { method: "POST" })).json()) as { producerId: number };
-    const body = { producerId, producerEpoch: 0, baseSequence: 0, records: [{ value: "a", timestamp: 5 }, { value: "b", timestamp: 6 }] };
+    const body = {
+      producerId,
+      producerEpoch: 0,
+      baseSequence: 0,
+      records: [
+        { value: "a", timestamp: 5 },
+        { value: "b", timestamp: 6 },
+      ],
+    };
     const first = await produce(`/v1/topics/${t}/partitions/0/records`, body);
     expect(first.records.map((r) => r.offset)).toEqual([0, 1]);
     expect(first.records[0]!.timestamp).toBeGreaterThan(1_000_000_000_000);

@@ -16,7 +16,10 @@ describe("GET / and JSON answers", () => {
     for (const r of API_INDEX.routes) {
       const path = r.path.replace("{topic}", "no-such-topic").replace("{partition}", "0").replace("{group}", "no-such-group").replace("{path}", "no-such-stream");
       for (const method of r.methods) {
-        const res = await SELF.fetch(`http://edgelog.test${path}`, { method, ...(method === "GET" || method === "HEAD" ? {} : { headers: { "content-type": "application/json" }, body: "{}" }) });
+        const res = await SELF.fetch(`http://edgelog.test${path}`, {
+          method,
+          ...(method === "GET" || method === "HEAD" ? {} : { headers: { "content-type": "application/json" }, body: "{}" }),
+        });
         const code = method === "HEAD" || res.status !== 404 ? null : ((await res.json()) as { error: { code: string } }).error.code;
         if (code === "NOT_FOUND" || res.status === 405) missing.push(`${method} ${r.path}`);
       }

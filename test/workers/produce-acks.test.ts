@@ -47,7 +47,12 @@ suite("produce: acks", () => {
   it("acks=0 on the topic route answers 202 {topic, accepted} and the records become visible", async () => {
     const t = randomTopic();
     await createTopic(t);
-    const res = await json("POST", `/v1/topics/${t}/records?acks=0`, { records: [{ value: "a", timestamp: 5 }, { value: "b", timestamp: 6 }] });
+    const res = await json("POST", `/v1/topics/${t}/records?acks=0`, {
+      records: [
+        { value: "a", timestamp: 5 },
+        { value: "b", timestamp: 6 },
+      ],
+    });
     expect([res.status, await res.json()]).toEqual([202, { topic: `public/default/${t}`, accepted: 2 }]);
     const f = await awaitRecords(t, 2);
     expect(f.records.map((r) => [r.offset, r.value, r.timestamp])).toEqual([

@@ -40,10 +40,12 @@ suite("produce: concurrent requests for one partition", () => {
     const good = Array.from({ length: 20 }, (_, i) => json("POST", path, { records: [{ value: `g${i}` }] }));
     // Idempotent producer at sequence 5 with nothing before it: OUT_OF_ORDER_SEQUENCE_NUMBER.
     const bad = json("POST", path, { producerId, producerEpoch: 0, baseSequence: 5, records: [{ value: "bad" }] });
-    const statuses = await Promise.all([...good, bad].map(async (r) => {
-      const res = await r;
-      return [res.status, ((await res.json()) as { error?: { code: string } }).error?.code ?? "ok"];
-    }));
+    const statuses = await Promise.all(
+      [...good, bad].map(async (r) => {
+        const res = await r;
+        return [res.status, ((await res.json()) as { error?: { code: string } }).error?.code ?? "ok"];
+      }),
+    );
     expect(statuses.slice(0, 20)).toEqual(Array.from({ length: 20 }, () => [200, "ok"]));
     expect(statuses[20]).toEqual([409, "OUT_OF_ORDER_SEQUENCE_NUMBER"]);
     expect(await highWatermarks(t)).toEqual([20]);
@@ -82,11 +84,7 @@ suite("PartitionDO.appendMany", () => {
     const created = await createTopic(t);
     const bad = batch("x");
     bad[bad.length - 1]! ^= 0xff; // corrupt the last record byte: framing still holds, the record does not
-    const out = await partition(created.topicId).appendMany([
-      { batches: [batch("a", 10), batch("b", 11)] },
-      { batches: [batch("ok-then-bad"), bad] },
-      { batches: [batch("c", 12)] },
-    ]);
+    const out = await partition(created.topicId).appendMany([{ batches: [batch("a", 10), batch("b", 11)] }, { batches: [batch("ok-then-bad"), bad] }, { batches: [batch("c", 12)] }]);
     expect(out.map((r) => (r.ok ? [(r as AppendOk).baseOffset, (r as AppendOk).lastOffset] : r.code))).toEqual([[0, 1], "INVALID_BATCH", [2, 2]]);
     const stored = await fetchJson(t, 0, "offset=0");
     expect(stored.records.map((r) => [r.offset, r.value, r.timestamp])).toEqual([

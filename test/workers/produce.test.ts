@@ -46,7 +46,10 @@ suite("produce: encodings and record model", () => {
     await produce(`/v1/topics/${t}/partitions/0/records`, {
       keyEncoding: "json",
       valueEncoding: "json",
-      records: [{ key: { id: 1 }, value: { n: 1, s: ["a", true, null] }, headers: [{ key: "h", value: 42 }] }, { key: "k", value: 3.5 }],
+      records: [
+        { key: { id: 1 }, value: { n: 1, s: ["a", true, null] }, headers: [{ key: "h", value: 42 }] },
+        { key: "k", value: 3.5 },
+      ],
     });
     const asJson = await fetchJson(t, 0, "offset=0&encoding=json");
     expect(asJson.records.map((r) => [r.key, r.value, r.headers])).toEqual([
@@ -117,7 +120,12 @@ suite("produce: encodings and record model", () => {
     const t = randomTopic();
     await createTopic(t, 1, { "message.timestamp.type": "LogAppendTime" });
     const before = Date.now();
-    const p = await produce(`/v1/topics/${t}/records`, { records: [{ value: "a", timestamp: 1000 }, { value: "b", timestamp: 2000 }] });
+    const p = await produce(`/v1/topics/${t}/records`, {
+      records: [
+        { value: "a", timestamp: 1000 },
+        { value: "b", timestamp: 2000 },
+      ],
+    });
     const after = Date.now();
     const ts = p.records[0]!.timestamp;
     expect(ts).toBeGreaterThanOrEqual(before);
@@ -153,20 +161,69 @@ suite("produce: encodings and record model", () => {
     });
     await produce(`/v1/topics/${t}/partitions/0/records`, {
       valueEncoding: "base64",
-      records: [{ value: "", headers: [{ key: "h", value: "" }, { key: "h", value: null }, { key: "h", value: "AA" }] }],
+      records: [
+        {
+          value: "",
+          headers: [
+            { key: "h", value: "" },
+            { key: "h", value: null },
+            { key: "h", value: "AA" },
+          ],
+        },
+      ],
     });
     await produce(`/v1/topics/${t}/partitions/0/records`, {
       valueEncoding: "json",
-      records: [{ value: null, headers: [{ key: "h", value: null }, { key: "h", value: "" }, { key: "h", value: 0 }] }],
+      records: [
+        {
+          value: null,
+          headers: [
+            { key: "h", value: null },
+            { key: "h", value: "" },
+            { key: "h", value: 0 },
+          ],
+        },
+      ],
     });
     const asString = await fetchJson(t, 0, "offset=0");
     expect(asString.records.map((r) => [r.value, r.headers])).toEqual([
-      ["s", [{ key: "h", value: null }, { key: "h", value: "" }, { key: "h", value: null }, { key: "", value: "k-empty" }]],
-      ["", [{ key: "h", value: "" }, { key: "h", value: null }, { key: "h", value: "\u0000" }]],
-      [null, [{ key: "h", value: null }, { key: "h", value: '""' }, { key: "h", value: "0" }]],
+      [
+        "s",
+        [
+          { key: "h", value: null },
+          { key: "h", value: "" },
+          { key: "h", value: null },
+          { key: "", value: "k-empty" },
+        ],
+      ],
+      [
+        "",
+        [
+          { key: "h", value: "" },
+          { key: "h", value: null },
+          { key: "h", value: "\u0000" },
+        ],
+      ],
+      [
+        null,
+        [
+          { key: "h", value: null },
+          { key: "h", value: '""' },
+          { key: "h", value: "0" },
+        ],
+      ],
     ]);
     const asJson = await fetchJson(t, 0, "offset=2&encoding=json");
-    expect(asJson.records.map((r) => [r.value, r.headers])).toEqual([[null, [{ key: "h", value: null }, { key: "h", value: "" }, { key: "h", value: 0 }]]]);
+    expect(asJson.records.map((r) => [r.value, r.headers])).toEqual([
+      [
+        null,
+        [
+          { key: "h", value: null },
+          { key: "h", value: "" },
+          { key: "h", value: 0 },
+        ],
+      ],
+    ]);
   });
 
   it("a leading U+FEFF (BOM) and a U+0000 in a string value are data and round trip", async () => {
@@ -191,7 +248,12 @@ suite("produce: partitioning", () => {
     const b = await produce(`/v1/topics/${t10}/records`, { records: [{ key: "wu", value: "v" }] });
     expect(b.records).toEqual([{ partition: 0, offset: 0, timestamp: b.records[0]!.timestamp }]);
     // An empty key is a key (hashed), not a null key.
-    const c = await produce(`/v1/topics/${t12}/records`, { records: [{ key: "", value: "v" }, { key: "100:48069", value: "w" }] });
+    const c = await produce(`/v1/topics/${t12}/records`, {
+      records: [
+        { key: "", value: "v" },
+        { key: "100:48069", value: "w" },
+      ],
+    });
     expect(partitionForKey(new Uint8Array(0), 12)).toBe(9);
     expect(c.records.map((r) => [r.partition, r.offset])).toEqual([
       [9, 1],
@@ -347,7 +409,16 @@ suite("produce: rejected requests change nothing", () => {
     const t = await topic();
     const e = await expectError(await json("POST", `/v1/topics/${t}/partitions/2/records`, { records: [{ value: "v" }] }), "UNKNOWN_TOPIC_OR_PARTITION", 404);
     expect(e.details).toEqual({ topic: `public/default/${t}`, partition: 2, partitions: 2 });
-    await expectError(await json("POST", `/v1/topics/${t}/records`, { records: [{ value: "v", partition: 0 }, { value: "w", partition: 5 }] }), "UNKNOWN_TOPIC_OR_PARTITION", 404);
+    await expectError(
+      await json("POST", `/v1/topics/${t}/records`, {
+        records: [
+          { value: "v", partition: 0 },
+          { value: "w", partition: 5 },
+        ],
+      }),
+      "UNKNOWN_TOPIC_OR_PARTITION",
+      404,
+    );
     await expectError(await json("POST", `/v1/topics/${t}/partitions/x/records`, { records: [{ value: "v" }] }), "INVALID_REQUEST", 400);
     await expectError(await json("POST", `/v1/topics/${t}/partitions/01/records`, { records: [{ value: "v" }] }), "INVALID_REQUEST", 400);
     // A record naming another partition on a partition route.
@@ -434,7 +505,11 @@ suite("produce: compact answer (Accept: application/vnd.edgelog.produce-summary+
       PRODUCE_SUMMARY_MEDIA_TYPE,
       { topic: `public/default/${t}`, partition: 0, baseOffset: 0, lastOffset: 2, logAppendTime: null, logStartOffset: 0 },
     ]);
-    const j = await call(`/v1/topics/${t}/partitions/0/records`, { method: "POST", headers: { "content-type": "application/json", ...summary }, body: JSON.stringify({ records: [{ value: "a" }, { value: "b" }] }) });
+    const j = await call(`/v1/topics/${t}/partitions/0/records`, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...summary },
+      body: JSON.stringify({ records: [{ value: "a" }, { value: "b" }] }),
+    });
     expect(await j.json()).toEqual({ topic: `public/default/${t}`, partition: 0, baseOffset: 3, lastOffset: 4, logAppendTime: null, logStartOffset: 0 });
     // Without the Accept header: one entry per record, as before.
     const plain = await call(`/v1/topics/${t}/partitions/0/records`, { method: "POST", headers: { "content-type": BATCH_MEDIA_TYPE }, body: encodeBatch({}, records.slice(0, 1)) });
@@ -446,7 +521,10 @@ suite("produce: compact answer (Accept: application/vnd.edgelog.produce-summary+
     const t = randomTopic();
     await createTopic(t, 1, { "message.timestamp.type": "LogAppendTime" });
     const { producerId } = (await (await call("/v1/producers", { method: "POST" })).json()) as { producerId: number };
-    const batch = encodeBatch({ producerId, producerEpoch: 0, baseSequence: 0 }, [{ key: null, value: utf8("x"), headers: [], timestamp: 1 }, { key: null, value: utf8("y"), headers: [], timestamp: 2 }]);
+    const batch = encodeBatch({ producerId, producerEpoch: 0, baseSequence: 0 }, [
+      { key: null, value: utf8("x"), headers: [], timestamp: 1 },
+      { key: null, value: utf8("y"), headers: [], timestamp: 2 },
+    ]);
     const send = () => call(`/v1/topics/${t}/partitions/0/records`, { method: "POST", headers: { "content-type": BATCH_MEDIA_TYPE, ...summary }, body: batch });
     const first = (await (await send()).json()) as { logAppendTime: number; baseOffset: number; lastOffset: number; duplicate?: boolean };
     expect(first.logAppendTime).toBeGreaterThan(1_000_000_000_000);
@@ -460,7 +538,11 @@ suite("produce: compact answer (Accept: application/vnd.edgelog.produce-summary+
   it("errors keep the error body under the compact Accept", async () => {
     const t = randomTopic();
     await createTopic(t);
-    const res = await call(`/v1/topics/${t}/partitions/3/records`, { method: "POST", headers: { "content-type": "application/json", ...summary }, body: JSON.stringify({ records: [{ value: "a" }] }) });
+    const res = await call(`/v1/topics/${t}/partitions/3/records`, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...summary },
+      body: JSON.stringify({ records: [{ value: "a" }] }),
+    });
     await expectError(res, "UNKNOWN_TOPIC_OR_PARTITION", 404);
   });
 

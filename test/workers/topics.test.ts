@@ -2,15 +2,7 @@ import { env } from "cloudflare:test";
 import { describe as suite, expect, it } from "vitest";
 import { decodeBatches, encodeBatch, partitionForKey } from "../../src/codec/index.ts";
 import { createApp } from "../../src/app.ts";
-import {
-  BATCH_MEDIA_TYPE,
-  DEFAULT_TOPIC_CONFIGS,
-  MAX_REQUEST_BYTES,
-  utf8,
-  type InitProducerResponse,
-  type TopicDescription,
-  type TopicSummary,
-} from "../../src/protocol/index.ts";
+import { BATCH_MEDIA_TYPE, DEFAULT_TOPIC_CONFIGS, MAX_REQUEST_BYTES, utf8, type InitProducerResponse, type TopicDescription, type TopicSummary } from "../../src/protocol/index.ts";
 import { partitionObjectName, type PartitionRpc } from "../../src/partition/rpc.ts";
 import { call, createTopic, describe, expectError, expectErrorShape, fetchJson, highWatermarks, json, produce, randomTopic, rec, sendBatch, snapshot } from "./helpers.ts";
 
@@ -90,9 +82,7 @@ suite("topics", () => {
     expect(created.configs).toEqual(DEFAULT_TOPIC_CONFIGS);
     expect(created.topicId).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
     const d = await describe(name);
-    expect(d.partitionDetails).toEqual(
-      [0, 1, 2].map((partition) => ({ partition, logStartOffset: 0, highWatermark: 0, logEndOffset: 0, recordCount: 0, bytes: 0 })),
-    );
+    expect(d.partitionDetails).toEqual([0, 1, 2].map((partition) => ({ partition, logStartOffset: 0, highWatermark: 0, logEndOffset: 0, recordCount: 0, bytes: 0 })));
     expect(d.topicId).toBe(created.topicId);
     expect(d.createdAt).toBe(created.createdAt);
   });
@@ -271,11 +261,23 @@ suite("topics", () => {
     const first = await produce(`/v1/topics/${t}/records`, { records: [{ key, value: "one partition" }] });
     expect(first.records.map((r) => r.partition)).toEqual([0]);
     const altered = (await (await json("PATCH", `/v1/topics/${t}`, { partitions: 3 })).json()) as TopicDescription;
-    expect(altered.partitionDetails.map((p) => [p.partition, p.highWatermark])).toEqual([[0, 1], [1, 0], [2, 0]]);
-    const after = await produce(`/v1/topics/${t}/records`, { records: [{ key, value: "three partitions" }, { key: "100:48069", value: "v" }] });
+    expect(altered.partitionDetails.map((p) => [p.partition, p.highWatermark])).toEqual([
+      [0, 1],
+      [1, 0],
+      [2, 0],
+    ]);
+    const after = await produce(`/v1/topics/${t}/records`, {
+      records: [
+        { key, value: "three partitions" },
+        { key: "100:48069", value: "v" },
+      ],
+    });
     // murmur2: "user-1" -> 2 of 3 (the README's example), "100:48069" -> 0 of 3 (after the 1 record there).
     expect([partitionForKey(utf8(key), 3), partitionForKey(utf8("100:48069"), 3)]).toEqual([2, 0]);
-    expect(after.records.map((r) => [r.partition, r.offset])).toEqual([[2, 0], [0, 1]]);
+    expect(after.records.map((r) => [r.partition, r.offset])).toEqual([
+      [2, 0],
+      [0, 1],
+    ]);
     expect(await fetchJson(t, 2, "offset=0").then((f) => f.records[0]!.value)).toBe("three partitions");
   });
 
@@ -287,7 +289,11 @@ suite("topics", () => {
     await sendBatch(t, 0, encodeBatch({}, [rec("bin"), rec(null)]));
     const bin = await call(`/v1/topics/${t}/partitions/0/records?offset=0`, { headers: { accept: BATCH_MEDIA_TYPE } });
     const body = new Uint8Array(await bin.arrayBuffer());
-    expect(decodeBatches(body).map((b) => [b.header.baseOffset, b.header.recordCount])).toEqual([[0, 1], [1, 3], [4, 2]]);
+    expect(decodeBatches(body).map((b) => [b.header.baseOffset, b.header.recordCount])).toEqual([
+      [0, 1],
+      [1, 3],
+      [4, 2],
+    ]);
     expect((await describe(t)).partitionDetails[0]).toEqual({ partition: 0, logStartOffset: 0, highWatermark: 6, logEndOffset: 6, recordCount: 6, bytes: body.length });
   });
 });
@@ -305,7 +311,11 @@ suite("gateway: every rejected request is one JSON error and changes nothing", (
       // produce, JSON
       ["records[0] is a string", json("POST", `/v1/topics/${t}/records`, { records: ["v"] }), "INVALID_REQUEST"],
       ["header key null", json("POST", `/v1/topics/${t}/records`, { records: [{ value: "v", headers: [{ key: null, value: "x" }] }] }), "INVALID_REQUEST"],
-      ["header value base64 number", json("POST", `/v1/topics/${t}/records`, { valueEncoding: "base64", records: [{ value: "QQ==", headers: [{ key: "h", value: 1 }] }] }), "INVALID_REQUEST"],
+      [
+        "header value base64 number",
+        json("POST", `/v1/topics/${t}/records`, { valueEncoding: "base64", records: [{ value: "QQ==", headers: [{ key: "h", value: 1 }] }] }),
+        "INVALID_REQUEST",
+      ],
       ["header value array (string encoding)", json("POST", `/v1/topics/${t}/records`, { records: [{ value: "v", headers: [{ key: "h", value: ["x"] }] }] }), "INVALID_REQUEST"],
       ["value object (string encoding)", json("POST", `/v1/topics/${t}/records`, { records: [{ value: { a: 1 } }] }), "INVALID_REQUEST"],
       ["partition float", json("POST", `/v1/topics/${t}/records`, { records: [{ value: "v", partition: 0.5 }] }), "INVALID_REQUEST"],
@@ -317,20 +327,48 @@ suite("gateway: every rejected request is one JSON error and changes nothing", (
       ["101 thousand records", json("POST", `/v1/topics/${t}/records`, { records: Array.from({ length: 100_001 }, () => ({})) }), "INVALID_REQUEST"],
       [
         "a too-large record in the middle of a multi-partition request",
-        json("POST", `/v1/topics/${t}/records`, { records: [{ value: "a", partition: 0 }, { value: "b", partition: 1 }, { value: big, partition: 1 }, { value: "c", partition: 0 }] }),
+        json("POST", `/v1/topics/${t}/records`, {
+          records: [
+            { value: "a", partition: 0 },
+            { value: "b", partition: 1 },
+            { value: big, partition: 1 },
+            { value: "c", partition: 0 },
+          ],
+        }),
         "RECORD_TOO_LARGE",
       ],
-      ["second record names a missing partition", json("POST", `/v1/topics/${t}/records`, { records: [{ value: "a", partition: 0 }, { value: "b", partition: 2 }] }), "UNKNOWN_TOPIC_OR_PARTITION"],
+      [
+        "second record names a missing partition",
+        json("POST", `/v1/topics/${t}/records`, {
+          records: [
+            { value: "a", partition: 0 },
+            { value: "b", partition: 2 },
+          ],
+        }),
+        "UNKNOWN_TOPIC_OR_PARTITION",
+      ],
       ["partition route, partition 1e3", json("POST", `/v1/topics/${t}/partitions/1e3/records`, { records: [{ value: "v" }] }), "INVALID_REQUEST"],
       ["partition route, partition -1", json("POST", `/v1/topics/${t}/partitions/-1/records`, { records: [{ value: "v" }] }), "INVALID_REQUEST"],
       ["partition route, partition 2", json("POST", `/v1/topics/${t}/partitions/2/records`, { records: [{ value: "v" }] }), "UNKNOWN_TOPIC_OR_PARTITION"],
-      ["producer fields: epoch string", json("POST", `/v1/topics/${t}/partitions/0/records`, { producerId: 1, producerEpoch: "0", baseSequence: 0, records: [{ value: "v" }] }), "INVALID_PRODUCER_ID"],
+      [
+        "producer fields: epoch string",
+        json("POST", `/v1/topics/${t}/partitions/0/records`, { producerId: 1, producerEpoch: "0", baseSequence: 0, records: [{ value: "v" }] }),
+        "INVALID_PRODUCER_ID",
+      ],
       ["producer fields: only baseSequence", json("POST", `/v1/topics/${t}/partitions/0/records`, { baseSequence: 0, records: [{ value: "v" }] }), "INVALID_PRODUCER_ID"],
-      ["producer fields: negative epoch", json("POST", `/v1/topics/${t}/partitions/0/records`, { producerId: 1, producerEpoch: -1, baseSequence: 0, records: [{ value: "v" }] }), "INVALID_PRODUCER_ID"],
-      ["unknown producer starting at sequence 5", json("POST", `/v1/topics/${t}/partitions/0/records`, { producerId: 987_654_321, producerEpoch: 0, baseSequence: 5, records: [{ value: "v" }] }), "OUT_OF_ORDER_SEQUENCE_NUMBER"],
-      ["JSON with a BOM", call(`/v1/topics/${t}/records`, { method: "POST", headers: { "content-type": "application/json" }, body: "\uFEFF{\"records\":[{}]}" }), "INVALID_JSON"],
+      [
+        "producer fields: negative epoch",
+        json("POST", `/v1/topics/${t}/partitions/0/records`, { producerId: 1, producerEpoch: -1, baseSequence: 0, records: [{ value: "v" }] }),
+        "INVALID_PRODUCER_ID",
+      ],
+      [
+        "unknown producer starting at sequence 5",
+        json("POST", `/v1/topics/${t}/partitions/0/records`, { producerId: 987_654_321, producerEpoch: 0, baseSequence: 5, records: [{ value: "v" }] }),
+        "OUT_OF_ORDER_SEQUENCE_NUMBER",
+      ],
+      ["JSON with a BOM", call(`/v1/topics/${t}/records`, { method: "POST", headers: { "content-type": "application/json" }, body: '\uFEFF{"records":[{}]}' }), "INVALID_JSON"],
       ["JSON not UTF-8", call(`/v1/topics/${t}/records`, { method: "POST", headers: { "content-type": "application/json" }, body: new Uint8Array([0x7b, 0xff, 0x7d]) }), "INVALID_JSON"],
-      ["text/plain", call(`/v1/topics/${t}/partitions/0/records`, { method: "POST", headers: { "content-type": "text/plain" }, body: "{\"records\":[{}]}" }), "UNSUPPORTED_MEDIA_TYPE"],
+      ["text/plain", call(`/v1/topics/${t}/partitions/0/records`, { method: "POST", headers: { "content-type": "text/plain" }, body: '{"records":[{}]}' }), "UNSUPPORTED_MEDIA_TYPE"],
       // fetch and offsets
       ["fetch offset 1.0", call(`/v1/topics/${t}/partitions/0/records?offset=1.0`), "INVALID_OFFSET"],
       ["fetch offset 1e0", call(`/v1/topics/${t}/partitions/0/records?offset=1e0`), "INVALID_OFFSET"],
@@ -356,12 +394,24 @@ suite("gateway: every rejected request is one JSON error and changes nothing", (
       ["create: 250 characters", json("POST", "/v1/topics", { name: "q".repeat(250) }), "INVALID_TOPIC_NAME"],
       ["create: tenant only", json("POST", "/v1/topics", { name: `qa/${t}` }), "INVALID_TOPIC_NAME"],
       ["create: '..' namespace", json("POST", "/v1/topics", { name: `qa/../${t}` }), "INVALID_TOPIC_NAME"],
-      ["create: partitions 1e400", call("/v1/topics", { method: "POST", headers: { "content-type": "application/json" }, body: `{"name":"${t}-x","partitions":1e400}` }), "INVALID_PARTITIONS"],
+      [
+        "create: partitions 1e400",
+        call("/v1/topics", { method: "POST", headers: { "content-type": "application/json" }, body: `{"name":"${t}-x","partitions":1e400}` }),
+        "INVALID_PARTITIONS",
+      ],
       ["create: segment.bytes 13", json("POST", "/v1/topics", { name: `${t}-x`, configs: { "segment.bytes": 13 } }), "INVALID_CONFIG"],
-      ["create: body over the limit", call("/v1/topics", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ name: `${t}-x`, pad: "p".repeat(MAX_REQUEST_BYTES) }) }), "REQUEST_TOO_LARGE"],
+      [
+        "create: body over the limit",
+        call("/v1/topics", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ name: `${t}-x`, pad: "p".repeat(MAX_REQUEST_BYTES) }) }),
+        "REQUEST_TOO_LARGE",
+      ],
       ["delete: %2F-encoded bad name", call(`/v1/topics/qa%2F${t}`, { method: "DELETE" }), "INVALID_TOPIC_NAME"],
       ["wrong method on a known path", call(`/v1/topics/${t}/partitions/0/offsets?spec=latest`, { method: "DELETE" }), "METHOD_NOT_ALLOWED"],
-      ["PUT on the produce route", call(`/v1/topics/${t}/partitions/0/records`, { method: "PUT", headers: { "content-type": "application/json" }, body: '{"records":[{"value":"x"}]}' }), "METHOD_NOT_ALLOWED"],
+      [
+        "PUT on the produce route",
+        call(`/v1/topics/${t}/partitions/0/records`, { method: "PUT", headers: { "content-type": "application/json" }, body: '{"records":[{"value":"x"}]}' }),
+        "METHOD_NOT_ALLOWED",
+      ],
     ];
     for (const [what, pending, code] of cases) {
       const e = await expectErrorShape(await pending, what);

@@ -15,7 +15,17 @@ import { ByteCache, RECORD_OVERHEAD_BYTES as CACHE_RECORD_OVERHEAD_BYTES } from 
 import { remainingLifetimeMs } from "../../../src/streams/expiry.ts";
 import { contentTypesMatch } from "../../../src/streams/headers.ts";
 import { resolveSubOffset } from "../../../src/streams/records.ts";
-import type { BoundaryValuesRequest, ForkSourceOk, HeadStreamOk, ForkSourceRequest, ReadRangeOk, ReadRangeRequest, ReadStreamOk, ReadStreamRequest, StreamRpc } from "../../../src/streams/rpc.ts";
+import type {
+  BoundaryValuesRequest,
+  ForkSourceOk,
+  HeadStreamOk,
+  ForkSourceRequest,
+  ReadRangeOk,
+  ReadRangeRequest,
+  ReadStreamOk,
+  ReadStreamRequest,
+  StreamRpc,
+} from "../../../src/streams/rpc.ts";
 import { forEachValue } from "../../../src/streams/values.ts";
 import { unknownPartition, type LogRoom } from "../log.ts";
 import type { WaitersRoom } from "../waiters.ts";

@@ -178,9 +178,7 @@ export class StreamsState {
     const nowMs = Date.now();
     // From here on nothing awaits: decide and commit in one turn of the object.
     const producer =
-      req.producer === null
-        ? null
-        : (this.#ctx.sql.first<{ epoch: number; last_seq: number }>("SELECT epoch, last_seq FROM ds_producers WHERE producer_id = ?", req.producer.id) ?? null);
+      req.producer === null ? null : (this.#ctx.sql.first<{ epoch: number; last_seq: number }>("SELECT epoch, last_seq FROM ds_producers WHERE producer_id = ?", req.producer.id) ?? null);
     const plan = planStreamAppend(meta, producer === null ? null : { epoch: producer.epoch, lastSeq: producer.last_seq }, req, log.logEndOffset, log.configs["max.message.bytes"], nowMs);
     if (plan.kind === "reject") return errorResult(plan.code, plan.message, plan.details);
     const producerEpoch = req.producer?.epoch ?? null;

@@ -67,8 +67,10 @@ export function mergeOptions(table: readonly CliCommand[]): Record<string, Parse
     for (const [name, option] of Object.entries(command.options)) {
       const known = merged[name];
       if (known !== undefined) {
-        if (known.type !== option.type || (known.multiple ?? false) !== (option.multiple ?? false)) throw new Error(`CLI option --${name} of ${command.name} has another type than elsewhere`);
-        if (known.short !== undefined && option.short !== undefined && known.short !== option.short) throw new Error(`CLI option --${name} of ${command.name} has -${option.short}, elsewhere -${known.short}`);
+        if (known.type !== option.type || (known.multiple ?? false) !== (option.multiple ?? false))
+          throw new Error(`CLI option --${name} of ${command.name} has another type than elsewhere`);
+        if (known.short !== undefined && option.short !== undefined && known.short !== option.short)
+          throw new Error(`CLI option --${name} of ${command.name} has -${option.short}, elsewhere -${known.short}`);
       }
       const short = option.short ?? known?.short;
       if (short !== undefined && (shorts.get(short) ?? name) !== name) throw new Error(`CLI option -${short} is used for --${shorts.get(short)} and --${name}`);

@@ -1,7 +1,15 @@
 /**
  * Output formats: record lines (raw or JSON) and the text tables of the admin commands. Pure.
  */
-import { type GroupDescription, type ListGroupsResponse, type ResetOffsetsResponse, type TopicDescription, type TopicSummary, encodeBase64, parseTopicName } from "../../../src/protocol/index.ts";
+import {
+  type GroupDescription,
+  type ListGroupsResponse,
+  type ResetOffsetsResponse,
+  type TopicDescription,
+  type TopicSummary,
+  encodeBase64,
+  parseTopicName,
+} from "../../../src/protocol/index.ts";
 import type { ConsumerRecord } from "../consumer.ts";
 import { toText } from "../text.ts";
 import { UsageError, unescapeBytes } from "./args.ts";
@@ -154,7 +162,9 @@ export function formatTable(header: readonly string[], rows: ReadonlyArray<reado
 /** `topics describe` text: a summary line, the configs, and one row per partition. */
 export function formatDescription(d: TopicDescription): string {
   const head = `Topic: ${displayName(d)}\tName: ${d.name}\tTopicId: ${d.topicId}\tPartitions: ${d.partitions}\n`;
-  const configs = `Configs: ${Object.entries(d.configs).map(([k, v]) => `${k}=${v}`).join(", ")}\n`;
+  const configs = `Configs: ${Object.entries(d.configs)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(", ")}\n`;
   const table = formatTable(
     ["PARTITION", "LOG_START_OFFSET", "HIGH_WATERMARK", "LOG_END_OFFSET", "RECORDS", "BYTES"],
     d.partitionDetails.map((p) => [p.partition, p.logStartOffset, p.highWatermark, p.logEndOffset, p.recordCount, p.bytes]),
@@ -164,7 +174,10 @@ export function formatDescription(d: TopicDescription): string {
 
 /** `groups list` text. */
 export function formatGroupList(r: ListGroupsResponse): string {
-  return formatTable(["GROUP", "STATE", "ASSIGNOR", "MEMBERS"], r.groups.map((g) => [g.groupId, g.state, g.assignor, g.members]));
+  return formatTable(
+    ["GROUP", "STATE", "ASSIGNOR", "MEMBERS"],
+    r.groups.map((g) => [g.groupId, g.state, g.assignor, g.members]),
+  );
 }
 
 /** `groups describe` text, in the spirit of kafka-consumer-groups --describe. */
@@ -174,11 +187,26 @@ export function formatGroupDescription(d: GroupDescription): string {
   const dash = (v: number | string | null): string | number => (v === null || v === "" ? "-" : v);
   const offsets = formatTable(
     ["TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "CLIENT-ID"],
-    d.offsets.map((o) => [displayTopicName(o.topic), o.partition, dash(o.committedOffset), dash(o.logEndOffset), dash(o.lag), dash(o.memberId), dash(o.memberId === null ? null : (clientOf.get(o.memberId) ?? null))]),
+    d.offsets.map((o) => [
+      displayTopicName(o.topic),
+      o.partition,
+      dash(o.committedOffset),
+      dash(o.logEndOffset),
+      dash(o.lag),
+      dash(o.memberId),
+      dash(o.memberId === null ? null : (clientOf.get(o.memberId) ?? null)),
+    ]),
   );
   const members = formatTable(
     ["CONSUMER-ID", "INSTANCE-ID", "CLIENT-ID", "EPOCH", "STATE", "ASSIGNMENT"],
-    d.members.map((m) => [m.memberId, dash(m.instanceId), dash(m.clientId), m.memberEpoch, m.state, m.assignment.map((a) => `${displayTopicName(a.topic)}:${a.partitions.join(",")}`).join(" ") || "-"]),
+    d.members.map((m) => [
+      m.memberId,
+      dash(m.instanceId),
+      dash(m.clientId),
+      m.memberEpoch,
+      m.state,
+      m.assignment.map((a) => `${displayTopicName(a.topic)}:${a.partitions.join(",")}`).join(" ") || "-",
+    ]),
   );
   return `${head}\n${offsets}\n${members}`;
 }
@@ -196,4 +224,3 @@ export function formatResetOffsets(r: ResetOffsetsResponse): string {
 export function displayTopicName(full: string): string {
   return full.startsWith("public/default/") ? full.slice("public/default/".length) : full;
 }
-

@@ -118,9 +118,7 @@ export class Membership {
   async leave(): Promise<void> {
     if (this.#epoch > 0) {
       try {
-        await this.#serial(() =>
-          this.#api.leaveGroup(this.#settings.groupId, { memberId: this.#memberId, memberEpoch: this.#epoch, temporary: this.#settings.instanceId !== undefined }),
-        );
+        await this.#serial(() => this.#api.leaveGroup(this.#settings.groupId, { memberId: this.#memberId, memberEpoch: this.#epoch, temporary: this.#settings.instanceId !== undefined }));
       } catch (e) {
         if (!isFencing(e)) this.#hooks.onError(e);
       }

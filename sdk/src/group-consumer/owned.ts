@@ -143,7 +143,16 @@ export class OwnedPartitions {
   /** Owns a partition being added, at its fetched position (null: waits for seek()). @returns its key */
   take(p: Pick<OffsetFetchPartition, "topic" | "partition" | "offset" | "committedOffset">): string {
     const k = partitionKey(p.topic, p.partition);
-    this.#owned.set(k, { topic: p.topic, partition: p.partition, processed: p.offset ?? undefined, committed: p.committedOffset ?? undefined, needsSeek: p.offset === null, generation: 0, position: 0, revoking: false });
+    this.#owned.set(k, {
+      topic: p.topic,
+      partition: p.partition,
+      processed: p.offset ?? undefined,
+      committed: p.committedOffset ?? undefined,
+      needsSeek: p.offset === null,
+      generation: 0,
+      position: 0,
+      revoking: false,
+    });
     return k;
   }
 

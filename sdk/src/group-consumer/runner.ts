@@ -208,7 +208,10 @@ export class GroupRunner {
           dropped = true; // moved again meanwhile, or lost
           continue;
         }
-        if (p.error !== undefined) this.#emitError(new EdgelogClientError(p.error.code as "OFFSET_OUT_OF_RANGE", p.error.message, { httpStatus: 200, details: { topic: displayTopic(p.topic), partition: p.partition } }));
+        if (p.error !== undefined)
+          this.#emitError(
+            new EdgelogClientError(p.error.code as "OFFSET_OUT_OF_RANGE", p.error.message, { httpStatus: 200, details: { topic: displayTopic(p.topic), partition: p.partition } }),
+          );
         addedKeys.push(this.#owned.take(p));
       }
     } finally {

@@ -98,7 +98,8 @@ export async function decompress(compression: number, payload: Uint8Array, maxBy
     }
   } catch (e) {
     const code = (e as { code?: string }).code;
-    if (code === "ERR_BUFFER_TOO_LARGE" || e instanceof RangeError || /too big/.test((e as Error).message)) throw new RecordBatchError("MESSAGE_TOO_LARGE", `the batch decompresses to more than ${maxBytes} bytes`);
+    if (code === "ERR_BUFFER_TOO_LARGE" || e instanceof RangeError || /too big/.test((e as Error).message))
+      throw new RecordBatchError("MESSAGE_TOO_LARGE", `the batch decompresses to more than ${maxBytes} bytes`);
     throw new RecordBatchError("CORRUPT_MESSAGE", `the batch does not decompress: ${(e as Error).message}`);
   }
   const name = Object.entries(Compression).find(([, id]) => id === compression)?.[0] ?? `id ${compression}`;

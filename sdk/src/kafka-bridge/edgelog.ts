@@ -37,7 +37,14 @@ function header(res: Response, name: string): number {
  * `GET /v1/topics/{topic}/partitions/{partition}/records` with `Accept: application/vnd.edgelog.batch`.
  * @throws EdgelogClientError as fetchRecords; `signal.reason` when aborted.
  */
-export async function fetchRaw(client: EdgelogClient, fetchImpl: typeof fetch, headers: Record<string, string>, topic: string, partition: number, req: RawFetchRequest): Promise<RawFetchResult> {
+export async function fetchRaw(
+  client: EdgelogClient,
+  fetchImpl: typeof fetch,
+  headers: Record<string, string>,
+  topic: string,
+  partition: number,
+  req: RawFetchRequest,
+): Promise<RawFetchResult> {
   const url = new URL(`${client.baseUrl}${topicPath(topic)}/partitions/${partition}/records`);
   url.searchParams.set("offset", String(req.offset));
   url.searchParams.set("maxBytes", String(req.maxBytes));

@@ -293,7 +293,11 @@ export class ClassicGroups {
       });
       const byTopic = new Map<string, OffsetFetchResponse["topics"][number]["partitions"]>();
       // Requested partitions the answer lacks (unknown topic) read as "nothing committed", as Kafka answers.
-      for (const t of req.topics ?? []) byTopic.set(t.name, t.partitionIndexes.map((p) => ({ partitionIndex: p, committedOffset: -1, metadata: null, errorCode: 0 })));
+      for (const t of req.topics ?? [])
+        byTopic.set(
+          t.name,
+          t.partitionIndexes.map((p) => ({ partitionIndex: p, committedOffset: -1, metadata: null, errorCode: 0 })),
+        );
       for (const p of r.partitions) {
         const name = this.#ctx.names.toKafka(p.topic);
         if (name === null) continue;

@@ -13,7 +13,18 @@ import { EdgelogClientError } from "../errors.ts";
 import { decompress } from "./compression.ts";
 import { fetchRaw, type RawFetchResult } from "./edgelog.ts";
 import { KafkaError, errorMessageOf, kafkaErrorOf } from "./errors.ts";
-import type { FindCoordinatorRequest, FindCoordinatorResponse, InitProducerIdRequest, InitProducerIdResponse, ListOffsetsPartitionResponse, ListOffsetsRequest, ListOffsetsResponse, MetadataRequest, MetadataResponse, MetadataTopic } from "./messages/core.ts";
+import type {
+  FindCoordinatorRequest,
+  FindCoordinatorResponse,
+  InitProducerIdRequest,
+  InitProducerIdResponse,
+  ListOffsetsPartitionResponse,
+  ListOffsetsRequest,
+  ListOffsetsResponse,
+  MetadataRequest,
+  MetadataResponse,
+  MetadataTopic,
+} from "./messages/core.ts";
 import { ListOffsetsTimestamp } from "./messages/core.ts";
 import type { FetchPartitionResponse, FetchRequest, FetchResponse, ProducePartitionResponse, ProduceRequest, ProduceResponse } from "./messages/data.ts";
 import {
@@ -146,7 +157,12 @@ export async function handleProduce(ctx: BridgeContext, req: ProduceRequest, app
       partitions: await Promise.all(
         t.partitions.map(async (p): Promise<ProducePartitionResponse> => {
           const answer: ProducePartitionResponse = { index: p.index, errorCode: 0, baseOffset: -1, logAppendTimeMs: -1, logStartOffset: -1, errorMessage: null };
-          if (acksError !== 0) return { ...answer, errorCode: acksError, errorMessage: acksError === KafkaError.INVALID_REQUIRED_ACKS ? `acks must be -1, 0 or 1, got ${req.acks}` : "transactions are not supported" };
+          if (acksError !== 0)
+            return {
+              ...answer,
+              errorCode: acksError,
+              errorMessage: acksError === KafkaError.INVALID_REQUIRED_ACKS ? `acks must be -1, 0 or 1, got ${req.acks}` : "transactions are not supported",
+            };
           if (!isValidKafkaTopic(t.name)) return { ...answer, errorCode: KafkaError.INVALID_TOPIC_EXCEPTION, errorMessage: `invalid topic name ${JSON.stringify(t.name)}` };
           const records = p.records;
           const prepared = (async (): Promise<PreparedBatch> => {
@@ -220,7 +236,9 @@ export async function handleFetch(ctx: BridgeContext, req: FetchRequest): Promis
   }
   const valid = parts.filter((f) => {
     if (isValidKafkaTopic(f.topic) && f.fetchOffset >= 0) return true;
-    f.error = isValidKafkaTopic(f.topic) ? new EdgelogClientError("OFFSET_OUT_OF_RANGE", "negative fetch offset", { httpStatus: 0 }) : new EdgelogClientError("INVALID_TOPIC_NAME", "invalid topic name", { httpStatus: 0 });
+    f.error = isValidKafkaTopic(f.topic)
+      ? new EdgelogClientError("OFFSET_OUT_OF_RANGE", "negative fetch offset", { httpStatus: 0 })
+      : new EdgelogClientError("INVALID_TOPIC_NAME", "invalid topic name", { httpStatus: 0 });
     return false;
   });
   await Promise.all(valid.map((f) => fetchOne(ctx, f, 0)));
@@ -252,7 +270,14 @@ export async function handleFetch(ctx: BridgeContext, req: FetchRequest): Promis
       const details = (f.error as { details?: Record<string, unknown> } | undefined)?.details;
       const hw = typeof details?.["highWatermark"] === "number" ? details["highWatermark"] : -1;
       const lso = typeof details?.["logStartOffset"] === "number" ? details["logStartOffset"] : -1;
-      list.push({ partitionIndex: f.partition, errorCode: f.error === undefined ? KafkaError.UNKNOWN_SERVER_ERROR : kafkaErrorOf(f.error), highWatermark: hw, lastStableOffset: hw, logStartOffset: lso, records: null });
+      list.push({
+        partitionIndex: f.partition,
+        errorCode: f.error === undefined ? KafkaError.UNKNOWN_SERVER_ERROR : kafkaErrorOf(f.error),
+        highWatermark: hw,
+        lastStableOffset: hw,
+        logStartOffset: lso,
+        records: null,
+      });
       continue;
     }
     const r = f.result;
@@ -262,7 +287,14 @@ export async function handleFetch(ctx: BridgeContext, req: FetchRequest): Promis
         records = toKafkaBatches(r.body);
       } catch {
         // A stored batch that fails its CRC is never handed out under a fresh Kafka CRC.
-        list.push({ partitionIndex: f.partition, errorCode: KafkaError.CORRUPT_MESSAGE, highWatermark: r.highWatermark, lastStableOffset: r.highWatermark, logStartOffset: r.logStartOffset, records: null });
+        list.push({
+          partitionIndex: f.partition,
+          errorCode: KafkaError.CORRUPT_MESSAGE,
+          highWatermark: r.highWatermark,
+          lastStableOffset: r.highWatermark,
+          logStartOffset: r.logStartOffset,
+          records: null,
+        });
         continue;
       }
       budget -= records.length;
@@ -286,11 +318,15 @@ export async function handleListOffsets(ctx: BridgeContext, req: ListOffsetsRequ
           const answer: ListOffsetsPartitionResponse = { partitionIndex: p.partitionIndex, errorCode: 0, timestamp: -1, offset: -1, leaderEpoch: 0 };
           if (!isValidKafkaTopic(t.name)) return { ...answer, errorCode: KafkaError.UNKNOWN_TOPIC_OR_PARTITION };
           const spec =
-            p.timestamp === ListOffsetsTimestamp.EARLIEST ? "earliest"
-            : p.timestamp === ListOffsetsTimestamp.LATEST ? "latest"
-            : p.timestamp === ListOffsetsTimestamp.MAX_TIMESTAMP ? "max_timestamp"
-            : p.timestamp >= 0 ? { timestamp: p.timestamp }
-            : undefined;
+            p.timestamp === ListOffsetsTimestamp.EARLIEST
+              ? "earliest"
+              : p.timestamp === ListOffsetsTimestamp.LATEST
+                ? "latest"
+                : p.timestamp === ListOffsetsTimestamp.MAX_TIMESTAMP
+                  ? "max_timestamp"
+                  : p.timestamp >= 0
+                    ? { timestamp: p.timestamp }
+                    : undefined;
           if (spec === undefined) return { ...answer, errorCode: KafkaError.INVALID_REQUEST };
           try {
             const r = await ctx.client.listOffsets(ctx.names.toEdgelog(t.name), p.partitionIndex, spec);
@@ -388,7 +424,8 @@ export async function handleCreatePartitions(ctx: BridgeContext, req: CreatePart
         const current = await ctx.client.describeTopic(ctx.names.toEdgelog(t.name));
         if (t.count === current.partitions) return { name: t.name, errorCode: KafkaError.INVALID_PARTITIONS, errorMessage: `topic already has ${t.count} partitions` };
         if (req.validateOnly) {
-          if (t.count < current.partitions) return { name: t.name, errorCode: KafkaError.INVALID_PARTITIONS, errorMessage: `the partition count can only be increased (now ${current.partitions})` };
+          if (t.count < current.partitions)
+            return { name: t.name, errorCode: KafkaError.INVALID_PARTITIONS, errorMessage: `the partition count can only be increased (now ${current.partitions})` };
           return { name: t.name, errorCode: 0, errorMessage: null };
         }
         await ctx.client.alterTopic(ctx.names.toEdgelog(t.name), { partitions: t.count });
@@ -428,7 +465,8 @@ export async function handleDescribeConfigs(ctx: BridgeContext, req: DescribeCon
     req.resources.map(async (res): Promise<DescribeConfigsResult> => {
       const base = { errorCode: 0, errorMessage: null, resourceType: res.resourceType, resourceName: res.resourceName, configs: [] };
       if (res.resourceType === ResourceType.BROKER) return base; // no broker configs to show
-      if (res.resourceType !== ResourceType.TOPIC) return { ...base, errorCode: KafkaError.INVALID_REQUEST, errorMessage: `resource type ${res.resourceType} is not supported (topics only)` };
+      if (res.resourceType !== ResourceType.TOPIC)
+        return { ...base, errorCode: KafkaError.INVALID_REQUEST, errorMessage: `resource type ${res.resourceType} is not supported (topics only)` };
       if (!isValidKafkaTopic(res.resourceName)) return { ...base, errorCode: KafkaError.UNKNOWN_TOPIC_OR_PARTITION, errorMessage: null };
       try {
         const t = await ctx.client.describeTopic(ctx.names.toEdgelog(res.resourceName));
@@ -465,7 +503,8 @@ export async function handleIncrementalAlterConfigs(
   const responses = await Promise.all(
     req.resources.map(async (res) => {
       const base = { errorCode: 0, errorMessage: null as string | null, resourceType: res.resourceType, resourceName: res.resourceName };
-      if (res.resourceType !== ResourceType.TOPIC) return { ...base, errorCode: KafkaError.INVALID_REQUEST, errorMessage: `resource type ${res.resourceType} is not supported (topics only)` };
+      if (res.resourceType !== ResourceType.TOPIC)
+        return { ...base, errorCode: KafkaError.INVALID_REQUEST, errorMessage: `resource type ${res.resourceType} is not supported (topics only)` };
       if (!isValidKafkaTopic(res.resourceName)) return { ...base, errorCode: KafkaError.UNKNOWN_TOPIC_OR_PARTITION };
       const configs: Record<string, string | number> = {};
       for (const c of res.configs) {

@@ -87,13 +87,16 @@ function i64(view: DataView, at: number, name: string): number {
  *   batch, a control or transactional batch, no records).
  */
 export function parseProducedBatch(records: Uint8Array): KafkaBatch {
-  if (records.length < KAFKA_BATCH_HEADER_BYTES) throw new RecordBatchError("CORRUPT_MESSAGE", `record batch of ${records.length} bytes is shorter than its ${KAFKA_BATCH_HEADER_BYTES}-byte header`);
+  if (records.length < KAFKA_BATCH_HEADER_BYTES)
+    throw new RecordBatchError("CORRUPT_MESSAGE", `record batch of ${records.length} bytes is shorter than its ${KAFKA_BATCH_HEADER_BYTES}-byte header`);
   const view = new DataView(records.buffer, records.byteOffset, records.byteLength);
   const magic = view.getInt8(16);
-  if (magic !== KAFKA_MAGIC) throw new RecordBatchError("UNSUPPORTED_FOR_MESSAGE_FORMAT", `message format magic ${magic} is not supported: only record batches (magic 2, Kafka >= 0.11 clients)`);
+  if (magic !== KAFKA_MAGIC)
+    throw new RecordBatchError("UNSUPPORTED_FOR_MESSAGE_FORMAT", `message format magic ${magic} is not supported: only record batches (magic 2, Kafka >= 0.11 clients)`);
   const batchLength = view.getInt32(8);
   const total = LOG_OVERHEAD + batchLength;
-  if (batchLength < KAFKA_BATCH_HEADER_BYTES - LOG_OVERHEAD || total > records.length) throw new RecordBatchError("CORRUPT_MESSAGE", `batchLength ${batchLength} does not fit the ${records.length} bytes sent`);
+  if (batchLength < KAFKA_BATCH_HEADER_BYTES - LOG_OVERHEAD || total > records.length)
+    throw new RecordBatchError("CORRUPT_MESSAGE", `batchLength ${batchLength} does not fit the ${records.length} bytes sent`);
   if (total !== records.length) throw new RecordBatchError("INVALID_RECORD", "a produce request must carry exactly one record batch per partition");
   const crc = view.getUint32(17);
   const actual = crc32c(records, 21, total);

@@ -216,7 +216,13 @@ export class KafkaBridge {
         const isProduce = frame.length >= 2 && frame[0] === 0 && frame[1] === ApiKey.Produce;
         const work = (isProduce ? lastNonProduce : allDone).then(() =>
           this.#serve(frame, appender).catch((e: unknown) => {
-            drop(e instanceof KafkaDecodeError ? `malformed request: ${e.message}` : e instanceof EdgelogError ? `Edgelog ${e.code}: ${e.message}` : `internal error: ${(e as Error).stack ?? e}`);
+            drop(
+              e instanceof KafkaDecodeError
+                ? `malformed request: ${e.message}`
+                : e instanceof EdgelogError
+                  ? `Edgelog ${e.code}: ${e.message}`
+                  : `internal error: ${(e as Error).stack ?? e}`,
+            );
             return null;
           }),
         );

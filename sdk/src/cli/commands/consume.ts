@@ -5,7 +5,22 @@ import type { Admin } from "../../admin.ts";
 import type { EdgelogClient } from "../../client.ts";
 import { Consumer, type OffsetResetPolicy, type TopicPartition } from "../../consumer.ts";
 import { GroupConsumer } from "../../group-consumer.ts";
-import { DELIMITER_OPTION, flag, intOption, JSON_OPTION, KEY_SEPARATOR_OPTION, list, NULL_OPTION, type OffsetArg, PARTITION_OPTION, parseOffsetArg, separator, str, UsageError, unescapeBytes } from "../args.ts";
+import {
+  DELIMITER_OPTION,
+  flag,
+  intOption,
+  JSON_OPTION,
+  KEY_SEPARATOR_OPTION,
+  list,
+  NULL_OPTION,
+  type OffsetArg,
+  PARTITION_OPTION,
+  parseOffsetArg,
+  separator,
+  str,
+  UsageError,
+  unescapeBytes,
+} from "../args.ts";
 import { defineCommand } from "../command.ts";
 import { compileFormat, type FormatOptions, formatRecord, shownTopic } from "../format.ts";
 import { concat, type Output, OutputClosed } from "../io.ts";
@@ -169,7 +184,11 @@ async function consumeAssigned(admin: Admin, client: EdgelogClient, cmd: Consume
     cmd.partition !== undefined ? [{ topic: cmd.topic, partition: cmd.partition }] : Array.from({ length: description.partitions }, (_, partition) => ({ topic: cmd.topic, partition }));
   const bounds = (partition: number): PartitionDescription => {
     const d = description.partitionDetails.find((p) => p.partition === partition);
-    if (d === undefined) throw new EdgelogError("UNKNOWN_TOPIC_OR_PARTITION", `Partition ${partition} does not exist: ${shownTopic(description.name)} has ${description.partitions} (0..${description.partitions - 1}).`);
+    if (d === undefined)
+      throw new EdgelogError(
+        "UNKNOWN_TOPIC_OR_PARTITION",
+        `Partition ${partition} does not exist: ${shownTopic(description.name)} has ${description.partitions} (0..${description.partitions - 1}).`,
+      );
     return d;
   };
   if (cmd.partition !== undefined) bounds(cmd.partition);
@@ -191,7 +210,10 @@ async function consumeAssigned(admin: Admin, client: EdgelogClient, cmd: Consume
         for (const tp of partitions) {
           const b = bounds(tp.partition);
           if (start.offset < b.logStartOffset || start.offset > b.highWatermark) {
-            throw new EdgelogError("OFFSET_OUT_OF_RANGE", `Offset ${start.offset} is out of range for partition ${tp.partition} of ${shownTopic(description.name)}: log start offset ${b.logStartOffset}, high watermark ${b.highWatermark}.`);
+            throw new EdgelogError(
+              "OFFSET_OUT_OF_RANGE",
+              `Offset ${start.offset} is out of range for partition ${tp.partition} of ${shownTopic(description.name)}: log start offset ${b.logStartOffset}, high watermark ${b.highWatermark}.`,
+            );
           }
           consumer.seek({ ...tp, offset: start.offset });
         }

@@ -114,7 +114,8 @@ export const groupsResetOffsets = defineCommand<Extract<GroupsCommand, { kind: "
       if (!/^[-+]?\d+$/.test(shift) || !Number.isSafeInteger(Number(shift))) throw new UsageError(`--shift-by must be an integer, got ${JSON.stringify(shift)}`);
       specs.push({ to: "shift", by: Number(shift) });
     }
-    if (specs.length !== 1) throw new UsageError("groups reset-offsets: give exactly one of --to-earliest, --to-latest, --to-offset, --to-timestamp, --to-datetime, --by-duration, --shift-by, --to-current");
+    if (specs.length !== 1)
+      throw new UsageError("groups reset-offsets: give exactly one of --to-earliest, --to-latest, --to-offset, --to-timestamp, --to-datetime, --by-duration, --shift-by, --to-current");
     if (flag(values, "dry-run") && flag(values, "execute")) throw new UsageError("groups reset-offsets: use only one of --dry-run and --execute");
     return { kind: "groups reset-offsets", url, group: args[0]!, topic, partition, partitions, spec: specs[0]!, execute: flag(values, "execute") };
   },

@@ -38,9 +38,15 @@ export function formatMetadata(url: string, topics: readonly TopicDescription[])
   for (const t of topics) {
     lines.push(`  topic "${displayName(t)}" with ${t.partitions} partition${t.partitions === 1 ? "" : "s"}:`);
     for (const p of t.partitionDetails) {
-      lines.push(`    partition ${p.partition}, log start offset ${p.logStartOffset}, high watermark ${p.highWatermark}, log end offset ${p.logEndOffset}, ${p.recordCount} records, ${p.bytes} bytes`);
+      lines.push(
+        `    partition ${p.partition}, log start offset ${p.logStartOffset}, high watermark ${p.highWatermark}, log end offset ${p.logEndOffset}, ${p.recordCount} records, ${p.bytes} bytes`,
+      );
     }
-    lines.push(`    configs: ${Object.entries(t.configs).map(([k, v]) => `${k}=${v}`).join(", ")}`);
+    lines.push(
+      `    configs: ${Object.entries(t.configs)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(", ")}`,
+    );
   }
   return `${lines.join("\n")}\n`;
 }

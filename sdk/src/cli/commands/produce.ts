@@ -71,7 +71,8 @@ export const produce = defineCommand<ProduceCommand>({
     const lineHeaders = str(values, "line-headers");
     if (lineHeaders === "") throw new UsageError("--line-headers must not be empty");
     const files = args.slice(1);
-    if (files.length > 0 && (delimiter !== undefined || keySeparator !== undefined || lineHeaders !== undefined)) throw new UsageError("produce: -D, -K and --line-headers split stdin; a FILE is one record");
+    if (files.length > 0 && (delimiter !== undefined || keySeparator !== undefined || lineHeaders !== undefined))
+      throw new UsageError("produce: -D, -K and --line-headers split stdin; a FILE is one record");
     return {
       kind: "produce",
       url,
@@ -99,7 +100,12 @@ export const produce = defineCommand<ProduceCommand>({
       let own: Array<{ key: string; value: Uint8Array | null }> = [];
       if (split && lineHeaders !== undefined) [own, piece] = splitLineHeaders(piece, lineHeaders);
       const m = split ? lineToMessage(piece, keySeparator) : { key: null, value: piece };
-      return { key: fixedKey ?? m.key, value: cmd.emptyAsNull === true && m.value.length === 0 ? null : m.value, headers: own.length === 0 ? headers : [...headers, ...own], partition: cmd.partition };
+      return {
+        key: fixedKey ?? m.key,
+        value: cmd.emptyAsNull === true && m.value.length === 0 ? null : m.value,
+        headers: own.length === 0 ? headers : [...headers, ...own],
+        partition: cmd.partition,
+      };
     };
     const window: Promise<void>[] = [];
     let failure: unknown;

@@ -58,7 +58,12 @@ export const aclsList = defineCommand<Extract<SecurityCommand, { kind: "acls lis
   async run(cmd, { admin, out }) {
     const acls = await admin.listAcls(cmd.filter);
     if (cmd.json) return void (await out.write(`${JSON.stringify(acls, null, 2)}\n`));
-    await out.write(formatTable(["PRINCIPAL", "RESOURCE-TYPE", "RESOURCE-NAME", "PATTERN", "OPERATION", "PERMISSION"], acls.map((a) => [`User:${a.principal}`, a.resourceType, a.resourceName, a.patternType, a.operation, a.permission])));
+    await out.write(
+      formatTable(
+        ["PRINCIPAL", "RESOURCE-TYPE", "RESOURCE-NAME", "PATTERN", "OPERATION", "PERMISSION"],
+        acls.map((a) => [`User:${a.principal}`, a.resourceType, a.resourceName, a.patternType, a.operation, a.permission]),
+      ),
+    );
   },
 });
 
@@ -110,7 +115,10 @@ export const usersCreate = defineCommand<Extract<SecurityCommand, { kind: "users
     return { kind: "users create", url, name: args[0]!, password, mechanism: m as (typeof MECHANISMS)[number] | undefined, iterations: intOption("--iterations", str(values, "iterations")) };
   },
   async run(cmd, { admin, out }) {
-    const u = await admin.upsertUser(cmd.name, cmd.password, { ...(cmd.mechanism ? { mechanism: cmd.mechanism } : {}), ...(cmd.iterations !== undefined ? { iterations: cmd.iterations } : {}) });
+    const u = await admin.upsertUser(cmd.name, cmd.password, {
+      ...(cmd.mechanism ? { mechanism: cmd.mechanism } : {}),
+      ...(cmd.iterations !== undefined ? { iterations: cmd.iterations } : {}),
+    });
     await out.write(`User ${u.name}: ${u.mechanisms.map((m) => `${m.mechanism} (${m.iterations} iterations)`).join(", ")}.\n`);
   },
 });
@@ -136,7 +144,12 @@ export const usersList = defineCommand<Extract<SecurityCommand, { kind: "users l
   async run(cmd, { admin, out }) {
     const users = await admin.listUsers();
     if (cmd.json) return void (await out.write(`${JSON.stringify(users, null, 2)}\n`));
-    await out.write(formatTable(["USER", "MECHANISMS"], users.map((u) => [u.name, u.mechanisms.map((m) => `${m.mechanism}:${m.iterations}`).join(" ")])));
+    await out.write(
+      formatTable(
+        ["USER", "MECHANISMS"],
+        users.map((u) => [u.name, u.mechanisms.map((m) => `${m.mechanism}:${m.iterations}`).join(" ")]),
+      ),
+    );
   },
 });
 

@@ -77,7 +77,10 @@ export const topicsAlter = defineCommand<Extract<TopicsCommand, { kind: "topics 
     return { kind: "topics alter", url, name: args[0]!, partitions, configs };
   },
   async run(cmd, { admin, out }) {
-    const changes = { ...(cmd.partitions === undefined ? {} : { partitions: cmd.partitions }), ...(Object.keys(cmd.configs).length === 0 ? {} : { configs: cmd.configs as TopicConfigInput }) };
+    const changes = {
+      ...(cmd.partitions === undefined ? {} : { partitions: cmd.partitions }),
+      ...(Object.keys(cmd.configs).length === 0 ? {} : { configs: cmd.configs as TopicConfigInput }),
+    };
     const d = await admin.alterTopic(cmd.name, changes);
     await out.write(`Altered topic ${displayName(d)}: ${plural(d.partitions)}.\n`);
   },

@@ -256,7 +256,12 @@ export function decodeListGroupsRequest(r: Reader, version: number, flex: boolea
   if (flex) r.taggedFields();
 }
 
-export function encodeListGroupsResponse(w: Writer, version: number, flex: boolean, res: { throttleTimeMs: number; errorCode: number; groups: { groupId: string; protocolType: string }[] }): void {
+export function encodeListGroupsResponse(
+  w: Writer,
+  version: number,
+  flex: boolean,
+  res: { throttleTimeMs: number; errorCode: number; groups: { groupId: string; protocolType: string }[] },
+): void {
   if (version >= 1) w.int32(res.throttleTimeMs);
   w.int16(res.errorCode);
   w.array(res.groups, flex, (w, g) => {
@@ -353,7 +358,9 @@ export function decodeSubscription(bytes: Uint8Array): ConsumerSubscription {
 /** Encodes a subscription v0 (topics only), for DescribeGroups. */
 export function encodeSubscription(topics: string[]): Uint8Array {
   const w = new W(64);
-  w.int16(0).array(topics, false, (w, t) => w.string(t, false)).nullableBytes(null, false);
+  w.int16(0)
+    .array(topics, false, (w, t) => w.string(t, false))
+    .nullableBytes(null, false);
   return w.finish().slice();
 }
 
