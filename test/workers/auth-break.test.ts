@@ -1,0 +1,68 @@
+/**
+ * Attacks found by probing a real `wrangler dev` with auth on (QA of issue 12), each kept as a
+ * regression test through the real gateway and Durable Objects.
+ */
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import type { Env } from "../../src/env.ts";
+import type { GroupDescription, OffsetFetchResponse } from "../../src/protocol/groups.ts";
+import { authEnv, expectOk, hsToken, makeKeys, request, SUPERUSER } from "./auth-helpers.ts";
+
+let e: Env;
+let admin: string;
+const id = crypto.randomUUID().slice(0, 8);
+
+async function acl(principal: string, resourceType: string, resourceName: string, operation: string): Promise<void> {
+  await expectOk(await request(e, "POST", "/v1/acls", { token: admin, body: { principal, resourceType, resourceName, operation } }), 201);
+}
+
+beforeAll(async () => {
+  vi.spyOn(console, "warn").mockImplementation(() => {});
+  e = authEnv(await makeKeys());
+  admin = await hsToken(SUPERUSER);
+});
+
+afterAll(() => {
+  vi.restoreAllMocks();
+});
+
+describe("group answers show only topics the principal may describe", () => {
+  it("an all-topics offset fetch and a group description leave out the offsets of topics it cannot describe", async () => {
+    const mine = `qa-${id}/ns/mine`;
+    const secret = `qa-${id}/ns/secret`;
+    const group = `qa-g-${id}`;
+    for (const name of [mine, secret]) await expectOk(await request(e, "POST", "/v1/topics", { token: admin, body: { name, partitions: 1 } }), 201);
+    await expectOk(await request(e, "POST", `/v1/topics/${secret}/partitions/0/records`, { token: admin, body: { records: [{ value: "a" }, { value: "b" }] } }));
+    // The group committed on both topics (admin); mallory may use the group and read `mine` only.
+    await expectOk(
+      await request(e, "POST", `/v1/groups/${group}/offsets`, {
+        token: admin,
+        body: {
+          offsets: [
+            { topic: mine, partition: 0, offset: 0 },
+            { topic: secret, partition: 0, offset: 1 },
+          ],
+        },
+      }),
+    );
+    const mallory = `mallory-${id}`;
+    await acl(mallory, "group", group, "all");
+    await acl(mallory, "topic", mine, "read");
+    const token = await hsToken(mallory);
+
+    const topicsOf = (rows: { topic: string }[]) => rows.map((r) => r.topic).sort();
+    const fetched = (await expectOk(await request(e, "POST", `/v1/groups/${group}/offsets/fetch`, { token, body: {} }))) as OffsetFetchResponse;
+    expect(topicsOf(fetched.partitions)).toEqual([mine]);
+    const got = (await expectOk(await request(e, "GET", `/v1/groups/${group}/offsets`, { token }))) as OffsetFetchResponse;
+    expect(topicsOf(got.partitions)).toEqual([mine]);
+    const described = (await expectOk(await request(e, "GET", `/v1/groups/${group}`, { token }))) as GroupDescription;
+    expect(topicsOf(described.offsets)).toEqual([mine]);
+    expect(described.totalLag).toBe(0);
+    expect(JSON.stringify([fetched, got, described])).not.toContain("secret");
+
+    // A superuser still sees both.
+    const all = (await expectOk(await request(e, "POST", `/v1/groups/${group}/offsets/fetch`, { token: admin, body: {} }))) as OffsetFetchResponse;
+    expect(topicsOf(all.partitions)).toEqual([mine, secret].sort());
+    const full = (await expectOk(await request(e, "GET", `/v1/groups/${group}`, { token: admin }))) as GroupDescription;
+    expect(full.totalLag).toBe(1);
+  });
+});
