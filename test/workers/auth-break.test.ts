@@ -3,9 +3,11 @@
  * regression test through the real gateway and Durable Objects.
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { FREE_FAILURES, MAX_TRACKED_FAILURES } from "../../durable-objects/metadata-security.ts";
+import { securityStore } from "../../src/auth/store.ts";
 import type { Env } from "../../src/env.ts";
 import type { GroupDescription, OffsetFetchResponse } from "../../src/protocol/groups.ts";
-import { authEnv, expectOk, hsToken, makeKeys, request, SUPERUSER } from "./auth-helpers.ts";
+import { authEnv, expectCode, expectOk, hsToken, makeKeys, request, SUPERUSER } from "./auth-helpers.ts";
 
 let e: Env;
 let admin: string;
@@ -64,5 +66,24 @@ describe("group answers show only topics the principal may describe", () => {
     expect(topicsOf(all.partitions)).toEqual([mine, secret].sort());
     const full = (await expectOk(await request(e, "GET", `/v1/groups/${group}`, { token: admin }))) as GroupDescription;
     expect(full.totalLag).toBe(1);
+  });
+});
+
+describe("SCRAM lock-out", () => {
+  it("flooding the failure table with unknown user names does not reset a locked-out user's count", async () => {
+    const user = `victim-${id}`;
+    const basic = (p: string) => ({ headers: { authorization: `Basic ${btoa(`${user}:${p}`)}` } });
+    await expectOk(await request(e, "PUT", `/v1/users/${user}`, { token: admin, body: { password: "right" } }));
+    for (let i = 0; i <= FREE_FAILURES; i++) await expectCode(await request(e, "POST", "/v1/auth/token", basic("wrong")), 401, "UNAUTHENTICATED");
+    // The attacker fills the table with failures for names that do not exist (cheap: no PBKDF2).
+    const store = securityStore(e.METADATA);
+    for (let i = 0; i <= MAX_TRACKED_FAILURES; i += 500) {
+      const rs = await Promise.all(Array.from({ length: 500 }, (_, j) => store.authenticateScram(`flood-${id}-${i + j}`, "x")));
+      expect(rs.every((r) => !r.ok)).toBe(true);
+    }
+    // The victim's count survived: one more failure (or the lock still running) and the right
+    // password is refused 429, not answered with a token.
+    await request(e, "POST", "/v1/auth/token", basic("wrong"));
+    await expectCode(await request(e, "POST", "/v1/auth/token", basic("right")), 429, "THROTTLED");
   });
 });
