@@ -20,7 +20,7 @@
  * DESCRIBE/ALTER cluster, user SCRAM credentials DESCRIBE/ALTER cluster, client quotas
  * DESCRIBE_CONFIGS/ALTER_CONFIGS cluster.
  */
-import { parseCommit, parseOffsetFetch, parseResetOffsets, parseTopicSelection } from "../groups/requests.ts";
+import { parseCommit, parseHeartbeat, parseOffsetFetch, parseResetOffsets, parseTopicSelection } from "../groups/requests.ts";
 import { CLUSTER_RESOURCE, type AclOperation, type Resource } from "../protocol/acl.ts";
 import { parseJsonBytes } from "../gateway/http.ts";
 import { EdgelogError } from "../protocol/errors.ts";
@@ -152,7 +152,20 @@ export const ROUTE_ACCESS: Readonly<Record<string, RouteAccess>> = Object.fromEn
 
   // ---- consumer groups ----
   ["GET /v1/groups", { access: "authenticated" }],
-  ["POST /v1/groups/:group/heartbeat", { access: "acl", checks: (r) => [{ resource: group(r), operation: "read" }] }],
+  [
+    // KIP-848 (KafkaApis ConsumerGroupHeartbeat): every topic named in subscribedTopicNames
+    // needs DESCRIBE, else TOPIC_AUTHORIZATION_FAILED: a member must not be assigned (and so
+    // learn the partitions of, and take them from the group's other members) a topic it
+    // cannot see.
+    "POST /v1/groups/:group/heartbeat",
+    {
+      access: "acl",
+      checks: (r) => {
+        const topics = new Set(bodyTopics(() => parseHeartbeat(jsonOf(r)).subscribedTopicNames ?? []));
+        return [{ resource: group(r), operation: "read" }, ...[...topics].map((name) => ({ resource: { type: "topic" as const, name }, operation: "describe" as const }))];
+      },
+    },
+  ],
   ["POST /v1/groups/:group/leave", { access: "acl", checks: (r) => [{ resource: group(r), operation: "read" }] }],
   [
     "POST /v1/groups/:group/offsets",

@@ -87,3 +87,28 @@ describe("SCRAM lock-out", () => {
     await expectCode(await request(e, "POST", "/v1/auth/token", basic("right")), 429, "THROTTLED");
   });
 });
+
+describe("consumer group heartbeat", () => {
+  it("subscribing to a topic the member may not describe is 403 (topic) and assigns nothing; a describable one joins", async () => {
+    const secret = `qa-hb-${id}/ns/secret`;
+    const mine = `qa-hb-${id}/ns/mine`;
+    const group = `qa-hb-g-${id}`;
+    for (const name of [secret, mine]) await expectOk(await request(e, "POST", "/v1/topics", { token: admin, body: { name, partitions: 3 } }), 201);
+    const oscar = `oscar-${id}`;
+    await acl(oscar, "group", group, "read");
+    await acl(oscar, "topic", mine, "read");
+    const token = await hsToken(oscar);
+    const denied = await expectCode(
+      await request(e, "POST", `/v1/groups/${group}/heartbeat`, { token, body: { memberEpoch: 0, subscribedTopicNames: [mine, secret] } }),
+      403,
+      "NOT_AUTHORIZED",
+    );
+    expect(denied.details).toEqual({ resourceType: "topic", resource: secret, operation: "describe" });
+    // No member joined: the group was not even created.
+    await expectCode(await request(e, "GET", `/v1/groups/${group}`, { token: admin }), 404, "GROUP_ID_NOT_FOUND");
+    const joined = (await expectOk(await request(e, "POST", `/v1/groups/${group}/heartbeat`, { token, body: { memberEpoch: 0, subscribedTopicNames: [mine] } }))) as {
+      assignment: { topic: string }[];
+    };
+    expect(joined.assignment.map((a) => a.topic)).toEqual([mine]);
+  });
+});
