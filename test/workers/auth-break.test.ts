@@ -112,3 +112,16 @@ describe("consumer group heartbeat", () => {
     expect(joined.assignment.map((a) => a.topic)).toEqual([mine]);
   });
 });
+
+describe("SCRAM user names", () => {
+  it("a user name with ':' is refused (HTTP Basic could never carry it) and nothing is stored", async () => {
+    const err = await expectCode(await request(e, "PUT", `/v1/users/${encodeURIComponent(`svc:${id}`)}`, { token: admin, body: { password: "p" } }), 400, "INVALID_REQUEST");
+    expect(err.details).toEqual({ field: "user" });
+    const { users } = (await expectOk(await request(e, "GET", "/v1/users", { token: admin }))) as { users: { name: string }[] };
+    expect(users.map((u) => u.name)).not.toContain(`svc:${id}`);
+    // Kafka's `User:` prefix is still accepted and dropped.
+    await expectOk(await request(e, "PUT", `/v1/users/User:svc-${id}`, { token: admin, body: { password: "p" } }));
+    const ok = await request(e, "POST", "/v1/auth/token", { headers: { authorization: `Basic ${btoa(`svc-${id}:p`)}` } });
+    expect(ok.status).toBe(200);
+  });
+});
