@@ -25,7 +25,8 @@ import { CLUSTER_RESOURCE, type AclOperation, type Resource } from "../protocol/
 import { parseJsonBytes } from "../gateway/http.ts";
 import { EdgelogError } from "../protocol/errors.ts";
 import { parseTopicName } from "../protocol/names.ts";
-import { parseStreamPath, topicNameForPath } from "../streams/names.ts";
+import { H } from "../streams/headers.ts";
+import { parseForkSource, parseStreamPath, topicNameForPath } from "../streams/names.ts";
 
 /** What the middleware shows a rule of the request. */
 export interface RouteRequestView {
@@ -36,6 +37,10 @@ export interface RouteRequestView {
   queries(name: string): string[];
   /** The body the body reader read (POST/PUT/PATCH), else empty. */
   body: Uint8Array;
+  /** A request header (case-insensitive), undefined when absent. */
+  header(name: string): string | undefined;
+  /** The request URL's origin (`Stream-Forked-From` resolves against it). */
+  origin: string;
 }
 
 /** One permission a request needs; `orCluster` also accepts that operation on the cluster (Kafka's CreateTopics). */
@@ -107,9 +112,23 @@ async function streamTopic(r: RouteRequestView): Promise<Resource> {
   return { type: "topic", name: await topicNameForPath(p.path) };
 }
 
+/**
+ * A fork (`PUT` with `Stream-Forked-From`) reads its source: the fork serves the source's
+ * records up to the fork offset, so it needs READ on the source stream's topic as well, or a
+ * principal could copy any stream it can name into one of its own. A value that names no
+ * stream is answered 400 by the route and touches nothing.
+ */
+async function forkSourceChecks(r: RouteRequestView): Promise<AccessCheck[]> {
+  const value = r.header(H.forkedFrom);
+  if (value === undefined) return [];
+  const src = parseForkSource(value, r.origin);
+  if (!src.ok) return [];
+  return [{ resource: { type: "topic", name: await topicNameForPath(src.path) }, operation: "read" }];
+}
+
 const onStream = (operation: AclOperation, orCluster?: AclOperation): RouteAccess => ({
   access: "acl",
-  checks: async (r) => [{ resource: await streamTopic(r), operation, ...(orCluster !== undefined ? { orCluster } : {}) }],
+  checks: async (r) => [{ resource: await streamTopic(r), operation, ...(orCluster !== undefined ? { orCluster } : {}) }, ...(operation === "create" ? await forkSourceChecks(r) : [])],
   ...(operation === "write" ? { quota: "produce" as const } : operation === "read" ? { quota: "fetch" as const } : {}),
 });
 

@@ -125,3 +125,34 @@ describe("SCRAM user names", () => {
     expect(ok.status).toBe(200);
   });
 });
+
+describe("Durable Streams fork", () => {
+  it("forking a stream needs READ on the source: a fork of a stream the principal cannot read is 403 and creates nothing", async () => {
+    const source = `/v1/stream/qa-secret-${id}`;
+    await expectOk(await request(e, "PUT", source, { token: admin, headers: { "content-type": "text/plain" } }), 201);
+    await expectOk(await request(e, "POST", source, { token: admin, headers: { "content-type": "text/plain" }, rawBody: "TOPSECRET" }), 204);
+    const peggy = `peggy-${id}`;
+    await expectOk(
+      await request(e, "POST", "/v1/acls", {
+        token: admin,
+        body: { principal: peggy, resourceType: "topic", resourceName: `streams/default/peggy-${id}`, patternType: "prefixed", operation: "all" },
+      }),
+      201,
+    );
+    const token = await hsToken(peggy);
+    // Both forms of Stream-Forked-From: the path and the absolute URL on this origin.
+    for (const [i, from] of [source, `http://edgelog.test${source}`].entries()) {
+      const fork = `/v1/stream/peggy-${id}-${i}`;
+      const err = await expectCode(await request(e, "PUT", fork, { token, headers: { "content-type": "text/plain", "Stream-Forked-From": from } }), 403, "NOT_AUTHORIZED");
+      expect(err.details).toEqual({ resourceType: "topic", resource: `streams/default/qa-secret-${id}`, operation: "read" });
+      await expectCode(await request(e, "GET", `${fork}?offset=-1`, { token }), 404, "STREAM_NOT_FOUND");
+    }
+    // With READ on the source the same fork is created and serves the source's records.
+    await acl(peggy, "topic", `streams/default/qa-secret-${id}`, "read");
+    const fork = `/v1/stream/peggy-${id}-ok`;
+    await expectOk(await request(e, "PUT", fork, { token, headers: { "content-type": "text/plain", "Stream-Forked-From": source } }), 201);
+    const read = await request(e, "GET", `${fork}?offset=-1`, { token });
+    expect(read.status).toBe(200);
+    expect(await read.text()).toBe("TOPSECRET");
+  });
+});
