@@ -95,7 +95,7 @@ function jsonOf(r: RouteRequestView): unknown {
  * answers the same parse error (after the group check, so a principal without the group
  * permission learns nothing about the body's validity) and touches nothing.
  */
-function bodyTopics(parse: () => string[]): string[] {
+function bodyTopics(parse: () => readonly string[]): readonly string[] {
   try {
     return parse();
   } catch (e) {
