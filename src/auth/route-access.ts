@@ -263,14 +263,11 @@ export const ROUTE_ACCESS: Readonly<Record<string, RouteAccess>> = Object.fromEn
     "GET /v1/namespaces/:tenant/:namespace/permissions",
     { access: "acl", checks: (r) => [{ resource: { type: "namespace", name: `${r.params.tenant}/${r.params.namespace}` }, operation: "describe" }] },
   ],
-  [
-    "POST /v1/namespaces/:tenant/:namespace/permissions/:role",
-    { access: "acl", checks: (r) => [{ resource: { type: "namespace", name: `${r.params.tenant}/${r.params.namespace}` }, operation: "alter" }] },
-  ],
-  [
-    "DELETE /v1/namespaces/:tenant/:namespace/permissions/:role",
-    { access: "acl", checks: (r) => [{ resource: { type: "namespace", name: `${r.params.tenant}/${r.params.namespace}` }, operation: "alter" }] },
-  ],
+  // Pulsar: grant-permission and revoke-permission are the tenant admin's (or a superuser's).
+  // Namespace ALTER is not enough: it is what a `functions` grant is stored as, and a role
+  // holding it could otherwise grant itself produce and consume.
+  ["POST /v1/namespaces/:tenant/:namespace/permissions/:role", { access: "acl", checks: (r) => [{ resource: { type: "tenant", name: r.params.tenant ?? "" }, operation: "alter" }] }],
+  ["DELETE /v1/namespaces/:tenant/:namespace/permissions/:role", { access: "acl", checks: (r) => [{ resource: { type: "tenant", name: r.params.tenant ?? "" }, operation: "alter" }] }],
 
   // ---- bench (gated off unless EDGELOG_BENCH_ROUTES = "1"): cluster ALTER ----
   ["GET /bench/noop", onCluster("alter")],

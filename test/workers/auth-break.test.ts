@@ -156,3 +156,28 @@ describe("Durable Streams fork", () => {
     expect(await read.text()).toBe("TOPSECRET");
   });
 });
+
+describe("Pulsar permissions", () => {
+  it("a role granted `functions` on a namespace cannot grant itself produce/consume; the tenant admin can grant", async () => {
+    const tenant = `qa-fn-${id}`;
+    const ns = `${tenant}/ns`;
+    await expectOk(await request(e, "POST", "/v1/topics", { token: admin, body: { name: `${ns}/data`, partitions: 1 } }), 201);
+    await expectOk(await request(e, "POST", `/v1/topics/${ns}/data/records`, { token: admin, body: { records: [{ value: "private" }] } }));
+    const fn = `fn-${id}`;
+    const token = await hsToken(fn);
+    await expectOk(await request(e, "POST", `/v1/namespaces/${ns}/permissions/${fn}`, { token: admin, body: { actions: ["functions"] } }), 201);
+    const err = await expectCode(await request(e, "POST", `/v1/namespaces/${ns}/permissions/${fn}`, { token, body: { actions: ["consume", "produce"] } }), 403, "NOT_AUTHORIZED");
+    expect(err.details).toEqual({ resourceType: "tenant", resource: tenant, operation: "alter" });
+    await expectCode(await request(e, "DELETE", `/v1/namespaces/${ns}/permissions/${fn}`, { token }), 403, "NOT_AUTHORIZED");
+    // State unchanged: still functions only, and no read.
+    const view = (await expectOk(await request(e, "GET", `/v1/namespaces/${ns}/permissions`, { token: admin }))) as { permissions: Record<string, string[]> };
+    expect(view.permissions[fn]).toEqual(["functions"]);
+    await expectCode(await request(e, "GET", `/v1/topics/${ns}/data/partitions/0/records?offset=0`, { token }), 403, "NOT_AUTHORIZED");
+
+    // The tenant's admin role grants.
+    const tadmin = `tadmin-${id}`;
+    await expectOk(await request(e, "PUT", `/v1/tenants/${tenant}/admins/${tadmin}`, { token: admin }));
+    await expectOk(await request(e, "POST", `/v1/namespaces/${ns}/permissions/${fn}`, { token: await hsToken(tadmin), body: { actions: ["consume"] } }), 201);
+    await expectOk(await request(e, "GET", `/v1/topics/${ns}/data/partitions/0/records?offset=0`, { token }));
+  });
+});
