@@ -64,6 +64,12 @@ export function securityMigration(version: number): Migration {
 /** Failed attempts allowed before the lock-out starts. */
 export const FREE_FAILURES = 3;
 export const MAX_LOCKOUT_MS = 60_000;
+/**
+ * User names whose failures are remembered (memory bound). When full, names still within their
+ * free failures go first, oldest first, then the oldest others: flooding the table with unknown
+ * names never wipes a locked-out user's escalation (it used to clear the whole table).
+ */
+export const MAX_TRACKED_FAILURES = 10_000;
 
 type AclRow = { principal: string; resource_type: string; resource_name: string; pattern_type: string; operation: string; permission: string };
 type UserRow = { name: string; mechanism: string; salt: ArrayBuffer; iterations: number; stored_key: ArrayBuffer; server_key: ArrayBuffer; generation: string };
@@ -197,10 +203,25 @@ export class SecurityTables {
     }
     const count = (f?.count ?? 0) + 1;
     const lockMs = count <= FREE_FAILURES ? 0 : Math.min(MAX_LOCKOUT_MS, 1000 * 2 ** (count - FREE_FAILURES - 1));
-    if (this.#failures.size > 10_000) this.#failures.clear();
+    // Delete, then set: the Map's order is then the order of the latest failure (oldest first).
+    this.#failures.delete(name);
+    if (this.#failures.size >= MAX_TRACKED_FAILURES) this.#evictFailures();
     this.#failures.set(name, { count, lockedUntilMs: now + lockMs });
     // The same answer for an unknown user and a wrong password (no user enumeration).
     return errorResult("UNAUTHENTICATED", "Invalid user name or password.");
+  }
+
+  /** Frees a tenth of the failure table: see {@link MAX_TRACKED_FAILURES}. */
+  #evictFailures(): void {
+    const target = Math.floor(MAX_TRACKED_FAILURES * 0.9);
+    for (const [name, f] of this.#failures) {
+      if (this.#failures.size <= target) return;
+      if (f.count <= FREE_FAILURES) this.#failures.delete(name);
+    }
+    for (const name of this.#failures.keys()) {
+      if (this.#failures.size <= target) return;
+      this.#failures.delete(name);
+    }
   }
 
   alterQuotas(entity: QuotaEntity, values: Partial<Record<QuotaKey, number | null>>): RpcResult<{ quota: QuotaEntry | null }> {

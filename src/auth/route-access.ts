@@ -20,12 +20,13 @@
  * DESCRIBE/ALTER cluster, user SCRAM credentials DESCRIBE/ALTER cluster, client quotas
  * DESCRIBE_CONFIGS/ALTER_CONFIGS cluster.
  */
-import { parseCommit, parseOffsetFetch, parseResetOffsets, parseTopicSelection } from "../groups/requests.ts";
+import { parseCommit, parseHeartbeat, parseOffsetFetch, parseResetOffsets, parseTopicSelection } from "../groups/requests.ts";
 import { CLUSTER_RESOURCE, type AclOperation, type Resource } from "../protocol/acl.ts";
 import { parseJsonBytes } from "../gateway/http.ts";
 import { EdgelogError } from "../protocol/errors.ts";
 import { parseTopicName } from "../protocol/names.ts";
-import { parseStreamPath, topicNameForPath } from "../streams/names.ts";
+import { H } from "../streams/headers.ts";
+import { parseForkSource, parseStreamPath, topicNameForPath } from "../streams/names.ts";
 
 /** What the middleware shows a rule of the request. */
 export interface RouteRequestView {
@@ -36,6 +37,10 @@ export interface RouteRequestView {
   queries(name: string): string[];
   /** The body the body reader read (POST/PUT/PATCH), else empty. */
   body: Uint8Array;
+  /** A request header (case-insensitive), undefined when absent. */
+  header(name: string): string | undefined;
+  /** The request URL's origin (`Stream-Forked-From` resolves against it). */
+  origin: string;
 }
 
 /** One permission a request needs; `orCluster` also accepts that operation on the cluster (Kafka's CreateTopics). */
@@ -90,7 +95,7 @@ function jsonOf(r: RouteRequestView): unknown {
  * answers the same parse error (after the group check, so a principal without the group
  * permission learns nothing about the body's validity) and touches nothing.
  */
-function bodyTopics(parse: () => string[]): string[] {
+function bodyTopics(parse: () => readonly string[]): readonly string[] {
   try {
     return parse();
   } catch (e) {
@@ -107,9 +112,23 @@ async function streamTopic(r: RouteRequestView): Promise<Resource> {
   return { type: "topic", name: await topicNameForPath(p.path) };
 }
 
+/**
+ * A fork (`PUT` with `Stream-Forked-From`) reads its source: the fork serves the source's
+ * records up to the fork offset, so it needs READ on the source stream's topic as well, or a
+ * principal could copy any stream it can name into one of its own. A value that names no
+ * stream is answered 400 by the route and touches nothing.
+ */
+async function forkSourceChecks(r: RouteRequestView): Promise<AccessCheck[]> {
+  const value = r.header(H.forkedFrom);
+  if (value === undefined) return [];
+  const src = parseForkSource(value, r.origin);
+  if (!src.ok) return [];
+  return [{ resource: { type: "topic", name: await topicNameForPath(src.path) }, operation: "read" }];
+}
+
 const onStream = (operation: AclOperation, orCluster?: AclOperation): RouteAccess => ({
   access: "acl",
-  checks: async (r) => [{ resource: await streamTopic(r), operation, ...(orCluster !== undefined ? { orCluster } : {}) }],
+  checks: async (r) => [{ resource: await streamTopic(r), operation, ...(orCluster !== undefined ? { orCluster } : {}) }, ...(operation === "create" ? await forkSourceChecks(r) : [])],
   ...(operation === "write" ? { quota: "produce" as const } : operation === "read" ? { quota: "fetch" as const } : {}),
 });
 
@@ -152,7 +171,20 @@ export const ROUTE_ACCESS: Readonly<Record<string, RouteAccess>> = Object.fromEn
 
   // ---- consumer groups ----
   ["GET /v1/groups", { access: "authenticated" }],
-  ["POST /v1/groups/:group/heartbeat", { access: "acl", checks: (r) => [{ resource: group(r), operation: "read" }] }],
+  [
+    // KIP-848 (KafkaApis ConsumerGroupHeartbeat): every topic named in subscribedTopicNames
+    // needs DESCRIBE, else TOPIC_AUTHORIZATION_FAILED: a member must not be assigned (and so
+    // learn the partitions of, and take them from the group's other members) a topic it
+    // cannot see.
+    "POST /v1/groups/:group/heartbeat",
+    {
+      access: "acl",
+      checks: (r) => {
+        const topics = new Set(bodyTopics(() => parseHeartbeat(jsonOf(r)).subscribedTopicNames ?? []));
+        return [{ resource: group(r), operation: "read" }, ...[...topics].map((name) => ({ resource: { type: "topic" as const, name }, operation: "describe" as const }))];
+      },
+    },
+  ],
   ["POST /v1/groups/:group/leave", { access: "acl", checks: (r) => [{ resource: group(r), operation: "read" }] }],
   [
     "POST /v1/groups/:group/offsets",
@@ -231,14 +263,11 @@ export const ROUTE_ACCESS: Readonly<Record<string, RouteAccess>> = Object.fromEn
     "GET /v1/namespaces/:tenant/:namespace/permissions",
     { access: "acl", checks: (r) => [{ resource: { type: "namespace", name: `${r.params.tenant}/${r.params.namespace}` }, operation: "describe" }] },
   ],
-  [
-    "POST /v1/namespaces/:tenant/:namespace/permissions/:role",
-    { access: "acl", checks: (r) => [{ resource: { type: "namespace", name: `${r.params.tenant}/${r.params.namespace}` }, operation: "alter" }] },
-  ],
-  [
-    "DELETE /v1/namespaces/:tenant/:namespace/permissions/:role",
-    { access: "acl", checks: (r) => [{ resource: { type: "namespace", name: `${r.params.tenant}/${r.params.namespace}` }, operation: "alter" }] },
-  ],
+  // Pulsar: grant-permission and revoke-permission are the tenant admin's (or a superuser's).
+  // Namespace ALTER is not enough: it is what a `functions` grant is stored as, and a role
+  // holding it could otherwise grant itself produce and consume.
+  ["POST /v1/namespaces/:tenant/:namespace/permissions/:role", { access: "acl", checks: (r) => [{ resource: { type: "tenant", name: r.params.tenant ?? "" }, operation: "alter" }] }],
+  ["DELETE /v1/namespaces/:tenant/:namespace/permissions/:role", { access: "acl", checks: (r) => [{ resource: { type: "tenant", name: r.params.tenant ?? "" }, operation: "alter" }] }],
 
   // ---- bench (gated off unless EDGELOG_BENCH_ROUTES = "1"): cluster ALTER ----
   ["GET /bench/noop", onCluster("alter")],

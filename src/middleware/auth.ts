@@ -162,6 +162,8 @@ export function authMiddleware(o: AuthOptions): MiddlewareHandler<AppEnv> {
         path: c.req.path,
         queries: (name: string) => c.req.queries(name) ?? [],
         body: c.get("body") ?? new Uint8Array(0),
+        header: (name: string) => c.req.header(name),
+        origin: new URL(c.req.url).origin,
       };
       for (const check of await rule.checks(view)) {
         if (auth.can(check.resource, check.operation)) continue;

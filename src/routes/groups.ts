@@ -24,10 +24,26 @@ import {
 } from "../groups/requests.ts";
 import { type GroupCoordinatorRpc, groupCoordinatorStub, groupDirectoryStub } from "../groups/rpc.ts";
 import { toEdgelogError, type RpcResult } from "../protocol/errors.ts";
+import type { OffsetFetchResponse } from "../protocol/groups.ts";
 
 function coordinator(c: AppContext): { groupId: string; stub: GroupCoordinatorRpc } {
   const groupId = parseGroupId(c.req.param("group"));
   return { groupId, stub: groupCoordinatorStub(c.env, groupId) };
+}
+
+/**
+ * Only the rows of topics the principal may DESCRIBE: an offset fetch of all the group's topics
+ * (no topic list) and a group description would otherwise show committed offsets and log end
+ * offsets of topics it cannot see. Kafka filters an all-topics OffsetFetch the same way
+ * (unauthorized topics are left out, not failed); named topics were checked by the route table.
+ */
+function describable<T extends { topic: string }>(c: AppContext, rows: T[]): T[] {
+  const auth = c.get("auth");
+  return auth.superuser ? rows : rows.filter((r) => auth.can({ type: "topic", name: r.topic }, "describe"));
+}
+
+function visibleOffsets(c: AppContext, r: OffsetFetchResponse): OffsetFetchResponse {
+  return { ...r, partitions: describable(c, r.partitions) };
 }
 
 /** The value of an RPC result without its `ok` flag, or the error thrown. */
@@ -66,7 +82,7 @@ export function groupRoutes(app: Hono<AppEnv>): void {
   app.post("/v1/groups/:group/offsets/fetch", async (c) => {
     const req = parseOffsetFetch(jsonBody(c));
     const { groupId, stub } = coordinator(c);
-    return c.json(unwrap(await stub.fetchOffsets(groupId, req)));
+    return c.json(visibleOffsets(c, unwrap(await stub.fetchOffsets(groupId, req))));
   });
 
   app.get("/v1/groups/:group/offsets", async (c) => {
@@ -80,7 +96,7 @@ export function groupRoutes(app: Hono<AppEnv>): void {
           );
     const autoOffsetReset = parseAutoOffsetReset(c.req.query("autoOffsetReset"));
     const { groupId, stub } = coordinator(c);
-    return c.json(unwrap(await stub.fetchOffsets(groupId, { topics, autoOffsetReset })));
+    return c.json(visibleOffsets(c, unwrap(await stub.fetchOffsets(groupId, { topics, autoOffsetReset }))));
   });
 
   app.post("/v1/groups/:group/reset-offsets", async (c) => {
@@ -91,7 +107,10 @@ export function groupRoutes(app: Hono<AppEnv>): void {
 
   app.get("/v1/groups/:group", async (c) => {
     const { groupId, stub } = coordinator(c);
-    return c.json(unwrap(await stub.describe(groupId)));
+    const d = unwrap(await stub.describe(groupId));
+    if (c.get("auth").superuser) return c.json(d);
+    const offsets = describable(c, d.offsets);
+    return c.json({ ...d, offsets, totalLag: offsets.reduce((sum, o) => sum + (o.lag ?? 0), 0) });
   });
 
   app.patch("/v1/groups/:group", async (c) => {

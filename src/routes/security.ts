@@ -165,6 +165,8 @@ export function securityRoutes(app: Hono<AppEnv>): void {
 
   app.put("/v1/users/:user", async (c) => {
     const name = userName(c.req.param("user"));
+    // HTTP Basic splits `user:password` at the first colon (RFC 7617 section 2): such a user could never log in.
+    if (name.includes(":")) throw new EdgelogError("INVALID_REQUEST", "A SCRAM user name cannot contain ':' (HTTP Basic at POST /v1/auth/token could not carry it).", { field: "user" });
     const body = asObject(jsonBody(c), "body");
     if (typeof body.password !== "string" || body.password === "" || new TextEncoder().encode(body.password).length > MAX_PASSWORD_BYTES) {
       throw new EdgelogError("INVALID_REQUEST", `password must be a non-empty string of at most ${MAX_PASSWORD_BYTES} bytes.`, { field: "password" });
