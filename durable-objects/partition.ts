@@ -186,7 +186,7 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
    */
   async fetchRecords(req: FetchRequest): Promise<RpcResult<FetchOk>> {
     const answer = await this.#fetchRecords(req);
-    this.#counters.fetched(req.offset, answer);
+    this.#counters.fetched(req, answer);
     return answer;
   }
 

@@ -16,7 +16,7 @@
  * append round trip, durable commit included (src/metrics/gateway.ts).
  */
 import type { AppendPlan } from "../../src/partition/core.ts";
-import type { AppendOk, FetchOk, PartitionMetrics } from "../../src/partition/rpc.ts";
+import type { AppendOk, FetchOk, FetchRequest, PartitionMetrics } from "../../src/partition/rpc.ts";
 import type { RpcResult } from "../../src/protocol/errors.ts";
 import type { PartitionState } from "./log.ts";
 
@@ -45,8 +45,14 @@ export class PartitionCounters {
     else if (r.duplicate) this.produceDuplicates++;
   }
 
-  /** After a fetch's answer to a request from `offset`. */
-  fetched(offset: number, r: RpcResult<FetchOk>): void {
+  /**
+   * After a fetch's answer to `req`. Records out: the offsets from the requested one up to
+   * the answer's next offset, at most the request's maxRecords. The partition returns whole
+   * batches, so the first may start below the offset and the last may reach past maxRecords;
+   * the gateway trims both, and this counts what the consumer gets. Bytes out: the batches
+   * as returned (Kafka's BytesOut counts the bytes sent, whole batches).
+   */
+  fetched(req: FetchRequest, r: RpcResult<FetchOk>): void {
     this.fetchRequests++;
     if (!r.ok) {
       count(this.fetchErrors, r.code);
@@ -54,7 +60,7 @@ export class PartitionCounters {
     }
     const batches = r.batches;
     if (batches.length === 0) return;
-    this.recordsOut += r.nextOffset - offset;
+    this.recordsOut += Math.min(r.nextOffset - req.offset, req.maxRecords);
     for (let i = 0; i < batches.length; i++) this.bytesOut += batches[i]!.byteLength;
   }
 

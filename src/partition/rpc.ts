@@ -102,7 +102,7 @@ export interface PartitionMetrics {
   recordsIn: number;
   /** Stored bytes appended by those records. */
   bytesIn: number;
-  /** Offsets delivered by fetches: for each fetch, its next offset minus the requested offset. */
+  /** Offsets delivered by fetches: per fetch, from the requested offset to the answer's next offset, at most its maxRecords. */
   recordsOut: number;
   /** Bytes of the stored batches fetches returned (a batch returned twice counts twice). */
   bytesOut: number;
