@@ -16,6 +16,13 @@ export const DURATION_BUCKETS_MS: readonly number[] = [1, 2, 5, 10, 25, 50, 100,
 /** Upper bounds of the coalesced append group size histogram (requests per appendMany RPC). */
 export const GROUP_SIZE_BUCKETS: readonly number[] = [1, 2, 4, 8, 16, 32, 64];
 
+/** The isolate's topic metadata cache, as the metrics see it (src/gateway/topics.ts). */
+export interface CacheCounts {
+  hits: number;
+  misses: number;
+  size: number;
+}
+
 interface RouteKey {
   method: string;
   route: string;
@@ -47,8 +54,8 @@ export class GatewayMetrics {
     d.histogram.observe(durationMs);
   }
 
-  /** Writes this isolate's families. */
-  write(w: ExpositionWriter): void {
+  /** Writes this isolate's families; `topicCache` is its topic metadata cache. */
+  write(w: ExpositionWriter, topicCache: CacheCounts): void {
     const requests: Sample[] = [];
     for (const r of this.#requests.values()) requests.push({ labels: { method: r.key.method, route: r.key.route, status: String(r.status) }, value: r.count });
     const durations: HistogramSample[] = [];
@@ -59,6 +66,11 @@ export class GatewayMetrics {
     w.histogram("edgelog_gateway_append_duration_ms", "Partition append RPC round trip from this isolate, durable commit included, milliseconds.", DURATION_BUCKETS_MS, [
       { counts: this.appendDuration.counts, sum: this.appendDuration.sum },
     ]);
+    w.counter("edgelog_gateway_topic_cache_lookups_total", "Topic metadata lookups in this isolate's cache, by result (hit or miss: a miss asks the metadata store).", [
+      { labels: { result: "hit" }, value: topicCache.hits },
+      { labels: { result: "miss" }, value: topicCache.misses },
+    ]);
+    w.gauge("edgelog_gateway_topic_cache_entries", "Topics held in this isolate's metadata cache.", [{ value: topicCache.size }]);
     w.histogram("edgelog_gateway_append_group_size", "Produce requests carried per partition append RPC (coalescing) from this isolate.", GROUP_SIZE_BUCKETS, [
       { counts: this.appendGroupSize.counts, sum: this.appendGroupSize.sum },
     ]);

@@ -13,6 +13,7 @@
 import type { Hono } from "hono";
 import type { AppEnv } from "../gateway/context.ts";
 import { groupCoordinatorStub, groupDirectoryStub } from "../groups/rpc.ts";
+import { topicCache } from "../gateway/topics.ts";
 import { metadataStore } from "../metadata/store.ts";
 import { EXPOSITION_CONTENT_TYPE, ExpositionWriter } from "../metrics/exposition.ts";
 import { gatewayMetrics } from "../metrics/gateway.ts";
@@ -90,7 +91,7 @@ export function metricsRoutes(app: Hono<AppEnv>): void {
     writePartitionMetrics(w, partitions);
     writeGroupMetrics(w, groups);
     writeCoverage(w, partitionCoverage, groupCoverage);
-    gatewayMetrics.write(w);
+    gatewayMetrics.write(w, topicCache);
     return c.body(w.text(), 200, { "Content-Type": EXPOSITION_CONTENT_TYPE });
   });
 }

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { TopicCache } from "../../src/gateway/topics.ts";
 import { ExpositionWriter } from "../../src/metrics/exposition.ts";
 import { mapBounded, writeCoverage, writeGroupMetrics, writePartitionMetrics } from "../../src/metrics/scrape.ts";
 import type { PartitionMetrics } from "../../src/partition/rpc.ts";
@@ -106,5 +107,17 @@ describe("scrape families", () => {
       'edgelog_scrape_groups{result="error"} 0',
       'edgelog_scrape_groups{result="omitted"} 2',
     ]);
+  });
+});
+
+describe("topic cache counts", () => {
+  it("counts a miss for an absent or expired entry and a hit for a fresh one", () => {
+    const cache = new TopicCache(1000);
+    const topic = { name: "t/n/a" } as Parameters<TopicCache["put"]>[0];
+    expect(cache.peek("t/n/a", 0)).toBeUndefined();
+    cache.put(topic, 0);
+    expect(cache.peek("t/n/a", 999)).toBe(topic);
+    expect(cache.peek("t/n/a", 1000)).toBeUndefined();
+    expect({ hits: cache.hits, misses: cache.misses, size: cache.size }).toEqual({ hits: 1, misses: 2, size: 0 });
   });
 });

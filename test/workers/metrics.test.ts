@@ -108,6 +108,10 @@ suite("GET /v1/metrics", () => {
     expect(value(families, "edgelog_gateway_requests_total", { method: "POST", route: "/v1/topics/:tenant/:namespace/:topic/records", status: "200" })).toBeUndefined();
     expect(text).toMatch(/^edgelog_gateway_request_duration_ms_bucket\{method="POST",route="\/v1\/topics\/:topic\/partitions\/:partition\/records",le="\+Inf"\} \d+$/m);
     expect(value(families, "edgelog_scrape_partitions", { result: "error" })).toBe(0);
+    // Every topic route looked its topic up (the first time a miss): hits + misses >= 5.
+    const lookups =
+      (value(families, "edgelog_gateway_topic_cache_lookups_total", { result: "hit" }) ?? 0) + (value(families, "edgelog_gateway_topic_cache_lookups_total", { result: "miss" }) ?? 0);
+    expect(lookups).toBeGreaterThanOrEqual(5);
   });
 
   it("counters restart at 0 when the partition object restarts; bounds do not (they are stored)", async () => {
