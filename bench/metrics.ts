@@ -110,7 +110,10 @@ export async function run(opts: { quick: boolean }): Promise<void> {
       console.log(`| scrape latency p50, ${l.partitions} partitions in the deployment | ${fmt(l.p50)} ms | - | - | - |`);
       console.log(`| scrape latency p99, ${l.partitions} partitions in the deployment | ${fmt(l.p99)} ms | - | - | - |`);
     }
-    console.log(`\nPer-round throughput ratios, scraped over no scrape (${ROUNDS} interleaved rounds): ${ratios.map((r) => `${r.toFixed(2)}x`).join(", ")}`);
+    const sorted = [...ratios].sort((x, y) => x - y);
+    console.log(
+      `\nPer-round throughput ratios, scraped over no scrape (${ROUNDS} interleaved rounds of ${perRound} records each way): ${ratios.map((r) => `${r.toFixed(2)}x`).join(", ")} (median ${pct(sorted, 50).toFixed(2)}x)`,
+    );
   } finally {
     await engine.dispose();
   }
