@@ -3,7 +3,7 @@
  * same run on the same path (Miniflare's dispatchFetch into the real Worker and Durable
  * Objects in workerd; see bench/engine.ts). Prints figures and ratios; asserts nothing.
  *
- * Usage: npm run bench [-- --only core|groups|streams|security|kafka|ab] [--quick] [--path dispatch|direct] [--baseline DIR]
+ * Usage: npm run bench [-- --only core|groups|streams|security|kafka|metrics|ab] [--quick] [--path dispatch|direct] [--baseline DIR]
  *
  * --only ab --baseline DIR: interleaved A/B of the core data path against another checkout
  * (bench/ab.ts); not part of the default run.
@@ -306,6 +306,7 @@ async function main(): Promise<void> {
     ["streams", "./durable-streams.ts"],
     ["security", "./security.ts"],
     ["kafka", "./kafka-bridge.ts"],
+    ["metrics", "./metrics.ts"],
   ] as const) {
     if (only !== undefined && only !== name) continue;
     try {

@@ -9,6 +9,9 @@
  * - streams/state    Durable Streams state (ds_stream, ds_producers), timers "expiry", "producers"
  * - streams/read     Durable Streams reads, fork range and boundary reads
  *
+ * Beside the rooms, `metrics.ts` counts in memory what the switchboard sees: appends after
+ * each commit, each produce and fetch answer (docs/OBSERVABILITY.md).
+ *
  * Every write is a command `{log, append, producer, stream}`: a room decides (with its pure
  * core) and the switchboard's `#commit` opens ONE transaction, calls each room's `apply` in a
  * fixed order (log, producers, streams), then each room's `publish` (memory, listeners) after
@@ -27,13 +30,14 @@
 import type { Env } from "../src/env.ts";
 import type { ListOffsetsSpec, ProducerState } from "../src/partition/core.ts";
 import { peersOf, type Peers } from "../src/partition/peers.ts";
-import type { AppendOk, AppendRequest, FetchOk, FetchRequest, ListOffsetsOk, PartitionInit, PartitionRpc } from "../src/partition/rpc.ts";
+import type { AppendOk, AppendRequest, FetchOk, FetchRequest, ListOffsetsOk, PartitionInit, PartitionMetrics, PartitionRpc } from "../src/partition/rpc.ts";
 import { errorResult, type ErrorResult, type RpcResult } from "../src/protocol/errors.ts";
 import { FETCH_MAX_WAIT_MS_LIMIT, MAX_APPEND_GROUP_REQUESTS } from "../src/protocol/limits.ts";
 import type { PartitionDescription, TopicConfigs } from "../src/protocol/types.ts";
 import type * as Ds from "../src/streams/rpc.ts";
 import { SqliteDurableObject, lazyTimers } from "./base.ts";
 import { LogRoom, unknownPartition, type LogCommand } from "./partition/log.ts";
+import { PartitionCounters } from "./partition/metrics.ts";
 import { PRODUCER_EXPIRY_TIMER, ProducersRoom, type ProducersCommand } from "./partition/producers.ts";
 import { PARTITION_ROOMS, adoptLegacy } from "./partition/schema/index.ts";
 import { StreamsRead } from "./partition/streams/read.ts";
@@ -53,6 +57,7 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
   readonly #waiters: WaitersRoom;
   readonly #streams: StreamsState;
   readonly #streamsRead: StreamsRead;
+  readonly #counters = new PartitionCounters();
   /** The command `#commit` is applying: read by `#applyPending`, bound once (no closure per commit). */
   #pending: Command | null = null;
   readonly #applyPending = (): void => {
@@ -115,6 +120,7 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     this.#log.publish(cmd);
     this.#producers.publish(cmd);
     this.#streams.publish(cmd);
+    if (cmd.append !== null) this.#counters.appended(cmd.append);
   }
 
   // ---- log: lifecycle (called by the metadata store) ----
@@ -166,7 +172,9 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
         // separate RPCs would. It is reported as INTERNAL rather than thrown, because
         // throwing would fail the requests already written in this call too.
         console.error("append failed inside appendMany", err);
-        out.push(errorResult("INTERNAL", `The partition failed to append this request: ${err instanceof Error ? err.message : String(err)}`));
+        const failed = errorResult("INTERNAL", `The partition failed to append this request: ${err instanceof Error ? err.message : String(err)}`);
+        this.#counters.produced(failed);
+        out.push(failed);
       }
     }
     return out;
@@ -177,6 +185,12 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
    * (up to maxWaitMs) for an append to wake it, then reads again.
    */
   async fetchRecords(req: FetchRequest): Promise<RpcResult<FetchOk>> {
+    const answer = await this.#fetchRecords(req);
+    this.#counters.fetched(req, answer);
+    return answer;
+  }
+
+  async #fetchRecords(req: FetchRequest): Promise<RpcResult<FetchOk>> {
     const maxWaitMs = Math.min(Math.max(0, req.maxWaitMs), FETCH_MAX_WAIT_MS_LIMIT);
     const deadline = Date.now() + maxWaitMs;
     for (;;) {
@@ -193,6 +207,15 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
 
   async describe(): Promise<RpcResult<{ partition: PartitionDescription }>> {
     return this.#log.describe();
+  }
+
+  // ---- metrics (in memory, docs/OBSERVABILITY.md) ----
+
+  /** See {@link PartitionRpc.metrics}: bounds now, counters since the object started. */
+  async metrics(): Promise<RpcResult<{ metrics: PartitionMetrics }>> {
+    const s = this.#log.state;
+    if (s === null) return unknownPartition();
+    return { ok: true, metrics: this.#counters.snapshot(s, this.#waiters.size) };
   }
 
   // ---- streams (docs/DURABLE-STREAMS.md) ----
@@ -246,8 +269,15 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     return this.#streams.blocksNativeAppend();
   }
 
-  /** A native append: guards, scan, the producer's KIP-98 decision, plan, one commit. */
+  /** A native append, counted (metrics.ts). */
   #append(req: AppendRequest): RpcResult<AppendOk> {
+    const r = this.#appendOnce(req);
+    this.#counters.produced(r);
+    return r;
+  }
+
+  /** A native append: guards, scan, the producer's KIP-98 decision, plan, one commit. */
+  #appendOnce(req: AppendRequest): RpcResult<AppendOk> {
     if (this.#log.state === null) return unknownPartition();
     const blocked = this.#appendBlocked();
     if (blocked !== null) return blocked;

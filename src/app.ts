@@ -1,5 +1,7 @@
 /**
  * The gateway: a hono app. Order matters:
+ *   -. every answered request counted in this isolate's metrics (middleware/metrics.ts), first
+ *      so it sees the final status of errors too;
  *   -. unread request bodies drained (bounded) before any answer leaves (middleware/body.ts);
  *   0. CORS on /v1/* (preflights answered before anything reads a body; streams do their own),
  *      and JSON answers ending with a newline (not the streams');
@@ -22,6 +24,7 @@ import { benchGate } from "./middleware/bench.ts";
 import { bodyReader, drainUnreadBody } from "./middleware/body.ts";
 import { corsMiddleware } from "./middleware/cors.ts";
 import { jsonNewline } from "./middleware/json-newline.ts";
+import { requestMetrics } from "./middleware/metrics.ts";
 import { EdgelogError } from "./protocol/errors.ts";
 import { MAX_REQUEST_BYTES, MAX_STORED_BATCH_BYTES } from "./protocol/limits.ts";
 import { benchRoutes } from "./routes/bench.ts";
@@ -29,6 +32,7 @@ import { durableStreamsRoutes } from "./routes/compat/durable-streams.ts";
 import { fetchRoutes } from "./routes/fetch.ts";
 import { groupRoutes } from "./routes/groups.ts";
 import { healthRoutes } from "./routes/health.ts";
+import { metricsRoutes } from "./routes/metrics.ts";
 import { produceRoutes } from "./routes/produce.ts";
 import { producerRoutes } from "./routes/producers.ts";
 import { securityRoutes } from "./routes/security.ts";
@@ -38,6 +42,7 @@ import { STREAMS_PATH_PREFIX } from "./streams/names.ts";
 export function createApp(): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
 
+  app.use("*", requestMetrics());
   app.use("*", drainUnreadBody());
   app.use("/v1/*", corsMiddleware({ skipPrefixes: [STREAMS_PATH_PREFIX] }));
   app.use("*", jsonNewline({ skipPrefixes: [STREAMS_PATH_PREFIX] }));
@@ -55,6 +60,7 @@ export function createApp(): Hono<AppEnv> {
   benchRoutes(app);
   durableStreamsRoutes(app);
   securityRoutes(app);
+  metricsRoutes(app);
 
   const allowed = new AllowedMethods(app.routes);
   app.notFound((c) => {

@@ -248,6 +248,8 @@ export const ROUTE_ACCESS: Readonly<Record<string, RouteAccess>> = Object.fromEn
   ["POST /v1/auth/token", { access: "public" }],
   ["GET /v1/auth/whoami", { access: "authenticated" }],
   ["GET /v1/acls", onCluster("describe")],
+  // Metrics of every topic and group (Kafka's JMX exposes them to the cluster's operators).
+  ["GET /v1/metrics", onCluster("describe")],
   ["POST /v1/acls", onCluster("alter")],
   ["DELETE /v1/acls", onCluster("alter")],
   ["GET /v1/users", onCluster("describe")],

@@ -21,6 +21,7 @@ import type { ProduceAcceptedResponse, ProduceRecordResult, ProduceResponse, Pro
 import { AppendCoalescer } from "./append-coalescer.ts";
 import { checkRecordSizes, choosePartitions, encodeForPartition, groupByPartition, type ParsedProduceRequest, type PartitionGroup, type ProducerFields } from "./produce-request.ts";
 import { checkPartition, partitionError, withTopic } from "./topics.ts";
+import { gatewayMetrics } from "../metrics/gateway.ts";
 
 /**
  * Kafka's producer `acks`. "all" and "1" promise the same here: a partition has one replica
@@ -53,8 +54,19 @@ const coalescer = new AppendCoalescer();
  * RPC this request leads running for the requests it carries, even if this client leaves.
  */
 function appendToPartition(env: Env, waitUntil: (p: Promise<unknown>) => void, topicId: string, partition: number, req: AppendRequest): Promise<RpcResult<AppendOk>> {
-  if (env.EDGELOG_APPEND_COALESCING === "off") return partitionStub(env.PARTITION, topicId, partition).append(req);
-  return coalescer.append(`${topicId}/${partition}`, req, (reqs) => partitionStub(env.PARTITION, topicId, partition).appendMany(reqs), waitUntil);
+  if (env.EDGELOG_APPEND_COALESCING === "off") return timedAppend(1, partitionStub(env.PARTITION, topicId, partition).append(req));
+  return coalescer.append(`${topicId}/${partition}`, req, (reqs) => timedAppend(reqs.length, partitionStub(env.PARTITION, topicId, partition).appendMany(reqs)), waitUntil);
+}
+
+/** Counts one append RPC in this isolate's metrics (src/metrics/gateway.ts): its round trip and how many requests it carried. */
+async function timedAppend<T>(requests: number, rpc: Promise<T>): Promise<T> {
+  const startMs = Date.now();
+  try {
+    return await rpc;
+  } finally {
+    gatewayMetrics.appendDuration.observe(Date.now() - startMs);
+    gatewayMetrics.appendGroupSize.observe(requests);
+  }
 }
 
 /**

@@ -38,6 +38,10 @@ interface Entry {
 export class TopicCache {
   readonly #entries = new Map<string, Entry>();
   readonly #ttlMs: number;
+  /** Lookups answered from the cache, since the isolate started (GET /v1/metrics). */
+  hits = 0;
+  /** Lookups that found no fresh entry. */
+  misses = 0;
 
   constructor(ttlMs: number) {
     this.#ttlMs = ttlMs;
@@ -46,11 +50,16 @@ export class TopicCache {
   /** A fresh-enough entry, or undefined. */
   peek(fullName: string, nowMs: number): TopicSummary | undefined {
     const e = this.#entries.get(fullName);
-    if (e === undefined) return undefined;
-    if (e.expiresAtMs <= nowMs) {
-      this.#entries.delete(fullName);
+    if (e === undefined) {
+      this.misses++;
       return undefined;
     }
+    if (e.expiresAtMs <= nowMs) {
+      this.#entries.delete(fullName);
+      this.misses++;
+      return undefined;
+    }
+    this.hits++;
     return e.topic;
   }
 
@@ -65,6 +74,11 @@ export class TopicCache {
 
   invalidate(fullName: string): void {
     this.#entries.delete(fullName);
+  }
+
+  /** Entries held now. */
+  get size(): number {
+    return this.#entries.size;
   }
 }
 

@@ -83,6 +83,44 @@ export interface ListOffsetsOk {
   timestamp: number | null;
 }
 
+/**
+ * What a partition counts and measures, as `metrics()` answers it (docs/OBSERVABILITY.md).
+ * Bounds and sizes are exact at the time of the call. Counters are exact since the object
+ * started (`countersSinceMs`): they live in memory and restart at 0 when the object is evicted
+ * or restarted, as a Prometheus counter may (rate() and increase() treat a drop as a reset).
+ */
+export interface PartitionMetrics {
+  /** Full topic name `tenant/namespace/topic`. */
+  topic: string;
+  partition: number;
+  logStartOffset: number;
+  highWatermark: number;
+  logEndOffset: number;
+  /** Bytes of the stored record batches (as stored, headers rewritten). */
+  storedBytes: number;
+  /** Records appended (native produce and Durable Streams appends; idempotent duplicates not counted). */
+  recordsIn: number;
+  /** Stored bytes appended by those records. */
+  bytesIn: number;
+  /** Offsets delivered by fetches: per fetch, from the requested offset to the answer's next offset, at most its maxRecords. */
+  recordsOut: number;
+  /** Bytes of the stored batches fetches returned (a batch returned twice counts twice). */
+  bytesOut: number;
+  /** Native produce requests (each request of a coalesced group counts once), any outcome. */
+  produceRequests: number;
+  /** Idempotent retries answered from the producer state without appending (KIP-98 duplicates). */
+  produceDuplicates: number;
+  /** Produce requests answered with an error, by error code (src/protocol/errors.ts). */
+  produceErrors: Record<string, number>;
+  /** Fetch requests (fetchRecords calls), any outcome. */
+  fetchRequests: number;
+  fetchErrors: Record<string, number>;
+  /** Long-poll fetches and stream reads waiting for an append now. */
+  waiters: number;
+  /** When the counters started (ms since the epoch): the object's start. */
+  countersSinceMs: number;
+}
+
 /** The RPC methods of PartitionDO (named so none collides with the DO's HTTP `fetch`). */
 export interface PartitionRpc {
   init(req: PartitionInit): Promise<RpcResult<object>>;
@@ -99,6 +137,8 @@ export interface PartitionRpc {
   fetchRecords(req: FetchRequest): Promise<RpcResult<FetchOk>>;
   listOffsets(spec: ListOffsetsSpec): Promise<RpcResult<ListOffsetsOk>>;
   describe(): Promise<RpcResult<{ partition: PartitionDescription }>>;
+  /** This partition's metrics (see {@link PartitionMetrics}). Errors: UNKNOWN_TOPIC_OR_PARTITION. */
+  metrics(): Promise<RpcResult<{ metrics: PartitionMetrics }>>;
 }
 
 /** The stub of a partition, typed by {@link PartitionRpc}. */

@@ -36,6 +36,7 @@ export const API_INDEX: ApiIndex = {
     { methods: ["POST"], path: "/v1/groups/{group}/offsets/fetch", docs: "docs/PROTOCOL.md#committed-offsets" },
     { methods: ["POST"], path: "/v1/groups/{group}/reset-offsets", docs: "docs/PROTOCOL.md#admin" },
     { methods: ["GET", "PUT", "POST", "HEAD", "DELETE"], path: "/v1/stream/{path}", docs: "docs/DURABLE-STREAMS.md" },
+    { methods: ["GET"], path: "/v1/metrics", docs: "docs/OBSERVABILITY.md" },
     { methods: ["GET"], path: "/v1/health", docs: "docs/PROTOCOL.md#conventions" },
   ],
 };
