@@ -143,6 +143,18 @@ describe.skipIf(!HAS_KCAT)("kcat through the Kafka bridge", () => {
     ]);
   });
 
+  it("-o beyond the end gets OFFSET_OUT_OF_RANGE and applies auto.offset.reset (librdkafka needs empty, not null, records)", async () => {
+    const topic = randomTopic("kcat-oor");
+    await client.createTopic({ name: topic, partitions: 1 });
+    await client.produce(topic, { records: ["a", "b", "c"].map((value) => ({ value })) }, { partition: 0 });
+    const all = await consumeJson(topic, "-o", "1000", "-X", "auto.offset.reset=earliest");
+    expect(all.map((m) => [m.offset, m.payload])).toEqual([
+      [0, "a"],
+      [1, "b"],
+      [2, "c"],
+    ]);
+  });
+
   it("-G consumes as a group, commits the end offsets and leaves", async () => {
     const topic = randomTopic("kcat-g");
     const group = randomTopic("g");

@@ -192,6 +192,22 @@ describe("fetch: kafkajs request -> our decoder; Edgelog batches -> Kafka batche
     const back = parseProducedBatch(records.subarray(0, b1.length));
     expect(decodeBatch(toEdgelogBatch(back, back.payload)).records).toEqual(decodeBatches(b1)[0]!.records.map((r) => ({ ...r, offset: r.offset - 10 })));
   });
+
+  it("Fetch answers a partition error with empty records, never null: librdkafka refuses a record set size of -1", () => {
+    // A null records field made kcat -o BEYOND_END spin on "invalid MessageSetSize -1" instead
+    // of taking OFFSET_OUT_OF_RANGE and applying auto.offset.reset (Kafka answers empty records).
+    for (const version of [4, 11]) {
+      const w = new Writer();
+      data.encodeFetchResponse(w, version, false, {
+        throttleTimeMs: 0,
+        errorCode: 0,
+        sessionId: 0,
+        topics: [{ topic: "t", partitions: [{ partitionIndex: 0, errorCode: KafkaError.OFFSET_OUT_OF_RANGE, highWatermark: 3, lastStableOffset: 3, logStartOffset: 0, records: null }] }],
+      });
+      const out = w.finish();
+      expect(new DataView(out.buffer, out.byteOffset).getInt32(out.length - 4)).toBe(0);
+    }
+  });
 });
 
 describe("merging consecutive produced batches (appender)", () => {

@@ -85,6 +85,13 @@ describe("consume, kcat style", () => {
     const r = await run(server(), ["consume", "t", "-o", "beginning", "-p", "0", "-K", "=>", "-D", "\\0"]);
     expect(r.stdout).toBe("k0=>a\0=>b\0k2=>\0");
   });
+
+  it("-K takes the escapes of -D, as kcat's -K does (\\t is a tab, \\xHH a byte)", async () => {
+    const r = await run(server(), ["consume", "t", "-o", "beginning", "-p", "0", "-K", "\\t"]);
+    expect(r.stdout).toBe("k0\ta\n\tb\nk2\t\n");
+    const x = await run(server(), ["consume", "t", "-o", "beginning", "-p", "1", "-K", "\\x1f"]);
+    expect([...x.stdoutBytes]).toEqual([0x6b, 0x1f, 0x63, 0x0a]);
+  });
 });
 
 describe("produce, kcat style", () => {
@@ -95,6 +102,15 @@ describe("produce, kcat style", () => {
     expect(r).toMatchObject({ code: 0, stdout: "", stderr: "" });
     const out = await run(s, ["consume", "p", "-o", "beginning", "-f", "%k|%s|%h\\n", "-Z"]);
     expect(out.stdout).toBe("a|1|src=cli,v=2\nb|NULL|src=cli,v=2\nNULL|c|src=cli,v=2\n");
+  });
+
+  it("-K takes the escapes of -D, as kcat's -K does: -K '\\t' splits at a tab", async () => {
+    const s = new FakeServer();
+    s.addTopic("p", 1);
+    const r = await run(s, ["produce", "p", "-K", "\\t"], ["a\t1\nb\\tc\n"]);
+    expect(r).toMatchObject({ code: 0, stdout: "", stderr: "" });
+    const out = await run(s, ["consume", "p", "-o", "beginning", "-f", "%k|%s\\n", "-Z"]);
+    expect(out.stdout).toBe("a|1\nNULL|b\\tc\n");
   });
 
   it("-k sets every key; -D splits stdin at a delimiter of any bytes, also across chunks", async () => {

@@ -23,6 +23,7 @@ export interface FormatOptions {
   json: boolean;
   encoding: "string" | "base64";
   printKey: boolean;
+  /** kcat -K: printed between key and value, with the escapes of -D (kcat's -K takes them too). */
   keySeparator: string;
   /** A compiled `-f` format string: replaces the plain layout (and the delimiter). */
   format?: CompiledFormat | undefined;
@@ -67,7 +68,7 @@ export function formatRecord(r: ConsumerRecord, o: FormatOptions): Uint8Array {
   if (o.format !== undefined) return o.format(r, o.printNull === true);
   const bytes = (b: Uint8Array | null): Uint8Array => b ?? (o.printNull === true ? NULL_TEXT : new Uint8Array(0));
   const parts: Uint8Array[] = [];
-  if (o.printKey) parts.push(bytes(r.key), encoder.encode(o.keySeparator));
+  if (o.printKey) parts.push(bytes(r.key), unescapeBytes(o.keySeparator));
   parts.push(bytes(r.value), o.delimiter ?? NEWLINE);
   return concat(parts);
 }

@@ -74,7 +74,8 @@ export const consume = defineCommand<ConsumeCommand>({
     "      -f, --format   kcat format: %t topic, %p partition, %o offset, %T timestamp, %k key,\n" +
     "                     %K key length, %s value, %S value length, %R value length (4 bytes),\n" +
     "                     %h headers k=v,..., %% and escapes \\n \\r \\t \\0 \\\\ \\xHH\n" +
-    "      -K, --key-separator SEP   print the key, SEP, then the value (implies --print-key)\n" +
+    "      -K, --key-separator SEP   print the key, SEP, then the value (implies --print-key;\n" +
+    "                                escapes as -D, like kcat's -K)\n" +
     "      -D, --delimiter DELIM     after each record instead of a newline (escapes as -f)\n" +
     "      -Z, --null     print a null key or value as NULL       -e   exit at the end (default)\n" +
     "  consume TOPIC -g GROUP [--from-beginning | -o beginning|end|stored] [-n COUNT]\n" +

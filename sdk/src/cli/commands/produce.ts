@@ -42,6 +42,7 @@ export const produce = defineCommand<ProduceCommand>({
     "      Sends each stdin line (its exact bytes, without the newline) as one record, or each\n" +
     "      FILE as one record (binary-safe). Prints a summary when stderr is a terminal.\n" +
     "      -K, --key-separator SEP  the part before the first SEP is the key (no SEP: null key)\n" +
+    "                               (escapes as -D, like kcat's -K)\n" +
     "      -k, --key KEY            the key of every record\n" +
     "      -H, --header k=v         a header on every record (repeat for more; order kept)\n" +
     "      --line-headers SEP       each line starts with its own headers, then SEP: k=v,k2=v2\n" +
@@ -91,7 +92,7 @@ export const produce = defineCommand<ProduceCommand>({
     // Like kafka-console-producer: a missing topic fails at once, also when stdin is empty.
     await client.describeTopic(cmd.topic);
     const producer = new Producer(client);
-    const keySeparator = cmd.keySeparator === undefined ? undefined : encoder.encode(cmd.keySeparator);
+    const keySeparator = cmd.keySeparator === undefined ? undefined : unescapeBytes(cmd.keySeparator);
     const fixedKey = cmd.key === undefined ? undefined : encoder.encode(cmd.key);
     const headers = cmd.headers.map(([key, value]) => ({ key, value }));
     const summary = new Summary();

@@ -126,12 +126,15 @@ export function decodeFetchRequest(r: Reader, version: number, flex: boolean): F
   return { maxWaitMs, minBytes, maxBytes, isolationLevel, sessionId, sessionEpoch, topics };
 }
 
+const EMPTY_RECORDS = new Uint8Array(0);
+
 export interface FetchPartitionResponse {
   partitionIndex: number;
   errorCode: number;
   highWatermark: number;
   lastStableOffset: number;
   logStartOffset: number;
+  /** The partition's Kafka record batches; null (an error) is written as empty records. */
   records: Uint8Array | null;
 }
 
@@ -153,7 +156,9 @@ export function encodeFetchResponse(w: Writer, version: number, flex: boolean, r
       if (version >= 5) w.int64(p.logStartOffset);
       if (version >= 4) w.array([] as number[], flex, () => {}); // aborted_transactions: none (no transactions)
       if (version >= 11) w.int32(-1); // preferred_read_replica
-      w.nullableBytes(p.records, flex);
+      // Null records are sent as empty, as Kafka brokers answer an errored partition:
+      // librdkafka refuses a record set size of -1 as a parse error and retries forever.
+      w.nullableBytes(p.records ?? EMPTY_RECORDS, flex);
       if (flex) w.taggedFields();
     });
     if (flex) w.taggedFields();
