@@ -1,31 +1,16 @@
 /**
- * PartitionDO: one topic-partition, as rooms behind a switchboard (design/partition-rooms.md).
- * This file is the switchboard: the wiring in order, the RPC surface in one section per room,
- * the append guards, and `#commit`. The rooms live in durable-objects/partition/:
+ * PartitionDO: one topic-partition, as rooms behind a switchboard (docs/ARCHITECTURE.md "The
+ * partition"). This file is the switchboard: the wiring in order, the RPC surface in one section
+ * per room, the append guards, and `#commit`. Rooms (durable-objects/partition/): log (meta,
+ * batches, reads, bounds), producers (KIP-98 state, timer "expiry"), waiters (bounded long-polls),
+ * streams/state (ds_* tables, timers "expiry", "producers"), streams/read; beside them metrics.ts
+ * counts in memory what the switchboard sees (docs/OBSERVABILITY.md).
  *
- * - log              meta + batches: append plan / apply / publish, reads, bounds
- * - producers        KIP-98 idempotent-producer state and its cache, timer "expiry"
- * - waiters          long-poll fetches and stream reads waiting for the next append (bounded)
- * - streams/state    Durable Streams state (ds_stream, ds_producers), timers "expiry", "producers"
- * - streams/read     Durable Streams reads, fork range and boundary reads
- *
- * Beside the rooms, `metrics.ts` counts in memory what the switchboard sees: appends after
- * each commit, each produce and fetch answer (docs/OBSERVABILITY.md).
- *
- * Every write is a command `{log, append, producer, stream}`: a room decides (with its pure
- * core) and the switchboard's `#commit` opens ONE transaction, calls each room's `apply` in a
- * fixed order (log, producers, streams), then each room's `publish` (memory, listeners) after
- * the commit. `apply` is deterministic: the deciding step reads the clock and puts the time in
- * the command. Rooms read the rooms below them; news goes up through the listeners wired in
- * the constructor.
- *
- * Concurrency: `append` never awaits, so appends run one at a time without locks, and each is
- * one transaction. The output gate holds the answer until that write is durable.
- *
- * Append cost (the produce hot path): one scan of each batch (framing + records, no record
- * objects; the CRC only when the caller has not verified it), then 2 SQL statements for a
- * non-idempotent request (INSERT the batch row, one UPDATE of the meta rows) and 4-5 for an
- * idempotent one: producer state is served from memory after its first read.
+ * Every write is a command `{log, append, producer, stream}`: a room decides, `#commit` opens ONE
+ * transaction, calls each room's deterministic `apply` (log, producers, streams), then `publish`
+ * after the commit. `append` never awaits, so appends run one at a time without locks; the output
+ * gate holds each answer until its write is durable. Hot-path cost: one scan per batch, then 2 SQL
+ * statements (non-idempotent) or 4-5 (idempotent), pinned by test/workers/partition-rooms.test.ts.
  */
 import type { Env } from "../src/env.ts";
 import type { ListOffsetsSpec, ProducerState } from "../src/partition/core.ts";
