@@ -20,7 +20,7 @@ import { errorResult, type ErrorResult, type RpcResult } from "../src/protocol/e
 import { FETCH_MAX_WAIT_MS_LIMIT, MAX_APPEND_GROUP_REQUESTS } from "../src/protocol/limits.ts";
 import type { PartitionDescription, TopicConfigs } from "../src/protocol/types.ts";
 import type * as Ds from "../src/streams/rpc.ts";
-import { SqliteDurableObject, lazyTimers } from "./base.ts";
+import { SqliteDurableObject, lazyTimers, type SocketAccept, type SocketAttachment, type SocketEvent } from "./base.ts";
 import { LogRoom, unknownPartition, type LogCommand } from "./partition/log.ts";
 import { PartitionCounters } from "./partition/metrics.ts";
 import { PRODUCER_EXPIRY_TIMER, ProducersRoom, type ProducersCommand } from "./partition/producers.ts";
@@ -29,11 +29,15 @@ import { StreamsRead } from "./partition/streams/read.ts";
 import type { SelfDestroy, StreamsCommand } from "../src/streams/state.ts";
 import { StreamsState } from "./partition/streams/state.ts";
 import { WaitersRoom } from "./partition/waiters.ts";
+import { SUBS_ROOM, SubscriptionsRoom, type SubsCommand } from "./partition/subscriptions.ts";
+import type { CursorTarget, SubscriptionInfo, SubscriptionRpc } from "../src/subscriptions/rpc.ts";
+import type { SubscriptionType } from "../src/subscriptions/dispatch.ts";
+import { PING_FRAME, PONG_FRAME } from "../src/subscriptions/wire.ts";
 
 /** One write of the partition: each room's part, null when it has none. */
-export type Command = LogCommand & ProducersCommand & StreamsCommand;
+export type Command = LogCommand & ProducersCommand & StreamsCommand & SubsCommand;
 
-export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRpc, Ds.StreamRpc {
+export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRpc, Ds.StreamRpc, SubscriptionRpc {
   /** Set by destroy(): later calls answer UNKNOWN_TOPIC_OR_PARTITION. */
   #destroyed = false;
   readonly #peers: Peers;
@@ -42,6 +46,7 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
   readonly #waiters: WaitersRoom;
   readonly #streams: StreamsState;
   readonly #streamsRead: StreamsRead;
+  readonly #subs: SubscriptionsRoom;
   readonly #counters = new PartitionCounters();
   /** The command `#commit` is applying: read by `#applyPending`, bound once (no closure per commit). */
   #pending: Command | null = null;
@@ -51,6 +56,7 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     this.#log.apply(cmd);
     this.#producers.apply(cmd);
     this.#streams.apply(cmd);
+    this.#subs.apply(cmd);
   };
 
   constructor(ctx: DurableObjectState, env: Env) {
@@ -76,9 +82,23 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
       this.#waiters,
     );
     this.#streamsRead = new StreamsRead(this.#streams, this.#log, this.#waiters);
+    this.#subs = new SubscriptionsRoom(
+      {
+        sql: this.sql,
+        peers: this.#peers,
+        timers: lazyTimers(() => this.timers(SUBS_ROOM)),
+        commit: (subs) => this.#commit({ log: null, append: null, producer: null, stream: null, subs }),
+        sockets: (tag) => this.ctx.getWebSockets(tag),
+        saveAttachment: (ws, state) => this.saveAttachment(ws, { room: SUBS_ROOM, state }),
+      },
+      this.#log,
+    );
     // Who hears what, in order.
     this.#log.onAppended(this.#waiters.wake);
     this.#streams.onValuesAppended(this.#streamsRead.remember);
+    this.#log.onAppended(this.#subs.dispatchAll);
+    // Pings are answered by the platform without waking a hibernated object.
+    ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair(PING_FRAME, PONG_FRAME));
     this.startUp(PARTITION_ROOMS, { adoptLegacy });
   }
 
@@ -86,6 +106,7 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     this.#log.load();
     this.#producers.load();
     this.#streams.load();
+    this.#subs.load();
   }
 
   /**
@@ -105,6 +126,7 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     this.#log.publish(cmd);
     this.#producers.publish(cmd);
     this.#streams.publish(cmd);
+    this.#subs.publish(cmd);
     if (cmd.append !== null) this.#counters.appended(cmd.append);
   }
 
@@ -233,10 +255,42 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     return this.#streamsRead.dsBoundaryValues(req);
   }
 
+  // ---- subscriptions (docs/SUBSCRIPTIONS.md; consumers and readers arrive over WebSocket) ----
+
+  protected override onUpgrade(request: Request): SocketAccept | ErrorResult {
+    return this.#subs.upgrade(request);
+  }
+  protected override onSocket(room: string, ws: WebSocket, attachment: SocketAttachment, event: SocketEvent): void {
+    if (room !== SUBS_ROOM) throw new Error(`partition has no socket room ${room}`);
+    this.#subs.onSocket(ws, attachment, event);
+  }
+  async subCreate(req: { subscription: string; type: SubscriptionType; position: CursorTarget; partitioned?: boolean }): Promise<RpcResult<{ created: boolean; info: SubscriptionInfo }>> {
+    return this.#subs.create(req.subscription, req.type, req.position, req.partitioned === true);
+  }
+  async subList(): Promise<RpcResult<{ subscriptions: SubscriptionInfo[] }>> {
+    return this.#subs.list();
+  }
+  async subStats(subscription: string): Promise<RpcResult<{ info: SubscriptionInfo }>> {
+    return this.#subs.stats(subscription);
+  }
+  async subSeek(subscription: string, target: CursorTarget): Promise<RpcResult<{ info: SubscriptionInfo }>> {
+    return this.#subs.seek(subscription, target);
+  }
+  async subSkip(subscription: string, count: number): Promise<RpcResult<{ skipped: number; info: SubscriptionInfo }>> {
+    return this.#subs.skip(subscription, count);
+  }
+  async subClearBacklog(subscription: string): Promise<RpcResult<{ cleared: number; info: SubscriptionInfo }>> {
+    return this.#subs.clearBacklog(subscription);
+  }
+  async subDelete(subscription: string, force: boolean): Promise<RpcResult<object>> {
+    return this.#subs.delete(subscription, force);
+  }
+
   // ---- timers (the base's one schedule dispatches each due timer here) ----
 
   protected override async onTimer(room: string, key: string): Promise<void> {
     if (room === "streams") return this.#streams.onTimer(key);
+    if (room === SUBS_ROOM) return this.#subs.onTimer(key);
     if (room === "producers" && key === PRODUCER_EXPIRY_TIMER) {
       const nowMs = Date.now();
       const producer = this.#producers.expiryChange(nowMs);
@@ -290,6 +344,7 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     this.#producers.reset();
     this.#streams.reset();
     this.#streamsRead.reset();
+    this.#subs.reset();
     await this.deleteAllStorage();
     this.#waiters.wake();
   }

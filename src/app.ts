@@ -36,6 +36,7 @@ import { metricsRoutes } from "./routes/metrics.ts";
 import { produceRoutes } from "./routes/produce.ts";
 import { producerRoutes } from "./routes/producers.ts";
 import { securityRoutes } from "./routes/security.ts";
+import { subscriptionRoutes } from "./routes/subscriptions.ts";
 import { topicRoutes } from "./routes/topics.ts";
 import { STREAMS_PATH_PREFIX } from "./streams/names.ts";
 
@@ -54,6 +55,9 @@ export function createApp(): Hono<AppEnv> {
   healthRoutes(app);
   produceRoutes(app);
   fetchRoutes(app);
+  // Before the topic routes: GET/DELETE /v1/topics/t/subscriptions/s would also match the
+  // long topic form /v1/topics/{tenant}/{namespace}/{topic}, and hono runs the first match.
+  subscriptionRoutes(app);
   topicRoutes(app);
   producerRoutes(app);
   groupRoutes(app);

@@ -153,6 +153,17 @@ export const ROUTE_ACCESS: Readonly<Record<string, RouteAccess>> = Object.fromEn
   ...topicForms("GET", "/partitions/:partition/offsets", onTopic("describe")),
   ["POST /v1/producers", { access: "authenticated" }],
 
+  // ---- subscriptions (Pulsar's consume permission is topic READ; stats and lists DESCRIBE) ----
+  ...topicForms("GET", "/partitions/:partition/subscriptions/:subscription/ws", onTopic("read")),
+  ...topicForms("GET", "/partitions/:partition/readers/ws", onTopic("read")),
+  ...topicForms("GET", "/subscriptions", onTopic("describe")),
+  ...topicForms("GET", "/subscriptions/:subscription", onTopic("describe")),
+  ...topicForms("PUT", "/subscriptions/:subscription", onTopic("read")),
+  ...topicForms("POST", "/subscriptions/:subscription/seek", onTopic("read")),
+  ...topicForms("POST", "/subscriptions/:subscription/skip", onTopic("read")),
+  ...topicForms("POST", "/subscriptions/:subscription/clear-backlog", onTopic("read")),
+  ...topicForms("DELETE", "/subscriptions/:subscription", onTopic("read")),
+
   // ---- topic admin ----
   [
     "POST /v1/topics",
