@@ -173,9 +173,10 @@ interface Live {
 }
 
 interface Receipt {
+  kind: "acked" | "nacked";
   consumerId: string;
   requestId: string;
-  acked: number;
+  count: number;
 }
 
 export class SubscriptionsRoom {
@@ -330,8 +331,14 @@ export class SubscriptionsRoom {
 
   /** Bound once: the listener the switchboard registers with the log's appends. */
   readonly dispatchAll = (): void => {
-    for (const live of this.#subs.values()) this.#dispatch(live);
-    for (const ws of this.#ctx.sockets("reader")) this.#pushReader(ws);
+    // After the append's commit: a failure here must not fail the append, whose records are
+    // durable; the next event (ack, timer, append) dispatches again.
+    try {
+      for (const live of this.#subs.values()) this.#dispatch(live);
+      for (const ws of this.#ctx.sockets("reader")) this.#pushReader(ws);
+    } catch (err) {
+      console.error("subscriptions: dispatch after an append failed", err);
+    }
   };
 
   // ---- WebSocket: consumers and readers ----
@@ -446,7 +453,8 @@ export class SubscriptionsRoom {
   /** An event of one of the room's sockets (after a hibernation too: load rebuilt the consumers). */
   onSocket(ws: WebSocket, attachment: SocketAttachment, event: SocketEvent): void {
     if (attachment.v !== 1) throw new Error(`subs: attachment version ${attachment.v}`);
-    const a = attachment as unknown as (ConsumerAttachment | ReaderAttachment) & SocketAttachment;
+    const { r: _r, v: _v, ...state } = attachment;
+    const a = state as unknown as ConsumerAttachment | ReaderAttachment;
     if (a.k === "r") {
       this.#onReader(ws, a, event);
       return;
@@ -455,6 +463,8 @@ export class SubscriptionsRoom {
     if (event.type !== "message") {
       if (live !== undefined) this.#removeConsumer(live, a.c);
       this.#sockets.delete(a.c);
+      // What the consumer did before it left is committed now, not at the next interval.
+      this.#flush();
       return;
     }
     if (live === undefined) {
@@ -483,7 +493,7 @@ export class SubscriptionsRoom {
           this.#frameError(ws, r, f.requestId);
           return;
         }
-        if (f.requestId !== null) this.#receipts.push({ consumerId: a.c, requestId: f.requestId, acked: r.acked });
+        if (f.requestId !== null) this.#receipts.push({ kind: "acked", consumerId: a.c, requestId: f.requestId, count: r.acked });
         break;
       }
       case "ackCumulative": {
@@ -492,18 +502,25 @@ export class SubscriptionsRoom {
           this.#frameError(ws, r, f.requestId);
           return;
         }
-        if (f.requestId !== null) this.#receipts.push({ consumerId: a.c, requestId: f.requestId, acked: r.acked });
+        if (f.requestId !== null) this.#receipts.push({ kind: "acked", consumerId: a.c, requestId: f.requestId, count: r.acked });
         break;
       }
-      case "nack":
+      case "nack": {
+        // Checked as a whole first: a refused frame changes nothing.
+        const end = this.#bounds().logEndOffset;
+        const bad = f.offsets.find((o) => o >= end);
+        if (bad !== undefined) {
+          this.#frameError(ws, errorResult("INVALID_MESSAGE_ID", `No message at offset ${bad}.`, { offset: bad, logEndOffset: end }), f.requestId);
+          return;
+        }
+        let nacked = 0;
         for (const o of f.offsets) {
           const r = live.sub.nack(a.c, o, nowMs, f.redeliveryCount ?? undefined);
-          if ("ok" in r) {
-            this.#frameError(ws, r, null);
-            return;
-          }
+          if (!("ok" in r) && r.applied) nacked++;
         }
+        if (f.requestId !== null) this.#receipts.push({ kind: "nacked", consumerId: a.c, requestId: f.requestId, count: nacked });
         break;
+      }
       case "permit": {
         const r = live.sub.grantPermits(a.c, f.permits);
         if (r !== null) {
@@ -697,7 +714,9 @@ export class SubscriptionsRoom {
     // An ack follows the durable commit: the output gate holds these frames until it is durable.
     for (const r of receipts) {
       const ws = this.#sockets.get(r.consumerId);
-      if (ws !== undefined) send(ws, { type: "acked", requestId: r.requestId, acked: r.acked });
+      if (ws === undefined) continue;
+      if (r.kind === "acked") send(ws, { type: "acked", requestId: r.requestId, acked: r.count });
+      else send(ws, { type: "nacked", requestId: r.requestId, nacked: r.count });
     }
     for (const c of cmds) if (c.deadLetters.length > 0) this.#ctx.timers.set(`deadletter:${c.sub}`, Date.now());
   }
@@ -953,8 +972,8 @@ function attachmentOf(ws: WebSocket): ConsumerAttachment | ReaderAttachment | nu
   try {
     const raw = ws.deserializeAttachment() as unknown;
     if (typeof raw !== "string") return null;
-    const a = JSON.parse(raw) as { r?: unknown; k?: unknown };
-    if (a.r !== SUBS_ROOM || (a.k !== "c" && a.k !== "r")) return null;
+    const { r, v: _v, ...a } = JSON.parse(raw) as { r?: unknown; v?: unknown; k?: unknown };
+    if (r !== SUBS_ROOM || (a.k !== "c" && a.k !== "r")) return null;
     return a as unknown as ConsumerAttachment | ReaderAttachment;
   } catch {
     return null;

@@ -198,7 +198,7 @@ export function parseReaderQuery(q: URLSearchParams): ReaderOptions | ErrorResul
 export type ClientFrame =
   | { type: "ack"; offsets: number[]; requestId: string | null }
   | { type: "ackCumulative"; offset: number; requestId: string | null }
-  | { type: "nack"; offsets: number[]; redeliveryCount: number | null }
+  | { type: "nack"; offsets: number[]; redeliveryCount: number | null; requestId: string | null }
   | { type: "permit"; permits: number }
   | { type: "ping" };
 
@@ -261,7 +261,7 @@ export function parseClientFrame(data: string | ArrayBuffer, partition: number):
       const rc = o.redeliveryCount;
       if (rc !== undefined && (!Number.isSafeInteger(rc) || (rc as number) < 0))
         return errorResult("INVALID_REQUEST", "redeliveryCount must be a non-negative integer.", { field: "redeliveryCount" });
-      return { type: "nack", offsets, redeliveryCount: rc === undefined ? null : (rc as number) };
+      return { type: "nack", offsets, redeliveryCount: rc === undefined ? null : (rc as number), requestId };
     }
     case "permit": {
       const n = o.permits;
@@ -304,6 +304,7 @@ export type ServerFrame =
   | { type: "reader"; partition: number; startOffset: number }
   | { type: "messages"; messages: WireMessage[] }
   | { type: "acked"; requestId: string; acked: number }
+  | { type: "nacked"; requestId: string; nacked: number }
   | { type: "active"; active: boolean }
   | { type: "error"; code: string; message: string; requestId: string | null; details?: unknown }
   | { type: "pong" };

@@ -20,6 +20,8 @@ export interface Consumer {
   /** Sends an ack with a request id and waits for its receipt (the durable commit). */
   ack(ids: string[]): Promise<number>;
   ackCumulative(id: string): Promise<void>;
+  /** Sends a nack with a request id and waits for its receipt (the durable commit). */
+  nack(ids: string[]): Promise<number>;
   closed: Promise<CloseEvent>;
   close(): Promise<CloseEvent>;
 }
@@ -89,6 +91,14 @@ function wrap(ws: WebSocket): Consumer {
       const f = frames.find((x) => (x.type === "acked" || x.type === "error") && x.requestId === requestId)!;
       if (f.type === "error") throw new Error(`ack refused: ${f.code}`);
       return (f as { acked: number }).acked;
+    },
+    async nack(ids) {
+      const requestId = `n${++requestSeq}`;
+      ws.send(JSON.stringify({ type: "nack", messageIds: ids, requestId }));
+      await until(() => frames.some((f) => (f.type === "nacked" || f.type === "error") && f.requestId === requestId), `receipt ${requestId}`);
+      const f = frames.find((x) => (x.type === "nacked" || x.type === "error") && x.requestId === requestId)!;
+      if (f.type === "error") throw new Error(`nack refused: ${f.code}`);
+      return (f as { nacked: number }).nacked;
     },
     async ackCumulative(id) {
       const requestId = `r${++requestSeq}`;
