@@ -285,6 +285,12 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
   async subDelete(subscription: string, force: boolean): Promise<RpcResult<object>> {
     return this.#subs.delete(subscription, force);
   }
+  async subReceive(req: Parameters<SubscriptionRpc["subReceive"]>[0]): ReturnType<SubscriptionRpc["subReceive"]> {
+    return this.#subs.receive(req);
+  }
+  async subSettleLease(subscription: string, leaseId: string, how: "ack" | "nack", offsets: number[] | null): ReturnType<SubscriptionRpc["subSettleLease"]> {
+    return this.#subs.settleLease(subscription, leaseId, how, offsets);
+  }
 
   // ---- timers (the base's one schedule dispatches each due timer here) ----
 

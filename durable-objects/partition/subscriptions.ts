@@ -172,6 +172,15 @@ interface Live {
   committed: DurableSubscription;
 }
 
+/** An HTTP pull lease: a consumer without a socket holding the messages of one receive. */
+interface Lease {
+  readonly id: string;
+  readonly sub: string;
+  readonly base64: boolean;
+  /** Messages dispatched to the lease during its receive call. */
+  readonly collected: WireMessage[];
+}
+
 interface Receipt {
   kind: "acked" | "nacked";
   consumerId: string;
@@ -187,6 +196,10 @@ export class SubscriptionsRoom {
   /** consumer id -> socket. */
   readonly #sockets = new Map<string, WebSocket>();
   readonly #errors = new WeakMap<WebSocket, number>();
+  /** Whether reader sockets may exist (set on accept and at load): spares appends a socket lookup. */
+  #hasReaders = false;
+  /** HTTP pull leases by id (= their consumer id). In memory: a restart ends them (their messages are redelivered). */
+  readonly #leases = new Map<string, Lease>();
   /** Consumers admitted at their upgrade whose socket is not accepted yet, per subscription. */
   readonly #joining = new Map<string, number>();
   /** Ack receipts to send after the next flush commits. */
@@ -229,6 +242,7 @@ export class SubscriptionsRoom {
       const a = attachmentOf(ws);
       if (a?.k === "c") consumers.push({ ws, a });
     }
+    this.#hasReaders = this.#ctx.sockets("reader").length > 0;
     consumers.sort((x, y) => x.a.j - y.a.j || (x.a.jr < y.a.jr ? -1 : 1));
     for (const { ws, a } of consumers) {
       const live = this.#subs.get(a.s);
@@ -335,7 +349,7 @@ export class SubscriptionsRoom {
     // durable; the next event (ack, timer, append) dispatches again.
     try {
       for (const live of this.#subs.values()) this.#dispatch(live);
-      for (const ws of this.#ctx.sockets("reader")) this.#pushReader(ws);
+      if (this.#hasReaders) for (const ws of this.#ctx.sockets("reader")) this.#pushReader(ws);
     } catch (err) {
       console.error("subscriptions: dispatch after an append failed", err);
     }
@@ -361,6 +375,7 @@ export class SubscriptionsRoom {
       const start = readerStartOffset(o.start, o.inclusive, { ...this.#bounds(), offsetForTimestamp: (t) => this.#offsetForTimestamp(t) });
       const state: ReaderAttachment = { k: "r", o: start, f: 0, q: o.receiverQueueSize, b: base64 };
       const readerId = crypto.randomUUID();
+      this.#hasReaders = true;
       setTimeout(() => this.#afterReaderAccept(readerId, start), 0);
       return { room: SUBS_ROOM, state: { ...state }, tags: [SUBS_TAG, "reader", `r:${readerId}`] };
     }
@@ -583,6 +598,11 @@ export class SubscriptionsRoom {
       for (const d of deliveries) {
         const rec = this.#source.record(d.offset);
         if (rec === undefined) continue;
+        const lease = this.#leases.get(d.consumerId);
+        if (lease !== undefined) {
+          lease.collected.push(wireMessage(partition, rec, d.redeliveryCount, lease.base64));
+          continue;
+        }
         let to = byConsumer.get(d.consumerId);
         if (to === undefined) {
           const ws = this.#sockets.get(d.consumerId);
@@ -726,7 +746,8 @@ export class SubscriptionsRoom {
   async onTimer(key: string): Promise<void> {
     const i = key.indexOf(":");
     const kind = key.slice(0, i);
-    const live = this.#subs.get(key.slice(i + 1));
+    // Keys: redeliver:<sub>, deadletter:<sub>, lease:<sub>:<lease id> (names have no ':').
+    const live = this.#subs.get(kind === "lease" ? key.slice(i + 1, key.lastIndexOf(":")) : key.slice(i + 1));
     if (live === undefined) return;
     if (kind === "redeliver") {
       live.sub.tick(Date.now());
@@ -735,6 +756,16 @@ export class SubscriptionsRoom {
       return;
     }
     if (kind === "deadletter") return this.#deadLetters(live);
+    if (kind === "lease") {
+      const lease = this.#leases.get(key.slice(key.lastIndexOf(":") + 1));
+      if (lease === undefined || lease.sub !== live.name) return;
+      // An expired lease is an ack timeout of what it still holds: count + 1, redelivered at once.
+      live.sub.timeoutConsumer(lease.id, Date.now());
+      this.#endLease(live, lease);
+      this.#flush();
+      this.#dispatch(live);
+      return;
+    }
     throw new Error(`subs: unknown timer ${key}`);
   }
 
@@ -788,6 +819,90 @@ export class SubscriptionsRoom {
       this.#flush();
     }
     this.#dispatch(live);
+  }
+
+  // ---- HTTP pull: leases (a consumer without a socket; shared subscriptions) ----
+
+  /**
+   * Receives up to `max` messages under a lease of `visibilityTimeoutMs`: they are in flight at
+   * the lease until it acks or nacks them, or until it expires (then they are redelivered, as
+   * after an ack timeout). The subscription is created (shared, at `position`) when missing.
+   * Errors: CONSUMER_BUSY (the subscription is not shared and has consumers, or is exclusive).
+   * @returns the lease id (null when nothing was delivered) and the messages.
+   */
+  receive(req: {
+    subscription: string;
+    max: number;
+    visibilityTimeoutMs: number;
+    position: CursorTarget;
+    partitioned: boolean;
+    base64: boolean;
+  }): RpcResult<{ leaseId: string | null; expiresAtMs: number | null; messages: WireMessage[] }> {
+    if (this.#log.state === null) return errorResult("UNKNOWN_TOPIC_OR_PARTITION", "This partition does not exist.");
+    let live = this.#subs.get(req.subscription);
+    if (live === undefined) {
+      const r = this.create(req.subscription, "shared", req.position, req.partitioned);
+      if (!r.ok) return r;
+      live = this.#subs.get(req.subscription)!;
+    }
+    const refused = admitConsumer(live.sub.type, live.sub.stats().consumers.length + (this.#joining.get(req.subscription) ?? 0), "shared");
+    if (refused !== null) return refused;
+    const id = `L${crypto.randomUUID().replaceAll("-", "").slice(0, 20)}`;
+    const added = live.sub.addConsumer({ id, name: "http-pull", type: "shared", flow: { kind: "credit" } });
+    if (added !== null) return added;
+    const lease: Lease = { id, sub: live.name, base64: req.base64, collected: [] };
+    this.#leases.set(id, lease);
+    live.sub.grantPermits(id, req.max);
+    this.#dispatch(live);
+    live.sub.revokePermits(id);
+    if (lease.collected.length === 0) {
+      this.#endLease(live, lease);
+      return { ok: true, leaseId: null, expiresAtMs: null, messages: [] };
+    }
+    const expiresAtMs = Date.now() + req.visibilityTimeoutMs;
+    this.#ctx.timers.set(`lease:${live.name}:${id}`, expiresAtMs);
+    return { ok: true, leaseId: id, expiresAtMs, messages: lease.collected.splice(0) };
+  }
+
+  /**
+   * Settles messages of a lease: `ack` acks them, `nack` redelivers them after the nack delay
+   * (count + 1). `offsets` null = every message the lease still holds. Answers after the commit;
+   * the lease ends when it holds nothing more. Errors: LEASE_NOT_FOUND (unknown, settled or
+   * expired), INVALID_MESSAGE_ID.
+   */
+  settleLease(subscription: string, leaseId: string, how: "ack" | "nack", offsets: number[] | null): RpcResult<{ settled: number; remaining: number }> {
+    const live = this.#find(subscription);
+    if ("ok" in live) return live;
+    const lease = this.#leases.get(leaseId);
+    if (lease === undefined || lease.sub !== subscription)
+      return errorResult("LEASE_NOT_FOUND", "The lease does not exist, is settled, or has expired (its messages were redelivered).", { leaseId });
+    const held = live.sub.inFlightOf(leaseId);
+    const list = offsets ?? held;
+    const foreign = list.find((o) => !held.includes(o));
+    if (foreign !== undefined) return errorResult("INVALID_MESSAGE_ID", `Offset ${foreign} is not held by this lease.`, { offset: foreign, leaseId });
+    let settled = 0;
+    if (how === "ack") {
+      const r = live.sub.ack(list);
+      if ("ok" in r) return r;
+      settled = r.acked;
+    } else {
+      const nowMs = Date.now();
+      for (const o of list) {
+        const r = live.sub.nack(leaseId, o, nowMs);
+        if (!("ok" in r) && r.applied) settled++;
+      }
+    }
+    const remaining = live.sub.inFlightOf(leaseId).length;
+    if (remaining === 0) this.#endLease(live, lease);
+    this.#flush();
+    this.#dispatch(live);
+    return { ok: true, settled, remaining };
+  }
+
+  #endLease(live: Live, lease: Lease): void {
+    live.sub.removeConsumer(lease.id);
+    this.#leases.delete(lease.id);
+    this.#ctx.timers.clear(`lease:${live.name}:${lease.id}`);
   }
 
   // ---- admin (RPC) ----
@@ -899,6 +1014,7 @@ export class SubscriptionsRoom {
       const ws = this.#sockets.get(c.id);
       live.sub.removeConsumer(c.id);
       this.#sockets.delete(c.id);
+      this.#leases.delete(c.id);
       if (ws !== undefined) closeQuietly(ws, code, reason);
     }
   }

@@ -156,6 +156,9 @@ export const ROUTE_ACCESS: Readonly<Record<string, RouteAccess>> = Object.fromEn
   // ---- subscriptions (Pulsar's consume permission is topic READ; stats and lists DESCRIBE) ----
   ...topicForms("GET", "/partitions/:partition/subscriptions/:subscription/ws", onTopic("read")),
   ...topicForms("GET", "/partitions/:partition/readers/ws", onTopic("read")),
+  ...topicForms("POST", "/partitions/:partition/subscriptions/:subscription/receive", onTopic("read")),
+  ...topicForms("POST", "/partitions/:partition/subscriptions/:subscription/leases/:lease/ack", onTopic("read")),
+  ...topicForms("POST", "/partitions/:partition/subscriptions/:subscription/leases/:lease/nack", onTopic("read")),
   ...topicForms("GET", "/subscriptions", onTopic("describe")),
   ...topicForms("GET", "/subscriptions/:subscription", onTopic("describe")),
   ...topicForms("PUT", "/subscriptions/:subscription", onTopic("read")),

@@ -76,6 +76,7 @@ export const ERRORS = {
   NOT_ALLOWED: { httpStatus: 409, retriable: false, message: "The operation is not allowed on this subscription type (e.g. cumulative ack on shared or key_shared)." },
   INVALID_MESSAGE_ID: { httpStatus: 400, retriable: false, message: "The message id is malformed or names no message of the partition." },
   SUBSCRIPTION_NOT_FOUND: { httpStatus: 404, retriable: false, message: "The subscription does not exist on this topic." },
+  LEASE_NOT_FOUND: { httpStatus: 404, retriable: false, message: "The lease does not exist, is settled, or has expired (its messages were redelivered)." },
   SUBSCRIPTION_HAS_CONSUMERS: { httpStatus: 409, retriable: false, message: "The subscription has connected consumers: close them first, or delete with force=true." },
 
   // ---- Durable Streams compatibility (/v1/stream/*, docs/DURABLE-STREAMS.md; statuses fixed by its PROTOCOL.md) ----

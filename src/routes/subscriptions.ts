@@ -25,6 +25,9 @@ import { SUBSCRIPTION_NAME } from "../subscriptions/wire.ts";
 export function subscriptionRoutes(app: Hono<AppEnv>): void {
   topicRoute(app, "GET", "/partitions/:partition/subscriptions/:subscription/ws", (c, t) => upgrade(c, t, "consumer"));
   topicRoute(app, "GET", "/partitions/:partition/readers/ws", (c, t) => upgrade(c, t, "reader"));
+  topicRoute(app, "POST", "/partitions/:partition/subscriptions/:subscription/receive", receive);
+  topicRoute(app, "POST", "/partitions/:partition/subscriptions/:subscription/leases/:lease/ack", (c, t) => settle(c, t, "ack"));
+  topicRoute(app, "POST", "/partitions/:partition/subscriptions/:subscription/leases/:lease/nack", (c, t) => settle(c, t, "nack"));
   topicRoute(app, "GET", "/subscriptions", list);
   topicRoute(app, "PUT", "/subscriptions/:subscription", create);
   topicRoute(app, "GET", "/subscriptions/:subscription", stats);
@@ -214,4 +217,65 @@ async function remove(c: AppContext, name: string): Promise<Response> {
   }
   const { topic } = await each(c, name, (s) => s.subDelete(subscription, force === "true"));
   return c.json({ topic: topic.name, subscription, deleted: true });
+}
+
+/** Most messages one HTTP pull receive returns. */
+const MAX_RECEIVE_MESSAGES = 1000;
+/** Visibility timeout bounds, ms (SQS allows 0 s..12 h; a lease under 1 s would expire in flight). */
+const MIN_VISIBILITY_MS = 1000;
+const MAX_VISIBILITY_MS = 12 * 3600 * 1000;
+
+function bodyOrEmpty(c: AppContext): Record<string, unknown> {
+  return asObject(c.get("body").length === 0 ? {} : jsonBody(c), "body");
+}
+
+function intField(body: Record<string, unknown>, field: string, dflt: number, min: number, max: number): number {
+  const v = body[field];
+  if (v === undefined || v === null) return dflt;
+  if (!Number.isSafeInteger(v) || (v as number) < min || (v as number) > max) throw new EdgelogError("INVALID_REQUEST", `${field} must be an integer ${min}..${max}.`, { field });
+  return v as number;
+}
+
+/** HTTP pull: up to maxMessages under a lease of visibilityTimeoutMs (shared subscriptions). */
+async function receive(c: AppContext, name: string): Promise<Response> {
+  const partition = partitionParam(c);
+  const subscription = subscriptionParam(c);
+  const body = bodyOrEmpty(c);
+  const max = intField(body, "maxMessages", 10, 1, MAX_RECEIVE_MESSAGES);
+  const visibilityTimeoutMs = intField(body, "visibilityTimeoutMs", 30_000, MIN_VISIBILITY_MS, MAX_VISIBILITY_MS);
+  const encoding = body.encoding ?? "string";
+  if (encoding !== "string" && encoding !== "base64") throw new EdgelogError("INVALID_REQUEST", 'encoding must be "string" or "base64".', { field: "encoding" });
+  const position = positionOf(body.initialPosition, "initialPosition");
+  return withTopic(c.env, name, async (topic) => {
+    checkPartition(topic, partition);
+    const r = await stub(c, topic, partition).subReceive({ subscription, max, visibilityTimeoutMs, position, partitioned: topic.partitions > 1, base64: encoding === "base64" });
+    if (!r.ok) throw partitionError(r);
+    return c.json({ topic: topic.name, subscription, partition, leaseId: r.leaseId, expiresAtMs: r.expiresAtMs, messages: r.messages });
+  });
+}
+
+/** Acks or nacks the messages of a lease (all it holds when messageIds is absent). */
+async function settle(c: AppContext, name: string, how: "ack" | "nack"): Promise<Response> {
+  const partition = partitionParam(c);
+  const subscription = subscriptionParam(c);
+  const leaseId = c.req.param("lease") ?? "";
+  const body = bodyOrEmpty(c);
+  let offsets: number[] | null = null;
+  if (body.messageIds !== undefined) {
+    if (!Array.isArray(body.messageIds) || body.messageIds.length === 0 || body.messageIds.length > MAX_RECEIVE_MESSAGES) {
+      throw new EdgelogError("INVALID_REQUEST", `messageIds must be an array of 1..${MAX_RECEIVE_MESSAGES} message ids.`, { field: "messageIds" });
+    }
+    offsets = body.messageIds.map((id) => {
+      const p = parseMessageId(id);
+      if (p === null || p.partition !== partition)
+        throw new EdgelogError("INVALID_MESSAGE_ID", `${JSON.stringify(id)} is not a message id of partition ${partition}.`, { field: "messageIds" });
+      return p.offset;
+    });
+  }
+  return withTopic(c.env, name, async (topic) => {
+    checkPartition(topic, partition);
+    const r = await stub(c, topic, partition).subSettleLease(subscription, leaseId, how, offsets);
+    if (!r.ok) throw partitionError(r);
+    return c.json({ leaseId, settled: r.settled, remaining: r.remaining });
+  });
 }

@@ -7,6 +7,7 @@
 import type { RpcResult } from "../protocol/errors.ts";
 import type { InitialPosition } from "./cursor.ts";
 import type { SubscriptionType } from "./dispatch.ts";
+import type { WireMessage } from "./wire.ts";
 
 /** One connected consumer, as stats show it. */
 export interface ConsumerInfo {
@@ -66,4 +67,19 @@ export interface SubscriptionRpc {
    * Errors: SUBSCRIPTION_NOT_FOUND, SUBSCRIPTION_HAS_CONSUMERS.
    */
   subDelete(subscription: string, force: boolean): Promise<RpcResult<object>>;
+  /**
+   * HTTP pull (shared subscriptions): receives up to `max` messages under a lease of
+   * `visibilityTimeoutMs`; the subscription is created (shared, at `position`) when missing.
+   * Errors: CONSUMER_BUSY, UNKNOWN_TOPIC_OR_PARTITION.
+   */
+  subReceive(req: {
+    subscription: string;
+    max: number;
+    visibilityTimeoutMs: number;
+    position: CursorTarget;
+    partitioned: boolean;
+    base64: boolean;
+  }): Promise<RpcResult<{ leaseId: string | null; expiresAtMs: number | null; messages: WireMessage[] }>>;
+  /** Acks or nacks messages of a lease (all it holds when `offsets` is null). Errors: LEASE_NOT_FOUND, INVALID_MESSAGE_ID, SUBSCRIPTION_NOT_FOUND. */
+  subSettleLease(subscription: string, leaseId: string, how: "ack" | "nack", offsets: number[] | null): Promise<RpcResult<{ settled: number; remaining: number }>>;
 }

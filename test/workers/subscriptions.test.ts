@@ -269,3 +269,41 @@ describe("subscription admin over HTTP", () => {
     await expectError(await json("POST", `/v1/topics/${topic}/subscriptions/adm/seek`, { messageId: "nope" }), "INVALID_MESSAGE_ID", 400);
   });
 });
+
+describe("HTTP pull with leases (shared subscriptions)", () => {
+  type Received = { leaseId: string | null; messages: { messageId: string; value: string; redeliveryCount: number }[] };
+  const receive = async (topic: string, body: unknown): Promise<Received> => {
+    const res = await json("POST", `/v1/topics/${topic}/partitions/0/subscriptions/q/receive`, body);
+    const text = await res.text();
+    expect(res.status, text).toBe(200);
+    return JSON.parse(text) as Received;
+  };
+
+  it("receive under a lease, ack by lease, an expired lease redelivers with count + 1, an unknown lease is refused", async () => {
+    const topic = randomTopic();
+    await createTopic(topic);
+    expect(await receive(topic, { initialPosition: "earliest" })).toMatchObject({ leaseId: null, messages: [] });
+    await produceValues(topic, ["m0", "m1", "m2"]);
+    const a = await receive(topic, { maxMessages: 2, visibilityTimeoutMs: 1000 });
+    const b = await receive(topic, { maxMessages: 5, visibilityTimeoutMs: 30_000 });
+    expect([a.messages.map((m) => m.value), b.messages.map((m) => m.value)]).toEqual([["m0", "m1"], ["m2"]]);
+    const ackA = await json("POST", `/v1/topics/${topic}/partitions/0/subscriptions/q/leases/${a.leaseId}/ack`, { messageIds: [a.messages[0]!.messageId] });
+    expect(await ackA.json()).toEqual({ leaseId: a.leaseId, settled: 1, remaining: 1 });
+    // m1's lease expires: it comes back to the next receive with redelivery count 1.
+    let again: Received = { leaseId: null, messages: [] };
+    for (let i = 0; i < 60 && again.messages.length === 0; i++) {
+      await sleep(100);
+      again = await receive(topic, { maxMessages: 5 });
+    }
+    expect(again.messages.map((m) => [m.value, m.redeliveryCount])).toEqual([["m1", 1]]);
+    await expectError(await json("POST", `/v1/topics/${topic}/partitions/0/subscriptions/q/leases/${a.leaseId}/ack`, {}), "LEASE_NOT_FOUND", 404);
+    for (const l of [b, again])
+      expect((await (await json("POST", `/v1/topics/${topic}/partitions/0/subscriptions/q/leases/${l.leaseId}/ack`, {})).json()) as object).toMatchObject({ settled: 1, remaining: 0 });
+    expect((await subStats(topic, "q")).backlog).toBe(0);
+    // An exclusive subscription with a consumer refuses a pull consumer.
+    const c = await connect(topic, "ex", { type: "exclusive" });
+    await c.until(() => c.frames.length > 0, "connected");
+    await expectError(await json("POST", `/v1/topics/${topic}/partitions/0/subscriptions/ex/receive`, {}), "CONSUMER_BUSY", 409);
+    await c.close();
+  });
+});

@@ -135,6 +135,7 @@ export const EDGELOG_TO_KAFKA = {
   INVALID_MESSAGE_ID: "INVALID_REQUEST",
   SUBSCRIPTION_NOT_FOUND: "UNKNOWN_SERVER_ERROR",
   SUBSCRIPTION_HAS_CONSUMERS: "UNKNOWN_SERVER_ERROR",
+  LEASE_NOT_FOUND: "UNKNOWN_SERVER_ERROR",
   // Security (docs/SECURITY.md): the bridge's --token/--user credentials were refused, or the
   // principal lacks an ACL (Kafka's *_AUTHORIZATION_FAILED family; the topic one is what
   // clients report best), or a quota throttles (Kafka's THROTTLING_QUOTA_EXCEEDED).
