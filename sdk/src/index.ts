@@ -60,6 +60,10 @@ export type {
   TopicPartitions,
 } from "../../src/protocol/index.ts";
 
+// ---- subscriptions (Pulsar-style, over the native WebSocket API) ----
+export { SubscriptionConsumer, subscribe } from "./subscription.ts";
+export type { SubscribeOptions as SubscriptionOptions, SubscriptionMessage, SubscriptionType } from "./subscription.ts";
+
 // ---- errors (the shared error-code table) ----
 export { EdgelogClientError } from "./errors.ts";
 export type { EdgelogClientErrorOptions } from "./errors.ts";
