@@ -5,7 +5,7 @@
  * itself and gets exactly the unacked messages again.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Admin, EdgelogClient, Producer, subscribe, toText, type SubscriptionMessage } from "../../sdk/src/index.ts";
+import { Admin, type EdgelogClient, Producer, subscribe, toText, type SubscriptionMessage } from "../../sdk/src/index.ts";
 import { randomTopic, startWithClient, type DevServer } from "./dev-server.ts";
 
 let server: DevServer;
