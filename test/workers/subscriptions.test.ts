@@ -244,6 +244,25 @@ describe("native WebSocket consumer", () => {
   });
 });
 
+describe("hibernation keeps per-socket state", () => {
+  it("pull-mode credits granted before a hibernation are used after the wake", async () => {
+    const topic = randomTopic();
+    await createTopic(topic);
+    const c = await connect(topic, "s", { type: "shared", pullMode: true });
+    await c.until(() => c.frames.length > 0, "connected");
+    c.send({ type: "permit", permits: 2 });
+    await produceValues(topic, ["m0"]);
+    const [m0] = await c.waitMessages(1);
+    await c.ack([m0!.messageId]); // (an unacked one would be delivered again after the wake)
+    await evictDurableObject(await partitionStub(topic));
+    await produceValues(topic, ["m1", "m2"]);
+    await c.waitMessages(2);
+    await sleep(200);
+    expect(values(c.messages)).toEqual(["m0", "m1"]); // one credit was left, so exactly one more
+    await c.close();
+  });
+});
+
 describe("subscription admin over HTTP", () => {
   it("create at a position, list, skip, clear backlog, delete (refused while connected unless forced)", async () => {
     const topic = randomTopic();
