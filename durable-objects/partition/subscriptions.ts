@@ -234,7 +234,9 @@ export class SubscriptionsRoom {
     for (const row of this.#ctx.sql.all<{ name: string; meta: string; cursor: string }>("SELECT name, meta, cursor FROM sub_subscriptions")) {
       const meta = JSON.parse(row.meta) as SubMeta;
       const committed = decodeDurable(JSON.parse(row.cursor));
-      this.#subs.set(row.name, { name: row.name, meta, committed, sub: this.#newSub(row.name, meta, committed, bounds) });
+      const sub = this.#newSub(row.name, meta, decodeDurable(JSON.parse(row.cursor)), bounds);
+      sub.checkInvariants(); // assert after reading: a broken stored cursor fails the start-up loudly
+      this.#subs.set(row.name, { name: row.name, meta, committed, sub });
     }
     // Consumers of sockets that survived a hibernation or a restart of the object, in join order.
     const consumers: { ws: WebSocket; a: ConsumerAttachment }[] = [];
