@@ -188,6 +188,27 @@ describe("native WebSocket consumer", () => {
     await b.close();
   });
 
+  it("failover on a partitioned topic: per partition, the i mod n-th consumer by name is active (not the first joined)", async () => {
+    const topic = randomTopic();
+    await createTopic(topic, 2);
+    const q = { type: "failover" };
+    const b0 = await connect(topic, "fo", { ...q, consumerName: "b" }, 0);
+    const b1 = await connect(topic, "fo", { ...q, consumerName: "b" }, 1);
+    await b0.until(() => b0.frames.length > 0, "connected");
+    await b1.until(() => b1.frames.length > 0, "connected");
+    const a0 = await connect(topic, "fo", { ...q, consumerName: "a" }, 0);
+    const a1 = await connect(topic, "fo", { ...q, consumerName: "a" }, 1);
+    await a0.until(() => a0.frames.length > 0, "connected");
+    await a1.until(() => a1.frames.length > 0, "connected");
+    // Sorted by name [a, b]: partition 0 -> a, partition 1 -> b (PR #2954).
+    await b0.until(() => b0.frames.some((f) => f.type === "active" && !f.active), "b loses partition 0");
+    const st = await subStats(topic, "fo");
+    const active = st.partitions.map((p) => p.consumers.filter((c) => c.active).length);
+    expect(active).toEqual([1, 1]);
+    expect([a0.frames[0], a1.frames[0]]).toMatchObject([{ active: true }, { active: false }]);
+    for (const c of [a0, a1, b0, b1]) await c.close();
+  });
+
   it("individual acks with holes (0, 2, 3, 5 of 0..5) survive a restart: only 1 and 4, then what follows 5", async () => {
     const topic = randomTopic();
     await createTopic(topic);
