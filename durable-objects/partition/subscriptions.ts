@@ -51,6 +51,7 @@ import {
   Subscription,
   type SubscriptionCommand,
   type SubscriptionType,
+  RateMeter,
 } from "../../src/subscriptions/index.ts";
 import { admitConsumer } from "../../src/subscriptions/dispatch.ts";
 import type { CursorTarget, SubscriptionInfo } from "../../src/subscriptions/rpc.ts";
@@ -166,6 +167,9 @@ interface ReaderAttachment {
 
 interface Live {
   readonly name: string;
+  /** Deliveries and redeliveries, for the stats' rates (memory only). */
+  readonly out: RateMeter;
+  readonly redelivered: RateMeter;
   meta: SubMeta;
   sub: Subscription;
   /** The last committed durable state (what `sub_subscriptions` holds). */
@@ -196,6 +200,9 @@ export class SubscriptionsRoom {
   /** consumer id -> socket. */
   readonly #sockets = new Map<string, WebSocket>();
   readonly #errors = new WeakMap<WebSocket, number>();
+  /** Records appended, for msgRateIn (memory only), and the log end it last saw. */
+  readonly #in = new RateMeter();
+  #lastEnd = 0;
   /** Whether reader sockets may exist (set on accept and at load): spares appends a socket lookup. */
   #hasReaders = false;
   /** HTTP pull leases by id (= their consumer id). In memory: a restart ends them (their messages are redelivered). */
@@ -229,6 +236,7 @@ export class SubscriptionsRoom {
 
   load(): void {
     this.#subs.clear();
+    this.#lastEnd = this.#log.state?.logEndOffset ?? 0;
     this.#cache.clear();
     const bounds = this.#bounds();
     for (const row of this.#ctx.sql.all<{ name: string; meta: string; cursor: string }>("SELECT name, meta, cursor FROM sub_subscriptions")) {
@@ -236,7 +244,7 @@ export class SubscriptionsRoom {
       const committed = decodeDurable(JSON.parse(row.cursor));
       const sub = this.#newSub(row.name, meta, decodeDurable(JSON.parse(row.cursor)), bounds);
       sub.checkInvariants(); // assert after reading: a broken stored cursor fails the start-up loudly
-      this.#subs.set(row.name, { name: row.name, meta, committed, sub });
+      this.#subs.set(row.name, { name: row.name, meta, committed, sub, out: new RateMeter(), redelivered: new RateMeter() });
     }
     // Consumers of sockets that survived a hibernation or a restart of the object, in join order.
     const consumers: { ws: WebSocket; a: ConsumerAttachment }[] = [];
@@ -311,7 +319,14 @@ export class SubscriptionsRoom {
     switch (c.op) {
       case "create": {
         const committed = decodeDurable(c.cursor);
-        this.#subs.set(c.name, { name: c.name, meta: c.meta, committed, sub: this.#newSub(c.name, c.meta, decodeDurable(c.cursor), this.#bounds()) });
+        this.#subs.set(c.name, {
+          name: c.name,
+          meta: c.meta,
+          committed,
+          sub: this.#newSub(c.name, c.meta, decodeDurable(c.cursor), this.#bounds()),
+          out: new RateMeter(),
+          redelivered: new RateMeter(),
+        });
         return;
       }
       case "cursors":
@@ -347,6 +362,9 @@ export class SubscriptionsRoom {
 
   /** Bound once: the listener the switchboard registers with the log's appends. */
   readonly dispatchAll = (): void => {
+    const end = this.#log.state?.logEndOffset ?? 0;
+    if (end > this.#lastEnd) this.#in.add(end - this.#lastEnd, Date.now());
+    this.#lastEnd = end;
     // After the append's commit: a failure here must not fail the append, whose records are
     // durable; the next event (ack, timer, append) dispatches again.
     try {
@@ -595,7 +613,13 @@ export class SubscriptionsRoom {
     const partition = this.#log.state?.partition;
     if (partition === undefined) return;
     for (let slice = 0; slice < SLICES_PER_EVENT; slice++) {
-      const { deliveries, more } = live.sub.dispatch(Date.now(), this.#source);
+      const nowMs = Date.now();
+      const { deliveries, more } = live.sub.dispatch(nowMs, this.#source);
+      if (deliveries.length > 0) {
+        live.out.add(deliveries.length, nowMs);
+        const re = deliveries.filter((d) => d.redeliveryCount > 0).length;
+        if (re > 0) live.redelivered.add(re, nowMs);
+      }
       const byConsumer = new Map<string, { ws: WebSocket; base64: boolean; messages: WireMessage[] }>();
       for (const d of deliveries) {
         const rec = this.#source.record(d.offset);
@@ -911,6 +935,7 @@ export class SubscriptionsRoom {
 
   #info(live: Live): SubscriptionInfo {
     const st = live.sub.stats((lo, hi) => this.#bytesIn(lo, hi));
+    const nowMs = Date.now();
     const active = live.sub.activeConsumer;
     return {
       subscription: live.name,
@@ -922,6 +947,9 @@ export class SubscriptionsRoom {
       backlogBytes: st.backlogBytes ?? 0,
       unacked: st.unacked,
       deadLetteredTotal: st.deadLetteredTotal,
+      msgRateIn: this.#in.rate(nowMs),
+      msgRateOut: live.out.rate(nowMs),
+      msgRateRedeliver: live.redelivered.rate(nowMs),
       consumers: st.consumers.map((c) => ({ consumerId: c.id, consumerName: c.name, permits: c.permits, unacked: c.unacked, active: live.sub.type !== "failover" || c.id === active })),
     };
   }

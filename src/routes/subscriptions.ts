@@ -86,6 +86,9 @@ function summary(topic: TopicSummary, subscription: string, parts: SubscriptionI
     backlogBytes: sum((i) => i.backlogBytes),
     unacked: sum((i) => i.unacked),
     deadLetteredTotal: sum((i) => i.deadLetteredTotal),
+    msgRateIn: sum((i) => i.msgRateIn),
+    msgRateOut: sum((i) => i.msgRateOut),
+    msgRateRedeliver: sum((i) => i.msgRateRedeliver),
     consumers: sum((i) => i.consumers.length),
     partitions: parts,
   };

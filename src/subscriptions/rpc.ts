@@ -38,6 +38,12 @@ export interface SubscriptionInfo {
   unacked: number;
   /** Messages copied to the dead-letter topic so far. */
   deadLetteredTotal: number;
+  /** Records appended to the partition per second (last 10 s, since the object started; Pulsar's msgRateIn). */
+  msgRateIn: number;
+  /** Messages delivered per second, first deliveries and redeliveries (msgRateOut). */
+  msgRateOut: number;
+  /** Redelivered messages (redelivery count > 0) per second (msgRateRedeliver). */
+  msgRateRedeliver: number;
   consumers: ConsumerInfo[];
 }
 

@@ -36,7 +36,8 @@ describe("native WebSocket consumer", () => {
     ]);
     expect(c.frames[0]).toMatchObject({ type: "connected", subscription: "s", subscriptionType: "exclusive", partition: 0, active: true });
     expect(await c.ack([got[0]!.messageId, got[2]!.messageId])).toBe(2);
-    const st = await subStats(topic, "s");
+    const st = (await subStats(topic, "s")) as Awaited<ReturnType<typeof subStats>> & { msgRateIn: number; msgRateOut: number; msgRateRedeliver: number };
+    expect([st.msgRateIn, st.msgRateOut, st.msgRateRedeliver]).toEqual([0.3, 0.3, 0]); // 3 in, 3 out over the 10 s window
     expect({ backlog: st.backlog, md: st.partitions[0]!.markDeletePosition, ranges: st.partitions[0]!.ackedRanges }).toEqual({ backlog: 1, md: 0, ranges: [[2, 2]] });
     await c.close();
   });
