@@ -411,6 +411,7 @@ export class SubscriptionsRoom {
       live = this.#subs.get(name)!;
     } else if (
       live.sub.stats().consumers.length === 0 &&
+      !this.#joining.has(name) &&
       (live.meta.type !== o.type || !samePolicy(live.meta.policy, o.policy) || live.meta.deadLetterTopic !== o.deadLetterTopic || live.meta.partitioned !== partitioned)
     ) {
       // The first consumer of an idle subscription sets its type and delivery policy (Pulsar's
