@@ -55,7 +55,7 @@ describe("subscribe options", () => {
       ["consumerName=a%20b", "consumerName"],
       ["maxRedeliverCount=-1", "maxRedeliverCount"],
     ] as const) {
-      const r = parseSubscribeQuery("s", q(query)) as { code: string; details: { field: string } };
+      const r = parseSubscribeQuery("s", q(query)) as unknown as { code: string; details: { field: string } };
       expect([query, r.code, r.details.field]).toEqual([query, "INVALID_REQUEST", field]);
     }
     expect(code(parseSubscribeQuery("a/b", q("")))).toBe("INVALID_REQUEST");
