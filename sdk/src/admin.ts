@@ -11,7 +11,7 @@ import type { CallOptions, EdgelogClient } from "./client.ts";
  * Topic configs to set: Kafka names; values as numbers or decimal strings (as Kafka tools pass
  * them). Defaults and bounds: src/protocol/config.ts.
  */
-export type TopicConfigInput = { [K in keyof TopicConfigs]?: TopicConfigs[K] | string };
+export type TopicConfigInput = { [K in Exclude<keyof TopicConfigs, "policies">]?: TopicConfigs[K] | string };
 
 /** Argument of {@link Admin.createTopic}. */
 export interface NewTopic {
