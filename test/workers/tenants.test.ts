@@ -5,10 +5,11 @@
  * inheritance with its source, the effective configs and policies a partition stores, and the
  * routes' ACLs with auth on.
  */
-import { runInDurableObject } from "cloudflare:test";
+import { env, evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { Env } from "../../src/env.ts";
-import type { EffectivePolicies, NamespaceDescription, TenantInfo, TopicConfigs, TopicDescription } from "../../src/protocol/index.ts";
+import type { TenantStore, TopicMetadataStore } from "../../src/metadata/store.ts";
+import { DEFAULT_TOPIC_CONFIGS, type EffectivePolicies, type NamespaceDescription, type TenantInfo, type TopicConfigs, type TopicDescription } from "../../src/protocol/index.ts";
 import { authEnv, expectCode, expectOk, hsToken, makeKeys, request, SUPERUSER } from "./auth-helpers.ts";
 import { call, createTopic, describe as describeTopic, expectError, json, partitionObject } from "./helpers.ts";
 
@@ -230,6 +231,47 @@ describe("policies", () => {
     expect(e.details).toMatchObject({ config: "local.retention.ms", topic: `${ns}/local` });
     expect((await policiesOf(ns)).retention.source).toBe("default");
     expect((await describeTopic(`${ns}/local`)).configs["retention.ms"]).toBe(604_800_000);
+  });
+});
+
+describe("an existing deployment (metadata created before tenants)", () => {
+  it("migration 3 adopts the tenants and namespaces its topics use, and their non-default configs as topic overrides", async () => {
+    const stub = env.METADATA.getByName(`upgrade-${uid()}`);
+    const store = stub as unknown as TenantStore & TopicMetadataStore;
+    await store.listTenants();
+    const topicId = crypto.randomUUID();
+    const configs = { "retention.ms": 1000, "retention.bytes": -1 };
+    expect(await partitionObject(topicId).init({ topic: "acme/orders/eu", topicId, partition: 0, configs: { ...DEFAULT_TOPIC_CONFIGS, ...configs } })).toEqual({ ok: true });
+    // Back to the schema of migration 2, holding a topic of a namespace nobody created.
+    await runInDurableObject(stub, (_i, state) => {
+      state.storage.sql.exec(`
+        DROP INDEX topics_by_namespace;
+        ALTER TABLE topics DROP COLUMN policies;
+        ALTER TABLE topics DROP COLUMN config_keys;
+        DROP TABLE tenants;
+        DROP TABLE namespaces;
+        UPDATE _rooms SET version = 2 WHERE room = 'metadata';
+      `);
+      state.storage.sql.exec(
+        "INSERT INTO topics (name, tenant, namespace, topic, topic_id, partitions, configs, created_at) VALUES ('acme/orders/eu', 'acme', 'orders', 'eu', ?, 1, ?, 1)",
+        topicId,
+        JSON.stringify(configs),
+      );
+    });
+    await evictDurableObject(stub);
+    const tenants = await store.listTenants();
+    expect(tenants.ok && tenants.tenants).toEqual(["acme", "public", "streams"]);
+    const ns = await store.describeNamespace("acme/orders");
+    expect(ns.ok && { topics: ns.namespace.topics, createdAt: ns.namespace.createdAt }).toEqual({ topics: 1, createdAt: 0 });
+    const t = await store.getTopic("acme/orders/eu");
+    // retention.ms differs from its default: the topic's own; retention.bytes is the default (-1): inherited.
+    expect(t.ok && t.topic.policies.retention).toEqual({ value: { timeMs: 1000, sizeBytes: -1 }, source: "topic" });
+    const set = await store.setNamespacePolicies("acme/orders", { retention: { timeMs: 5000, sizeBytes: 4096 } });
+    expect(set.ok).toBe(true);
+    const t2 = await store.getTopic("acme/orders/eu");
+    expect(t2.ok && [t2.topic.configs["retention.ms"], t2.topic.configs["retention.bytes"]]).toEqual([1000, 4096]);
+    const stored = await partitionConfigs(topicId);
+    expect([stored["retention.ms"], stored["retention.bytes"], stored.policies?.retention]).toEqual([1000, 4096, { timeMs: 1000, sizeBytes: 4096 }]);
   });
 });
 
