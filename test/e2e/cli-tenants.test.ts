@@ -41,7 +41,7 @@ describe("edgelog tenants and namespaces", () => {
     expect((await cli("namespaces", "set-policy", ns, "backlogQuota", "limitBytes=1048576", "action=producer_exception")).stdout).toBe(
       `Set backlogQuota={"limitBytes":1048576,"action":"producer_exception"} on ${ns}.\n`,
     );
-    const bad = await cli("namespaces", "set-policy", ns, "messageTtlSeconds", "-5");
+    const bad = await cli("namespaces", "set-policy", ns, "messageTtlSeconds", "--", "-5");
     expect([bad.code, bad.stderr.split(":")[1]?.trim()]).toEqual([1, "INVALID_POLICY"]);
 
     const policies = (await cli("namespaces", "get-policies", ns)).stdout.split("\n");
