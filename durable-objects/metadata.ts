@@ -122,7 +122,7 @@ export class MetadataDO extends SqliteDurableObject<Env> implements TopicMetadat
         if (this.#row(name.full) !== undefined) return errorResult("TOPIC_ALREADY_EXISTS", `Topic ${name.full} already exists.`, { topic: name.full });
         const nsPolicies = this.#tenants.namespacePolicies(namespace);
         if (nsPolicies === undefined) return unknownNamespace(namespace);
-        const view = topicView(configs, explicit, nsPolicies, own);
+        const view = topicView(configs, explicit, nsPolicies, own, { validate: true });
         const topicId = crypto.randomUUID();
         await this.#initPartitions(name.full, topicId, 0, partitions, view.partitionConfigs);
         // The namespace may have been deleted while the partitions were initialised: deletes
@@ -203,7 +203,7 @@ export class MetadataDO extends SqliteDurableObject<Env> implements TopicMetadat
             else own[k] = v;
           }
         }
-        const view = topicView(configs, explicit, this.#tenants.namespacePolicies(`${row.tenant}/${row.namespace}`) ?? {}, own as PolicyOverrides);
+        const view = topicView(configs, explicit, this.#tenants.namespacePolicies(`${row.tenant}/${row.namespace}`) ?? {}, own as PolicyOverrides, { validate: true });
         const partitions = req.partitions === undefined ? current.partitions : checkPartitions(req.partitions);
         if (partitions < current.partitions) {
           return errorResult("PARTITION_DECREASE_NOT_ALLOWED", `Topic ${full} has ${current.partitions} partitions; the count can only grow.`, {
@@ -357,7 +357,7 @@ export class MetadataDO extends SqliteDurableObject<Env> implements TopicMetadat
         const pushes: { topicId: string; partitions: number; configs: TopicConfigs }[] = [];
         for (const row of this.sql.all<TopicRow>("SELECT * FROM topics WHERE tenant = ? AND namespace = ? ORDER BY name", tenant, namespace)) {
           const before = this.#summary(row, current);
-          const after = topicView(storedConfigs(row), new Set(explicitKeys(row)), policies, JSON.parse(row.policies) as PolicyOverrides, row.name);
+          const after = topicView(storedConfigs(row), new Set(explicitKeys(row)), policies, JSON.parse(row.policies) as PolicyOverrides, { validate: true, topic: row.name });
           if (JSON.stringify(before.policies) !== JSON.stringify(after.policies) || JSON.stringify(before.configs) !== JSON.stringify(after.summaryConfigs)) {
             pushes.push({ topicId: row.topic_id, partitions: row.partitions, configs: after.partitionConfigs });
           }
@@ -474,26 +474,29 @@ function splitRemovals(configs: unknown): { set: unknown; removed: string[] } {
 /**
  * A topic's effective view: policies with sources, the configs shown (retention from the
  * effective retention policy) and the configs partitions receive (the same, plus the policy
- * values). The effective configs are validated as a whole (a namespace retention may break a
- * topic's local.retention rule), and so are the policy rules.
- * @throws EdgelogError INVALID_CONFIG or INVALID_POLICY (naming the topic when `topic` is given).
+ * values). Writes pass `validate`: the effective configs are validated as a whole (a namespace
+ * retention may break a topic's local.retention rule), and so are the policy rules. Reads do
+ * not, so a stored state can always be read back.
+ * @throws EdgelogError INVALID_CONFIG or INVALID_POLICY (naming the topic when `o.topic` is given).
  */
 function topicView(
   configs: TopicConfigs,
   explicit: ReadonlySet<string>,
   namespace: PolicyOverrides,
   own: PolicyOverrides,
-  topic?: string,
+  o: { validate: boolean; topic?: string } = { validate: false },
 ): { policies: EffectivePolicies; summaryConfigs: TopicConfigs; partitionConfigs: TopicConfigs } {
   const policies = resolvePolicies(namespace, own, { values: configs, explicit });
   const { policies: _stale, ...plain } = configs;
   const summaryConfigs = effectiveConfigs(plain, policies);
-  try {
-    mergeTopicConfigs(DEFAULT_TOPIC_CONFIGS, summaryConfigs);
-    checkPolicyRules(policyValues(policies));
-  } catch (e) {
-    if (topic !== undefined && e instanceof EdgelogError) throw new EdgelogError(e.code, `Topic ${topic}: ${e.message}`, { ...e.details, topic });
-    throw e;
+  if (o.validate) {
+    try {
+      mergeTopicConfigs(DEFAULT_TOPIC_CONFIGS, summaryConfigs);
+      checkPolicyRules(policyValues(policies));
+    } catch (e) {
+      if (o.topic !== undefined && e instanceof EdgelogError) throw new EdgelogError(e.code, `Topic ${o.topic}: ${e.message}`, { ...e.details, topic: o.topic });
+      throw e;
+    }
   }
   return { policies, summaryConfigs, partitionConfigs: { ...summaryConfigs, policies: policyValues(policies) } };
 }

@@ -313,3 +313,11 @@ export interface NamespaceDescription {
   /** Creation time (ms); 0 for namespaces the migration adopted from existing topics. */
   createdAt: number;
 }
+
+/**
+ * The policy values a partition holds (`configs.policies`, pushed by the metadata store), with
+ * the defaults for a partition initialised before policies existed (or a policy added later).
+ */
+export function policiesOf(configs: Pick<TopicConfigs, "policies">): TopicPolicies {
+  return { ...DEFAULT_POLICIES, ...configs.policies };
+}
