@@ -10,12 +10,13 @@ describe("parseCli: tenants and namespaces", () => {
       url: DEFAULT_URL,
       name: "acme",
       adminRoles: ["alice", "bob"],
+      ifNotExists: undefined,
     });
-    expect(parseCli(["tenants", "create", "acme"])).toEqual({ kind: "tenants create", url: DEFAULT_URL, name: "acme", adminRoles: [] });
+    expect(parseCli(["tenants", "create", "acme", "--if-not-exists"])).toEqual({ kind: "tenants create", url: DEFAULT_URL, name: "acme", adminRoles: [], ifNotExists: true });
     expect(parseCli(["tenants", "describe", "acme"])).toEqual({ kind: "tenants describe", url: DEFAULT_URL, name: "acme", json: false });
     expect(parseCli(["tenants", "delete", "acme"])).toEqual({ kind: "tenants delete", url: DEFAULT_URL, name: "acme" });
     expect(parseCli(["namespaces", "list", "acme"])).toEqual({ kind: "namespaces list", url: DEFAULT_URL, tenant: "acme", json: false });
-    expect(parseCli(["namespaces", "create", "acme/orders"])).toEqual({ kind: "namespaces create", url: DEFAULT_URL, namespace: "acme/orders" });
+    expect(parseCli(["namespaces", "create", "acme/orders"])).toEqual({ kind: "namespaces create", url: DEFAULT_URL, namespace: "acme/orders", ifNotExists: undefined });
     expect(parseCli(["namespaces", "describe", "acme/orders", "--json"])).toEqual({ kind: "namespaces describe", url: DEFAULT_URL, namespace: "acme/orders", json: true });
     expect(parseCli(["namespaces", "delete", "acme/orders"])).toEqual({ kind: "namespaces delete", url: DEFAULT_URL, namespace: "acme/orders" });
     expect(parseCli(["namespaces", "get-policies", "acme/orders"])).toEqual({ kind: "namespaces get-policies", url: DEFAULT_URL, namespace: "acme/orders", json: false });

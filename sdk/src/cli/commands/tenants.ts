@@ -9,6 +9,7 @@
  */
 import type { PolicyName, TopicPolicies } from "../../../../src/protocol/policies.ts";
 import { POLICY_NAMES } from "../../../../src/protocol/policies.ts";
+import { EdgelogError } from "../../../../src/protocol/errors.ts";
 import { flag, JSON_OPTION, list, UsageError } from "../args.ts";
 import { defineCommand } from "../command.ts";
 import { formatTable } from "../format.ts";
@@ -17,11 +18,11 @@ const JSON_OPTIONS = { json: JSON_OPTION } as const;
 
 export type TenantsCommand =
   | { kind: "tenants list"; url: string; json: boolean }
-  | { kind: "tenants create"; url: string; name: string; adminRoles: string[] }
+  | { kind: "tenants create"; url: string; name: string; adminRoles: string[]; ifNotExists?: boolean | undefined }
   | { kind: "tenants describe"; url: string; name: string; json: boolean }
   | { kind: "tenants delete"; url: string; name: string }
   | { kind: "namespaces list"; url: string; tenant: string; json: boolean }
-  | { kind: "namespaces create"; url: string; namespace: string }
+  | { kind: "namespaces create"; url: string; namespace: string; ifNotExists?: boolean | undefined }
   | { kind: "namespaces describe"; url: string; namespace: string; json: boolean }
   | { kind: "namespaces delete"; url: string; namespace: string }
   | { kind: "namespaces set-policy"; url: string; namespace: string; policy: PolicyName; value: unknown }
@@ -74,13 +75,25 @@ export const tenantsList = defineCommand<Extract<TenantsCommand, { kind: "tenant
 
 export const tenantsCreate = defineCommand<Extract<TenantsCommand, { kind: "tenants create" }>>({
   name: "tenants create",
-  usage: "  tenants create NAME [--admin-role ROLE ...]\n      Allowed clusters are always [edgelog] (one deployment is one cluster).\n",
-  options: { "admin-role": { type: "string", multiple: true } },
+  usage:
+    "  tenants create NAME [--admin-role ROLE ...] [--if-not-exists]\n      Allowed clusters are always [edgelog] (one deployment is one cluster); --if-not-exists: an existing tenant is success, left as it is.\n",
+  options: { "admin-role": { type: "string", multiple: true }, "if-not-exists": { type: "boolean" } },
   args: ["NAME"],
-  parse: ({ url, args, values }) => ({ kind: "tenants create", url, name: args[0]!, adminRoles: list(values, "admin-role") ?? [] }),
+  parse: ({ url, args, values }) => ({
+    kind: "tenants create",
+    url,
+    name: args[0]!,
+    adminRoles: list(values, "admin-role") ?? [],
+    ifNotExists: flag(values, "if-not-exists") || undefined,
+  }),
   async run(cmd, { admin, out }) {
-    const t = await admin.createTenant(cmd.name, cmd.adminRoles.length === 0 ? {} : { adminRoles: cmd.adminRoles });
-    await out.write(`Created tenant ${t.name}${t.adminRoles.length === 0 ? "" : ` (admin roles: ${t.adminRoles.join(", ")})`}.\n`);
+    try {
+      const t = await admin.createTenant(cmd.name, cmd.adminRoles.length === 0 ? {} : { adminRoles: cmd.adminRoles });
+      await out.write(`Created tenant ${t.name}${t.adminRoles.length === 0 ? "" : ` (admin roles: ${t.adminRoles.join(", ")})`}.\n`);
+    } catch (e) {
+      if (!(cmd.ifNotExists === true && e instanceof EdgelogError && e.code === "TENANT_ALREADY_EXISTS")) throw e;
+      await out.write(`Tenant ${cmd.name} already exists.\n`);
+    }
   },
 });
 
@@ -123,13 +136,18 @@ export const namespacesList = defineCommand<Extract<TenantsCommand, { kind: "nam
 
 export const namespacesCreate = defineCommand<Extract<TenantsCommand, { kind: "namespaces create" }>>({
   name: "namespaces create",
-  usage: "  namespaces create TENANT/NAMESPACE\n",
-  options: {},
+  usage: "  namespaces create TENANT/NAMESPACE [--if-not-exists]\n",
+  options: { "if-not-exists": { type: "boolean" } },
   args: ["TENANT/NAMESPACE"],
-  parse: ({ url, args }) => ({ kind: "namespaces create", url, namespace: namespaceArg(args[0]!) }),
+  parse: ({ url, args, values }) => ({ kind: "namespaces create", url, namespace: namespaceArg(args[0]!), ifNotExists: flag(values, "if-not-exists") || undefined }),
   async run(cmd, { admin, out }) {
-    await admin.createNamespace(cmd.namespace);
-    await out.write(`Created namespace ${cmd.namespace}.\n`);
+    try {
+      await admin.createNamespace(cmd.namespace);
+      await out.write(`Created namespace ${cmd.namespace}.\n`);
+    } catch (e) {
+      if (!(cmd.ifNotExists === true && e instanceof EdgelogError && e.code === "NAMESPACE_ALREADY_EXISTS")) throw e;
+      await out.write(`Namespace ${cmd.namespace} already exists.\n`);
+    }
   },
 });
 
