@@ -115,7 +115,14 @@ export class TenantTables {
     }
     if (this.#tenant(name) === undefined) return unknownTenant(name);
     const namespaces = this.#namespacesOf(name);
-    if (namespaces.length > 0) return errorResult("TENANT_NOT_EMPTY", `Tenant ${name} still has ${namespaces.length} namespace(s): delete them first.`, { tenant: name, namespaces });
+    if (namespaces.length > 0) {
+      // At most the first 100 names in the answer; `count` is all of them.
+      return errorResult("TENANT_NOT_EMPTY", `Tenant ${name} still has ${namespaces.length} namespace(s): delete them first.`, {
+        tenant: name,
+        namespaces: namespaces.slice(0, 100),
+        count: namespaces.length,
+      });
+    }
     this.#storage.transactionSync(() => {
       this.#sql.run("DELETE FROM tenants WHERE name = ?", name);
       this.#sql.run("DELETE FROM acls WHERE resource_type = 'tenant' AND pattern_type = 'literal' AND resource_name = ?", name);

@@ -74,7 +74,7 @@ describe("tenants and namespaces", () => {
     expect(await ok(await call(`/v1/namespaces/${tenant}`))).toEqual({ tenant, namespaces: [`${tenant}/orders`] });
 
     const del = await expectError(await call(`/v1/tenants/${tenant}`, { method: "DELETE" }), "TENANT_NOT_EMPTY", 409);
-    expect(del.details).toEqual({ tenant, namespaces: [`${tenant}/orders`] });
+    expect(del.details).toEqual({ tenant, namespaces: [`${tenant}/orders`], count: 1 });
     await createTopic(`${tenant}/orders/eu`);
     expect((await ok<NamespaceDescription>(await call(`/v1/namespaces/${tenant}/orders`))).topics).toBe(1);
     const nsDel = await expectError(await call(`/v1/namespaces/${tenant}/orders`, { method: "DELETE" }), "NAMESPACE_NOT_EMPTY", 409);
