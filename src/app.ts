@@ -37,6 +37,7 @@ import { produceRoutes } from "./routes/produce.ts";
 import { producerRoutes } from "./routes/producers.ts";
 import { securityRoutes } from "./routes/security.ts";
 import { subscriptionRoutes } from "./routes/subscriptions.ts";
+import { tenantRoutes } from "./routes/tenants.ts";
 import { topicRoutes } from "./routes/topics.ts";
 import { STREAMS_PATH_PREFIX } from "./streams/names.ts";
 
@@ -64,6 +65,7 @@ export function createApp(): Hono<AppEnv> {
   benchRoutes(app);
   durableStreamsRoutes(app);
   securityRoutes(app);
+  tenantRoutes(app);
   metricsRoutes(app);
 
   const allowed = new AllowedMethods(app.routes);

@@ -84,6 +84,9 @@ function topicForms(method: string, suffix: string, rule: RouteAccess): [string,
   ];
 }
 
+const tenantOf = (r: RouteRequestView): Resource => ({ type: "tenant", name: r.params.tenant ?? "" });
+const namespaceOf = (r: RouteRequestView): Resource => ({ type: "namespace", name: `${r.params.tenant ?? ""}/${r.params.namespace ?? ""}` });
+
 const group = (r: RouteRequestView): Resource => ({ type: "group", name: r.params.group ?? "" });
 
 function jsonOf(r: RouteRequestView): unknown {
@@ -284,6 +287,20 @@ export const ROUTE_ACCESS: Readonly<Record<string, RouteAccess>> = Object.fromEn
   // holding it could otherwise grant itself produce and consume.
   ["POST /v1/namespaces/:tenant/:namespace/permissions/:role", { access: "acl", checks: (r) => [{ resource: { type: "tenant", name: r.params.tenant ?? "" }, operation: "alter" }] }],
   ["DELETE /v1/namespaces/:tenant/:namespace/permissions/:role", { access: "acl", checks: (r) => [{ resource: { type: "tenant", name: r.params.tenant ?? "" }, operation: "alter" }] }],
+
+  // ---- tenants and namespaces (src/routes/tenants.ts; Pulsar: superusers create and delete
+  // tenants, tenant admins create and delete namespaces and set their policies) ----
+  ["GET /v1/tenants", { access: "authenticated" }],
+  ["PUT /v1/tenants/:tenant", onCluster("alter")],
+  ["GET /v1/tenants/:tenant", { access: "acl", checks: (r) => [{ resource: tenantOf(r), operation: "describe" }] }],
+  ["DELETE /v1/tenants/:tenant", onCluster("alter")],
+  ["GET /v1/namespaces/:tenant", { access: "acl", checks: (r) => [{ resource: tenantOf(r), operation: "describe" }] }],
+  ["PUT /v1/namespaces/:tenant/:namespace", { access: "acl", checks: (r) => [{ resource: tenantOf(r), operation: "alter" }] }],
+  ["GET /v1/namespaces/:tenant/:namespace", { access: "acl", checks: (r) => [{ resource: namespaceOf(r), operation: "describe" }] }],
+  ["DELETE /v1/namespaces/:tenant/:namespace", { access: "acl", checks: (r) => [{ resource: tenantOf(r), operation: "alter" }] }],
+  ["GET /v1/namespaces/:tenant/:namespace/policies", { access: "acl", checks: (r) => [{ resource: namespaceOf(r), operation: "describe-configs" }] }],
+  ["PUT /v1/namespaces/:tenant/:namespace/policies/:policy", { access: "acl", checks: (r) => [{ resource: namespaceOf(r), operation: "alter-configs" }] }],
+  ["DELETE /v1/namespaces/:tenant/:namespace/policies/:policy", { access: "acl", checks: (r) => [{ resource: namespaceOf(r), operation: "alter-configs" }] }],
 
   // ---- bench (gated off unless EDGELOG_BENCH_ROUTES = "1"): cluster ALTER ----
   ["GET /bench/noop", onCluster("alter")],

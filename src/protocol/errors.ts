@@ -79,6 +79,15 @@ export const ERRORS = {
   LEASE_NOT_FOUND: { httpStatus: 404, retriable: false, message: "The lease does not exist, is settled, or has expired (its messages were redelivered)." },
   SUBSCRIPTION_HAS_CONSUMERS: { httpStatus: 409, retriable: false, message: "The subscription has connected consumers: close them first, or delete with force=true." },
 
+  // ---- tenants and namespaces (Pulsar's model; docs/TENANTS.md) ----
+  TENANT_NOT_FOUND: { httpStatus: 404, retriable: false, message: "The tenant does not exist." },
+  TENANT_ALREADY_EXISTS: { httpStatus: 409, retriable: false, message: "A tenant with this name already exists." },
+  TENANT_NOT_EMPTY: { httpStatus: 409, retriable: false, message: "The tenant still has namespaces: delete them first." },
+  NAMESPACE_NOT_FOUND: { httpStatus: 404, retriable: false, message: "The namespace does not exist: create it first (only public/default exists from the start)." },
+  NAMESPACE_ALREADY_EXISTS: { httpStatus: 409, retriable: false, message: "A namespace with this name already exists." },
+  NAMESPACE_NOT_EMPTY: { httpStatus: 409, retriable: false, message: "The namespace still has topics: delete them first." },
+  INVALID_POLICY: { httpStatus: 400, retriable: false, message: "A namespace or topic policy is unknown or has an invalid value." },
+
   // ---- Durable Streams compatibility (/v1/stream/*, docs/DURABLE-STREAMS.md; statuses fixed by its PROTOCOL.md) ----
   STREAM_NOT_FOUND: { httpStatus: 404, retriable: false, message: "No stream exists at this path." },
   STREAM_GONE: { httpStatus: 410, retriable: false, message: "The stream was deleted but is retained for the forks that reference it." },

@@ -166,11 +166,18 @@ export function formatDescription(d: TopicDescription): string {
   const configs = `Configs: ${Object.entries(d.configs)
     .map(([k, v]) => `${k}=${v}`)
     .join(", ")}\n`;
+  // Policies with their sources (docs/TENANTS.md); absent from servers before tenants.
+  const policies =
+    d.policies === undefined
+      ? ""
+      : `Policies: ${Object.entries(d.policies)
+          .map(([k, p]) => `${k}=${typeof p.value === "object" ? JSON.stringify(p.value) : p.value} (${p.source})`)
+          .join(", ")}\n`;
   const table = formatTable(
     ["PARTITION", "LOG_START_OFFSET", "HIGH_WATERMARK", "LOG_END_OFFSET", "RECORDS", "BYTES"],
     d.partitionDetails.map((p) => [p.partition, p.logStartOffset, p.highWatermark, p.logEndOffset, p.recordCount, p.bytes]),
   );
-  return head + configs + table;
+  return head + configs + policies + table;
 }
 
 /** `groups list` text. */

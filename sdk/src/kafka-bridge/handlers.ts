@@ -440,7 +440,7 @@ export async function handleCreatePartitions(ctx: BridgeContext, req: CreatePart
 
 /** Kafka ConfigType ids (DescribeConfigs v3+). */
 const CONFIG_TYPE = { BOOLEAN: 1, STRING: 2, INT: 3, LONG: 5, DOUBLE: 6, LIST: 7 } as const;
-const CONFIG_TYPES: Record<keyof TopicConfigs, number> = {
+const CONFIG_TYPES: Record<Exclude<keyof TopicConfigs, "policies">, number> = {
   "max.message.bytes": CONFIG_TYPE.INT,
   "message.timestamp.type": CONFIG_TYPE.STRING,
   "retention.ms": CONFIG_TYPE.LONG,
@@ -472,7 +472,7 @@ export async function handleDescribeConfigs(ctx: BridgeContext, req: DescribeCon
         const t = await ctx.client.describeTopic(ctx.names.toEdgelog(res.resourceName));
         const wanted = res.configurationKeys === null ? undefined : new Set(res.configurationKeys);
         const configs = (Object.keys(t.configs) as (keyof TopicConfigs)[])
-          .filter((name) => wanted === undefined || wanted.has(name))
+          .filter((name): name is Exclude<keyof TopicConfigs, "policies"> => name !== "policies" && (wanted === undefined || wanted.has(name)))
           .map((name) => ({
             name,
             value: String(t.configs[name]),
