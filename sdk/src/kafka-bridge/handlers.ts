@@ -40,7 +40,7 @@ import {
 } from "./messages/topics.ts";
 import { isValidKafkaTopic, type TopicNames } from "./names.ts";
 import type { PartitionAppender } from "./appender.ts";
-import { RecordBatchError, parseProducedBatch, toKafkaBatches, type PreparedBatch } from "./records.ts";
+import { RecordBatchError, parseProducedBatch, toKafkaBatchesInPlace, type PreparedBatch } from "./records.ts";
 
 /** The bridge's only broker id: it answers for every partition (node 0). */
 export const BRIDGE_NODE_ID = 0;
@@ -284,9 +284,10 @@ export async function handleFetch(ctx: BridgeContext, req: FetchRequest): Promis
     let records: Uint8Array = new Uint8Array(0);
     if (r.body.length > 0 && (first || r.body.length <= budget)) {
       try {
-        records = toKafkaBatches(r.body);
+        records = toKafkaBatchesInPlace(r.body);
       } catch {
-        // A stored batch that fails its CRC is never handed out under a fresh Kafka CRC.
+        // A stored batch header that does not decode (the records are not read: their CRC
+        // travels on to the client, records.ts).
         list.push({
           partitionIndex: f.partition,
           errorCode: KafkaError.CORRUPT_MESSAGE,
