@@ -83,6 +83,15 @@ export interface KafkaBridgeOptions {
   autoCreateTopics?: boolean;
   /** Partitions of a topic created with num_partitions -1 or by auto-creation (Kafka's num.partitions). @default 1 */
   defaultPartitions?: number;
+  /**
+   * How long a produced batch without a producer id may wait, from its arrival, for later
+   * batches of the same partition on the same connection to go to Edgelog with it as one
+   * append (Kafka's producer `linger.ms`, applied bridge-side: a Kafka client sizes its batches
+   * for a broker that appends in microseconds, and every Edgelog append is an HTTP request).
+   * Adds up to this much latency to a lone produce. Idempotent batches never wait.
+   * @default 0
+   */
+  produceLingerMs?: number;
   /** Cluster id answered in Metadata. @default "edgelog" */
   clusterId?: string;
   /** Where connection-level problems are reported. @default console.warn */
@@ -164,13 +173,17 @@ export class KafkaBridge {
     let allDone: Promise<unknown> = Promise.resolve();
     let lastNonProduce: Promise<unknown> = Promise.resolve();
     let written: Promise<void> = Promise.resolve();
-    const appender = new PartitionAppender(async (topic, partition, body, acks) => {
-      if (acks === 0) {
-        await this.#ctx.client.produceBatch(topic, partition, body, { acks: 0 });
-        return null;
-      }
-      return this.#ctx.client.produceBatchSummary(topic, partition, body, { acks });
-    });
+    const appender = new PartitionAppender(
+      async (topic, partition, body, acks) => {
+        if (acks === 0) {
+          await this.#ctx.client.produceBatch(topic, partition, body, { acks: 0 });
+          return null;
+        }
+        return this.#ctx.client.produceBatchSummary(topic, partition, body, { acks });
+      },
+      undefined,
+      this.#options.produceLingerMs ?? 0,
+    );
     let closed = false;
     const drop = (why: string): void => {
       if (closed) return;
