@@ -281,7 +281,15 @@ describe("metadata, coordinator, producer ids, offsets", () => {
         brokers: [{ nodeId: 0, host: "127.0.0.1", port: 9092, rack: null }],
         clusterId: "edgelog",
         controllerId: 0,
-        topics: [{ errorCode: 0, name: "orders", isInternal: false, partitions: [{ errorCode: 0, partitionIndex: 0, leaderId: 0, leaderEpoch: 0, replicaNodes: [0], isrNodes: [0] }] }],
+        topics: [
+          {
+            errorCode: 0,
+            name: "orders",
+            topicId: "00000000-0000-0000-0000-000000000000",
+            isInternal: false,
+            partitions: [{ errorCode: 0, partitionIndex: 0, leaderId: 0, leaderEpoch: 0, replicaNodes: [0], isrNodes: [0] }],
+          },
+        ],
       }),
     );
     const res = await kResponse("metadata/v6").decode(bytes);

@@ -103,7 +103,7 @@ describe("Kafka bridge server", () => {
     c.send(21, 0, 1, (w) => w.int32(0)); // DeleteRecords: not implemented
     const r1 = (await c.next())!;
     expect([r1.int32(), r1.int16()]).toEqual([1, 35]);
-    c.send(3, 12, 2); // Metadata v12: beyond the implemented range
+    c.send(3, 13, 2); // Metadata v13: beyond the implemented range
     const r2 = (await c.next())!;
     expect([r2.int32(), r2.int16()]).toEqual([2, 35]);
     c.send(18, 2, 3);

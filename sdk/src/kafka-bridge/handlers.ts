@@ -13,6 +13,7 @@ import { EdgelogClientError } from "../errors.ts";
 import { decompress } from "./compression.ts";
 import { fetchRaw, type RawFetchResult } from "./edgelog.ts";
 import { KafkaError, errorMessageOf, kafkaErrorOf } from "./errors.ts";
+import { ZERO_UUID } from "./wire.ts";
 import type {
   FindCoordinatorRequest,
   FindCoordinatorResponse,
@@ -65,10 +66,11 @@ export interface BridgeContext {
 // Metadata
 // ---------------------------------------------------------------------------------------------
 
-function metadataTopic(name: string, errorCode: number, partitions: number): MetadataTopic {
+function metadataTopic(name: string | null, errorCode: number, partitions: number, topicId = ZERO_UUID): MetadataTopic {
   return {
     errorCode,
     name,
+    topicId,
     isInternal: false,
     partitions: Array.from({ length: partitions }, (_, i) => ({
       errorCode: 0,
@@ -103,27 +105,36 @@ export async function handleMetadata(ctx: BridgeContext, req: MetadataRequest): 
     if (req.topics === null) throw e;
     known = new Map();
     for (const name of req.topics) topics.push(metadataTopic(name, kafkaErrorOf(e, "admin"), 0));
-    req = { ...req, topics: [] };
+    for (const id of req.topicIds) topics.push(metadataTopic(null, kafkaErrorOf(e, "admin"), 0, id));
+    req = { ...req, topics: [], topicIds: [] };
   }
   if (req.topics === null) {
-    for (const [name, t] of [...known].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) topics.push(metadataTopic(name, 0, t.partitions));
+    for (const [name, t] of [...known].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) topics.push(metadataTopic(name, 0, t.partitions, t.topicId));
   } else {
     for (const name of req.topics) {
       const t = known.get(name);
-      if (t !== undefined) topics.push(metadataTopic(name, 0, t.partitions));
+      if (t !== undefined) topics.push(metadataTopic(name, 0, t.partitions, t.topicId));
       else if (!isValidKafkaTopic(name)) topics.push(metadataTopic(name, KafkaError.INVALID_TOPIC_EXCEPTION, 0));
       else if (ctx.autoCreateTopics && req.allowAutoTopicCreation) {
         try {
           const created = await ctx.client.createTopic({ name: ctx.names.toEdgelog(name), partitions: ctx.defaultPartitions });
-          topics.push(metadataTopic(name, 0, created.partitions));
+          topics.push(metadataTopic(name, 0, created.partitions, created.topicId));
         } catch (e) {
           // Created meanwhile by another client: answer it as it is now.
           if (e instanceof EdgelogClientError && e.code === "TOPIC_ALREADY_EXISTS") {
             const again = (await kafkaTopics(ctx)).get(name);
-            topics.push(metadataTopic(name, again === undefined ? KafkaError.UNKNOWN_TOPIC_OR_PARTITION : 0, again?.partitions ?? 0));
+            topics.push(metadataTopic(name, again === undefined ? KafkaError.UNKNOWN_TOPIC_OR_PARTITION : 0, again?.partitions ?? 0, again?.topicId));
           } else topics.push(metadataTopic(name, kafkaErrorOf(e, "admin"), 0));
         }
       } else topics.push(metadataTopic(name, KafkaError.UNKNOWN_TOPIC_OR_PARTITION, 0));
+    }
+    // v12: topics by id (Edgelog's topic ids are UUIDs); an unknown id is UNKNOWN_TOPIC_ID.
+    if (req.topicIds.length > 0) {
+      const byId = new Map([...known].map(([name, t]) => [t.topicId.toLowerCase(), [name, t] as const]));
+      for (const id of req.topicIds) {
+        const hit = byId.get(id);
+        topics.push(hit === undefined ? metadataTopic(null, KafkaError.UNKNOWN_TOPIC_ID, 0, id) : metadataTopic(hit[0], 0, hit[1].partitions, id));
+      }
     }
   }
   return {

@@ -29,6 +29,7 @@ import { EdgelogClient } from "../client.ts";
 import { PartitionAppender } from "./appender.ts";
 import { ApiKey, SUPPORTED_APIS, isFlexible, isSupported, readRequestHeader, writeResponseHeader, type RequestHeader } from "./apis.ts";
 import { KafkaError } from "./errors.ts";
+import { ConsumerGroups } from "./consumer-groups.ts";
 import { ClassicGroups } from "./groups.ts";
 import {
   handleCreatePartitions,
@@ -44,6 +45,7 @@ import {
   handleProduce,
   type BridgeContext,
 } from "./handlers.ts";
+import * as consumerGroupMsgs from "./messages/consumer-groups.ts";
 import * as core from "./messages/core.ts";
 import * as data from "./messages/data.ts";
 import * as groupMsgs from "./messages/groups.ts";
@@ -106,6 +108,7 @@ export class KafkaBridge {
   readonly #server: Server;
   readonly #ctx: BridgeContext;
   readonly #groups: ClassicGroups;
+  readonly #consumerGroups: ConsumerGroups;
   readonly #maxFrameBytes: number;
   readonly #log: (message: string) => void;
   readonly #sockets = new Set<Socket>();
@@ -129,6 +132,7 @@ export class KafkaBridge {
       defaultPartitions: options.defaultPartitions ?? 1,
     };
     this.#groups = new ClassicGroups(this.#ctx);
+    this.#consumerGroups = new ConsumerGroups(this.#ctx);
     this.#server = createServer((socket) => this.#accept(socket));
   }
 
@@ -348,6 +352,12 @@ export class KafkaBridge {
         break;
       case ApiKey.DeleteGroups:
         groupMsgs.encodeDeleteGroupsResponse(w, v, flex, await this.#groups.delete(groupMsgs.decodeDeleteGroupsRequest(r, v, flex)));
+        break;
+      case ApiKey.ConsumerGroupHeartbeat:
+        consumerGroupMsgs.encodeConsumerGroupHeartbeatResponse(w, v, await this.#consumerGroups.heartbeat(consumerGroupMsgs.decodeConsumerGroupHeartbeatRequest(r, v), header.clientId));
+        break;
+      case ApiKey.ConsumerGroupDescribe:
+        consumerGroupMsgs.encodeConsumerGroupDescribeResponse(w, v, await this.#consumerGroups.describe(consumerGroupMsgs.decodeConsumerGroupDescribeRequest(r, v)));
         break;
       default:
         w.int16(KafkaError.UNSUPPORTED_VERSION);
