@@ -6,9 +6,13 @@
  * 1. Produce: kafkajs's producer (acks=all) through the bridge vs the SDK Producer straight to
  *    the gateway, the same 1 KiB keyed records to a 6-partition topic, `send()` of 1 000
  *    messages each, 4 sends in flight, rounds interleaved so both see the same background load.
+ *    Floor (same rounds): kafkajs through a second bridge whose Edgelog appends are answered at
+ *    once without an HTTP request (metadata still from the engine): what kafkajs's own CPU and
+ *    the bridge's decoding allow before any Edgelog round trip.
  * 2. Consumer catch-up: a kafkajs group consumer (eachBatch) through the bridge reading a
  *    topic from the beginning to its end vs the SDK's assign-based Consumer reading the same
- *    topic, same run.
+ *    topic, same run (the SDK read before and after the kafkajs reads, averaged); once with
+ *    the bridge's fetch read-ahead (the default) and once without.
  *
  * The Worker and its Durable Objects run in workerd (bench/engine.ts); the bridge talks to the
  * Worker's own socket over HTTP, as it would to a deployed gateway. kafkajs, the bridge and the
@@ -56,6 +60,18 @@ export async function run({ quick }: { quick: boolean }): Promise<void> {
   const client = new EdgelogClient({ baseUrl: engine.url });
   const bridge = await startKafkaBridge({ client, port: 0, log: () => {} });
   const kafka = new Kafka({ brokers: [`127.0.0.1:${bridge.port}`], clientId: "bench", logLevel: logLevel.NOTHING });
+  const noReadAhead = await startKafkaBridge({ client, port: 0, log: () => {}, fetchReadAhead: false });
+  const kafkaNoReadAhead = new Kafka({ brokers: [`127.0.0.1:${noReadAhead.port}`], clientId: "bench", logLevel: logLevel.NOTHING });
+  // The floor: appends answered at once, in-process (no HTTP); everything else from the engine.
+  const instantAppends: typeof fetch = async (input, init) => {
+    if (init?.method === "POST" && /\/partitions\/\d+\/records(\?|$)/.test(String(input)))
+      return new Response(JSON.stringify({ topic: "t", partition: 0, baseOffset: 0, lastOffset: 0, logAppendTime: null, logStartOffset: 0 }), {
+        headers: { "content-type": "application/json" },
+      });
+    return globalThis.fetch(input, init);
+  };
+  const floorBridge = await startKafkaBridge({ client: new EdgelogClient({ baseUrl: engine.url, fetch: instantAppends }), port: 0, log: () => {} });
+  const floorKafka = new Kafka({ brokers: [`127.0.0.1:${floorBridge.port}`], clientId: "bench-floor", logLevel: logLevel.NOTHING });
   try {
     const viaBridge = `kb-bridge-${Date.now()}`;
     const direct = `kb-direct-${Date.now()}`;
@@ -64,14 +80,18 @@ export async function run({ quick }: { quick: boolean }): Promise<void> {
 
     const kProducer = kafka.producer({ allowAutoTopicCreation: false });
     await kProducer.connect();
+    const floorProducer = floorKafka.producer({ allowAutoTopicCreation: false });
+    await floorProducer.connect();
     const sdkProducer = new Producer(client);
     const messages = (round: number, chunk: number) => Array.from({ length: CHUNK }, (_, i) => ({ key: `k${(round * PER_ROUND + chunk * CHUNK + i) % 1000}`, value }));
     // warm-up: connections, isolates, objects
     await kProducer.send({ topic: viaBridge, messages: messages(0, 0) });
+    await floorProducer.send({ topic: viaBridge, messages: messages(0, 0) });
     await sdkProducer.send({ topic: direct, messages: messages(0, 0).map((m) => ({ key: m.key, value: new Uint8Array(m.value) })) });
 
     let bridgeMs = 0;
     let directMs = 0;
+    let floorMs = 0;
     const ratios: number[] = [];
     for (let round = 0; round < ROUNDS; round++) {
       const runBridge = async (): Promise<number> => {
@@ -99,7 +119,11 @@ export async function run({ quick }: { quick: boolean }): Promise<void> {
       bridgeMs += b;
       directMs += d;
       ratios.push(d / b);
+      const f0 = performance.now();
+      await closedLoop(PER_ROUND / CHUNK, IN_FLIGHT, async (c) => void (await floorProducer.send({ topic: viaBridge, acks: -1, messages: messages(round, c) })));
+      floorMs += performance.now() - f0;
     }
+    await floorProducer.disconnect();
     await kProducer.disconnect();
     await sdkProducer.close();
     const produced = ROUNDS * PER_ROUND;
@@ -117,9 +141,9 @@ export async function run({ quick }: { quick: boolean }): Promise<void> {
       consumer.close();
       return ms;
     };
-    const kafkaRead = async (): Promise<number> => {
+    const kafkaRead = async (via: Kafka): Promise<number> => {
       const t0 = performance.now();
-      const consumer = kafka.consumer({ groupId: `kb-bench-${Date.now()}-${Math.random()}`, maxBytesPerPartition: 4 * 1024 * 1024, maxBytes: 24 * 1024 * 1024 });
+      const consumer = via.consumer({ groupId: `kb-bench-${Date.now()}-${Math.random()}`, maxBytesPerPartition: 4 * 1024 * 1024, maxBytes: 24 * 1024 * 1024 });
       await consumer.connect();
       await consumer.subscribe({ topic: viaBridge, fromBeginning: true });
       let n = 0;
@@ -136,13 +160,23 @@ export async function run({ quick }: { quick: boolean }): Promise<void> {
       await consumer.disconnect();
       return ms;
     };
-    const sdkMs = await sdkRead();
-    const kafkaMs = await kafkaRead();
+    const sdkMs1 = await sdkRead();
+    const kafkaMs = await kafkaRead(kafka);
+    const kafkaNoReadAheadMs = await kafkaRead(kafkaNoReadAhead);
+    const sdkMs = (sdkMs1 + (await sdkRead())) / 2;
 
     printRows("Kafka bridge (kafkajs through the bridge vs the SDK direct)", [
       {
         name: `produce, ${fmt(produced)} x 1 KiB records, send() of ${CHUNK}, ${IN_FLIGHT} in flight`,
         value: produced / (bridgeMs / 1000),
+        unit: "records/s",
+        ceilingName: "SDK Producer direct",
+        ceiling: produced / (directMs / 1000),
+        target: 0.7,
+      },
+      {
+        name: "produce floor: kafkajs + bridge, appends answered at once (no Edgelog)",
+        value: produced / (floorMs / 1000),
         unit: "records/s",
         ceilingName: "SDK Producer direct",
         ceiling: produced / (directMs / 1000),
@@ -156,10 +190,20 @@ export async function run({ quick }: { quick: boolean }): Promise<void> {
         ceiling: total / (sdkMs / 1000),
         target: 0.7,
       },
+      {
+        name: "consumer catch-up without the bridge's fetch read-ahead",
+        value: total / (kafkaNoReadAheadMs / 1000),
+        unit: "records/s",
+        ceilingName: "SDK Consumer direct",
+        ceiling: total / (sdkMs / 1000),
+        target: 0.7,
+      },
     ]);
     console.log(`\nPer-round produce ratios (${ROUNDS} interleaved rounds): ${ratios.map((r) => `${r.toFixed(2)}x`).join(", ")}`);
     console.log("Catch-up: the kafkajs time includes its connect and group join (one JoinGroup + SyncGroup through the bridge), the SDK's starts at its first poll.");
   } finally {
+    await floorBridge.close();
+    await noReadAhead.close();
     await bridge.close();
     await engine.dispose();
   }

@@ -362,7 +362,8 @@ describe("Kafka bridge server", () => {
       [0, 0, 5, 0],
       [1, 0, 6, stored.length],
     ]);
-    expect(polls.sort()).toEqual(["p0 wait=no offset=5", "p0 wait=yes offset=5", "p1 wait=no offset=5", "p1 wait=yes offset=5"]);
+    // (p1 offset=6: the read-ahead after the records answered, see the next test)
+    expect(polls.sort()).toEqual(["p0 wait=no offset=5", "p0 wait=yes offset=5", "p1 wait=no offset=5", "p1 wait=no offset=6", "p1 wait=yes offset=5"]);
     // The records are Kafka's v2 batch: magic 2 at byte 16, base offset 5.
     const rec = byP[1]!.records!;
     expect(rec[16]).toBe(2);
@@ -377,5 +378,71 @@ describe("Kafka bridge server", () => {
     r2.int32();
     const p2 = r2.array(false, (r) => ({ topic: r.string(false), partitions: r.array(false, (r) => [r.int32(), r.int16(), r.int64()]) }));
     expect(p2[0]!.partitions).toEqual([[2, 1, 4]]);
+  });
+
+  it("reads the next range ahead after answering records, and answers the next fetch from it; an empty read-ahead is fetched again", async () => {
+    const te = new TextEncoder();
+    const batchAt = (offset: number) => encodeBatch({ baseOffset: offset }, [{ key: null, value: te.encode(`v${offset}`), headers: [], timestamp: 7 }]);
+    const calls: number[] = [];
+    let end = 7; // records 5 and 6 exist
+    const b = await start(async (url) => {
+      const offset = Number(url.searchParams.get("offset"));
+      calls.push(offset);
+      const headers = (next: number) => ({ "edgelog-next-offset": String(next), "edgelog-high-watermark": String(end), "edgelog-log-start-offset": "0" });
+      if (offset >= end) return new Response(new Uint8Array(0), { status: 200, headers: headers(offset) });
+      return new Response(batchAt(offset), { status: 200, headers: headers(offset + 1) });
+    });
+    const c = new Conn(b.port);
+    const fetchAt = async (correlationId: number, offset: number): Promise<number[]> => {
+      c.send(1, 11, correlationId, (w) => {
+        w.int32(-1)
+          .int32(0)
+          .int32(1)
+          .int32(50 << 20)
+          .int8(0)
+          .int32(0)
+          .int32(-1); // max_wait 0
+        w.int32(1)
+          .string("orders", false)
+          .int32(1)
+          .int32(0)
+          .int32(-1)
+          .int64(offset)
+          .int64(-1)
+          .int32(1 << 20);
+        w.int32(0).string("", false);
+      });
+      const r = (await c.next())!;
+      r.int32();
+      r.int32();
+      r.int16();
+      r.int32();
+      const [t] = r.array(false, (r) => ({
+        topic: r.string(false),
+        partitions: r.array(false, (r) => {
+          r.int32();
+          r.int16();
+          r.int64();
+          r.int64();
+          r.int64();
+          r.int32();
+          r.int32();
+          return r.nullableBytes(false);
+        }),
+      }));
+      const records = t!.partitions[0];
+      // base offsets of the Kafka batches answered
+      return records === null || records === undefined || records.length === 0 ? [] : [Number(new DataView(records.buffer, records.byteOffset).getBigInt64(0))];
+    };
+    expect(await fetchAt(1, 5)).toEqual([5]);
+    expect(calls).toEqual([5, 6]); // 6: read ahead
+    expect(await fetchAt(2, 6)).toEqual([6]);
+    expect(calls).toEqual([5, 6, 7]); // 6 answered from the read-ahead; 7 read ahead (empty)
+    end = 8; // a record arrives: the empty read-ahead is not trusted
+    expect(await fetchAt(3, 7)).toEqual([7]);
+    expect(calls).toEqual([5, 6, 7, 7, 8]);
+    // A fetch for another offset ignores the read-ahead.
+    expect(await fetchAt(4, 5)).toEqual([5]);
+    expect(calls.slice(5)).toEqual([5, 6]);
   });
 });

@@ -32,6 +32,7 @@ import { KafkaError } from "./errors.ts";
 import { ConsumerGroups } from "./consumer-groups.ts";
 import { ClassicGroups } from "./groups.ts";
 import {
+  FetchPrefetch,
   handleCreatePartitions,
   handleCreateTopics,
   handleDeleteTopics,
@@ -94,6 +95,12 @@ export interface KafkaBridgeOptions {
    * @default 0
    */
   produceLingerMs?: number;
+  /**
+   * Read the next range of a partition ahead after a Fetch answered records from it, while the
+   * client processes them (handlers.ts FetchPrefetch): holds up to one `partition_max_bytes`
+   * per partition per connection. @default true
+   */
+  fetchReadAhead?: boolean;
   /** Cluster id answered in Metadata. @default "edgelog" */
   clusterId?: string;
   /** Where connection-level problems are reported. @default console.warn */
@@ -188,6 +195,7 @@ export class KafkaBridge {
       undefined,
       this.#options.produceLingerMs ?? 0,
     );
+    const prefetch = this.#options.fetchReadAhead === false ? undefined : new FetchPrefetch();
     let closed = false;
     const drop = (why: string): void => {
       if (closed) return;
@@ -232,7 +240,7 @@ export class KafkaBridge {
         // everything before it. Answers go out in request order.
         const isProduce = frame.length >= 2 && frame[0] === 0 && frame[1] === ApiKey.Produce;
         const work = (isProduce ? lastNonProduce : allDone).then(() =>
-          this.#serve(frame, appender).catch((e: unknown) => {
+          this.#serve(frame, appender, prefetch).catch((e: unknown) => {
             drop(
               e instanceof KafkaDecodeError
                 ? `malformed request: ${e.message}`
@@ -254,20 +262,20 @@ export class KafkaBridge {
   }
 
   /** Serves one request frame; resolves to the answer frame (size prefix included) or null (no answer). */
-  async #serve(frame: Uint8Array, appender: PartitionAppender): Promise<Uint8Array | null> {
+  async #serve(frame: Uint8Array, appender: PartitionAppender, prefetch: FetchPrefetch | undefined): Promise<Uint8Array | null> {
     const r = new Reader(frame);
     const header = readRequestHeader(r);
     const w = new Writer(1024);
     w.int32(0); // size, patched below
     writeResponseHeader(w, header);
-    const body = await this.#dispatch(header, r, w, appender);
+    const body = await this.#dispatch(header, r, w, appender, prefetch);
     if (body === "no-answer") return null;
     const out = w.finish();
     new DataView(out.buffer, out.byteOffset, out.byteLength).setInt32(0, out.length - 4);
     return out;
   }
 
-  async #dispatch(header: RequestHeader, r: Reader, w: Writer, appender: PartitionAppender): Promise<"answered" | "no-answer"> {
+  async #dispatch(header: RequestHeader, r: Reader, w: Writer, appender: PartitionAppender, prefetch: FetchPrefetch | undefined): Promise<"answered" | "no-answer"> {
     const v = header.apiVersion;
     const flex = isFlexible(header.apiKey, v);
     const ctx = this.#ctx;
@@ -299,7 +307,7 @@ export class KafkaBridge {
         break;
       }
       case ApiKey.Fetch:
-        data.encodeFetchResponse(w, v, flex, await handleFetch(ctx, data.decodeFetchRequest(r, v, flex)));
+        data.encodeFetchResponse(w, v, flex, await handleFetch(ctx, data.decodeFetchRequest(r, v, flex), prefetch));
         break;
       case ApiKey.ListOffsets:
         core.encodeListOffsetsResponse(w, v, flex, await handleListOffsets(ctx, core.decodeListOffsetsRequest(r, v, flex)));
