@@ -11,8 +11,8 @@
  *    the bridge's decoding allow before any Edgelog round trip.
  * 2. Consumer catch-up: a kafkajs group consumer (eachBatch) through the bridge reading a
  *    topic from the beginning to its end vs the SDK's assign-based Consumer reading the same
- *    topic, same run (the SDK read before and after the kafkajs reads, averaged); once with
- *    the bridge's fetch read-ahead (the default) and once without.
+ *    topic, same run (the SDK read before and after the kafkajs reads, averaged); without and
+ *    with the bridge's fetch read-ahead (`fetchReadAhead`, off by default), A B B A, averaged.
  *
  * The Worker and its Durable Objects run in workerd (bench/engine.ts); the bridge talks to the
  * Worker's own socket over HTTP, as it would to a deployed gateway. kafkajs, the bridge and the
@@ -60,8 +60,8 @@ export async function run({ quick }: { quick: boolean }): Promise<void> {
   const client = new EdgelogClient({ baseUrl: engine.url });
   const bridge = await startKafkaBridge({ client, port: 0, log: () => {} });
   const kafka = new Kafka({ brokers: [`127.0.0.1:${bridge.port}`], clientId: "bench", logLevel: logLevel.NOTHING });
-  const noReadAhead = await startKafkaBridge({ client, port: 0, log: () => {}, fetchReadAhead: false });
-  const kafkaNoReadAhead = new Kafka({ brokers: [`127.0.0.1:${noReadAhead.port}`], clientId: "bench", logLevel: logLevel.NOTHING });
+  const readAheadBridge = await startKafkaBridge({ client, port: 0, log: () => {}, fetchReadAhead: true });
+  const kafkaReadAhead = new Kafka({ brokers: [`127.0.0.1:${readAheadBridge.port}`], clientId: "bench", logLevel: logLevel.NOTHING });
   // The floor: appends answered at once, in-process (no HTTP); everything else from the engine.
   const instantAppends: typeof fetch = async (input, init) => {
     if (init?.method === "POST" && /\/partitions\/\d+\/records(\?|$)/.test(String(input)))
@@ -92,21 +92,31 @@ export async function run({ quick }: { quick: boolean }): Promise<void> {
     let bridgeMs = 0;
     let directMs = 0;
     let floorMs = 0;
+    /** CPU time of this process (kafkajs + bridge, or the SDK producer), ms. */
+    const cpu = { bridge: 0, direct: 0, floor: 0 };
+    const cpuMs = (): number => {
+      const u = process.cpuUsage();
+      return (u.user + u.system) / 1000;
+    };
     const ratios: number[] = [];
     for (let round = 0; round < ROUNDS; round++) {
       const runBridge = async (): Promise<number> => {
         const t0 = performance.now();
+        const c0 = cpuMs();
         await closedLoop(PER_ROUND / CHUNK, IN_FLIGHT, async (c) => void (await kProducer.send({ topic: viaBridge, acks: -1, messages: messages(round, c) })));
+        cpu.bridge += cpuMs() - c0;
         return performance.now() - t0;
       };
       const runDirect = async (): Promise<number> => {
         const t0 = performance.now();
+        const c0 = cpuMs();
         await closedLoop(
           PER_ROUND / CHUNK,
           IN_FLIGHT,
           async (c) => void (await sdkProducer.send({ topic: direct, messages: messages(round, c).map((m) => ({ key: m.key, value: new Uint8Array(m.value) })) })),
         );
         await sdkProducer.flush();
+        cpu.direct += cpuMs() - c0;
         return performance.now() - t0;
       };
       const [b, d] =
@@ -120,7 +130,9 @@ export async function run({ quick }: { quick: boolean }): Promise<void> {
       directMs += d;
       ratios.push(d / b);
       const f0 = performance.now();
+      const c0 = cpuMs();
       await closedLoop(PER_ROUND / CHUNK, IN_FLIGHT, async (c) => void (await floorProducer.send({ topic: viaBridge, acks: -1, messages: messages(round, c) })));
+      cpu.floor += cpuMs() - c0;
       floorMs += performance.now() - f0;
     }
     await floorProducer.disconnect();
@@ -160,10 +172,13 @@ export async function run({ quick }: { quick: boolean }): Promise<void> {
       await consumer.disconnect();
       return ms;
     };
-    const sdkMs1 = await sdkRead();
-    const kafkaMs = await kafkaRead(kafka);
-    const kafkaNoReadAheadMs = await kafkaRead(kafkaNoReadAhead);
-    const sdkMs = (sdkMs1 + (await sdkRead())) / 2;
+    // A B B A order (none, read-ahead, read-ahead, none) so neither gets the warmer storage.
+    const reads = { sdk: [await sdkRead()], none: [await kafkaRead(kafka)], readAhead: [await kafkaRead(kafkaReadAhead)] };
+    reads.readAhead.push(await kafkaRead(kafkaReadAhead));
+    reads.none.push(await kafkaRead(kafka));
+    reads.sdk.push(await sdkRead());
+    const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length;
+    const [sdkMs, kafkaMs, kafkaReadAheadMs] = [mean(reads.sdk), mean(reads.none), mean(reads.readAhead)];
 
     printRows("Kafka bridge (kafkajs through the bridge vs the SDK direct)", [
       {
@@ -191,8 +206,8 @@ export async function run({ quick }: { quick: boolean }): Promise<void> {
         target: 0.7,
       },
       {
-        name: "consumer catch-up without the bridge's fetch read-ahead",
-        value: total / (kafkaNoReadAheadMs / 1000),
+        name: "consumer catch-up with the bridge's fetch read-ahead (fetchReadAhead: true)",
+        value: total / (kafkaReadAheadMs / 1000),
         unit: "records/s",
         ceilingName: "SDK Consumer direct",
         ceiling: total / (sdkMs / 1000),
@@ -200,10 +215,15 @@ export async function run({ quick }: { quick: boolean }): Promise<void> {
       },
     ]);
     console.log(`\nPer-round produce ratios (${ROUNDS} interleaved rounds): ${ratios.map((r) => `${r.toFixed(2)}x`).join(", ")}`);
+    const perK = (ms: number): string => fmt(ms / (produced / 1000));
+    console.log(
+      `Produce CPU of the bench process per 1 000 records: SDK Producer ${perK(cpu.direct)} ms; kafkajs + bridge ${perK(cpu.bridge)} ms; kafkajs + bridge with appends answered at once ${perK(cpu.floor)} ms (workerd's CPU is not included)`,
+    );
+    console.log(`Catch-up reads, ms: SDK ${reads.sdk.map(fmt).join(", ")}; kafkajs ${reads.none.map(fmt).join(", ")}; kafkajs with read-ahead ${reads.readAhead.map(fmt).join(", ")}`);
     console.log("Catch-up: the kafkajs time includes its connect and group join (one JoinGroup + SyncGroup through the bridge), the SDK's starts at its first poll.");
   } finally {
     await floorBridge.close();
-    await noReadAhead.close();
+    await readAheadBridge.close();
     await bridge.close();
     await engine.dispose();
   }

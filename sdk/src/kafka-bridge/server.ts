@@ -98,7 +98,9 @@ export interface KafkaBridgeOptions {
   /**
    * Read the next range of a partition ahead after a Fetch answered records from it, while the
    * client processes them (handlers.ts FetchPrefetch): holds up to one `partition_max_bytes`
-   * per partition per connection. @default true
+   * per partition per connection. Off by default: on the shared bench machine the read-ahead's
+   * download competed for CPU with the client's decoding and made catch-up slower
+   * (docs/benchmarks.md); it can pay only with spare CPU and a distant gateway. @default false
    */
   fetchReadAhead?: boolean;
   /** Cluster id answered in Metadata. @default "edgelog" */
@@ -195,7 +197,7 @@ export class KafkaBridge {
       undefined,
       this.#options.produceLingerMs ?? 0,
     );
-    const prefetch = this.#options.fetchReadAhead === false ? undefined : new FetchPrefetch();
+    const prefetch = this.#options.fetchReadAhead === true ? new FetchPrefetch() : undefined;
     let closed = false;
     const drop = (why: string): void => {
       if (closed) return;
