@@ -16,6 +16,7 @@ describe("edgelog kafka-bridge", () => {
       autoCreateTopics: false,
       defaultPartitions: undefined,
       produceLingerMs: undefined,
+      partialFrameTimeoutMs: undefined,
     });
     expect(
       parseCli([
@@ -33,6 +34,8 @@ describe("edgelog kafka-bridge", () => {
         "1048576",
         "--linger-ms",
         "5",
+        "--partial-frame-timeout-ms",
+        "0",
       ]),
     ).toMatchObject({
       host: "::1",
@@ -44,6 +47,7 @@ describe("edgelog kafka-bridge", () => {
       defaultPartitions: 6,
       maxFrameBytes: 1048576,
       produceLingerMs: 5,
+      partialFrameTimeoutMs: 0,
     });
   });
 

@@ -24,9 +24,9 @@ afterEach(async () => {
   bridge = undefined;
 });
 
-async function start(handler: Handler, maxFrameBytes?: number, fetchReadAhead?: boolean): Promise<KafkaBridge> {
+async function start(handler: Handler, maxFrameBytes?: number, fetchReadAhead?: boolean, partialFrameTimeoutMs?: number): Promise<KafkaBridge> {
   const fake: typeof fetch = (input, init) => handler(new URL(String(input)), init);
-  bridge = await startKafkaBridge({ url: "http://edgelog.test", fetch: fake, port: 0, maxFrameBytes, fetchReadAhead, log: () => {} });
+  bridge = await startKafkaBridge({ url: "http://edgelog.test", fetch: fake, port: 0, maxFrameBytes, fetchReadAhead, partialFrameTimeoutMs, log: () => {} });
   return bridge;
 }
 
@@ -447,5 +447,19 @@ describe("Kafka bridge server", () => {
     // A fetch for another offset ignores the read-ahead.
     expect(await fetchAt(4, 5)).toEqual([5]);
     expect(calls.slice(5)).toEqual([5, 6]);
+  });
+
+  it("closes a connection whose partly received frame gets no new byte for partialFrameTimeoutMs; idle connections stay open", async () => {
+    const b = await start(async () => json(500, {}), undefined, undefined, 50);
+    const idle = new Conn(b.port);
+    await apiVersionsWorks(b.port);
+    const half = new Conn(b.port);
+    // ApiVersions v2 frame of 14 bytes, of which only the size and 6 bytes are sent.
+    half.socket.write(Buffer.from([0, 0, 0, 14, 0, 18, 0, 2, 0, 0]));
+    expect(await half.next()).toBeNull(); // closed by the bridge
+    // The idle connection (no partial frame) outlived that timeout and still answers.
+    idle.send(18, 2, 5);
+    const r = (await idle.next())!;
+    expect([r.int32(), r.int16()]).toEqual([5, 0]);
   });
 });

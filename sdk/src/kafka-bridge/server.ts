@@ -17,6 +17,7 @@
  *   (ApiVersions: its v0 answer with the supported list, KIP-511), the connection stays open;
  * - a frame larger than `maxFrameBytes`, or a negative size, closes that connection (the stream
  *   cannot be resynchronised; Kafka does the same);
+ * - a partly received frame with no new byte for `partialFrameTimeoutMs` closes that connection;
  * - a request body that does not decode closes that connection, as Kafka does
  *   (InvalidRequestException);
  * - a client that disconnects mid-request: its pending requests still complete against Edgelog
@@ -80,6 +81,13 @@ export interface KafkaBridgeOptions {
    */
   maxFrameBytes?: number;
   /**
+   * How long a connection may hold a partly received frame without any new byte arriving, ms;
+   * then it is closed (a client that stopped mid-request would otherwise pin its buffered bytes
+   * and its connection forever). A connection with no partial frame is never timed out: an idle
+   * Kafka client keeps its connection. 0 turns it off. @default 60000
+   */
+  partialFrameTimeoutMs?: number;
+  /**
    * Create a topic on a Metadata request for it (Kafka's auto.create.topics.enable; off by
    * default here: Edgelog topics are created explicitly). @default false
    */
@@ -111,6 +119,9 @@ export interface KafkaBridgeOptions {
 
 /** Kafka's socket.request.max.bytes default. */
 export const DEFAULT_MAX_FRAME_BYTES = 100 * 1024 * 1024;
+
+/** Default of {@link KafkaBridgeOptions.partialFrameTimeoutMs}, ms. */
+export const DEFAULT_PARTIAL_FRAME_TIMEOUT_MS = 60_000;
 
 /** A running bridge. */
 export class KafkaBridge {
@@ -215,10 +226,22 @@ export class KafkaBridge {
     // Chunks are kept as they arrive and joined once per frame (joining on every chunk would
     // copy a large frame once per 64 KiB read).
     let frameBytes = -1;
+    // A partly received frame with no new byte for partialFrameTimeoutMs closes the connection.
+    const partialTimeoutMs = this.#options.partialFrameTimeoutMs ?? DEFAULT_PARTIAL_FRAME_TIMEOUT_MS;
+    let partialTimer: ReturnType<typeof setTimeout> | undefined;
+    socket.on("close", () => clearTimeout(partialTimer));
     socket.on("data", (chunk: Buffer) => {
       if (closed) return;
       buffered.push(chunk);
       bufferedBytes += chunk.length;
+      takeFrames();
+      clearTimeout(partialTimer);
+      if (bufferedBytes > 0 && partialTimeoutMs > 0 && !closed) {
+        partialTimer = setTimeout(() => drop(`no byte of a partly received frame for ${partialTimeoutMs} ms (${bufferedBytes} bytes held)`), partialTimeoutMs);
+        partialTimer.unref?.();
+      }
+    });
+    const takeFrames = (): void => {
       for (;;) {
         if (frameBytes < 0) {
           if (bufferedBytes < 4) return;
@@ -260,7 +283,7 @@ export class KafkaBridge {
           if (answer !== null && !closed) socket.write(answer);
         });
       }
-    });
+    };
   }
 
   /** Serves one request frame; resolves to the answer frame (size prefix included) or null (no answer). */
