@@ -9,6 +9,8 @@
  *    Floor (same rounds): kafkajs through a second bridge whose Edgelog appends are answered at
  *    once without an HTTP request (metadata still from the engine): what kafkajs's own CPU and
  *    the bridge's decoding allow before any Edgelog round trip.
+ *    Own process (same rounds): kafkajs through `edgelog kafka-bridge` run as its own Node
+ *    process, as deployed, so the bridge's CPU is off kafkajs's thread.
  * 2. Consumer catch-up: a kafkajs group consumer (eachBatch) through the bridge reading a
  *    topic from the beginning to its end vs the SDK's assign-based Consumer reading the same
  *    topic, same run (the SDK read before and after the kafkajs reads, averaged); without and
@@ -18,6 +20,8 @@
  * Worker's own socket over HTTP, as it would to a deployed gateway. kafkajs, the bridge and the
  * SDK share the bench's Node process, so the bridge's CPU competes with the client's.
  */
+import { spawn, type ChildProcess } from "node:child_process";
+import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { Kafka, logLevel } from "kafkajs";
 import { Consumer, EdgelogClient, Producer } from "../sdk/src/index.ts";
@@ -72,26 +76,46 @@ export async function run({ quick }: { quick: boolean }): Promise<void> {
   };
   const floorBridge = await startKafkaBridge({ client: new EdgelogClient({ baseUrl: engine.url, fetch: instantAppends }), port: 0, log: () => {} });
   const floorKafka = new Kafka({ brokers: [`127.0.0.1:${floorBridge.port}`], clientId: "bench-floor", logLevel: logLevel.NOTHING });
+  // The CLI's bridge in its own process; its port is read from its "listening on" line.
+  const cli: ChildProcess = spawn(process.execPath, [fileURLToPath(new URL("../sdk/bin/edgelog.js", import.meta.url).href), "kafka-bridge", "--url", engine.url, "--listen", "127.0.0.1:0"], {
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  const cliPort = await new Promise<number>((resolve, reject) => {
+    let text = "";
+    cli.once("exit", (code) => reject(new Error(`edgelog kafka-bridge exited (${code}): ${text}`)));
+    cli.stderr!.on("data", (d: Buffer) => {
+      text += d.toString();
+      const m = /listening on \S+:(\d+),/.exec(text);
+      if (m) resolve(Number(m[1]));
+    });
+  });
+  const cliKafka = new Kafka({ brokers: [`127.0.0.1:${cliPort}`], clientId: "bench-cli", logLevel: logLevel.NOTHING });
   try {
     const viaBridge = `kb-bridge-${Date.now()}`;
     const direct = `kb-direct-${Date.now()}`;
     await client.createTopic({ name: viaBridge, partitions: PARTITIONS });
     await client.createTopic({ name: direct, partitions: PARTITIONS });
+    const ownProcess = `kb-cli-${Date.now()}`;
+    await client.createTopic({ name: ownProcess, partitions: PARTITIONS });
 
     const kProducer = kafka.producer({ allowAutoTopicCreation: false });
     await kProducer.connect();
     const floorProducer = floorKafka.producer({ allowAutoTopicCreation: false });
     await floorProducer.connect();
+    const cliProducer = cliKafka.producer({ allowAutoTopicCreation: false });
+    await cliProducer.connect();
     const sdkProducer = new Producer(client);
     const messages = (round: number, chunk: number) => Array.from({ length: CHUNK }, (_, i) => ({ key: `k${(round * PER_ROUND + chunk * CHUNK + i) % 1000}`, value }));
     // warm-up: connections, isolates, objects
     await kProducer.send({ topic: viaBridge, messages: messages(0, 0) });
     await floorProducer.send({ topic: viaBridge, messages: messages(0, 0) });
+    await cliProducer.send({ topic: ownProcess, messages: messages(0, 0) });
     await sdkProducer.send({ topic: direct, messages: messages(0, 0).map((m) => ({ key: m.key, value: new Uint8Array(m.value) })) });
 
     let bridgeMs = 0;
     let directMs = 0;
     let floorMs = 0;
+    let cliMs = 0;
     /** CPU time of this process (kafkajs + bridge, or the SDK producer), ms. */
     const cpu = { bridge: 0, direct: 0, floor: 0 };
     const cpuMs = (): number => {
@@ -134,8 +158,12 @@ export async function run({ quick }: { quick: boolean }): Promise<void> {
       await closedLoop(PER_ROUND / CHUNK, IN_FLIGHT, async (c) => void (await floorProducer.send({ topic: viaBridge, acks: -1, messages: messages(round, c) })));
       cpu.floor += cpuMs() - c0;
       floorMs += performance.now() - f0;
+      const p0 = performance.now();
+      await closedLoop(PER_ROUND / CHUNK, IN_FLIGHT, async (c) => void (await cliProducer.send({ topic: ownProcess, acks: -1, messages: messages(round, c) })));
+      cliMs += performance.now() - p0;
     }
     await floorProducer.disconnect();
+    await cliProducer.disconnect();
     await kProducer.disconnect();
     await sdkProducer.close();
     const produced = ROUNDS * PER_ROUND;
@@ -198,6 +226,14 @@ export async function run({ quick }: { quick: boolean }): Promise<void> {
         target: 0.7,
       },
       {
+        name: "produce, bridge in its own process (edgelog kafka-bridge)",
+        value: produced / (cliMs / 1000),
+        unit: "records/s",
+        ceilingName: "SDK Producer direct",
+        ceiling: produced / (directMs / 1000),
+        target: 0.7,
+      },
+      {
         name: `consumer catch-up, ${fmt(total)} records from the beginning`,
         value: total / (kafkaMs / 1000),
         unit: "records/s",
@@ -222,6 +258,11 @@ export async function run({ quick }: { quick: boolean }): Promise<void> {
     console.log(`Catch-up reads, ms: SDK ${reads.sdk.map(fmt).join(", ")}; kafkajs ${reads.none.map(fmt).join(", ")}; kafkajs with read-ahead ${reads.readAhead.map(fmt).join(", ")}`);
     console.log("Catch-up: the kafkajs time includes its connect and group join (one JoinGroup + SyncGroup through the bridge), the SDK's starts at its first poll.");
   } finally {
+    if (cli.exitCode === null) {
+      const exited = new Promise((resolve) => cli.once("exit", resolve));
+      cli.kill("SIGINT");
+      await exited;
+    }
     await floorBridge.close();
     await readAheadBridge.close();
     await bridge.close();
