@@ -37,6 +37,7 @@ import { produceRoutes } from "./routes/produce.ts";
 import { producerRoutes } from "./routes/producers.ts";
 import { securityRoutes } from "./routes/security.ts";
 import { topicRoutes } from "./routes/topics.ts";
+import { uiRoutes } from "./routes/ui.ts";
 import { STREAMS_PATH_PREFIX } from "./streams/names.ts";
 
 export function createApp(): Hono<AppEnv> {
@@ -61,6 +62,7 @@ export function createApp(): Hono<AppEnv> {
   durableStreamsRoutes(app);
   securityRoutes(app);
   metricsRoutes(app);
+  uiRoutes(app);
 
   const allowed = new AllowedMethods(app.routes);
   app.notFound((c) => {
