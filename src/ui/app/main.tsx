@@ -42,6 +42,7 @@ function TokenPanel({ onChange }: { onChange: () => void }) {
   const [saved, setSaved] = useState(getToken() !== "");
   const [who, setWho] = useState<string>("");
   const [error, setError] = useState<ApiError | null>(null);
+  const panel = useRef<HTMLDetailsElement>(null);
   const check = () => {
     setError(null);
     setWho("");
@@ -52,40 +53,43 @@ function TokenPanel({ onChange }: { onChange: () => void }) {
   };
   useEffect(check, []);
   return (
-    <details class="token">
-      <summary>{saved ? `Token set${who !== "" ? `: ${who}` : ""}` : "No token"}</summary>
-      <form
-        onSubmit={(e) => {
-          e.preventDefault();
-          setToken(draft.trim());
-          setSaved(draft.trim() !== "");
-          setDraft("");
-          check();
-          onChange();
-        }}
-      >
-        <label>
-          Bearer token (JWT; kept in this tab only)
-          <input type="password" name="token" autocomplete="off" value={draft} onInput={(e) => setDraft(e.currentTarget.value)} />
-        </label>
-        <button type="submit">Use token</button>{" "}
-        <button
-          type="button"
-          onClick={() => {
-            setToken("");
-            setSaved(false);
+    <div class="token">
+      <details ref={panel}>
+        <summary>{saved ? `Token set${who !== "" ? `: ${who}` : ""}` : "No token"}</summary>
+        <form
+          onSubmit={(e) => {
+            e.preventDefault();
+            setToken(draft.trim());
+            setSaved(draft.trim() !== "");
+            setDraft("");
+            if (panel.current !== null) panel.current.open = false;
             check();
             onChange();
           }}
         >
-          Forget token
-        </button>
-      </form>
+          <label>
+            Bearer token (JWT; kept in this tab only)
+            <input type="password" name="token" autocomplete="off" value={draft} onInput={(e) => setDraft(e.currentTarget.value)} />
+          </label>
+          <button type="submit">Use token</button>{" "}
+          <button
+            type="button"
+            onClick={() => {
+              setToken("");
+              setSaved(false);
+              check();
+              onChange();
+            }}
+          >
+            Forget token
+          </button>
+        </form>
+      </details>
       <p class="small" role="status">
         {who !== "" ? `Signed in as ${who}.` : ""}
       </p>
       <ErrorBox error={error} what="whoami" />
-    </details>
+    </div>
   );
 }
 
