@@ -296,7 +296,7 @@ function Produce({ topic, partition, partitions }: { topic: string; partition: n
               Partition
               <select value={target} onChange={(e) => setTarget(e.currentTarget.value as "this" | "key")}>
                 <option value="this">This one ({partition})</option>
-                <option value="key">Chosen by the server (key hash or round robin)</option>
+                <option value="key">By key (or round robin)</option>
               </select>
             </label>
           )}
