@@ -123,7 +123,9 @@ export function ConfirmDialog(props: { open: boolean; title: string; expected: s
         <h2 id="confirm-title">{props.title}</h2>
         {props.children}
         <label>
-          Type <code>{props.expected}</code> to confirm
+          <span>
+            Type <code>{props.expected}</code> to confirm
+          </span>
           <input value={typed} onInput={(e) => setTyped(e.currentTarget.value)} autocomplete="off" spellcheck={false} />
         </label>
         <div class="buttons">
@@ -173,7 +175,7 @@ export function LineChart({ title, series, unit }: { title: string; series: Seri
   return (
     <figure class="chart">
       <figcaption>{title}</figcaption>
-      <svg viewBox={`0 0 ${W} ${H}`} role="img" aria-label={`${title}. Latest: ${latest.join("; ")}`} preserveAspectRatio="none">
+      <svg viewBox={`0 0 ${W} ${H}`} role="img" aria-label={`${title}. Latest: ${latest.join("; ")}`}>
         <line x1={PAD.l} y1={H - PAD.b} x2={W - PAD.r} y2={H - PAD.b} class="axis" />
         <line x1={PAD.l} y1={PAD.t} x2={PAD.l} y2={H - PAD.b} class="axis" />
         <text x={PAD.l - 4} y={PAD.t + 10} text-anchor="end" class="tick">

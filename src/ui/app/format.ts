@@ -3,7 +3,7 @@
 /** How a key, value or header value is shown: `auto` picks JSON, then text, then hex. */
 export type ValueFormat = "auto" | "text" | "json" | "hex";
 
-const utf8 = new TextDecoder("utf-8", { fatal: true });
+const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false });
 
 /** Decodes the API's base64 (RFC 4648, as `encoding=base64` answers) to bytes. */
 export function base64ToBytes(b64: string): Uint8Array {

@@ -306,7 +306,9 @@ function Produce({ topic, partition, partitions }: { topic: string; partition: n
           <textarea name="value" rows={3} value={value} onInput={(e) => setValue(e.currentTarget.value)} spellcheck={false} />
         </label>
         <label>
-          Headers (optional, one <code>key=value</code> per line)
+          <span>
+            Headers (optional, one <code>key=value</code> per line)
+          </span>
           <textarea name="headers" rows={2} value={headers} onInput={(e) => setHeaders(e.currentTarget.value)} spellcheck={false} />
         </label>
         <button type="submit" disabled={action.busy}>

@@ -91,7 +91,7 @@ function chunkText(contentType: string, bytes: Uint8Array): string {
   }
   if (type.startsWith("text/") || type === "application/json") {
     try {
-      return new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+      return new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(bytes);
     } catch {
       // not UTF-8: hex
     }

@@ -133,7 +133,9 @@ function CreateTopic({ onCreated }: { onCreated: (name: string) => void }) {
           </label>
         </div>
         <label>
-          Configs (optional, one <code>key=value</code> per line)
+          <span>
+            Configs (optional, one <code>key=value</code> per line)
+          </span>
           <textarea name="configs" rows={2} value={configs} onInput={(e) => setConfigs(e.currentTarget.value)} placeholder="retention.ms=86400000" spellcheck={false} />
         </label>
         <button type="submit" disabled={action.busy}>
@@ -304,7 +306,9 @@ function AlterTopic({ topic, onDone }: { topic: TopicDescription; onDone: () => 
           <input type="number" min={topic.partitions} max={1024} value={partitions} onInput={(e) => setPartitions(e.currentTarget.value)} />
         </label>
         <label>
-          Config changes (one <code>key=value</code> per line)
+          <span>
+            Config changes (one <code>key=value</code> per line)
+          </span>
           <textarea rows={3} value={configs} onInput={(e) => setConfigs(e.currentTarget.value)} placeholder="retention.ms=3600000" spellcheck={false} />
         </label>
         <button type="submit" disabled={action.busy}>
