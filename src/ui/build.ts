@@ -19,6 +19,12 @@ import { build } from "esbuild";
 const APP_DIR = resolve(import.meta.dirname, "app");
 export const GENERATED_PATH = resolve(import.meta.dirname, "assets.generated.ts");
 
+const LICENCE_BANNER = [
+  "/*! Edgelog web console. Bundles preact (MIT License, Copyright (c) 2015-present Jason Miller),",
+  " * parse-prometheus-text-format (Apache License 2.0, Yunyu Lin) and shallow-equal (MIT License,",
+  " * Copyright (c) 2016 Misha Moroshko). */",
+].join("\n");
+
 /** One file of the console: its content type, body and strong ETag (SHA-256 of the body, 16 hex digits). */
 export interface BuiltAsset {
   contentType: string;
@@ -42,7 +48,8 @@ export async function buildConsole(): Promise<Record<string, BuiltAsset>> {
     jsxImportSource: "preact",
     outdir: "out",
     write: false,
-    // Licences of the bundled libraries (preact: MIT, parse-prometheus-text-format: Apache-2.0) stay in the bundle.
+    // The bundled libraries' licence notices (their dist files carry none of their own).
+    banner: { js: LICENCE_BANNER },
     legalComments: "eof",
     charset: "utf8",
     logLevel: "silent",

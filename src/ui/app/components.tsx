@@ -126,7 +126,7 @@ export function ConfirmDialog(props: { open: boolean; title: string; expected: s
           <span>
             Type <code>{props.expected}</code> to confirm
           </span>
-          <input value={typed} onInput={(e) => setTyped(e.currentTarget.value)} autocomplete="off" spellcheck={false} />
+          <input value={typed} onInput={(e) => setTyped(e.currentTarget.value)} autocomplete="off" spellcheck={false} autoFocus />
         </label>
         <div class="buttons">
           <button type="button" onClick={props.onCancel}>
