@@ -183,6 +183,9 @@ describe.skipIf(CHROMIUM === undefined)("the web console in headless Chromium", 
     expect((await call("POST", "/v1/topics", { name: doomed })).status).toBe(201);
     await open(`#/topics/${encodeURIComponent(`public/default/${doomed}`)}`);
     await page.getByRole("heading", { name: "Partitions" }).waitFor(WAIT);
+    // "Edit" puts the config's current value in the changes field.
+    await page.getByRole("button", { name: "Edit retention.ms" }).click();
+    expect(await page.getByLabel(/^Config changes/).inputValue()).toBe("retention.ms=604800000");
     await page.getByLabel(/^Config changes/).fill("retention.ms=3600000");
     await page.getByRole("button", { name: "Apply changes" }).click();
     await page.getByText("Saved.").waitFor(WAIT);

@@ -172,7 +172,11 @@ export function MessagesPage({ topic, query }: { topic: string; query: URLSearch
         <button type="submit" disabled={browse.busy}>
           Browse
         </button>{" "}
-        <button type="button" disabled={next === null || browse.busy || tailing} onClick={() => void browse.run(async () => show(await fetchAt(topic, partition, next!), true))}>
+        <button
+          type="button"
+          disabled={next === null || (bounds !== null && next >= bounds.highWatermark) || browse.busy || tailing}
+          onClick={() => void browse.run(async () => show(await fetchAt(topic, partition, next!), true))}
+        >
           Load more
         </button>{" "}
         <button

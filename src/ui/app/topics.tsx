@@ -1,5 +1,5 @@
 /** Topics: the list (partitions, size, rates), create, and one topic's partitions, configs, alter and delete. */
-import { useState } from "preact/hooks";
+import { useRef, useState } from "preact/hooks";
 import type { TopicDescription, TopicSummary } from "../../protocol/types.ts";
 import { api, topicPath } from "./api.ts";
 import { ConfirmDialog, ErrorBox, LineChart, type Series, useAction, useApi, useMetrics } from "./components.tsx";
@@ -259,6 +259,13 @@ function AlterTopic({ topic, onDone }: { topic: TopicDescription; onDone: () => 
   const [partitions, setPartitions] = useState(String(topic.partitions));
   const action = useAction();
   const [done, setDone] = useState("");
+  const changes = useRef<HTMLTextAreaElement>(null);
+  /** Puts `key=current value` on a line of the changes field, to edit it there. */
+  const edit = (key: string, value: unknown) => {
+    const line = `${key}=${String(value)}`;
+    setConfigs((c) => (c.trim() === "" ? line : `${c.replace(/\n*$/, "")}\n${line}`));
+    changes.current?.focus();
+  };
   return (
     <section aria-labelledby="configs-title">
       <h2 id="configs-title">Configs</h2>
@@ -268,6 +275,9 @@ function AlterTopic({ topic, onDone }: { topic: TopicDescription; onDone: () => 
             <tr>
               <th scope="col">Config</th>
               <th scope="col">Value</th>
+              <th scope="col">
+                <span class="sr-only">Actions</span>
+              </th>
             </tr>
           </thead>
           <tbody>
@@ -278,6 +288,11 @@ function AlterTopic({ topic, onDone }: { topic: TopicDescription; onDone: () => 
                 </th>
                 <td>
                   <code>{String(v)}</code>
+                </td>
+                <td>
+                  <button type="button" class="link" aria-label={`Edit ${k}`} onClick={() => edit(k, v)}>
+                    Edit
+                  </button>
                 </td>
               </tr>
             ))}
@@ -309,7 +324,7 @@ function AlterTopic({ topic, onDone }: { topic: TopicDescription; onDone: () => 
           <span>
             Config changes (one <code>key=value</code> per line)
           </span>
-          <textarea rows={3} value={configs} onInput={(e) => setConfigs(e.currentTarget.value)} placeholder="retention.ms=3600000" spellcheck={false} />
+          <textarea ref={changes} rows={3} value={configs} onInput={(e) => setConfigs(e.currentTarget.value)} placeholder="retention.ms=3600000" spellcheck={false} />
         </label>
         <button type="submit" disabled={action.busy}>
           Apply changes
