@@ -6,13 +6,13 @@
  * unchanged sources is byte-identical; test/unit/ui-assets.test.ts fails when the committed
  * file is stale.
  *
- *   node src/ui/build.ts           writes src/ui/assets.generated.ts
+ *   node src/ui/build.ts           writes src/ui/assets.generated.ts (when it differs)
  *   node src/ui/build.ts --check   exits 1 when the committed file differs from a fresh build
  *
  * Node script (esbuild is a devDependency): never imported by the Worker.
  */
 import { createHash } from "node:crypto";
-import { readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { build } from "esbuild";
 
@@ -95,8 +95,13 @@ if (process.argv[1] !== undefined && resolve(process.argv[1]) === resolve(import
       console.error("src/ui/assets.generated.ts is stale: run `npm run build:ui` and commit it.");
       process.exit(1);
     }
+  } else if (existsSync(GENERATED_PATH) && readFileSync(GENERATED_PATH, "utf8") === text) {
+    console.log("src/ui/assets.generated.ts is up to date");
   } else {
-    writeFileSync(GENERATED_PATH, text);
-    console.log(`wrote ${GENERATED_PATH} (${text.length} bytes)`);
+    // Written aside and renamed over: a `wrangler dev` watching src/ never reads half a file.
+    const tmp = `${GENERATED_PATH}.${process.pid}.tmp`;
+    writeFileSync(tmp, text);
+    renameSync(tmp, GENERATED_PATH);
+    console.log(`wrote src/ui/assets.generated.ts (${text.length} bytes)`);
   }
 }

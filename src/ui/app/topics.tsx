@@ -65,10 +65,12 @@ export function TopicsPage() {
                   <th scope="col" class="num">
                     In
                   </th>
-                  <th scope="col" class="num">
+                  <th scope="col" class="num wide-only">
                     Out
                   </th>
-                  <th scope="col">Cleanup</th>
+                  <th scope="col" class="wide-only">
+                    Cleanup
+                  </th>
                 </tr>
               </thead>
               <tbody>
@@ -82,8 +84,8 @@ export function TopicsPage() {
                       <td class="num">{t.partitions}</td>
                       <td class="num">{bytesText(s?.sizeBytes)}</td>
                       <td class="num">{rateText(s?.rates?.recordsIn, "rec")}</td>
-                      <td class="num">{rateText(s?.rates?.recordsOut, "rec")}</td>
-                      <td>{t.configs["cleanup.policy"]}</td>
+                      <td class="num wide-only">{rateText(s?.rates?.recordsOut, "rec")}</td>
+                      <td class="wide-only">{t.configs["cleanup.policy"]}</td>
                     </tr>
                   );
                 })}
