@@ -280,6 +280,25 @@ describe.skipIf(CHROMIUM === undefined)("the web console in headless Chromium", 
     await shot(page, "overview");
   });
 
+  it("signs in as a SCRAM user (the password exchanged for a token), showing a wrong password's 401", async () => {
+    const user = `ui-user-${Math.random().toString(36).slice(2, 8)}`;
+    expect((await call("PUT", `/v1/users/${user}`, { password: "right-password-1" })).status).toBe(200);
+    await open("#/topics");
+    await page.getByText(/^Token set/).click();
+    await page.getByLabel("User", { exact: true }).fill(user);
+    await page.getByLabel("Password", { exact: true }).fill("wrong-password");
+    await page.getByRole("button", { name: "Sign in" }).click();
+    const refused = page.getByRole("alert").filter({ hasText: "Token:" });
+    await refused.getByText("UNAUTHENTICATED").waitFor(WAIT);
+    expect(await refused.textContent()).toContain("401 UNAUTHENTICATED");
+    await page.getByLabel("Password", { exact: true }).fill("right-password-1");
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.getByText(`Token set: ${user}`).waitFor(WAIT);
+    // The password is not kept anywhere in the page; the token is, in this tab's sessionStorage.
+    expect(await page.evaluate<string>("JSON.stringify(sessionStorage)")).not.toContain("right-password-1");
+    expect(await page.evaluate<string | null>('sessionStorage.getItem("edgelog.console.token")')).toMatch(/^ey/);
+  });
+
   it("fits a phone screen (375 px) without sideways scrolling", async () => {
     const phone = await browser.newPage({ viewport: { width: 375, height: 812 }, timezoneId: "UTC" });
     try {

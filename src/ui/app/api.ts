@@ -58,7 +58,7 @@ export interface RequestOptions {
 export async function request(path: string, o: RequestOptions = {}): Promise<Response> {
   const headers: Record<string, string> = { Accept: "application/json", ...o.headers };
   const token = getToken();
-  if (token !== "") headers.Authorization = `Bearer ${token}`;
+  if (token !== "" && headers.Authorization === undefined) headers.Authorization = `Bearer ${token}`;
   let body: string | undefined;
   if (o.body !== undefined) {
     headers["Content-Type"] = "application/json";
@@ -66,7 +66,11 @@ export async function request(path: string, o: RequestOptions = {}): Promise<Res
   }
   let res: Response;
   try {
-    res = await fetch(path, { method: o.method ?? "GET", headers, body, signal: o.signal, cache: "no-store" });
+    // No cookies or HTTP auth of the browser: the console sends only the Authorization it set,
+    // and a 401 with a Basic challenge (a wrong password at /v1/auth/token) then never makes the
+    // browser pop up its own login dialog (Fetch: only requests that include credentials prompt).
+    const init = { method: o.method ?? "GET", headers, body, signal: o.signal, cache: "no-store" as const, credentials: "omit" as const };
+    res = await fetch(path, init);
   } catch (e) {
     if (e instanceof DOMException && e.name === "AbortError") throw e;
     // As the SDK: no answer at all is UNAVAILABLE with status 0 (docs/PROTOCOL.md "Error codes").
@@ -98,6 +102,17 @@ export async function api<T>(path: string, o: RequestOptions = {}): Promise<T> {
   if (res.status === 204) return undefined as T;
   const text = await res.text();
   return (text === "" ? undefined : JSON.parse(text)) as T;
+}
+
+/**
+ * Exchanges a SCRAM user's password for a bearer token (`POST /v1/auth/token`, HTTP Basic;
+ * docs/PROTOCOL.md "Security"). The password is sent once and never stored.
+ */
+export async function signIn(user: string, password: string): Promise<{ token: string; expiresAt: number }> {
+  const bytes = new TextEncoder().encode(`${user}:${password}`);
+  let bin = "";
+  for (const b of bytes) bin += String.fromCharCode(b);
+  return await api<{ token: string; expiresAt: number }>("/v1/auth/token", { method: "POST", headers: { Authorization: `Basic ${btoa(bin)}` } });
 }
 
 /** `/v1/topics/{topic}` for a full topic name, as one `%2F`-encoded segment (docs/PROTOCOL.md "Conventions"). */

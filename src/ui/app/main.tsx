@@ -5,7 +5,7 @@
  */
 import { render } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
-import { api, getToken, setToken, toApiError, type ApiError } from "./api.ts";
+import { api, getToken, setToken, signIn, toApiError, type ApiError } from "./api.ts";
 import { ErrorBox } from "./components.tsx";
 import { GroupPage, GroupsPage } from "./groups.tsx";
 import { MessagesPage } from "./messages.tsx";
@@ -36,9 +36,14 @@ function Page({ route }: { route: Route }) {
   );
 }
 
-/** The token panel: paste a bearer token (kept in sessionStorage for this tab), see who it is. */
+/**
+ * The token panel: paste a bearer token, or sign in as a SCRAM user (the password is exchanged
+ * for a token); the token is kept in sessionStorage for this tab. Shows whom it authenticates.
+ */
 function TokenPanel({ onChange }: { onChange: () => void }) {
   const [draft, setDraft] = useState("");
+  const [user, setUser] = useState("");
+  const [password, setPassword] = useState("");
   const [saved, setSaved] = useState(getToken() !== "");
   const [who, setWho] = useState<string>("");
   const [error, setError] = useState<ApiError | null>(null);
@@ -52,19 +57,24 @@ function TokenPanel({ onChange }: { onChange: () => void }) {
     );
   };
   useEffect(check, []);
+  const use = (token: string) => {
+    setToken(token);
+    setSaved(token !== "");
+    if (panel.current !== null) panel.current.open = false;
+    check();
+    onChange();
+  };
   return (
     <div class="token">
       <details ref={panel}>
         <summary>{saved ? `Token set${who !== "" ? `: ${who}` : ""}` : "No token"}</summary>
         <form
+          aria-label="Token"
           onSubmit={(e) => {
             e.preventDefault();
-            setToken(draft.trim());
-            setSaved(draft.trim() !== "");
+            const t = draft.trim();
             setDraft("");
-            if (panel.current !== null) panel.current.open = false;
-            check();
-            onChange();
+            use(t);
           }}
         >
           <label>
@@ -72,23 +82,42 @@ function TokenPanel({ onChange }: { onChange: () => void }) {
             <input type="password" name="token" autocomplete="off" value={draft} onInput={(e) => setDraft(e.currentTarget.value)} />
           </label>
           <button type="submit">Use token</button>{" "}
-          <button
-            type="button"
-            onClick={() => {
-              setToken("");
-              setSaved(false);
-              check();
-              onChange();
-            }}
-          >
+          <button type="button" onClick={() => use("")}>
             Forget token
           </button>
+        </form>
+        <form
+          aria-label="Sign in"
+          onSubmit={(e) => {
+            e.preventDefault();
+            setError(null);
+            signIn(user, password).then(
+              (r) => {
+                setPassword("");
+                use(r.token);
+              },
+              (err: unknown) => setError(toApiError(err)),
+            );
+          }}
+        >
+          <p class="small muted">Or sign in as a user: the password is exchanged for a token (POST /v1/auth/token) and not kept.</p>
+          <div class="row">
+            <label>
+              User
+              <input name="user" autocomplete="username" required value={user} onInput={(e) => setUser(e.currentTarget.value)} />
+            </label>
+            <label>
+              Password
+              <input name="password" type="password" autocomplete="current-password" required value={password} onInput={(e) => setPassword(e.currentTarget.value)} />
+            </label>
+          </div>
+          <button type="submit">Sign in</button>
         </form>
       </details>
       <p class="small" role="status">
         {who !== "" ? `Signed in as ${who}.` : ""}
       </p>
-      <ErrorBox error={error} what="whoami" />
+      <ErrorBox error={error} what="Token" />
     </div>
   );
 }
