@@ -39,6 +39,7 @@ import { securityRoutes } from "./routes/security.ts";
 import { subscriptionRoutes } from "./routes/subscriptions.ts";
 import { tenantRoutes } from "./routes/tenants.ts";
 import { topicRoutes } from "./routes/topics.ts";
+import { uiRoutes } from "./routes/ui.ts";
 import { STREAMS_PATH_PREFIX } from "./streams/names.ts";
 
 export function createApp(): Hono<AppEnv> {
@@ -67,6 +68,7 @@ export function createApp(): Hono<AppEnv> {
   securityRoutes(app);
   tenantRoutes(app);
   metricsRoutes(app);
+  uiRoutes(app);
 
   const allowed = new AllowedMethods(app.routes);
   app.notFound((c) => {

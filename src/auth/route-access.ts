@@ -148,6 +148,9 @@ export const ROUTE_ACCESS: Readonly<Record<string, RouteAccess>> = Object.fromEn
   ["GET /v1/health", { access: "public" }],
   // The JSON index of the API (names and links to the docs, no data): public as health is.
   ["GET /", { access: "public" }],
+  // The web console's static files (src/routes/ui.ts): no data in them, so public like the
+  // index; every API call the page makes carries the user's token and is checked as usual.
+  ["GET /ui/*", { access: "public" }],
 
   // ---- native data path ----
   ...topicForms("POST", "/partitions/:partition/records", onTopic("write", "produce")),

@@ -54,5 +54,6 @@ export const API_INDEX: ApiIndex = {
     { methods: ["GET", "PUT", "POST", "HEAD", "DELETE"], path: "/v1/stream/{path}", docs: "docs/DURABLE-STREAMS.md" },
     { methods: ["GET"], path: "/v1/metrics", docs: "docs/OBSERVABILITY.md" },
     { methods: ["GET"], path: "/v1/health", docs: "docs/PROTOCOL.md#conventions" },
+    { methods: ["GET"], path: "/ui/", docs: "docs/OBSERVABILITY.md#web-console" },
   ],
 };
