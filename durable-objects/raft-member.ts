@@ -237,7 +237,9 @@ export class RaftMemberDO extends SqliteDurableObject<Env> implements RaftMember
   }
 
   async setFaults(faults: RaftFaults): Promise<RpcResult<{ faults: RaftFaults }>> {
-    if (!faultsEnabled(this.env)) throw new Error("Raft fault injection is not available: not in this build, or EDGELOG_RAFT_FAULTS is not '1' (docs/RAFT.md).");
+    if (!faultsEnabled(this.env)) {
+      return errorResult("INVALID_REQUEST", "Raft fault injection is not available: not in this build, or EDGELOG_RAFT_FAULTS is not '1' (docs/RAFT.md).", { faultInjection: false });
+    }
     const f = checkFaults(faults);
     if (typeof f === "string") return errorResult("INVALID_REQUEST", `Invalid faults: ${f}`);
     const wasCrashed = this.#faults.crashed === true;

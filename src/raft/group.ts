@@ -174,6 +174,9 @@ export interface RaftMemberRpc {
   /** Hands leadership to voter `to` (TimeoutNow). */
   transferLeadership(to: NodeId): Promise<RpcResult<Record<never, never>>>;
   status(): Promise<RpcResult<{ status: RaftMemberStatus }>>;
-  /** Dev and test builds only: sets this member's faults; refused (throws) in a production build. */
+  /**
+   * Dev and test builds only: sets this member's faults. Refused with INVALID_REQUEST
+   * (`details.faultInjection: false`) in a production build or without EDGELOG_RAFT_FAULTS = "1".
+   */
   setFaults(faults: RaftFaults): Promise<RpcResult<{ faults: RaftFaults }>>;
 }

@@ -81,8 +81,8 @@ async function leaderOf(groupId: string, ids: string[]): Promise<RaftMemberStatu
 /**
  * A client of the group as Edgelog's gateway will be one: it proposes at the member it believes
  * leads, follows NOT_LEADER's `leaderId`, tries another member when one is down or no leader is
- * known, and retries REQUEST_TIMED_OUT with the same command (the sequence machine deduplicates
- * by id). Counts what it saw.
+ * known, and retries REQUEST_TIMED_OUT with the same command at another member (the sequence
+ * machine deduplicates by id). Counts what it saw.
  */
 class Client {
   readonly groupId: string;
@@ -118,7 +118,9 @@ class Client {
         this.leader = typeof hinted === "string" && hinted !== this.leader ? hinted : this.ids[next++ % this.ids.length]!;
         if (hinted === null || hinted === undefined) await sleep(TICK_MS);
       } else if (e.code === "REQUEST_TIMED_OUT") {
+        // Unknown outcome (the member may be stopped or cut off): the same command, elsewhere.
         this.seen.timedOut++;
+        this.leader = this.ids[next++ % this.ids.length]!;
       } else {
         throw new Error(`proposal ${id}: ${JSON.stringify(e)}`);
       }
@@ -260,6 +262,73 @@ describe("a 3-member Raft group of Durable Objects", () => {
       applied: true,
     });
     expect((await sequenceOf(config.groupId, follower)).map((x) => x.id)).toEqual(want);
+  });
+
+  it("membership: a new member joins as a learner, catches up, is promoted; then an old one is removed", async () => {
+    const ids = ["m1", "m2", "m3"];
+    const config = await startGroup(ids);
+    const leader = await leaderOf(config.groupId, ids);
+    const client = new Client(config.groupId, ids);
+    client.leader = leader.memberId;
+    const want = Array.from({ length: 12 }, (_, i) => `j${i}`);
+    for (const id of want) await client.propose(id, id);
+
+    // m4 is not in the configuration: it bootstraps empty and learns the group from the leader.
+    const joined = await member(config.groupId, "m4").bootstrap(config, "m4");
+    expect(joined.ok && joined.status.conf).toEqual({ voters: [], learners: [] });
+    const added = await member(config.groupId, leader.memberId).changeMembership({ type: "addLearner", node: "m4" }, "weur");
+    expect(added).toMatchObject({ ok: true, conf: { voters: ids, learners: ["m4"] } });
+    // It catches up (from a snapshot: the leader compacted its log every 8 entries).
+    const onM4 = await allApplied(config.groupId, ["m4"], want);
+    expect(onM4[0]!.map((x) => x.id)).toEqual(want);
+    // A learner does not vote and does not lead; a proposal at it names the leader.
+    expect(await member(config.groupId, "m4").propose(sequenceCommand("n", "n"))).toMatchObject({ ok: false, code: "NOT_LEADER", details: { leaderId: leader.memberId } });
+
+    expect(await member(config.groupId, leader.memberId).changeMembership({ type: "promote", node: "m4" })).toMatchObject({
+      ok: true,
+      conf: { voters: ["m1", "m2", "m3", "m4"], learners: [] },
+    });
+    const gone = ids.find((id) => id !== leader.memberId)!;
+    expect(await member(config.groupId, leader.memberId).changeMembership({ type: "remove", node: gone })).toMatchObject({ ok: true });
+    const now = ["m1", "m2", "m3", "m4"].filter((id) => id !== gone);
+    await client.propose("after", "after");
+    const seqs = await allApplied(config.groupId, now, [...want, "after"]);
+    for (const s of seqs) expect(s.map((x) => x.id)).toEqual([...want, "after"]);
+    for (const id of now) expect((await status(config.groupId, id))!.conf).toEqual({ voters: now, learners: [] });
+    // A change that does not fit the configuration is refused with nothing appended.
+    expect(await member(config.groupId, leader.memberId).changeMembership({ type: "promote", node: "m9" })).toMatchObject({
+      ok: false,
+      code: "INVALID_REQUEST",
+      details: { reason: "invalidConfChange" },
+    });
+  });
+
+  it("a paused leader loses its leadership; messages dropped at a rate still let the group commit", async () => {
+    const ids = ["m1", "m2", "m3"];
+    const config = await startGroup(ids);
+    const first = await leaderOf(config.groupId, ids);
+    // Every member drops a third of what it sends: Raft's resends carry the group through.
+    for (const id of ids) expect((await member(config.groupId, id).setFaults({ dropRate: 0.33 })).ok).toBe(true);
+    const client = new Client(config.groupId, ids);
+    client.leader = first.memberId;
+    const want = Array.from({ length: 8 }, (_, i) => `d${i}`);
+    for (const id of want) await client.propose(id, id);
+    for (const id of ids) expect((await member(config.groupId, id).setFaults({})).ok).toBe(true);
+
+    // The leader stops (SIGSTOP-like): the others elect a new leader; when it resumes it follows.
+    expect(await member(config.groupId, first.memberId).setFaults({ paused: true })).toEqual({ ok: true, faults: { paused: true } });
+    const others = ids.filter((id) => id !== first.memberId);
+    const second = await leaderOf(config.groupId, others);
+    expect(second.memberId).not.toBe(first.memberId);
+    await client.propose("p0", "p0");
+    expect((await member(config.groupId, first.memberId).setFaults({})).ok).toBe(true);
+    const all = await allApplied(config.groupId, ids, [...want, "p0"]);
+    for (const s of all) expect(s.map((x) => x.id)).toEqual([...want, "p0"]);
+    const back = await until("the resumed member to follow", async () => {
+      const st = await status(config.groupId, first.memberId);
+      return st !== null && st.role === "follower" && st.leaderId !== null ? st : undefined;
+    });
+    expect(back.term).toBeGreaterThanOrEqual(second.term);
   });
 
   it("a single-member group elects itself and commits alone", async () => {
