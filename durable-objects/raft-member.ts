@@ -261,9 +261,13 @@ export class RaftMemberDO extends SqliteDurableObject<Env> implements RaftMember
   // The clock
   // =====================================================================================
 
-  protected override onTimer(room: string, key: string): void {
+  protected override onTimer(room: string, key: string, dueMs: number): void {
     if (room !== "raft" || key !== "tick" || this.#config === null) return;
-    this.#timers.set("tick", Date.now() + this.#config.tickMs);
+    // Keep the cadence: the next tick is one period after this one was due, so an alarm that
+    // fires a little late does not stretch every later tick (and the election timeout) with it.
+    const now = Date.now();
+    const next = dueMs + this.#config.tickMs;
+    this.#timers.set("tick", next > now ? next : now + this.#config.tickMs);
     const node = this.#node;
     if (node === null || this.#faults.paused === true) return;
     node.tick();

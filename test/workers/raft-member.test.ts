@@ -220,7 +220,7 @@ describe("a 3-member Raft group of Durable Objects", () => {
     expect(second.term).toBeGreaterThan(first.term);
     expect(r.result).toEqual({ seq: 11, duplicate: false });
     console.log(
-      `raft failover: ${failoverMs} ms from the leader's crash to the first committed proposal (election timeout ${ELECTION_TIMEOUT_MS} ms, randomised to [${ELECTION_TIMEOUT_MS}, ${2 * ELECTION_TIMEOUT_MS}); ${(failoverMs / ELECTION_TIMEOUT_MS).toFixed(2)}x; client saw ${JSON.stringify(client.seen)})`,
+      `raft failover: ${failoverMs} ms from the leader's crash to the first committed proposal (${(failoverMs / ELECTION_TIMEOUT_MS).toFixed(2)}x the election timeout of ${ELECTION_TIMEOUT_MS} ms, randomised to [${ELECTION_TIMEOUT_MS}, ${2 * ELECTION_TIMEOUT_MS})); client saw ${JSON.stringify(client.seen)}`,
     );
 
     for (let i = 1; i < 10; i++) {
