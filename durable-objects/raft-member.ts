@@ -478,7 +478,7 @@ export class RaftMemberDO extends SqliteDurableObject<Env> implements RaftMember
   }
 
   #requireNode(): RaftNode | ErrorResult {
-    if (this.#node === null) return errorResult("INVALID_REQUEST", "This Raft member is not bootstrapped: call bootstrap(config, memberId) first.");
+    if (this.#node === null) return errorResult("INVALID_REQUEST", "This Raft member is not bootstrapped: call bootstrap(config, memberId) first.", { bootstrapped: false });
     return this.#node;
   }
 

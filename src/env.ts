@@ -44,6 +44,12 @@ export interface Env extends AuthSettingsEnv {
    * cannot enable it (durable-objects/raft/faults.ts). Not set in wrangler.toml. @default unset
    */
   EDGELOG_RAFT_FAULTS?: string;
+  /**
+   * The metadata quorum (docs/RAFT.md): unset, "off" or "0" keeps topics in MetadataDO; "1",
+   * "3", ... or `m1@wnam,m2@enam,m3@weur` moves them to a Raft group of that many RaftMemberDO
+   * objects (src/metadata/raft-store.ts). @default unset
+   */
+  EDGELOG_METADATA_QUORUM?: string;
   /** "1" exposes /bench/* routes. @default "0" */
   EDGELOG_BENCH_ROUTES?: string;
   /**

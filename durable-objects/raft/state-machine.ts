@@ -15,6 +15,7 @@
  */
 import type { ApplyResult, JsonValue } from "../../src/raft/group.ts";
 import type { RoomSchema, Sql } from "../base.ts";
+import { metadataStateMachine } from "./metadata-machine.ts";
 import { sequenceStateMachine } from "./sequence.ts";
 
 /** A committed normal entry as the state machine sees it. */
@@ -49,4 +50,4 @@ export type StateMachineFactory = (sql: Sql) => ReplicatedStateMachine;
  * Durable Object declares its rooms before it has read its group configuration), so its
  * tables exist, empty, in members of groups that run another one.
  */
-export const STATE_MACHINES: readonly StateMachineFactory[] = [sequenceStateMachine];
+export const STATE_MACHINES: readonly StateMachineFactory[] = [sequenceStateMachine, metadataStateMachine];
