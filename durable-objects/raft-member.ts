@@ -278,8 +278,25 @@ export class RaftMemberDO extends SqliteDurableObject<Env> implements RaftMember
   // The Ready loop
   // =====================================================================================
 
-  /** Persists, sends and applies every pending Ready (see the file comment). Never awaits. */
+  /**
+   * Persists, sends and applies every pending Ready (see the file comment). Never awaits.
+   * A throw here (a broken contract, a failed write, a state machine bug) leaves the node
+   * between ready() and advance() with memory ahead of storage: the object is reset
+   * (`ctx.abort`) and the next call restarts it from its journal, as etcd panics on a failed
+   * write rather than run on.
+   */
   #drain(): void {
+    try {
+      this.#readyLoop();
+    } catch (err) {
+      console.error(`Raft member ${this.#memberId} of group ${this.#config?.groupId}: the Ready loop failed; resetting the object`, err);
+      this.#node = null;
+      this.ctx.abort(`Raft Ready loop failed: ${String(err)}`);
+      throw err;
+    }
+  }
+
+  #readyLoop(): void {
     const node = this.#node;
     const machine = this.#machine;
     if (node === null || machine === null) return;
