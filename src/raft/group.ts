@@ -152,8 +152,11 @@ export type ApplyResult = JsonValue;
  */
 export interface RaftMemberRpc {
   /**
-   * Makes this object member `memberId` of the group (idempotent: the same configuration again
-   * is a no-op; a different one is refused with INVALID_REQUEST). Starts its clock.
+   * Makes this object member `memberId` of the group and starts its clock. Idempotent: once
+   * bootstrapped, a call with the same group id and member id answers the status and changes
+   * nothing (the stored configuration stays: later membership changes live in the log); another
+   * group id or member id is refused with INVALID_REQUEST. A malformed configuration is refused
+   * with INVALID_REQUEST.
    */
   bootstrap(config: RaftGroupConfig, memberId: NodeId): Promise<RpcResult<{ status: RaftMemberStatus }>>;
   /** Messages from another member of the group, batched (Raft's RPCs as one-way messages). */
