@@ -262,7 +262,8 @@ export class RaftMemberDO extends SqliteDurableObject<Env> implements RaftMember
   // =====================================================================================
 
   protected override onTimer(room: string, key: string, dueMs: number): void {
-    if (room !== "raft" || key !== "tick" || this.#config === null) return;
+    // A crashed member has no clock: the tick stops until setFaults({}) restarts it.
+    if (room !== "raft" || key !== "tick" || this.#config === null || this.#faults.crashed === true) return;
     // Keep the cadence: the next tick is one period after this one was due, so an alarm that
     // fires a little late does not stretch every later tick (and the election timeout) with it.
     const now = Date.now();

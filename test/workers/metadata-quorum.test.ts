@@ -6,7 +6,7 @@
  * read through the real routes.
  */
 import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
-import { describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { createApp } from "../../src/app.ts";
 import type { Env } from "../../src/env.ts";
 import { metadataQuorumMembers, RaftMetadataStore } from "../../src/metadata/raft-store.ts";
@@ -34,6 +34,12 @@ async function leaderOf(groupId: string, ids: string[]): Promise<string> {
   }
 }
 
+/** Members started by this file: stopped (acting crashed, no clock) after it, so nothing runs on after the file. */
+const started: [groupId: string, id: string][] = [];
+afterAll(async () => {
+  await Promise.all(started.map(([g, id]) => member(g, id).setFaults({ crashed: true })));
+});
+
 describe("EDGELOG_METADATA_QUORUM", () => {
   it("parses to the quorum's members; unset or off keeps MetadataDO", () => {
     expect(metadataQuorumMembers(undefined)).toBeNull();
@@ -51,6 +57,7 @@ describe("the metadata quorum (3 members)", () => {
   it("topics created before and after the leader crashes are all present, none twice; answers carry the metadata offset", async () => {
     const ids = ["m1", "m2", "m3"];
     const groupId = `md-${crypto.randomUUID().slice(0, 8)}`;
+    for (const id of ids) started.push([groupId, id]);
     const store = new RaftMetadataStore(
       env,
       ids.map((id) => ({ id })),
@@ -133,6 +140,7 @@ describe("the gateway with EDGELOG_METADATA_QUORUM = 1", () => {
   }
 
   it("creates a topic in the quorum, produces to it and reads it back; MetadataDO never hears of it", async () => {
+    started.push(["metadata", "m1"]);
     const topic = `gq-${crypto.randomUUID().slice(0, 8)}`;
     const created = await call("POST", "/v1/topics", { name: topic, partitions: 1 });
     expect(created.status, await created.clone().text()).toBe(201);

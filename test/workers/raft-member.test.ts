@@ -7,7 +7,7 @@
  * recorded in docs/benchmarks.md.
  */
 import { env, evictDurableObject } from "cloudflare:test";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { sequenceCommand, type SequenceItem, type SequenceResult } from "../../durable-objects/raft/sequence.ts";
 import type { ErrorResult } from "../../src/protocol/errors.ts";
 import { raftMemberName, type RaftGroupConfig, type RaftMemberRpc, type RaftMemberStatus } from "../../src/raft/group.ts";
@@ -35,8 +35,15 @@ function member(groupId: string, id: string): RaftMemberRpc {
   return env.RAFT_MEMBER.get(env.RAFT_MEMBER.idFromName(raftMemberName(groupId, id))) as unknown as RaftMemberRpc;
 }
 
+/** Members started by the running test: stopped (acting crashed, no clock) after it, so nothing runs on after the file. */
+const started: [groupId: string, id: string][] = [];
+afterEach(async () => {
+  await Promise.all(started.splice(0).map(([g, id]) => member(g, id).setFaults({ crashed: true })));
+});
+
 async function startGroup(ids: string[], extra: Partial<RaftGroupConfig> = {}): Promise<RaftGroupConfig> {
   const config = groupConfig(ids, extra);
+  for (const id of ids) started.push([config.groupId, id]);
   for (const id of ids) {
     const r = await member(config.groupId, id).bootstrap(config, id);
     expect(r.ok, JSON.stringify(r)).toBe(true);
@@ -274,6 +281,7 @@ describe("a 3-member Raft group of Durable Objects", () => {
     for (const id of want) await client.propose(id, id);
 
     // m4 is not in the configuration: it bootstraps empty and learns the group from the leader.
+    started.push([config.groupId, "m4"]);
     const joined = await member(config.groupId, "m4").bootstrap(config, "m4");
     expect(joined.ok && joined.status.conf).toEqual({ voters: [], learners: [] });
     const added = await member(config.groupId, leader.memberId).changeMembership({ type: "addLearner", node: "m4" }, "weur");
@@ -342,6 +350,7 @@ describe("a 3-member Raft group of Durable Objects", () => {
 
   it("refuses a bad configuration, a second bootstrap as another member, and bad faults", async () => {
     const config = groupConfig(["m1", "m2"]);
+    started.push([config.groupId, "m1"]);
     const m = member(config.groupId, "m1");
     expect(await m.bootstrap({ ...config, members: [{ id: "m1" }, { id: "m1" }] }, "m1")).toMatchObject({ ok: false, code: "INVALID_REQUEST" });
     expect(await m.bootstrap({ ...config, stateMachine: "nope" }, "m1")).toMatchObject({ ok: false, code: "INVALID_REQUEST" });
