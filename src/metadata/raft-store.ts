@@ -212,13 +212,11 @@ export class RaftMetadataStore implements TopicMetadataStore {
         knownLeaders.set(group, target);
         return r;
       }
-      if (r !== null && r.code === "INVALID_REQUEST" && r.details?.bootstrapped === false) {
-        await this.#bootstrap();
-        continue;
-      }
-      if (r !== null && r.code !== "NOT_LEADER" && r.code !== "REQUEST_TIMED_OUT") return r;
-      if (r !== null) last = `${target}: ${r.code}`;
-      const hinted = r?.details?.leaderId;
+      const notBootstrapped = r !== null && r.code === "INVALID_REQUEST" && r.details?.bootstrapped === false;
+      if (notBootstrapped) await this.#bootstrap();
+      else if (r !== null && r.code !== "NOT_LEADER" && r.code !== "REQUEST_TIMED_OUT") return r;
+      if (r !== null) last = `${target}: ${notBootstrapped ? "not bootstrapped" : r.code}`;
+      const hinted = notBootstrapped ? undefined : r?.details?.leaderId;
       if (typeof hinted === "string" && hinted !== target && this.#ids.includes(hinted)) target = hinted;
       else {
         tried++;
