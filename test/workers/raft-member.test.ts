@@ -311,12 +311,13 @@ describe("a 3-member Raft group of Durable Objects", () => {
     });
   });
 
-  it("a paused leader loses its leadership; messages dropped at a rate still let the group commit", async () => {
+  it("a paused leader loses its leadership; messages dropped at a rate and delayed still let the group commit", async () => {
     const ids = ["m1", "m2", "m3"];
     const config = await startGroup(ids);
     const first = await leaderOf(config.groupId, ids);
-    // Every member drops a third of what it sends: Raft's resends carry the group through.
-    for (const id of ids) expect((await member(config.groupId, id).setFaults({ dropRate: 0.33 })).ok).toBe(true);
+    // Every member drops a third of what it sends, and one delays all of it by 30 ms: Raft's
+    // resends carry the group through.
+    for (const id of ids) expect((await member(config.groupId, id).setFaults({ dropRate: 0.33, ...(id === "m3" ? { delayMs: 30 } : {}) })).ok).toBe(true);
     const client = new Client(config.groupId, ids);
     client.leader = first.memberId;
     const want = Array.from({ length: 5 }, (_, i) => `d${i}`);
