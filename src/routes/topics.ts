@@ -30,7 +30,7 @@ export function topicRoutes(app: Hono<AppEnv>): void {
     if (typeof body.name !== "string") throw new EdgelogError("INVALID_REQUEST", "name must be a string.", { field: "name" });
     const partitions = optionalNumber(body, "partitions");
     const configs = optionalConfigs(body);
-    const r = await metadataStore(c.env.METADATA).createTopic({
+    const r = await metadataStore(c.env).createTopic({
       name: body.name,
       ...(partitions !== undefined ? { partitions } : {}),
       ...(configs !== undefined ? { configs } : {}),
@@ -42,7 +42,7 @@ export function topicRoutes(app: Hono<AppEnv>): void {
   });
 
   app.get("/v1/topics", async (c) => {
-    const r = await metadataStore(c.env.METADATA).listTopics();
+    const r = await metadataStore(c.env).listTopics();
     if (!r.ok) throw toEdgelogError(r);
     // Only what the principal may describe (Kafka filters Metadata answers the same way).
     const auth = c.get("auth");
@@ -50,7 +50,7 @@ export function topicRoutes(app: Hono<AppEnv>): void {
   });
 
   topicRoute(app, "GET", "", async (c, name) => {
-    const r = await metadataStore(c.env.METADATA).describeTopic(name);
+    const r = await metadataStore(c.env).describeTopic(name);
     if (!r.ok) throw toEdgelogError(r);
     return c.json(r.topic);
   });
@@ -61,7 +61,7 @@ export function topicRoutes(app: Hono<AppEnv>): void {
     const configs = optionalConfigs(body);
     const full = parseTopicName(name).full;
     topicCache.invalidate(full);
-    const r = await metadataStore(c.env.METADATA).alterTopic(full, {
+    const r = await metadataStore(c.env).alterTopic(full, {
       ...(partitions !== undefined ? { partitions } : {}),
       ...(configs !== undefined ? { configs } : {}),
       ...(body.policies !== undefined ? { policies: body.policies } : {}),
@@ -74,7 +74,7 @@ export function topicRoutes(app: Hono<AppEnv>): void {
   topicRoute(app, "DELETE", "", async (c, name) => {
     const full = parseTopicName(name).full;
     topicCache.invalidate(full);
-    const r = await metadataStore(c.env.METADATA).deleteTopic(full);
+    const r = await metadataStore(c.env).deleteTopic(full);
     topicCache.invalidate(full);
     if (!r.ok) throw toEdgelogError(r);
     return c.body(null, 204);
