@@ -21,6 +21,7 @@ import { FETCH_MAX_WAIT_MS_LIMIT, MAX_APPEND_GROUP_REQUESTS } from "../src/proto
 import type { PartitionDescription, TopicConfigs } from "../src/protocol/types.ts";
 import type * as Ds from "../src/streams/rpc.ts";
 import { SqliteDurableObject, lazyTimers } from "./base.ts";
+import { LifecycleRoom, type LifecycleCommandPart, type LifecycleWrite } from "./partition/lifecycle.ts";
 import { LogRoom, unknownPartition, type LogCommand } from "./partition/log.ts";
 import { PartitionCounters } from "./partition/metrics.ts";
 import { PRODUCER_EXPIRY_TIMER, ProducersRoom, type ProducersCommand } from "./partition/producers.ts";
@@ -31,7 +32,7 @@ import { StreamsState } from "./partition/streams/state.ts";
 import { WaitersRoom } from "./partition/waiters.ts";
 
 /** One write of the partition: each room's part, null when it has none. */
-export type Command = LogCommand & ProducersCommand & StreamsCommand;
+export type Command = LogCommand & ProducersCommand & StreamsCommand & LifecycleCommandPart;
 
 export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRpc, Ds.StreamRpc {
   /** Set by destroy(): later calls answer UNKNOWN_TOPIC_OR_PARTITION. */
@@ -42,6 +43,7 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
   readonly #waiters: WaitersRoom;
   readonly #streams: StreamsState;
   readonly #streamsRead: StreamsRead;
+  readonly #lifecycle: LifecycleRoom;
   readonly #counters = new PartitionCounters();
   /** The command `#commit` is applying: read by `#applyPending`, bound once (no closure per commit). */
   #pending: Command | null = null;
@@ -51,7 +53,10 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     this.#log.apply(cmd);
     this.#producers.apply(cmd);
     this.#streams.apply(cmd);
+    this.#lifecycle.apply(cmd);
   };
+  /** `#commit` for the lifecycle room's slices (it writes the log's part and its own only). */
+  readonly #commitLifecycle = (cmd: LifecycleWrite): void => this.#commit({ producer: null, stream: null, ...cmd });
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -76,6 +81,12 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
       this.#waiters,
     );
     this.#streamsRead = new StreamsRead(this.#streams, this.#log, this.#waiters);
+    this.#lifecycle = new LifecycleRoom(
+      this.sql,
+      this.#log,
+      lazyTimers(() => this.timers("lifecycle")),
+      () => this.#retainFloor(),
+    );
     // Who hears what, in order.
     this.#log.onAppended(this.#waiters.wake);
     this.#streams.onValuesAppended(this.#streamsRead.remember);
@@ -86,6 +97,7 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     this.#log.load();
     this.#producers.load();
     this.#streams.load();
+    this.#lifecycle.load(Date.now());
   }
 
   /**
@@ -105,6 +117,7 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     this.#log.publish(cmd);
     this.#producers.publish(cmd);
     this.#streams.publish(cmd);
+    this.#lifecycle.publish(cmd);
     if (cmd.append !== null) this.#counters.appended(cmd.append);
   }
 
@@ -233,9 +246,32 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     return this.#streamsRead.dsBoundaryValues(req);
   }
 
+  // ---- lifecycle (docs/LIFECYCLE.md: segments, retention, deleteRecords, compaction) ----
+
+  /**
+   * deleteRecords (KIP-107): moves the log start to `offset` (-1 = the high watermark); rows go
+   * on the lifecycle's timer. Field case B1: above the high watermark or negative other than -1
+   * is OFFSET_OUT_OF_RANGE with the bounds; at or below the log start a no-op.
+   */
+  async deleteRecords(offset: number): Promise<RpcResult<{ logStartOffset: number }>> {
+    if (this.#log.state === null) return unknownPartition();
+    const plan = this.#lifecycle.planDeleteRecords(offset);
+    if ("code" in plan) return plan;
+    if (plan.change !== null) this.#commit({ log: plan.change, append: null, producer: null, stream: null });
+    return { ok: true, logStartOffset: plan.logStartOffset };
+  }
+
+  /** The lowest offset any room still needs (min over the rooms' `retainFrom()`), or null: bounds what the lifecycle deletes. */
+  #retainFloor(): number | null {
+    let floor: number | null = null;
+    for (const f of [this.#streams.retainFrom()]) if (f !== null && (floor === null || f < floor)) floor = f;
+    return floor;
+  }
+
   // ---- timers (the base's one schedule dispatches each due timer here) ----
 
   protected override async onTimer(room: string, key: string): Promise<void> {
+    if (room === "lifecycle") return this.#lifecycle.onTimer(key, Date.now(), this.#commitLifecycle);
     if (room === "streams") return this.#streams.onTimer(key);
     if (room === "producers" && key === PRODUCER_EXPIRY_TIMER) {
       const nowMs = Date.now();
@@ -268,6 +304,9 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     if (blocked !== null) return blocked;
     const scanned = this.#log.scan(req.batches, req.crcVerified === true);
     if ("code" in scanned) return scanned;
+    const nowMs = Date.now();
+    const refused = this.#lifecycle.checkProduce(scanned, nowMs);
+    if (refused !== null) return refused;
     const p = scanned.validated.producer;
     let previous: ProducerState | undefined;
     if (p !== null) {
@@ -277,8 +316,8 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
       previous = state;
     }
     const append = this.#log.plan(scanned);
-    const producer = p === null ? null : this.#producers.change(p, previous, append.baseOffset, append.lastOffset, Date.now());
-    this.#commit({ log: null, append, producer, stream: null });
+    const producer = p === null ? null : this.#producers.change(p, previous, append.baseOffset, append.lastOffset, nowMs);
+    this.#commit({ log: null, append, producer, stream: null, lifecycle: this.#lifecycle.planAppend(append, nowMs) });
     return this.#log.appended(append);
   }
 
@@ -290,6 +329,7 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     this.#producers.reset();
     this.#streams.reset();
     this.#streamsRead.reset();
+    this.#lifecycle.reset();
     await this.deleteAllStorage();
     this.#waiters.wake();
   }
