@@ -335,6 +335,10 @@ export class LifecycleRoom {
     if (l !== null && l.op === "configs") {
       // A changed config applies without a restart: the timers move earlier when it asks for
       // more (a lower retention triggers clean-up on the next alarm; compaction looks at once).
+      // The kept tombstones' expiry was judged under the old delete.retention.ms: judge it again
+      // (in memory only; after a restart the stored time is kept, which is only later).
+      const clean = this.#clean;
+      if (clean.phase === "idle" && clean.tombstoneExpiryMs !== null) this.#clean = { ...clean, tombstoneExpiryMs: Date.now() };
       this.rearm(Date.now(), true);
       return;
     }
@@ -438,11 +442,14 @@ export class LifecycleRoom {
     if (this.#log.state === null) return;
     switch (key) {
       case LIFECYCLE_TIMERS.index:
-        return this.#indexSlice(nowMs, commit);
+        this.#indexSlice(nowMs, commit);
+        return;
       case LIFECYCLE_TIMERS.retention:
-        return this.#retention(nowMs, commit);
+        this.#retention(nowMs, commit);
+        return;
       case LIFECYCLE_TIMERS.compact:
-        return this.#compactStep(nowMs, commit);
+        this.#compactStep(nowMs, commit);
+        return;
       default:
         throw new Error(`lifecycle has no timer ${key}`);
     }
@@ -464,7 +471,10 @@ export class LifecycleRoom {
    * offset, bounded by the floor), then one slice of row deletion. Each is its own commit.
    */
   #retention(nowMs: number, commit: (cmd: LifecycleWrite) => void): void {
-    if (this.#catchingUp) return this.rearm(nowMs, false);
+    if (this.#catchingUp) {
+      this.rearm(nowMs, false);
+      return;
+    }
     const cfg = this.#config();
     const segs = this.#segments;
     const roll = planIdleRoll(segs[segs.length - 1] ?? null, { ...cfg.roll, compact: cfg.compaction.compact, maxCompactionLagMs: cfg.compaction.maxCompactionLagMs }, nowMs);
@@ -498,7 +508,10 @@ export class LifecycleRoom {
     if (state.phase === "idle") {
       if (!cfg.compaction.compact) return;
       const decision = planCompactionPass(state, { segments: this.#segments, bounds: s, lastStableOffset: null, nowMs }, cfg.compaction);
-      if (!decision.run) return this.#armCompactLater(nowMs);
+      if (!decision.run) {
+        this.#armCompactLater(nowMs);
+        return;
+      }
       const started = startCompaction(state, decision.pass);
       commit({ log: null, append: null, lifecycle: { segments: [], clean: started.commands } });
       this.#clean = state = started.state;

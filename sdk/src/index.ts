@@ -98,6 +98,7 @@ export type {
   JsonProduceRecord,
   JsonProduceRequest,
   ListOffsetsResponse,
+  DeleteRecordsResponse,
   PartitionBounds,
   PartitionDescription,
   ProduceRecordResult,

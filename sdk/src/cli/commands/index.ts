@@ -10,7 +10,7 @@ import { type KafkaBridgeCommand, kafkaBridge } from "./kafka-bridge.ts";
 import { type MetadataCommand, metadata } from "./metadata.ts";
 import { type ProduceCommand, produce } from "./produce.ts";
 import { aclsAdd, aclsList, aclsRemove, quotasAlter, quotasList, type SecurityCommand, tokenIssue, usersCreate, usersDelete, usersList } from "./security.ts";
-import { type TopicsCommand, topicsAlter, topicsCreate, topicsDelete, topicsDescribe, topicsList } from "./topics.ts";
+import { type TopicsCommand, topicsAlter, topicsCreate, topicsDelete, topicsDeleteRecords, topicsDescribe, topicsList } from "./topics.ts";
 
 /** A parsed command line of any command. */
 export type Command = TopicsCommand | MetadataCommand | ProduceCommand | ConsumeCommand | GroupsCommand | SecurityCommand | KafkaBridgeCommand;
@@ -22,6 +22,7 @@ export const COMMANDS: readonly CliCommand<Command>[] = [
   topicsDescribe,
   topicsAlter,
   topicsDelete,
+  topicsDeleteRecords,
   metadata,
   produce,
   consume,
