@@ -6,12 +6,14 @@
  * (the test runtime fires alarms), so each step runs wakes until the state stops changing.
  */
 import { env, evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import fc from "fast-check";
 import { describe as suite, expect, it } from "vitest";
-import { EdgelogClient } from "../../sdk/src/index.ts";
+import { Consumer, EdgelogClient } from "../../sdk/src/index.ts";
+import { encodeBatch } from "../../src/codec/index.ts";
 import { partitionObjectName } from "../../src/partition/rpc.ts";
 import type { OffsetFetchResponse } from "../../src/protocol/groups.ts";
-import type { DeleteRecordsResponse } from "../../src/protocol/index.ts";
-import { call, createTopic, expectError, fetchJson, json, produce, randomTopic } from "./helpers.ts";
+import { utf8, type DeleteRecordsResponse } from "../../src/protocol/index.ts";
+import { call, createTopic, expectError, fetchJson, json, partitionObject, produce, randomTopic } from "./helpers.ts";
 
 const DAY = 86_400_000;
 const MiB = 1024 * 1024;
@@ -260,5 +262,213 @@ suite("produce-time checks", () => {
     expect(e.details).toEqual({ index: 1, reason: "null-key" });
     await produceTo(topic, [{ key: "", value: "empty key" }]);
     expect(await offsetOf(topic, "latest")).toBe(1);
+  });
+});
+
+/** Closes the active segment (segment.ms = 1, a dynamic config change) and runs the lifecycle's timers until idle. */
+async function rollAndSettle(topic: string, topicId: string, configs: Record<string, unknown> = {}): Promise<void> {
+  expect((await json("PATCH", `/v1/topics/${topic}`, { configs: { "segment.ms": 1, ...configs } })).status).toBe(200);
+  await settle(topicId);
+}
+
+async function keyed(topic: string): Promise<{ records: string[]; nextOffset: number }> {
+  const f = await fetchJson(topic, 0, "offset=0");
+  return { records: f.records.map((r) => `${r.key}=${r.value === null ? "null" : JSON.stringify(r.value)}@${r.offset}`), nextOffset: f.nextOffset };
+}
+
+/** One request per record, so that each is its own batch. */
+async function produceEach(topic: string, records: { key: string; value: string | null }[]): Promise<void> {
+  for (const r of records) await produceTo(topic, [r]);
+}
+
+suite("compaction (cleanup.policy=compact)", () => {
+  it("k1=v1, k2=v2, k1=null: within delete.retention.ms [k2=v2@1, k1=null@2]; after it [k2=v2@1]", async () => {
+    const topic = randomTopic();
+    const t = await createTopic(topic, 1, { "cleanup.policy": "compact" });
+    await produceEach(topic, [
+      { key: "k1", value: "v1" },
+      { key: "k2", value: "v2" },
+      { key: "k1", value: null },
+    ]);
+    await rollAndSettle(topic, t.topicId);
+    expect(await keyed(topic)).toEqual({ records: ['k2="v2"@1', "k1=null@2"], nextOffset: 3 });
+    // The tombstone's window ends (delete.retention.ms lowered: judged again at once).
+    await rollAndSettle(topic, t.topicId, { "delete.retention.ms": 0 });
+    expect(await keyed(topic)).toEqual({ records: ['k2="v2"@1'], nextOffset: 3 });
+    // The stored bytes follow the rewrite.
+    const d = (await (await call(`/v1/topics/${topic}`)).json()) as { partitionDetails: { bytes: number; logEndOffset: number }[] };
+    const stored = await runInDurableObject(stub(t.topicId), (_o, state) => state.storage.sql.exec<{ n: number }>("SELECT SUM(size_bytes) AS n FROM batches").one().n);
+    expect([d.partitionDetails[0]!.bytes, d.partitionDetails[0]!.logEndOffset]).toEqual([stored, 3]);
+  });
+
+  it("a topic of tombstones only compacts, after the window, to an empty read whose nextOffset is the log end offset", async () => {
+    const topic = randomTopic();
+    const t = await createTopic(topic, 1, { "cleanup.policy": "compact", "delete.retention.ms": 0 });
+    await produceEach(topic, [
+      { key: "k1", value: null },
+      { key: "k2", value: null },
+      { key: "k3", value: null },
+    ]);
+    await rollAndSettle(topic, t.topicId);
+    expect(await keyed(topic)).toEqual({ records: [], nextOffset: 3 });
+    // The same through the binary path's header, and the SDK consumer moves past the gap.
+    const bin = await call(`/v1/topics/${topic}/partitions/0/records?offset=0`, { headers: { accept: "application/vnd.edgelog.batch" } });
+    expect([(await bin.arrayBuffer()).byteLength, bin.headers.get("edgelog-next-offset")]).toEqual([0, "3"]);
+  });
+
+  it("k1=a, k2=b, k1=c, k2=d: a fetch at 0 returns offsets 2 and 3 with nextOffset 4 (HTTP, SDK consumer, group offsets)", async () => {
+    const topic = randomTopic();
+    const t = await createTopic(topic, 1, { "cleanup.policy": "compact" });
+    await produceEach(topic, [
+      { key: "k1", value: "a" },
+      { key: "k2", value: "b" },
+      { key: "k1", value: "c" },
+      { key: "k2", value: "d" },
+    ]);
+    await rollAndSettle(topic, t.topicId);
+    expect(await keyed(topic)).toEqual({ records: ['k1="c"@2', 'k2="d"@3'], nextOffset: 4 });
+    const client = sdkClient();
+    const page = await client.fetchRecords(topic, 0, { offset: 0 });
+    expect([page.records.map((r) => r.offset), page.nextOffset]).toEqual([[2, 3], 4]);
+    const consumer = new Consumer(client, { autoOffsetReset: "earliest" });
+    consumer.assign([{ topic, partition: 0 }]);
+    const polled = await consumer.poll({ maxWaitMs: 2_000 });
+    expect(polled.map((r) => r.offset)).toEqual([2, 3]);
+    expect(await consumer.position({ topic, partition: 0 })).toBe(4);
+    // A group at 0 (the log start) reads from 0 and gets the compacted answer.
+    const group = randomTopic("g");
+    expect((await json("POST", `/v1/groups/${group}/offsets`, { offsets: [{ topic, partition: 0, offset: 0 }] })).status).toBe(200);
+    const r = (await (await call(`/v1/groups/${group}/offsets?topic=${encodeURIComponent(topic)}`)).json()) as OffsetFetchResponse;
+    expect(r.partitions[0]!.offset).toBe(0);
+  });
+
+  it('k2="" (empty, not null) survives; k1=null goes after the window', async () => {
+    const topic = randomTopic();
+    const t = await createTopic(topic, 1, { "cleanup.policy": "compact", "delete.retention.ms": 0 });
+    await produceEach(topic, [
+      { key: "k1", value: "v" },
+      { key: "k2", value: "" },
+      { key: "k1", value: null },
+    ]);
+    await rollAndSettle(topic, t.topicId);
+    expect(await keyed(topic)).toEqual({ records: ['k2=""@1'], nextOffset: 3 });
+  });
+
+  it("is restartable: a failure inside a step and a restart between every step lose and duplicate nothing", async () => {
+    const topic = randomTopic();
+    const t = await createTopic(topic, 1, { "cleanup.policy": "compact", "delete.retention.ms": 0 });
+    // 600 one-record batches over 40 keys (more than two slices of 256 batches), every tenth a tombstone.
+    const p = partitionObject(t.topicId);
+    const latest = new Map<string, string | null>();
+    for (let i = 0; i < 600; i++) {
+      const key = `k${i % 40}`;
+      const value = i % 10 === 9 ? null : `v${i}`;
+      latest.set(key, value);
+      const r = await p.append({ batches: [encodeBatch({}, [{ key: utf8(key), value: value === null ? null : utf8(value), headers: [], timestamp: Date.now() }])] });
+      expect(r.ok).toBe(true);
+    }
+    expect((await json("PATCH", `/v1/topics/${topic}`, { configs: { "segment.ms": 1 } })).status).toBe(200);
+    let failures = 0;
+    for (let wake = 0; wake < 60; wake++) {
+      // Every third wake fails inside its transaction (at the checkpoint write, after the batch rewrites).
+      const fail = wake % 3 === 1;
+      await runInDurableObject(stub(t.topicId), (_o, state) => {
+        state.storage.sql.exec("UPDATE _schedule SET due_ms = 0 WHERE room = 'lifecycle'");
+        if (!fail) return;
+        const sql = state.storage.sql as SqlStorage & { exec: SqlStorage["exec"] };
+        const exec = sql.exec.bind(sql);
+        sql.exec = ((query: string, ...params: SqlStorageValue[]) => {
+          if (query.startsWith("INSERT INTO seg_clean_state")) {
+            sql.exec = exec;
+            failures++;
+            throw new Error("injected failure between the rewrites and the checkpoint");
+          }
+          return exec(query, ...params);
+        }) as SqlStorage["exec"];
+      });
+      await evictDurableObject(stub(t.topicId));
+      await runInDurableObject(stub(t.topicId), () => undefined);
+      await runDurableObjectAlarm(stub(t.topicId));
+      const idle = await runInDurableObject(stub(t.topicId), (_o, state) => {
+        const cp = state.storage.sql.exec<{ checkpoint: string }>("SELECT checkpoint FROM seg_clean_state").toArray()[0];
+        const open = state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM seg_segments WHERE closed = 0").one().n;
+        return cp !== undefined && (JSON.parse(cp.checkpoint) as { phase: string }).phase === "idle" && open === 0;
+      });
+      if (idle && wake > 6) break;
+    }
+    expect(failures).toBeGreaterThan(0);
+    const all: { key: string; value: string | null; offset: number }[] = [];
+    let offset = 0;
+    for (;;) {
+      const f = await fetchJson(topic, 0, `offset=${offset}&maxRecords=100`);
+      all.push(...f.records.map((r) => ({ key: String(r.key), value: r.value === null ? null : String(r.value), offset: r.offset })));
+      if (f.nextOffset >= 600) break;
+      expect(f.nextOffset).toBeGreaterThan(offset);
+      offset = f.nextOffset;
+    }
+    // Offsets strictly increasing, one record per key with a value, each its latest; tombstones gone.
+    expect(all.map((r) => r.offset)).toEqual([...all.map((r) => r.offset)].sort((a, b) => a - b));
+    expect(new Set(all.map((r) => r.offset)).size).toBe(all.length);
+    const expected = [...latest].filter(([, v]) => v !== null).sort();
+    expect(all.map((r) => [r.key, r.value]).sort()).toEqual(expected);
+  });
+});
+
+suite("property: the real partition against a model (fast-check)", () => {
+  type Op = { kind: "produce"; records: { key: string; value: string | null }[] } | { kind: "settle" } | { kind: "deleteRecords"; fraction: number };
+  const opArb: fc.Arbitrary<Op> = fc.oneof(
+    {
+      weight: 4,
+      arbitrary: fc.record({
+        kind: fc.constant("produce" as const),
+        records: fc.array(fc.record({ key: fc.constantFrom("a", "b", "c"), value: fc.option(fc.constantFrom("", "1", "22"), { freq: 3 }) }), { minLength: 1, maxLength: 3 }),
+      }),
+    },
+    { weight: 2, arbitrary: fc.constant({ kind: "settle" as const }) },
+    { weight: 1, arbitrary: fc.record({ kind: fc.constant("deleteRecords" as const), fraction: fc.double({ min: 0, max: 1, noNaN: true }) }) },
+  );
+
+  it("latest value per key as the model's; offsets strictly increasing, records as produced; log start never decreases; every reader reaches the log end", async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(opArb, { minLength: 1, maxLength: 10 }), fc.boolean(), async (ops, keepTombstones) => {
+        const topic = randomTopic();
+        // segment.ms = 1: nearly every append rolls, so compaction and retention have closed segments to work on.
+        const t = await createTopic(topic, 1, { "cleanup.policy": "compact,delete", "segment.ms": 1, "min.cleanable.dirty.ratio": 0, "delete.retention.ms": keepTombstones ? DAY : 0 });
+        const produced = new Map<number, { key: string; value: string | null }>();
+        let end = 0;
+        let lastStart = 0;
+        for (const op of ops) {
+          if (op.kind === "produce") {
+            const r = await produceTo(topic, op.records);
+            r.records.forEach((rec, i) => produced.set(rec.offset, op.records[i]!));
+            end += op.records.length;
+          } else if (op.kind === "settle") await settle(t.topicId);
+          else expect((await deleteRecords(topic, Math.floor(lastStart + op.fraction * (end - lastStart)))).status).toBe(200);
+          // Read everything from the log start.
+          const start = await offsetOf(topic, "earliest");
+          expect(start).toBeGreaterThanOrEqual(lastStart);
+          lastStart = start;
+          const read: { key: string; value: string | null; offset: number }[] = [];
+          for (let offset = start; offset < end; ) {
+            const f = await fetchJson(topic, 0, `offset=${offset}&maxRecords=2`);
+            expect(f.nextOffset).toBeGreaterThan(offset);
+            read.push(...f.records.map((r) => ({ key: String(r.key), value: r.value === null ? null : String(r.value), offset: r.offset })));
+            offset = f.nextOffset;
+          }
+          for (let i = 1; i < read.length; i++) expect(read[i]!.offset).toBeGreaterThan(read[i - 1]!.offset);
+          for (const r of read) expect({ key: r.key, value: r.value }).toEqual(produced.get(r.offset));
+          // Per key: the model's latest record at or after the log start, or (a tombstone) it or nothing.
+          for (const key of ["a", "b", "c"]) {
+            let latest: { offset: number; value: string | null } | null = null;
+            for (const [offset, r] of produced) if (r.key === key && (latest === null || offset > latest.offset)) latest = { offset, value: r.value };
+            const seen = read.filter((r) => r.key === key).pop();
+            if (latest === null || latest.offset < start) expect(seen).toBeUndefined();
+            else if (latest.value !== null) expect(seen).toEqual({ key, value: latest.value, offset: latest.offset });
+            else if (seen !== undefined) expect(seen).toEqual({ key, value: null, offset: latest.offset });
+          }
+        }
+      }),
+      { numRuns: 10 },
+    );
   });
 });
