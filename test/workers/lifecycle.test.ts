@@ -440,7 +440,7 @@ suite("property: the real partition against a model (fast-check)", () => {
         for (const op of ops) {
           if (op.kind === "produce") {
             const r = await produceTo(topic, op.records);
-            r.records.forEach((rec, i) => produced.set(rec.offset, op.records[i]!));
+            for (const [i, rec] of r.records.entries()) produced.set(rec.offset, op.records[i]!);
             end += op.records.length;
           } else if (op.kind === "settle") await settle(t.topicId);
           else expect((await deleteRecords(topic, Math.floor(lastStart + op.fraction * (end - lastStart)))).status).toBe(200);
