@@ -86,6 +86,7 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
       this.#log,
       lazyTimers(() => this.timers("lifecycle")),
       () => this.#retainFloor(),
+      env.SEGMENTS,
     );
     // Who hears what, in order.
     this.#log.onAppended(this.#waiters.wake);
@@ -191,6 +192,8 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
   async #fetchRecords(req: FetchRequest): Promise<RpcResult<FetchOk>> {
     const maxWaitMs = Math.min(Math.max(0, req.maxWaitMs), FETCH_MAX_WAIT_MS_LIMIT);
     const deadline = Date.now() + maxWaitMs;
+    // Below the local start: a read-through from the segment's R2 object (tiered storage).
+    if (this.#lifecycle.readsRemote(req.offset)) return this.#lifecycle.readRemote(req);
     for (;;) {
       const remainingMs = deadline - Date.now();
       const answer = this.#log.fetch(req, remainingMs <= 0);

@@ -36,6 +36,11 @@ export interface Env extends AuthSettingsEnv {
   GROUP_COORDINATOR: RpcNamespace<GroupCoordinatorRpc>;
   /** One object, named "groups": the list of groups. */
   GROUP_DIRECTORY: RpcNamespace<GroupDirectoryRpc>;
+  /**
+   * R2 bucket of tiered storage (docs/LIFECYCLE.md "Tiered storage"): closed segments of topics
+   * with `remote.storage.enable` are offloaded here. Optional: without it nothing is offloaded.
+   */
+  SEGMENTS?: R2Bucket;
   /** "1" exposes /bench/* routes. @default "0" */
   EDGELOG_BENCH_ROUTES?: string;
   /**

@@ -43,7 +43,17 @@ import {
   segmentEnd,
   startCompaction,
   abortCompaction,
+  completeRemoteDelete,
+  completeUpload,
+  decodeSegmentHeader,
+  decodeSegmentIndex,
+  encodeSegmentObject,
+  localStartOffset,
+  planTiering,
+  readSource,
+  segmentIndexRange,
   truncationTarget,
+  type SegmentIndexEntry,
   type BatchMeta,
   type CompactionCheckpoint,
   type CompactionCommand,
@@ -53,7 +63,8 @@ import {
   type SegmentRow,
 } from "../../src/lifecycle/index.ts";
 import type { AppendPlan, ScannedAppend } from "../../src/partition/core.ts";
-import type { ErrorResult } from "../../src/protocol/errors.ts";
+import type { FetchOk, FetchRequest } from "../../src/partition/rpc.ts";
+import type { ErrorResult, Ok } from "../../src/protocol/errors.ts";
 import type { TopicConfigs } from "../../src/protocol/types.ts";
 import { blob, type RoomTimers, type Sql } from "../base.ts";
 import type { BatchRewrite, LogChange, LogCommand, LogRoom } from "./log.ts";
@@ -73,7 +84,14 @@ export interface LifecycleCommandPart {
 export type LifecycleWrite = LogCommand & LifecycleCommandPart;
 
 /** Timer keys of the room. */
-export const LIFECYCLE_TIMERS = { index: "index", retention: "retention", compact: "compact" } as const;
+export const LIFECYCLE_TIMERS = { index: "index", retention: "retention", compact: "compact", tier: "tier" } as const;
+
+/** Segments being uploaded at once (one upload per `tier` wake: a segment is read whole into memory). */
+export const MAX_CONCURRENT_COPIES = 1;
+/** Remote object deletes per `tier` wake. */
+export const DELETES_PER_WAKE = 16;
+/** Offset indexes of remote segments kept in memory for read-through (one R2 read less per fetch). */
+export const REMOTE_INDEX_CACHE = 16;
 
 /** Batch rows one `index` wake reads (spans only, no data). */
 export const INDEX_SLICE_ROWS = 2_000;
@@ -131,6 +149,9 @@ export class LifecycleRoom {
   readonly #log: LogRoom;
   readonly #timers: RoomTimers;
   readonly #floor: () => number | null;
+  readonly #bucket: R2Bucket | undefined;
+  /** Offset indexes of remote segment objects, by key (bounded, oldest first out). */
+  readonly #remoteIndex = new Map<string, SegmentIndexEntry[]>();
   /** The segment index, offset order (a mirror of seg_segments). */
   #segments: SegmentRow[] = [];
   /** True while batches stored before the index existed are still being indexed (`index` timer). */
@@ -141,7 +162,8 @@ export class LifecycleRoom {
   #cfgOf: TopicConfigs | null = null;
   #cfg: LifecycleConfig | null = null;
 
-  constructor(sql: Sql, log: LogRoom, timers: RoomTimers, floor: () => number | null) {
+  constructor(sql: Sql, log: LogRoom, timers: RoomTimers, floor: () => number | null, bucket: R2Bucket | undefined) {
+    this.#bucket = bucket;
     this.#sql = sql;
     this.#log = log;
     this.#timers = timers;
@@ -173,8 +195,9 @@ export class LifecycleRoom {
     if (s === null) return;
     const last = this.#segments[this.#segments.length - 1];
     this.#catchingUp = this.#log.batchSpansAfter(last?.lastOffset ?? -1, 1).length > 0;
-    this.#truncating = this.#log.hasBatchesBelow(truncationTarget(s.logStartOffset, this.#floor()));
+    this.#truncating = this.#log.hasBatchesBelow(this.#truncationTarget());
     this.rearm(nowMs, true);
+    if (this.#segments.some((r) => r.remote !== "none" || r.location === "both")) this.#setEarlier(LIFECYCLE_TIMERS.tier, nowMs);
   }
 
   reset(): void {
@@ -381,7 +404,11 @@ export class LifecycleRoom {
   }
 
   #armCompactNow(): void {
-    if (this.#log.state !== null && this.#config().compaction.compact) this.#setEarlier(LIFECYCLE_TIMERS.compact, Date.now());
+    if (this.#log.state === null) return;
+    const cfg = this.#config();
+    if (cfg.compaction.compact) this.#setEarlier(LIFECYCLE_TIMERS.compact, Date.now());
+    // A closed segment may be offloaded.
+    if (cfg.tiering.remoteStorageEnable) this.#setEarlier(LIFECYCLE_TIMERS.tier, Date.now());
   }
 
   // ---- timers ----
@@ -438,7 +465,7 @@ export class LifecycleRoom {
   }
 
   /** A due timer. `commit` is the switchboard's (one transaction per command, then publish). */
-  onTimer(key: string, nowMs: number, commit: (cmd: LifecycleWrite) => void): void {
+  async onTimer(key: string, nowMs: number, commit: (cmd: LifecycleWrite) => void): Promise<void> {
     if (this.#log.state === null) return;
     switch (key) {
       case LIFECYCLE_TIMERS.index:
@@ -449,6 +476,9 @@ export class LifecycleRoom {
         return;
       case LIFECYCLE_TIMERS.compact:
         this.#compactStep(nowMs, commit);
+        return;
+      case LIFECYCLE_TIMERS.tier:
+        await this.#tier(nowMs, commit);
         return;
       default:
         throw new Error(`lifecycle has no timer ${key}`);
@@ -487,8 +517,10 @@ export class LifecycleRoom {
       const log: LogChange | null = plan.logStartOffset > s.logStartOffset ? { op: "logStart", offset: plan.logStartOffset } : null;
       commit({ log, append: null, lifecycle: { segments: plan.commands, clean: [] } });
       progressed = true;
+      // Dropped segments with an R2 copy owe an object delete.
+      if (plan.commands.some((c) => c.kind === "segUpdate")) this.#setEarlier(LIFECYCLE_TIMERS.tier, nowMs);
     }
-    const target = truncationTarget(this.#log.state!.logStartOffset, floor);
+    const target = this.#truncationTarget();
     const slice = planTruncateSlice(target, this.#log.headBatches(TRUNCATE_LIMITS.maxRows + 1), TRUNCATE_LIMITS);
     if (slice.command !== null) {
       let freedBytes = 0;
@@ -498,6 +530,137 @@ export class LifecycleRoom {
     }
     this.#truncating = !slice.done || this.#log.hasBatchesBelow(target);
     this.rearm(Date.now(), false, !progressed);
+  }
+
+  /**
+   * Below this offset batch rows may be deleted: the log start, or the local start of a tiered log
+   * (segments whose R2 copy is recorded and that local retention moved to `remote`), held back by
+   * the floor.
+   */
+  #truncationTarget(): number {
+    const s = this.#log.state!;
+    return truncationTarget(Math.max(s.logStartOffset, localStartOffset(this.#segments, s)), this.#floor());
+  }
+
+  // ---- tiered storage (KIP-405 names; src/lifecycle/tiered.ts) ----
+
+  /**
+   * One `tier` wake: commit the plan (keys for closed local segments, `remote` for segments local
+   * retention lets go), then run at most one upload and {@link DELETES_PER_WAKE} object deletes,
+   * each AFTER the commit that recorded it as owed and each followed by its completion commit, so
+   * a crash between them repeats the effect (same key, same bytes) and loses nothing.
+   */
+  async #tier(nowMs: number, commit: (cmd: LifecycleWrite) => void): Promise<void> {
+    const bucket = this.#bucket;
+    const s = this.#log.state!;
+    const cfg = this.#config();
+    if (bucket === undefined) {
+      if (cfg.tiering.remoteStorageEnable) console.error(`partition ${s.topic}/${s.partition}: remote.storage.enable is set but the Worker has no SEGMENTS R2 binding; nothing is offloaded`);
+      return;
+    }
+    const plan = planTiering({ segments: this.#segments, bounds: s, nowMs, topicId: s.topicId, partition: s.partition, maxConcurrentCopies: MAX_CONCURRENT_COPIES }, cfg.tiering);
+    if (plan.commands.length > 0) commit({ log: null, append: null, lifecycle: { segments: plan.commands, clean: [] } });
+    let uploads = 0;
+    let deletes = 0;
+    for (const effect of plan.effects) {
+      if (effect.kind === "upload") {
+        if (uploads >= MAX_CONCURRENT_COPIES) continue;
+        uploads++;
+        const { rows } = this.#log.batchesInRange(effect.baseOffset, effect.end, Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER);
+        await bucket.put(effect.r2Key, encodeSegmentObject(rows.map((r) => r.data)));
+        const done = completeUpload(
+          this.#segments.find((r) => r.id === effect.id),
+          effect.r2Key,
+        );
+        if (done !== null) commit({ log: null, append: null, lifecycle: { segments: [done], clean: [] } });
+      } else {
+        if (deletes >= DELETES_PER_WAKE) continue;
+        deletes++;
+        await bucket.delete(effect.r2Key);
+        this.#remoteIndex.delete(effect.r2Key);
+        const done = completeRemoteDelete(this.#segments.find((r) => r.id === effect.id));
+        if (done !== null) commit({ log: null, append: null, lifecycle: { segments: [done], clean: [] } });
+      }
+    }
+    // Rows below the new local start go by the retention slicer.
+    if (this.#log.hasBatchesBelow(this.#truncationTarget())) {
+      this.#truncating = true;
+      this.#setEarlier(LIFECYCLE_TIMERS.retention, Date.now());
+    }
+    this.#armTier(Date.now(), plan.effects.length > 0 || plan.commands.length > 0);
+  }
+
+  /** The `tier` timer: at once while work is owed, else when the head `both` segment passes local.retention.ms. */
+  #armTier(nowMs: number, busy: boolean): void {
+    const cfg = this.#config().tiering;
+    if (busy || this.#segments.some((r) => r.remote !== "none")) {
+      this.#setEarlier(LIFECYCLE_TIMERS.tier, nowMs);
+      return;
+    }
+    const head = this.#segments.find((r) => r.location === "both");
+    if (head !== undefined && cfg.localRetentionMs >= 0) this.#setEarlier(LIFECYCLE_TIMERS.tier, Math.min(head.maxTimestamp + cfg.localRetentionMs + 1, nowMs + TIMER_HORIZON_MS));
+  }
+
+  /** True when a fetch at `offset` (within the log's bounds) reads a remote segment. */
+  readsRemote(offset: number): boolean {
+    const s = this.#log.state;
+    return s !== null && offset >= s.logStartOffset && offset < localStartOffset(this.#segments, s);
+  }
+
+  /**
+   * A fetch below the local start, read through from the segment's R2 object: the same answer
+   * shape and the same batch bytes as a local read (the object holds the batches as stored). At
+   * most three range reads: header, offset index (cached), the batches. Stops at the segment's
+   * end; the next fetch continues in the next segment.
+   * @throws Error when the object is missing or corrupt (SegmentObjectError): a broken invariant.
+   */
+  async readRemote(req: FetchRequest): Promise<Ok<FetchOk>> {
+    const s = this.#log.state!;
+    const src = readSource(this.#segments, s, req.offset);
+    if (src.kind !== "remote") throw new Error(`offset ${req.offset} is not remote`);
+    const i = this.#segments.findIndex((r) => r.id === src.id);
+    const end = segmentEnd(this.#segments, i, s.logEndOffset);
+    const index = await this.#indexOf(src.r2Key);
+    let first = index.findIndex((e) => e.lastOffset >= req.offset);
+    const batches: Uint8Array[] = [];
+    let nextOffset = end;
+    if (first >= 0) {
+      let last = first;
+      let bytes = index[first]!.size;
+      let records = index[first]!.lastOffset - Math.max(index[first]!.baseOffset, req.offset) + 1;
+      while (last + 1 < index.length && records < req.maxRecords && bytes + index[last + 1]!.size <= req.maxBytes) {
+        last++;
+        bytes += index[last]!.size;
+        records += index[last]!.lastOffset - index[last]!.baseOffset + 1;
+      }
+      const start = index[first]!.position;
+      const body = await this.#bucket!.get(src.r2Key, { range: { offset: start, length: bytes } });
+      if (body === null) throw new Error(`segment object ${src.r2Key} is missing`);
+      const data = new Uint8Array(await body.arrayBuffer());
+      for (; first <= last; first++) {
+        const e = index[first]!;
+        batches.push(data.slice(e.position - start, e.position - start + e.size));
+      }
+      nextOffset = last + 1 < index.length ? index[last]!.lastOffset + 1 : end;
+    }
+    return { ok: true, batches, nextOffset, logStartOffset: s.logStartOffset, highWatermark: s.highWatermark, logEndOffset: s.logEndOffset };
+  }
+
+  async #indexOf(r2Key: string): Promise<SegmentIndexEntry[]> {
+    const cached = this.#remoteIndex.get(r2Key);
+    if (cached !== undefined) return cached;
+    const bucket = this.#bucket;
+    if (bucket === undefined) throw new Error(`segment ${r2Key} is remote but the Worker has no SEGMENTS R2 binding`);
+    const head = await bucket.get(r2Key, { range: { offset: 0, length: 64 } });
+    if (head === null) throw new Error(`segment object ${r2Key} is missing`);
+    const header = decodeSegmentHeader(new Uint8Array(await head.arrayBuffer()));
+    const range = segmentIndexRange(header);
+    const body = await bucket.get(r2Key, { range: { offset: range.start, length: range.end - range.start } });
+    if (body === null) throw new Error(`segment object ${r2Key} is missing`);
+    const index = decodeSegmentIndex(header, new Uint8Array(await body.arrayBuffer()));
+    if (this.#remoteIndex.size >= REMOTE_INDEX_CACHE) this.#remoteIndex.delete(this.#remoteIndex.keys().next().value!);
+    this.#remoteIndex.set(r2Key, index);
+    return index;
   }
 
   /** One compaction step: decide a pass when idle, else map or rewrite one slice (checkpoint last). */
