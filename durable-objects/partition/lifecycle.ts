@@ -103,8 +103,11 @@ export const COMPACT_SLICE_BATCHES = 256;
 export const COMPACT_SLICE_BYTES = 8 * 1024 * 1024;
 /** Key map capacity of one pass (rows of seg_clean_keys); a full map ends the pass early. */
 export const COMPACT_MAX_MAP_KEYS = 100_000;
-/** When work is due but blocked (by the floor), look again after this long. */
-export const BLOCKED_RETRY_MS = 60_000;
+/**
+ * When retention is due but the floor holds it (a Durable Stream keeps its whole log, a slow
+ * subscription its backlog), look again after this long: Kafka's log.retention.check.interval.ms.
+ */
+export const BLOCKED_RETRY_MS = 5 * 60_000;
 /** Timers further away than this are set at this horizon and re-planned then (the platform's alarm takes a Date). */
 export const TIMER_HORIZON_MS = 30 * 24 * 60 * 60 * 1000;
 
