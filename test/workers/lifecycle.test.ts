@@ -8,7 +8,7 @@
 import { env, evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import fc from "fast-check";
 import { describe as suite, expect, it } from "vitest";
-import { Consumer, EdgelogClient } from "../../sdk/src/index.ts";
+import { Consumer, EdgelogClient, GroupConsumer } from "../../sdk/src/index.ts";
 import { encodeBatch } from "../../src/codec/index.ts";
 import { partitionObjectName } from "../../src/partition/rpc.ts";
 import type { OffsetFetchResponse } from "../../src/protocol/groups.ts";
@@ -316,7 +316,7 @@ suite("compaction (cleanup.policy=compact)", () => {
     expect([(await bin.arrayBuffer()).byteLength, bin.headers.get("edgelog-next-offset")]).toEqual([0, "3"]);
   });
 
-  it("k1=a, k2=b, k1=c, k2=d: a fetch at 0 returns offsets 2 and 3 with nextOffset 4 (HTTP, SDK consumer, group offsets)", async () => {
+  it("k1=a, k2=b, k1=c, k2=d: a fetch at 0 returns offsets 2 and 3 with nextOffset 4 (HTTP, SDK consumer, group consumer)", async () => {
     const topic = randomTopic();
     const t = await createTopic(topic, 1, { "cleanup.policy": "compact" });
     await produceEach(topic, [
@@ -335,6 +335,21 @@ suite("compaction (cleanup.policy=compact)", () => {
     const polled = await consumer.poll({ maxWaitMs: 2_000 });
     expect(polled.map((r) => r.offset)).toEqual([2, 3]);
     expect(await consumer.position({ topic, partition: 0 })).toBe(4);
+    // The group consumer (kafkajs's shape) from the beginning gets the same records and commits 4.
+    const groupId = randomTopic("gc");
+    const gc = new GroupConsumer(client, { groupId, sessionTimeoutMs: 10_000 });
+    await gc.subscribe({ topics: [topic], fromBeginning: true });
+    const delivered: string[] = [];
+    await gc.run({
+      eachMessage: async ({ message }) => {
+        delivered.push(`${message.offset}`);
+      },
+    });
+    for (let i = 0; i < 200 && delivered.length < 2; i++) await new Promise((r) => setTimeout(r, 25));
+    await gc.disconnect();
+    expect(delivered).toEqual(["2", "3"]);
+    const committed = (await (await call(`/v1/groups/${groupId}/offsets?topic=${encodeURIComponent(topic)}`)).json()) as OffsetFetchResponse;
+    expect(committed.partitions[0]!.committedOffset).toBe(4);
     // A group at 0 (the log start) reads from 0 and gets the compacted answer.
     const group = randomTopic("g");
     expect((await json("POST", `/v1/groups/${group}/offsets`, { offsets: [{ topic, partition: 0, offset: 0 }] })).status).toBe(200);
