@@ -39,6 +39,7 @@ import {
   planTruncateSlice,
   restoreCompaction,
   rewriteStoredBatch,
+  scanRecordKeys,
   segmentAt,
   segmentEnd,
   startCompaction,
@@ -696,7 +697,7 @@ export class LifecycleRoom {
     const batches = rows.map((b) => ({
       baseOffset: b.baseOffset,
       lastOffset: b.lastOffset,
-      records: decodeBatch(b.data, 0, { verifyCrc: false }).records.map((r) => ({ offset: r.offset, key: r.key === null ? null : keyId(r.key), tombstone: r.value === null })),
+      records: scanRecordKeys(b.data),
     }));
     const step = compactionStep(state, { batches, exhausted }, cfg.compaction, { maxMapKeys: COMPACT_MAX_MAP_KEYS });
     const rewrites: BatchRewrite[] = [];
