@@ -327,6 +327,8 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
   // ---- destroy paths ----
 
   async #destroyLocal(): Promise<void> {
+    // The partition's R2 segment objects first: after the rows are gone nothing would own them.
+    if (!this.#destroyed) await this.#lifecycle.deleteRemoteObjects();
     this.#destroyed = true;
     this.#log.reset();
     this.#producers.reset();

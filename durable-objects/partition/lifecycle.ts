@@ -53,6 +53,7 @@ import {
   planTiering,
   readSource,
   segmentIndexRange,
+  segmentObjectKey,
   truncationTarget,
   type SegmentIndexEntry,
   type BatchMeta,
@@ -603,6 +604,25 @@ export class LifecycleRoom {
     }
     const head = this.#segments.find((r) => r.location === "both");
     if (head !== undefined && cfg.localRetentionMs >= 0) this.#setEarlier(LIFECYCLE_TIMERS.tier, Math.min(head.maxTimestamp + cfg.localRetentionMs + 1, nowMs + TIMER_HORIZON_MS));
+  }
+
+  /**
+   * Before the partition's storage is deleted (topic deletion): deletes every R2 object under this
+   * partition's key prefix, so that nothing is left that no segment row owns. Only for topics
+   * that enabled remote storage (it cannot be turned off, so no other topic has objects).
+   */
+  async deleteRemoteObjects(): Promise<void> {
+    const s = this.#log.state;
+    const bucket = this.#bucket;
+    if (s === null || bucket === undefined || !this.#config().tiering.remoteStorageEnable) return;
+    const prefix = segmentObjectKey(s.topicId, s.partition, { id: 0, baseOffset: 0 }).replace(/[^/]*$/, "");
+    let cursor: string | undefined;
+    do {
+      const page = await bucket.list({ prefix, limit: 1000, ...(cursor !== undefined ? { cursor } : {}) });
+      if (page.objects.length > 0) await bucket.delete(page.objects.map((o) => o.key));
+      cursor = page.truncated ? page.cursor : undefined;
+    } while (cursor !== undefined);
+    this.#remoteIndex.clear();
   }
 
   /** True when a fetch at `offset` (within the log's bounds) reads a remote segment. */

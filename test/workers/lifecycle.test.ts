@@ -546,3 +546,16 @@ suite("tiered storage to R2 (remote.storage.enable, KIP-405 names)", () => {
     expect(await offsetOf(topic, "earliest")).toBe(5);
   });
 });
+
+suite("tiered storage: deleting the topic deletes its objects", () => {
+  it("leaves no R2 object under the partition's prefix", async () => {
+    const topic = randomTopic();
+    const t = await createTopic(topic, 1, { "segment.bytes": MiB, "remote.storage.enable": true });
+    for (let i = 0; i < 3; i++) await produceTo(topic, [{ value: `v${i}`.padEnd(400 * 1024, ".") }]);
+    await settle(t.topicId);
+    const prefix = `segments/${t.topicId}/0/`;
+    expect((await env.SEGMENTS!.list({ prefix })).objects.length).toBe(1);
+    expect((await call(`/v1/topics/${topic}`, { method: "DELETE" })).status).toBe(204);
+    expect((await env.SEGMENTS!.list({ prefix })).objects).toEqual([]);
+  });
+});
