@@ -3,14 +3,16 @@
  * partition"). This file is the switchboard: the wiring in order, the RPC surface in one section
  * per room, the append guards, and `#commit`. Rooms (durable-objects/partition/): log (meta,
  * batches, reads, bounds), producers (KIP-98 state, timer "expiry"), waiters (bounded long-polls),
- * streams/state (ds_* tables, timers "expiry", "producers"), streams/read; beside them metrics.ts
- * counts in memory what the switchboard sees (docs/OBSERVABILITY.md).
+ * streams/state (ds_* tables, timers "expiry", "producers"), streams/read, lifecycle (seg_*
+ * tables, timers "index", "retention", "compact", "tier"; docs/LIFECYCLE.md); beside them
+ * metrics.ts counts in memory what the switchboard sees (docs/OBSERVABILITY.md).
  *
- * Every write is a command `{log, append, producer, stream}`: a room decides, `#commit` opens ONE
- * transaction, calls each room's deterministic `apply` (log, producers, streams), then `publish`
- * after the commit. `append` never awaits, so appends run one at a time without locks; the output
- * gate holds each answer until its write is durable. Hot-path cost: one scan per batch, then 2 SQL
- * statements (non-idempotent) or 4-5 (idempotent), pinned by test/workers/partition-rooms.test.ts.
+ * Every write is a command `{log, append, producer, stream, lifecycle?}`: a room decides, `#commit`
+ * opens ONE transaction, calls each room's deterministic `apply` (log, producers, streams,
+ * lifecycle), then `publish` after the commit. `append` never awaits, so appends run one at a time
+ * without locks; the output gate holds each answer until its write is durable. Hot-path cost: one
+ * scan per batch, then 3 SQL statements (non-idempotent) or 5-6 (idempotent), pinned by
+ * test/workers/partition-rooms.test.ts.
  */
 import type { Env } from "../src/env.ts";
 import type { ListOffsetsSpec, ProducerState } from "../src/partition/core.ts";
