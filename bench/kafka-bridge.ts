@@ -6,14 +6,22 @@
  * 1. Produce: kafkajs's producer (acks=all) through the bridge vs the SDK Producer straight to
  *    the gateway, the same 1 KiB keyed records to a 6-partition topic, `send()` of 1 000
  *    messages each, 4 sends in flight, rounds interleaved so both see the same background load.
+ *    Floor (same rounds): kafkajs through a second bridge whose Edgelog appends are answered at
+ *    once without an HTTP request (metadata still from the engine): what kafkajs's own CPU and
+ *    the bridge's decoding allow before any Edgelog round trip.
+ *    Own process (same rounds): kafkajs through `edgelog kafka-bridge` run as its own Node
+ *    process, as deployed, so the bridge's CPU is off kafkajs's thread.
  * 2. Consumer catch-up: a kafkajs group consumer (eachBatch) through the bridge reading a
  *    topic from the beginning to its end vs the SDK's assign-based Consumer reading the same
- *    topic, same run.
+ *    topic, same run (the SDK read before and after the kafkajs reads, averaged); without and
+ *    with the bridge's fetch read-ahead (`fetchReadAhead`, off by default), A B B A, averaged.
  *
  * The Worker and its Durable Objects run in workerd (bench/engine.ts); the bridge talks to the
  * Worker's own socket over HTTP, as it would to a deployed gateway. kafkajs, the bridge and the
  * SDK share the bench's Node process, so the bridge's CPU competes with the client's.
  */
+import { spawn, type ChildProcess } from "node:child_process";
+import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { Kafka, logLevel } from "kafkajs";
 import { Consumer, EdgelogClient, Producer } from "../sdk/src/index.ts";
@@ -56,37 +64,83 @@ export async function run({ quick }: { quick: boolean }): Promise<void> {
   const client = new EdgelogClient({ baseUrl: engine.url });
   const bridge = await startKafkaBridge({ client, port: 0, log: () => {} });
   const kafka = new Kafka({ brokers: [`127.0.0.1:${bridge.port}`], clientId: "bench", logLevel: logLevel.NOTHING });
+  const readAheadBridge = await startKafkaBridge({ client, port: 0, log: () => {}, fetchReadAhead: true });
+  const kafkaReadAhead = new Kafka({ brokers: [`127.0.0.1:${readAheadBridge.port}`], clientId: "bench", logLevel: logLevel.NOTHING });
+  // The floor: appends answered at once, in-process (no HTTP); everything else from the engine.
+  const instantAppends: typeof fetch = async (input, init) => {
+    if (init?.method === "POST" && /\/partitions\/\d+\/records(\?|$)/.test(String(input)))
+      return new Response(JSON.stringify({ topic: "t", partition: 0, baseOffset: 0, lastOffset: 0, logAppendTime: null, logStartOffset: 0 }), {
+        headers: { "content-type": "application/json" },
+      });
+    return globalThis.fetch(input, init);
+  };
+  const floorBridge = await startKafkaBridge({ client: new EdgelogClient({ baseUrl: engine.url, fetch: instantAppends }), port: 0, log: () => {} });
+  const floorKafka = new Kafka({ brokers: [`127.0.0.1:${floorBridge.port}`], clientId: "bench-floor", logLevel: logLevel.NOTHING });
+  // The CLI's bridge in its own process; its port is read from its "listening on" line.
+  const cli: ChildProcess = spawn(process.execPath, [fileURLToPath(new URL("../sdk/bin/edgelog.js", import.meta.url).href), "kafka-bridge", "--url", engine.url, "--listen", "127.0.0.1:0"], {
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  const cliPort = await new Promise<number>((resolve, reject) => {
+    let text = "";
+    cli.once("exit", (code) => reject(new Error(`edgelog kafka-bridge exited (${code}): ${text}`)));
+    cli.stderr!.on("data", (d: Buffer) => {
+      text += d.toString();
+      const m = /listening on \S+:(\d+),/.exec(text);
+      if (m) resolve(Number(m[1]));
+    });
+  });
+  const cliKafka = new Kafka({ brokers: [`127.0.0.1:${cliPort}`], clientId: "bench-cli", logLevel: logLevel.NOTHING });
   try {
     const viaBridge = `kb-bridge-${Date.now()}`;
     const direct = `kb-direct-${Date.now()}`;
     await client.createTopic({ name: viaBridge, partitions: PARTITIONS });
     await client.createTopic({ name: direct, partitions: PARTITIONS });
+    const ownProcess = `kb-cli-${Date.now()}`;
+    await client.createTopic({ name: ownProcess, partitions: PARTITIONS });
 
     const kProducer = kafka.producer({ allowAutoTopicCreation: false });
     await kProducer.connect();
+    const floorProducer = floorKafka.producer({ allowAutoTopicCreation: false });
+    await floorProducer.connect();
+    const cliProducer = cliKafka.producer({ allowAutoTopicCreation: false });
+    await cliProducer.connect();
     const sdkProducer = new Producer(client);
     const messages = (round: number, chunk: number) => Array.from({ length: CHUNK }, (_, i) => ({ key: `k${(round * PER_ROUND + chunk * CHUNK + i) % 1000}`, value }));
     // warm-up: connections, isolates, objects
     await kProducer.send({ topic: viaBridge, messages: messages(0, 0) });
+    await floorProducer.send({ topic: viaBridge, messages: messages(0, 0) });
+    await cliProducer.send({ topic: ownProcess, messages: messages(0, 0) });
     await sdkProducer.send({ topic: direct, messages: messages(0, 0).map((m) => ({ key: m.key, value: new Uint8Array(m.value) })) });
 
     let bridgeMs = 0;
     let directMs = 0;
+    let floorMs = 0;
+    let cliMs = 0;
+    /** CPU time of this process (kafkajs + bridge, or the SDK producer), ms. */
+    const cpu = { bridge: 0, direct: 0, floor: 0 };
+    const cpuMs = (): number => {
+      const u = process.cpuUsage();
+      return (u.user + u.system) / 1000;
+    };
     const ratios: number[] = [];
     for (let round = 0; round < ROUNDS; round++) {
       const runBridge = async (): Promise<number> => {
         const t0 = performance.now();
+        const c0 = cpuMs();
         await closedLoop(PER_ROUND / CHUNK, IN_FLIGHT, async (c) => void (await kProducer.send({ topic: viaBridge, acks: -1, messages: messages(round, c) })));
+        cpu.bridge += cpuMs() - c0;
         return performance.now() - t0;
       };
       const runDirect = async (): Promise<number> => {
         const t0 = performance.now();
+        const c0 = cpuMs();
         await closedLoop(
           PER_ROUND / CHUNK,
           IN_FLIGHT,
           async (c) => void (await sdkProducer.send({ topic: direct, messages: messages(round, c).map((m) => ({ key: m.key, value: new Uint8Array(m.value) })) })),
         );
         await sdkProducer.flush();
+        cpu.direct += cpuMs() - c0;
         return performance.now() - t0;
       };
       const [b, d] =
@@ -99,7 +153,17 @@ export async function run({ quick }: { quick: boolean }): Promise<void> {
       bridgeMs += b;
       directMs += d;
       ratios.push(d / b);
+      const f0 = performance.now();
+      const c0 = cpuMs();
+      await closedLoop(PER_ROUND / CHUNK, IN_FLIGHT, async (c) => void (await floorProducer.send({ topic: viaBridge, acks: -1, messages: messages(round, c) })));
+      cpu.floor += cpuMs() - c0;
+      floorMs += performance.now() - f0;
+      const p0 = performance.now();
+      await closedLoop(PER_ROUND / CHUNK, IN_FLIGHT, async (c) => void (await cliProducer.send({ topic: ownProcess, acks: -1, messages: messages(round, c) })));
+      cliMs += performance.now() - p0;
     }
+    await floorProducer.disconnect();
+    await cliProducer.disconnect();
     await kProducer.disconnect();
     await sdkProducer.close();
     const produced = ROUNDS * PER_ROUND;
@@ -117,9 +181,9 @@ export async function run({ quick }: { quick: boolean }): Promise<void> {
       consumer.close();
       return ms;
     };
-    const kafkaRead = async (): Promise<number> => {
+    const kafkaRead = async (via: Kafka): Promise<number> => {
       const t0 = performance.now();
-      const consumer = kafka.consumer({ groupId: `kb-bench-${Date.now()}-${Math.random()}`, maxBytesPerPartition: 4 * 1024 * 1024, maxBytes: 24 * 1024 * 1024 });
+      const consumer = via.consumer({ groupId: `kb-bench-${Date.now()}-${Math.random()}`, maxBytesPerPartition: 4 * 1024 * 1024, maxBytes: 24 * 1024 * 1024 });
       await consumer.connect();
       await consumer.subscribe({ topic: viaBridge, fromBeginning: true });
       let n = 0;
@@ -136,13 +200,34 @@ export async function run({ quick }: { quick: boolean }): Promise<void> {
       await consumer.disconnect();
       return ms;
     };
-    const sdkMs = await sdkRead();
-    const kafkaMs = await kafkaRead();
+    // A B B A order (none, read-ahead, read-ahead, none) so neither gets the warmer storage.
+    const reads = { sdk: [await sdkRead()], none: [await kafkaRead(kafka)], readAhead: [await kafkaRead(kafkaReadAhead)] };
+    reads.readAhead.push(await kafkaRead(kafkaReadAhead));
+    reads.none.push(await kafkaRead(kafka));
+    reads.sdk.push(await sdkRead());
+    const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length;
+    const [sdkMs, kafkaMs, kafkaReadAheadMs] = [mean(reads.sdk), mean(reads.none), mean(reads.readAhead)];
 
     printRows("Kafka bridge (kafkajs through the bridge vs the SDK direct)", [
       {
         name: `produce, ${fmt(produced)} x 1 KiB records, send() of ${CHUNK}, ${IN_FLIGHT} in flight`,
         value: produced / (bridgeMs / 1000),
+        unit: "records/s",
+        ceilingName: "SDK Producer direct",
+        ceiling: produced / (directMs / 1000),
+        target: 0.7,
+      },
+      {
+        name: "produce floor: kafkajs + bridge, appends answered at once (no Edgelog)",
+        value: produced / (floorMs / 1000),
+        unit: "records/s",
+        ceilingName: "SDK Producer direct",
+        ceiling: produced / (directMs / 1000),
+        target: 0.7,
+      },
+      {
+        name: "produce, bridge in its own process (edgelog kafka-bridge)",
+        value: produced / (cliMs / 1000),
         unit: "records/s",
         ceilingName: "SDK Producer direct",
         ceiling: produced / (directMs / 1000),
@@ -156,10 +241,30 @@ export async function run({ quick }: { quick: boolean }): Promise<void> {
         ceiling: total / (sdkMs / 1000),
         target: 0.7,
       },
+      {
+        name: "consumer catch-up with the bridge's fetch read-ahead (fetchReadAhead: true)",
+        value: total / (kafkaReadAheadMs / 1000),
+        unit: "records/s",
+        ceilingName: "SDK Consumer direct",
+        ceiling: total / (sdkMs / 1000),
+        target: 0.7,
+      },
     ]);
     console.log(`\nPer-round produce ratios (${ROUNDS} interleaved rounds): ${ratios.map((r) => `${r.toFixed(2)}x`).join(", ")}`);
+    const perK = (ms: number): string => fmt(ms / (produced / 1000));
+    console.log(
+      `Produce CPU of the bench process per 1 000 records: SDK Producer ${perK(cpu.direct)} ms; kafkajs + bridge ${perK(cpu.bridge)} ms; kafkajs + bridge with appends answered at once ${perK(cpu.floor)} ms (workerd's CPU is not included)`,
+    );
+    console.log(`Catch-up reads, ms: SDK ${reads.sdk.map(fmt).join(", ")}; kafkajs ${reads.none.map(fmt).join(", ")}; kafkajs with read-ahead ${reads.readAhead.map(fmt).join(", ")}`);
     console.log("Catch-up: the kafkajs time includes its connect and group join (one JoinGroup + SyncGroup through the bridge), the SDK's starts at its first poll.");
   } finally {
+    if (cli.exitCode === null) {
+      const exited = new Promise((resolve) => cli.once("exit", resolve));
+      cli.kill("SIGINT");
+      await exited;
+    }
+    await floorBridge.close();
+    await readAheadBridge.close();
     await bridge.close();
     await engine.dispose();
   }

@@ -7,6 +7,14 @@
  *   UUID), partitions, configs JSON, created_at ms);
  * - counters(name PK, value): `producer_id`, the last producer id handed out.
  * - acls, scram_users, quotas (migration 2): durable-objects/metadata-security.ts.
+ * - tenants, namespaces, and the topics columns `policies` and `config_keys` (migration 3):
+ *   durable-objects/metadata-tenants.ts.
+ *
+ * Topics live in namespaces: a create in a namespace that does not exist is refused
+ * (NAMESPACE_NOT_FOUND; `public/default` always exists). Each topic's effective configs and
+ * policies (topic override > namespace policy > default; the namespace's retention policy feeds
+ * `retention.ms` / `retention.bytes`) are what partitions receive through init/updateConfigs
+ * (the policies as `configs.policies`), and what describe shows with their sources.
  *
  * Mutations (create/alter/delete) run one at a time (`#serial`): they await partition RPCs,
  * during which the input gate would otherwise let another mutation of the same topic in.
@@ -16,9 +24,22 @@
  * nothing), never a visible topic with missing partitions.
  */
 import type { Env } from "../src/env.ts";
-import { METADATA_OBJECT_NAME, type AlterTopicInput, type CreateTopicInput, type TopicMetadataStore } from "../src/metadata/store.ts";
+import { METADATA_OBJECT_NAME, type AlterTopicInput, type CreateTopicInput, type TenantStore, type TopicMetadataStore } from "../src/metadata/store.ts";
 import { partitionStub } from "../src/partition/rpc.ts";
 import { mergeTopicConfigs, DEFAULT_TOPIC_CONFIGS } from "../src/protocol/config.ts";
+import {
+  TOPIC_POLICY_NAMES,
+  checkPolicyRules,
+  effectiveConfigs,
+  parsePolicyMap,
+  policyValues,
+  resolvePolicies,
+  type EffectivePolicies,
+  type NamespaceDescription,
+  type PolicyOverrides,
+  type TenantInfo,
+} from "../src/protocol/policies.ts";
+import { TenantTables, tenantsMigration, unknownNamespace } from "./metadata-tenants.ts";
 import { EdgelogError, errorResult, type ErrorResult, type RpcResult } from "../src/protocol/errors.ts";
 import { MAX_PARTITIONS } from "../src/protocol/limits.ts";
 import { parseTopicName } from "../src/protocol/names.ts";
@@ -51,6 +72,8 @@ const MIGRATIONS: readonly Migration[] = [
   },
   // ACLs, SCRAM users, quotas (durable-objects/metadata-security.ts).
   securityMigration(2),
+  // Tenants, namespaces, topic policies (durable-objects/metadata-tenants.ts).
+  tenantsMigration(3),
 ];
 
 type TopicRow = {
@@ -62,15 +85,21 @@ type TopicRow = {
   partitions: number;
   configs: string;
   created_at: number;
+  /** The topic's own policy overrides (JSON). */
+  policies: string;
+  /** JSON array of the configs the topic set itself; null for topics from before migration 3. */
+  config_keys: string | null;
 };
 
 export { METADATA_OBJECT_NAME };
 
-export class MetadataDO extends SqliteDurableObject<Env> implements TopicMetadataStore, SecurityStore {
+export class MetadataDO extends SqliteDurableObject<Env> implements TopicMetadataStore, TenantStore, SecurityStore {
   /** Tail of the mutation queue (see the file comment). */
   #tail: Promise<unknown> = Promise.resolve();
   /** ACLs, SCRAM users and quotas (src/auth/store.ts). */
   readonly #security = new SecurityTables(this.sql, this.ctx.storage);
+  /** Tenants and namespaces (durable-objects/metadata-tenants.ts). */
+  readonly #tenants = new TenantTables(this.sql, this.ctx.storage);
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -86,14 +115,23 @@ export class MetadataDO extends SqliteDurableObject<Env> implements TopicMetadat
       const name = parseTopicName(req.name);
       const partitions = checkPartitions(req.partitions ?? 1);
       const configs = mergeTopicConfigs(DEFAULT_TOPIC_CONFIGS, req.configs);
+      const explicit = configKeysOf(req.configs);
+      const own = (req.policies === undefined ? {} : parsePolicyMap(req.policies, TOPIC_POLICY_NAMES)) as PolicyOverrides;
+      const namespace = `${name.tenant}/${name.namespace}`;
       return this.#serial(async () => {
         if (this.#row(name.full) !== undefined) return errorResult("TOPIC_ALREADY_EXISTS", `Topic ${name.full} already exists.`, { topic: name.full });
+        const nsPolicies = this.#tenants.namespacePolicies(namespace);
+        if (nsPolicies === undefined) return unknownNamespace(namespace);
+        const view = topicView(configs, explicit, nsPolicies, own, { validate: true });
         const topicId = crypto.randomUUID();
-        await this.#initPartitions(name.full, topicId, 0, partitions, configs);
+        await this.#initPartitions(name.full, topicId, 0, partitions, view.partitionConfigs);
+        // The namespace may have been deleted while the partitions were initialised: deletes
+        // run through #serial too, so it cannot; checked again all the same (cheap).
+        if (this.#tenants.namespaceRow(namespace) === undefined) return unknownNamespace(namespace);
         const createdAt = Date.now();
         this.sql.run(
-          `INSERT INTO topics (name, tenant, namespace, topic, topic_id, partitions, configs, created_at)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+          `INSERT INTO topics (name, tenant, namespace, topic, topic_id, partitions, configs, created_at, policies, config_keys)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
           name.full,
           name.tenant,
           name.namespace,
@@ -102,22 +140,33 @@ export class MetadataDO extends SqliteDurableObject<Env> implements TopicMetadat
           partitions,
           JSON.stringify(configs),
           createdAt,
+          JSON.stringify(own),
+          JSON.stringify([...explicit].sort()),
         );
-        const summary = toSummary(this.#row(name.full)!);
+        const summary = this.#summary(this.#row(name.full)!);
         return { ok: true as const, topic: { ...summary, partitionDetails: emptyPartitions(partitions) } };
       });
     });
   }
 
   async listTopics(): Promise<RpcResult<{ topics: TopicSummary[] }>> {
-    return { ok: true, topics: this.sql.all<TopicRow>("SELECT * FROM topics ORDER BY name").map(toSummary) };
+    const byNamespace = new Map<string, PolicyOverrides>();
+    return {
+      ok: true,
+      topics: this.sql.all<TopicRow>("SELECT * FROM topics ORDER BY name").map((row) => {
+        const ns = `${row.tenant}/${row.namespace}`;
+        let p = byNamespace.get(ns);
+        if (p === undefined) byNamespace.set(ns, (p = this.#tenants.namespacePolicies(ns) ?? {}));
+        return this.#summary(row, p);
+      }),
+    };
   }
 
   getTopic(name: string): Promise<RpcResult<{ topic: TopicSummary }>> {
     return expected(() => {
       const full = parseTopicName(name).full;
       const row = this.#row(full);
-      return row === undefined ? unknownTopic(full) : { ok: true as const, topic: toSummary(row) };
+      return row === undefined ? unknownTopic(full) : { ok: true as const, topic: this.#summary(row) };
     });
   }
 
@@ -126,7 +175,7 @@ export class MetadataDO extends SqliteDurableObject<Env> implements TopicMetadat
       const full = parseTopicName(name).full;
       const row = this.#row(full);
       if (row === undefined) return unknownTopic(full);
-      return this.#describe(toSummary(row));
+      return this.#describe(this.#summary(row));
     });
   }
 
@@ -136,8 +185,25 @@ export class MetadataDO extends SqliteDurableObject<Env> implements TopicMetadat
       return this.#serial(async () => {
         const row = this.#row(full);
         if (row === undefined) return unknownTopic(full);
-        const current = toSummary(row);
-        const configs = mergeTopicConfigs(current.configs, req.configs);
+        const current = this.#summary(row);
+        // A null config removes the topic's own value: it follows its namespace (retention) or its default again.
+        const { set, removed } = splitRemovals(req.configs);
+        // A removed config takes its default value in the row (validated like any other change:
+        // an unknown name is refused, remote.storage.enable cannot go back to false).
+        const patch =
+          set === undefined ? undefined : { ...(set as object), ...Object.fromEntries(removed.map((k) => [k, (DEFAULT_TOPIC_CONFIGS as unknown as Record<string, unknown>)[k] ?? null])) };
+        const configs = mergeTopicConfigs(storedConfigs(row), patch);
+        const explicit = new Set(explicitKeys(row));
+        for (const k of removed) explicit.delete(k);
+        for (const k of configKeysOf(set)) explicit.add(k);
+        const own = { ...(JSON.parse(row.policies) as PolicyOverrides) } as Record<string, unknown>;
+        if (req.policies !== undefined) {
+          for (const [k, v] of Object.entries(parsePolicyMap(req.policies, TOPIC_POLICY_NAMES, true))) {
+            if (v === null) delete own[k];
+            else own[k] = v;
+          }
+        }
+        const view = topicView(configs, explicit, this.#tenants.namespacePolicies(`${row.tenant}/${row.namespace}`) ?? {}, own as PolicyOverrides, { validate: true });
         const partitions = req.partitions === undefined ? current.partitions : checkPartitions(req.partitions);
         if (partitions < current.partitions) {
           return errorResult("PARTITION_DECREASE_NOT_ALLOWED", `Topic ${full} has ${current.partitions} partitions; the count can only grow.`, {
@@ -146,18 +212,24 @@ export class MetadataDO extends SqliteDurableObject<Env> implements TopicMetadat
         }
         // A PATCH that names configs pushes them even when the row already holds them: after a
         // push that failed (below, once the row was written) the same PATCH again is the repair.
-        const pushConfigs = req.configs !== undefined || JSON.stringify(configs) !== JSON.stringify(current.configs);
+        const pushConfigs = req.configs !== undefined || req.policies !== undefined || JSON.stringify(view.summaryConfigs) !== JSON.stringify(current.configs);
         // New partitions first (unreachable until the row says they exist), then the row, then
         // the configs of the existing partitions. A failure in the last step is answered as an
         // error; repeating the same PATCH pushes again (updateConfigs is idempotent).
-        await this.#initPartitions(full, current.topicId, current.partitions, partitions, configs);
-        this.sql.run("UPDATE topics SET partitions = ?, configs = ? WHERE name = ?", partitions, JSON.stringify(configs), full);
+        await this.#initPartitions(full, current.topicId, current.partitions, partitions, view.partitionConfigs);
+        this.sql.run(
+          "UPDATE topics SET partitions = ?, configs = ?, policies = ?, config_keys = ? WHERE name = ?",
+          partitions,
+          JSON.stringify(configs),
+          JSON.stringify(own),
+          JSON.stringify([...explicit].sort()),
+          full,
+        );
         if (pushConfigs) {
-          const results = await Promise.all(range(0, current.partitions).map((p) => partitionStub(this.env.PARTITION, current.topicId, p).updateConfigs(configs)));
-          const failed = results.find((r) => !r.ok);
+          const failed = await this.#pushConfigs(current.topicId, current.partitions, view.partitionConfigs);
           if (failed !== undefined) return failed;
         }
-        return this.#describe({ ...current, partitions, configs });
+        return this.#describe({ ...current, partitions, configs: view.summaryConfigs, policies: view.policies });
       });
     });
   }
@@ -220,7 +292,101 @@ export class MetadataDO extends SqliteDurableObject<Env> implements TopicMetadat
     return this.#security.alterQuotas(entity, values);
   }
 
+  // ---- tenants and namespaces (durable-objects/metadata-tenants.ts) ----
+
+  async createTenant(name: string, adminRoles: string[]): Promise<RpcResult<{ tenant: TenantInfo }>> {
+    return this.#tenants.createTenant(name, adminRoles);
+  }
+
+  async listTenants(): Promise<RpcResult<{ tenants: string[] }>> {
+    return { ok: true, tenants: this.#tenants.listTenants() };
+  }
+
+  async describeTenant(name: string): Promise<RpcResult<{ tenant: TenantInfo }>> {
+    return this.#tenants.describeTenant(name);
+  }
+
+  /** Serialised with topic creates, so no topic lands in a namespace deleted meanwhile. */
+  deleteTenant(name: string): Promise<RpcResult<object>> {
+    return this.#serial(async () => this.#tenants.deleteTenant(name));
+  }
+
+  createNamespace(tenant: string, namespace: string, policies: unknown): Promise<RpcResult<{ namespace: NamespaceDescription }>> {
+    return expected(async () => {
+      const own = (policies === undefined || policies === null ? {} : parsePolicyMap(policies)) as PolicyOverrides;
+      checkPolicyRules(policyValues(resolvePolicies(own, {})));
+      return this.#tenants.createNamespace(tenant, namespace, own);
+    });
+  }
+
+  async listNamespaces(tenant: string): Promise<RpcResult<{ namespaces: string[] }>> {
+    return this.#tenants.listNamespaces(tenant);
+  }
+
+  async describeNamespace(full: string): Promise<RpcResult<{ namespace: NamespaceDescription }>> {
+    const row = this.#tenants.namespaceRow(full);
+    return row === undefined ? unknownNamespace(full) : { ok: true, namespace: this.#tenants.describeRow(row) };
+  }
+
+  deleteNamespace(full: string): Promise<RpcResult<object>> {
+    return this.#serial(async () => this.#tenants.deleteNamespace(full));
+  }
+
+  /**
+   * Sets (value) or removes (null) policies of a namespace, then pushes the new effective
+   * configs and policies to every partition of its topics that the change affects. Everything
+   * is validated first, against the namespace and against every topic (a retention that breaks
+   * a topic's local.retention rule, a backlog quota above a retention size): a refused change
+   * writes nothing. A failed push answers its error after the row was written; repeating the
+   * same request pushes again. Errors: NAMESPACE_NOT_FOUND, INVALID_POLICY, INVALID_CONFIG.
+   */
+  setNamespacePolicies(full: string, changes: unknown): Promise<RpcResult<{ namespace: NamespaceDescription }>> {
+    return expected(() => {
+      const patch = parsePolicyMap(changes, undefined, true);
+      return this.#serial(async () => {
+        const current = this.#tenants.namespacePolicies(full);
+        if (current === undefined) return unknownNamespace(full);
+        const next = { ...current } as Record<string, unknown>;
+        for (const [k, v] of Object.entries(patch)) {
+          if (v === null) delete next[k];
+          else next[k] = v;
+        }
+        const policies = next as PolicyOverrides;
+        checkPolicyRules(policyValues(resolvePolicies(policies, {})));
+        const [tenant, namespace] = full.split("/") as [string, string];
+        const pushes: { topicId: string; partitions: number; configs: TopicConfigs }[] = [];
+        for (const row of this.sql.all<TopicRow>("SELECT * FROM topics WHERE tenant = ? AND namespace = ? ORDER BY name", tenant, namespace)) {
+          const before = this.#summary(row, current);
+          const after = topicView(storedConfigs(row), new Set(explicitKeys(row)), policies, JSON.parse(row.policies) as PolicyOverrides, { validate: true, topic: row.name });
+          if (JSON.stringify(before.policies) !== JSON.stringify(after.policies) || JSON.stringify(before.configs) !== JSON.stringify(after.summaryConfigs)) {
+            pushes.push({ topicId: row.topic_id, partitions: row.partitions, configs: after.partitionConfigs });
+          }
+        }
+        this.#tenants.writeNamespacePolicies(full, policies);
+        for (const p of pushes) {
+          const failed = await this.#pushConfigs(p.topicId, p.partitions, p.configs);
+          if (failed !== undefined) return failed;
+        }
+        return { ok: true as const, namespace: this.#tenants.describeRow(this.#tenants.namespaceRow(full)!) };
+      });
+    });
+  }
+
   // ---- helpers ----
+
+  /** A topic row as the gateway sees it: effective configs and policies (namespace policies read unless given). */
+  #summary(row: TopicRow, namespacePolicies?: PolicyOverrides): TopicSummary {
+    const ns = namespacePolicies ?? this.#tenants.namespacePolicies(`${row.tenant}/${row.namespace}`) ?? {};
+    const view = topicView(storedConfigs(row), new Set(explicitKeys(row)), ns, JSON.parse(row.policies) as PolicyOverrides);
+    return toSummary(row, view.summaryConfigs, view.policies);
+  }
+
+  /** Sends configs to partitions [0, partitions); the first failure, if any. */
+  async #pushConfigs(topicId: string, partitions: number, configs: TopicConfigs): Promise<ErrorResult | undefined> {
+    const results = await Promise.all(range(0, partitions).map((p) => partitionStub(this.env.PARTITION, topicId, p).updateConfigs(configs)));
+    const failed = results.find((r) => !r.ok);
+    return failed === undefined || failed.ok ? undefined : failed;
+  }
 
   #row(full: string): TopicRow | undefined {
     return this.sql.first<TopicRow>("SELECT * FROM topics WHERE name = ?", full);
@@ -261,7 +427,7 @@ function unknownTopic(name: string): ErrorResult {
   return errorResult("UNKNOWN_TOPIC_OR_PARTITION", `Topic ${name} does not exist.`, { topic: name });
 }
 
-function toSummary(row: TopicRow): TopicSummary {
+function toSummary(row: TopicRow, configs: TopicConfigs, policies: EffectivePolicies): TopicSummary {
   return {
     name: row.name,
     tenant: row.tenant,
@@ -269,10 +435,70 @@ function toSummary(row: TopicRow): TopicSummary {
     topic: row.topic,
     topicId: row.topic_id,
     partitions: row.partitions,
-    // Defaults first: configs stored before a key existed (producer.id.expiration.ms) show its default.
-    configs: { ...DEFAULT_TOPIC_CONFIGS, ...(JSON.parse(row.configs) as Partial<TopicConfigs>) },
+    configs,
+    policies,
     createdAt: row.created_at,
   };
+}
+
+/** The stored configs, defaults first: configs stored before a key existed (producer.id.expiration.ms) show its default. */
+function storedConfigs(row: TopicRow): TopicConfigs {
+  return { ...DEFAULT_TOPIC_CONFIGS, ...(JSON.parse(row.configs) as Partial<TopicConfigs>) };
+}
+
+/** The configs the topic set itself; for a topic from before migration 3, those that differ from their defaults. */
+function explicitKeys(row: TopicRow): string[] {
+  if (row.config_keys !== null) return JSON.parse(row.config_keys) as string[];
+  const stored = JSON.parse(row.configs) as Record<string, unknown>;
+  return Object.keys(stored).filter((k) => Object.hasOwn(DEFAULT_TOPIC_CONFIGS, k) && stored[k] !== DEFAULT_TOPIC_CONFIGS[k as keyof TopicConfigs]);
+}
+
+/** Names of the configs a request sets (its non-null keys). */
+function configKeysOf(configs: unknown): Set<string> {
+  if (typeof configs !== "object" || configs === null || Array.isArray(configs)) return new Set();
+  return new Set(Object.entries(configs).flatMap(([k, v]) => (v === null ? [] : [k])));
+}
+
+/** A config patch split into values to set and keys whose null removes the topic's own value. */
+function splitRemovals(configs: unknown): { set: unknown; removed: string[] } {
+  if (typeof configs !== "object" || configs === null || Array.isArray(configs)) return { set: configs, removed: [] };
+  const set: Record<string, unknown> = {};
+  const removed: string[] = [];
+  for (const [k, v] of Object.entries(configs)) {
+    if (v === null) removed.push(k);
+    else set[k] = v;
+  }
+  return { set, removed };
+}
+
+/**
+ * A topic's effective view: policies with sources, the configs shown (retention from the
+ * effective retention policy) and the configs partitions receive (the same, plus the policy
+ * values). Writes pass `validate`: the effective configs are validated as a whole (a namespace
+ * retention may break a topic's local.retention rule), and so are the policy rules. Reads do
+ * not, so a stored state can always be read back.
+ * @throws EdgelogError INVALID_CONFIG or INVALID_POLICY (naming the topic when `o.topic` is given).
+ */
+function topicView(
+  configs: TopicConfigs,
+  explicit: ReadonlySet<string>,
+  namespace: PolicyOverrides,
+  own: PolicyOverrides,
+  o: { validate: boolean; topic?: string } = { validate: false },
+): { policies: EffectivePolicies; summaryConfigs: TopicConfigs; partitionConfigs: TopicConfigs } {
+  const policies = resolvePolicies(namespace, own, { values: configs, explicit });
+  const { policies: _stale, ...plain } = configs;
+  const summaryConfigs = effectiveConfigs(plain, policies);
+  if (o.validate) {
+    try {
+      mergeTopicConfigs(DEFAULT_TOPIC_CONFIGS, summaryConfigs);
+      checkPolicyRules(policyValues(policies));
+    } catch (e) {
+      if (o.topic !== undefined && e instanceof EdgelogError) throw new EdgelogError(e.code, `Topic ${o.topic}: ${e.message}`, { ...e.details, topic: o.topic });
+      throw e;
+    }
+  }
+  return { policies, summaryConfigs, partitionConfigs: { ...summaryConfigs, policies: policyValues(policies) } };
 }
 
 function emptyPartitions(n: number): PartitionDescription[] {

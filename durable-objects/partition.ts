@@ -22,7 +22,7 @@ import { errorResult, type ErrorResult, type RpcResult } from "../src/protocol/e
 import { FETCH_MAX_WAIT_MS_LIMIT, MAX_APPEND_GROUP_REQUESTS } from "../src/protocol/limits.ts";
 import type { PartitionDescription, TopicConfigs } from "../src/protocol/types.ts";
 import type * as Ds from "../src/streams/rpc.ts";
-import { SqliteDurableObject, lazyTimers } from "./base.ts";
+import { SqliteDurableObject, lazyTimers, type SocketAccept, type SocketAttachment, type SocketEvent } from "./base.ts";
 import { LifecycleRoom, type LifecycleCommandPart, type LifecycleWrite } from "./partition/lifecycle.ts";
 import { LogRoom, unknownPartition, type LogCommand } from "./partition/log.ts";
 import { PartitionCounters } from "./partition/metrics.ts";
@@ -32,11 +32,15 @@ import { StreamsRead } from "./partition/streams/read.ts";
 import type { SelfDestroy, StreamsCommand } from "../src/streams/state.ts";
 import { StreamsState } from "./partition/streams/state.ts";
 import { WaitersRoom } from "./partition/waiters.ts";
+import { SUBS_ROOM, SubscriptionsRoom, type SubsCommand } from "./partition/subscriptions.ts";
+import type { CursorTarget, SubscriptionInfo, SubscriptionRpc } from "../src/subscriptions/rpc.ts";
+import type { SubscriptionType } from "../src/subscriptions/dispatch.ts";
+import { PING_FRAME, PONG_FRAME } from "../src/subscriptions/wire.ts";
 
 /** One write of the partition: each room's part, null when it has none. */
-export type Command = LogCommand & ProducersCommand & StreamsCommand & LifecycleCommandPart;
+export type Command = LogCommand & ProducersCommand & StreamsCommand & SubsCommand & LifecycleCommandPart;
 
-export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRpc, Ds.StreamRpc {
+export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRpc, Ds.StreamRpc, SubscriptionRpc {
   /** Set by destroy(): later calls answer UNKNOWN_TOPIC_OR_PARTITION. */
   #destroyed = false;
   readonly #peers: Peers;
@@ -45,6 +49,7 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
   readonly #waiters: WaitersRoom;
   readonly #streams: StreamsState;
   readonly #streamsRead: StreamsRead;
+  readonly #subs: SubscriptionsRoom;
   readonly #lifecycle: LifecycleRoom;
   readonly #counters = new PartitionCounters();
   /** The command `#commit` is applying: read by `#applyPending`, bound once (no closure per commit). */
@@ -55,6 +60,7 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     this.#log.apply(cmd);
     this.#producers.apply(cmd);
     this.#streams.apply(cmd);
+    this.#subs.apply(cmd);
     this.#lifecycle.apply(cmd);
   };
   /** `#commit` for the lifecycle room's slices (it writes the log's part and its own only). */
@@ -83,6 +89,17 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
       this.#waiters,
     );
     this.#streamsRead = new StreamsRead(this.#streams, this.#log, this.#waiters);
+    this.#subs = new SubscriptionsRoom(
+      {
+        sql: this.sql,
+        peers: this.#peers,
+        timers: lazyTimers(() => this.timers(SUBS_ROOM)),
+        commit: (subs) => this.#commit({ log: null, append: null, producer: null, stream: null, subs }),
+        sockets: (tag) => this.ctx.getWebSockets(tag),
+        saveAttachment: (ws, state) => this.saveAttachment(ws, { room: SUBS_ROOM, state }),
+      },
+      this.#log,
+    );
     this.#lifecycle = new LifecycleRoom(
       this.sql,
       this.#log,
@@ -93,6 +110,9 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     // Who hears what, in order.
     this.#log.onAppended(this.#waiters.wake);
     this.#streams.onValuesAppended(this.#streamsRead.remember);
+    this.#log.onAppended(this.#subs.dispatchAll);
+    // Pings are answered by the platform without waking a hibernated object.
+    ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair(PING_FRAME, PONG_FRAME));
     this.startUp(PARTITION_ROOMS, { adoptLegacy });
   }
 
@@ -100,6 +120,7 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     this.#log.load();
     this.#producers.load();
     this.#streams.load();
+    this.#subs.load();
     this.#lifecycle.load(Date.now());
   }
 
@@ -120,6 +141,7 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     this.#log.publish(cmd);
     this.#producers.publish(cmd);
     this.#streams.publish(cmd);
+    this.#subs.publish(cmd);
     this.#lifecycle.publish(cmd);
     if (cmd.append !== null) this.#counters.appended(cmd.append);
   }
@@ -269,8 +291,45 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
   /** The lowest offset any room still needs (min over the rooms' `retainFrom()`), or null: bounds what the lifecycle deletes. */
   #retainFloor(): number | null {
     let floor: number | null = null;
-    for (const f of [this.#streams.retainFrom()]) if (f !== null && (floor === null || f < floor)) floor = f;
+    for (const f of [this.#streams.retainFrom(), this.#subs.retainFrom()]) if (f !== null && (floor === null || f < floor)) floor = f;
     return floor;
+  }
+
+  // ---- subscriptions (docs/SUBSCRIPTIONS.md; consumers and readers arrive over WebSocket) ----
+
+  protected override onUpgrade(request: Request): SocketAccept | ErrorResult {
+    return this.#subs.upgrade(request);
+  }
+  protected override onSocket(room: string, ws: WebSocket, attachment: SocketAttachment, event: SocketEvent): void {
+    if (room !== SUBS_ROOM) throw new Error(`partition has no socket room ${room}`);
+    this.#subs.onSocket(ws, attachment, event);
+  }
+  async subCreate(req: { subscription: string; type: SubscriptionType; position: CursorTarget; partitioned?: boolean }): Promise<RpcResult<{ created: boolean; info: SubscriptionInfo }>> {
+    return this.#subs.create(req.subscription, req.type, req.position, req.partitioned === true);
+  }
+  async subList(): Promise<RpcResult<{ subscriptions: SubscriptionInfo[] }>> {
+    return this.#subs.list();
+  }
+  async subStats(subscription: string): Promise<RpcResult<{ info: SubscriptionInfo }>> {
+    return this.#subs.stats(subscription);
+  }
+  async subSeek(subscription: string, target: CursorTarget): Promise<RpcResult<{ info: SubscriptionInfo }>> {
+    return this.#subs.seek(subscription, target);
+  }
+  async subSkip(subscription: string, count: number): Promise<RpcResult<{ skipped: number; info: SubscriptionInfo }>> {
+    return this.#subs.skip(subscription, count);
+  }
+  async subClearBacklog(subscription: string): Promise<RpcResult<{ cleared: number; info: SubscriptionInfo }>> {
+    return this.#subs.clearBacklog(subscription);
+  }
+  async subDelete(subscription: string, force: boolean): Promise<RpcResult<object>> {
+    return this.#subs.delete(subscription, force);
+  }
+  async subReceive(req: Parameters<SubscriptionRpc["subReceive"]>[0]): ReturnType<SubscriptionRpc["subReceive"]> {
+    return this.#subs.receive(req);
+  }
+  async subSettleLease(subscription: string, leaseId: string, how: "ack" | "nack", offsets: number[] | null): ReturnType<SubscriptionRpc["subSettleLease"]> {
+    return this.#subs.settleLease(subscription, leaseId, how, offsets);
   }
 
   // ---- timers (the base's one schedule dispatches each due timer here) ----
@@ -278,6 +337,7 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
   protected override async onTimer(room: string, key: string): Promise<void> {
     if (room === "lifecycle") return this.#lifecycle.onTimer(key, Date.now(), this.#commitLifecycle);
     if (room === "streams") return this.#streams.onTimer(key);
+    if (room === SUBS_ROOM) return this.#subs.onTimer(key);
     if (room === "producers" && key === PRODUCER_EXPIRY_TIMER) {
       const nowMs = Date.now();
       const producer = this.#producers.expiryChange(nowMs);
@@ -337,6 +397,7 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     this.#streams.reset();
     this.#streamsRead.reset();
     this.#lifecycle.reset();
+    this.#subs.reset();
     await this.deleteAllStorage();
     this.#waiters.wake();
   }

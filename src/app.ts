@@ -36,6 +36,8 @@ import { metricsRoutes } from "./routes/metrics.ts";
 import { produceRoutes } from "./routes/produce.ts";
 import { producerRoutes } from "./routes/producers.ts";
 import { securityRoutes } from "./routes/security.ts";
+import { subscriptionRoutes } from "./routes/subscriptions.ts";
+import { tenantRoutes } from "./routes/tenants.ts";
 import { topicRoutes } from "./routes/topics.ts";
 import { STREAMS_PATH_PREFIX } from "./streams/names.ts";
 
@@ -54,12 +56,16 @@ export function createApp(): Hono<AppEnv> {
   healthRoutes(app);
   produceRoutes(app);
   fetchRoutes(app);
+  // Before the topic routes: GET/DELETE /v1/topics/t/subscriptions/s would also match the
+  // long topic form /v1/topics/{tenant}/{namespace}/{topic}, and hono runs the first match.
+  subscriptionRoutes(app);
   topicRoutes(app);
   producerRoutes(app);
   groupRoutes(app);
   benchRoutes(app);
   durableStreamsRoutes(app);
   securityRoutes(app);
+  tenantRoutes(app);
   metricsRoutes(app);
 
   const allowed = new AllowedMethods(app.routes);

@@ -12,6 +12,7 @@ import type { TopicMetadataStore } from "./metadata/store.ts";
 import type { PartitionRpc } from "./partition/rpc.ts";
 import type { RpcResult } from "./protocol/errors.ts";
 import type { StreamRpc } from "./streams/rpc.ts";
+import type { SubscriptionRpc } from "./subscriptions/rpc.ts";
 
 /** A namespace whose stubs expose the methods of `T`. */
 export type RpcNamespace<T> = DurableObjectNamespace<Rpc.DurableObjectBranded & T>;
@@ -25,7 +26,7 @@ export interface BenchRpc {
 /** Auth vars and secrets (EDGELOG_AUTH, EDGELOG_JWT_SECRET, ...): src/auth/config.ts, docs/SECURITY.md. */
 export interface Env extends AuthSettingsEnv {
   /** One object per topic-partition, named `${topicId}/${partition}`: the log, and the Durable Stream it may back. */
-  PARTITION: RpcNamespace<PartitionRpc & StreamRpc>;
+  PARTITION: RpcNamespace<PartitionRpc & StreamRpc & SubscriptionRpc>;
   /** One object, named "cluster": topics, producer ids, and the security tables (ACLs, SCRAM users, quotas). */
   METADATA: RpcNamespace<TopicMetadataStore & SecurityStore>;
   /** One object per client quota entity (durable-objects/quota.ts). */

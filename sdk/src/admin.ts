@@ -1,17 +1,17 @@
 /**
  * Administration (Kafka's Admin client, the subset Edgelog has): topics (create, list, describe,
- * alter, delete) and security (ACLs, Pulsar namespace permissions, SCRAM users, client quotas;
+ * alter, delete), Pulsar's tenants and namespaces with namespace policies (docs/TENANTS.md), and security (ACLs, Pulsar namespace permissions, SCRAM users, client quotas;
  * docs/SECURITY.md).
  */
 import type { AclBinding, AclFilter, PulsarAction } from "../../src/protocol/acl.ts";
-import type { TopicConfigs, TopicDescription, TopicSummary } from "../../src/protocol/index.ts";
+import type { EffectivePolicies, NamespaceDescription, PolicyName, TenantInfo, TopicConfigs, TopicDescription, TopicPolicies, TopicSummary } from "../../src/protocol/index.ts";
 import type { CallOptions, EdgelogClient } from "./client.ts";
 
 /**
  * Topic configs to set: Kafka names; values as numbers or decimal strings (as Kafka tools pass
  * them). Defaults and bounds: src/protocol/config.ts.
  */
-export type TopicConfigInput = { [K in keyof TopicConfigs]?: TopicConfigs[K] | string };
+export type TopicConfigInput = { [K in Exclude<keyof TopicConfigs, "policies">]?: TopicConfigs[K] | string };
 
 /** Argument of {@link Admin.createTopic}. */
 export interface NewTopic {
@@ -20,14 +20,26 @@ export interface NewTopic {
   /** Partition count in [1, 1024]. @default 1 */
   partitions?: number;
   configs?: TopicConfigInput;
+  /** Topic-level policy overrides (every policy but retention: use the configs retention.ms / retention.bytes). */
+  policies?: Partial<Omit<TopicPolicies, "retention">>;
 }
 
 /** Argument of {@link Admin.alterTopic}. */
 export interface TopicChanges {
   /** New partition count: only increases (Kafka never moves keys by shrinking). */
   partitions?: number;
-  /** Configs to change; others keep their values. */
-  configs?: TopicConfigInput;
+  /** Configs to change; others keep their values. `null` removes the topic's own value (it follows its namespace or default). */
+  configs?: { [K in keyof TopicConfigInput]: TopicConfigInput[K] | null };
+  /** Policy overrides to set; `null` removes one (the namespace's or the default applies). */
+  policies?: { [K in Exclude<PolicyName, "retention">]?: TopicPolicies[K] | null };
+}
+
+/** Argument of {@link Admin.createTenant}. */
+export interface NewTenant {
+  /** Pulsar's admin roles: principals that get `all` on the tenant. */
+  adminRoles?: string[];
+  /** Only `["edgelog"]` is accepted (one deployment is one cluster). @default ["edgelog"] */
+  allowedClusters?: string[];
 }
 
 /** An ACL binding to add: `patternType` defaults to literal, `permission` to allow; `User:` prefixes are accepted. */
@@ -115,6 +127,64 @@ export class Admin {
     return out;
   }
 
+  // ---- tenants and namespaces (docs/TENANTS.md; Pulsar's admin model) ----
+
+  /** Creates a tenant (cluster ALTER). Errors: TENANT_ALREADY_EXISTS, INVALID_REQUEST. */
+  async createTenant(name: string, info: NewTenant = {}, options?: CallOptions): Promise<TenantInfo> {
+    return this.#client.securityRequest("PUT", `/v1/tenants/${segment(name)}`, { json: info, ...options });
+  }
+
+  /** Tenant names the principal may describe, sorted. */
+  async listTenants(options?: CallOptions): Promise<string[]> {
+    return (await this.#client.securityRequest<{ tenants: string[] }>("GET", "/v1/tenants", options)).tenants;
+  }
+
+  /** Admin roles, allowed clusters and namespaces. Errors: TENANT_NOT_FOUND. */
+  async describeTenant(name: string, options?: CallOptions): Promise<TenantInfo> {
+    return this.#client.securityRequest("GET", `/v1/tenants/${segment(name)}`, options);
+  }
+
+  /** Deletes an empty tenant (and its admin-role ACLs). Errors: TENANT_NOT_FOUND, TENANT_NOT_EMPTY. */
+  async deleteTenant(name: string, options?: CallOptions): Promise<void> {
+    await this.#client.securityRequest("DELETE", `/v1/tenants/${segment(name)}`, options);
+  }
+
+  /** Creates `tenant/namespace`, optionally with policies. Errors: TENANT_NOT_FOUND, NAMESPACE_ALREADY_EXISTS, INVALID_POLICY. */
+  async createNamespace(namespace: string, o: { policies?: Partial<TopicPolicies> } & CallOptions = {}): Promise<NamespaceDescription> {
+    const { policies, ...options } = o;
+    return this.#client.securityRequest("PUT", namespacePath(namespace), { json: policies === undefined ? {} : { policies }, ...options });
+  }
+
+  /** The tenant's namespaces (`tenant/namespace`), sorted. Errors: TENANT_NOT_FOUND. */
+  async listNamespaces(tenant: string, options?: CallOptions): Promise<string[]> {
+    return (await this.#client.securityRequest<{ namespaces: string[] }>("GET", `/v1/namespaces/${segment(tenant)}`, options)).namespaces;
+  }
+
+  /** The policies set, the effective ones with their sources, and the topic count. Errors: NAMESPACE_NOT_FOUND. */
+  async describeNamespace(namespace: string, options?: CallOptions): Promise<NamespaceDescription> {
+    return this.#client.securityRequest("GET", namespacePath(namespace), options);
+  }
+
+  /** Deletes an empty namespace (and the literal ACLs on it). Errors: NAMESPACE_NOT_FOUND, NAMESPACE_NOT_EMPTY. */
+  async deleteNamespace(namespace: string, options?: CallOptions): Promise<void> {
+    await this.#client.securityRequest("DELETE", namespacePath(namespace), options);
+  }
+
+  /** Every policy of the namespace with its source (`namespace` or `default`). */
+  async getNamespacePolicies(namespace: string, options?: CallOptions): Promise<EffectivePolicies> {
+    return (await this.#client.securityRequest<{ policies: EffectivePolicies }>("GET", `${namespacePath(namespace)}/policies`, options)).policies;
+  }
+
+  /** Sets one policy; topics without their own value follow. Errors: NAMESPACE_NOT_FOUND, INVALID_POLICY, INVALID_CONFIG. */
+  async setNamespacePolicy<K extends PolicyName>(namespace: string, policy: K, value: TopicPolicies[K], options?: CallOptions): Promise<EffectivePolicies> {
+    return (await this.#client.securityRequest<{ policies: EffectivePolicies }>("PUT", `${namespacePath(namespace)}/policies/${segment(policy)}`, { json: value, ...options })).policies;
+  }
+
+  /** Removes one policy: the default applies again. */
+  async removeNamespacePolicy(namespace: string, policy: PolicyName, options?: CallOptions): Promise<EffectivePolicies> {
+    return (await this.#client.securityRequest<{ policies: EffectivePolicies }>("DELETE", `${namespacePath(namespace)}/policies/${segment(policy)}`, options)).policies;
+  }
+
   // ---- security (docs/SECURITY.md; each needs the cluster permission named) ----
 
   /** Adds ACL bindings (cluster ALTER). Returns how many were new and the bindings as stored (names normalised). Errors: INVALID_REQUEST, NOT_AUTHORIZED. */
@@ -187,6 +257,12 @@ export class Admin {
 
 function filterQuery(f: AclFilter): Record<string, string | undefined> {
   return { principal: f.principal, resourceType: f.resourceType, resourceName: f.resourceName, patternType: f.patternType, operation: f.operation, permission: f.permission };
+}
+
+/** One path segment; "." and ".." would be resolved away by URL parsing, so they are refused here. */
+function segment(name: string): string {
+  if (name === "" || name === "." || name === "..") throw new TypeError(`invalid name ${JSON.stringify(name)}`);
+  return encodeURIComponent(name);
 }
 
 /** `/v1/namespaces/{tenant}/{namespace}` of `tenant/namespace`. */

@@ -419,6 +419,36 @@ export class EdgelogClient {
     });
   }
 
+  // ---- subscriptions (PROTOCOL.md, Subscriptions) ----
+
+  /**
+   * The `ws:`/`wss:` URL of a WebSocket route (`path` under this client's base URL) with
+   * `query`, carrying the bearer token as the `token` parameter when the client has one
+   * (a browser cannot set headers on a WebSocket).
+   */
+  async webSocketUrl(path: string, query: Record<string, string> = {}): Promise<string> {
+    const url = new URL(this.baseUrl + path);
+    url.protocol = url.protocol === "https:" ? "wss:" : "ws:";
+    for (const [k, v] of Object.entries(query)) url.searchParams.set(k, v);
+    const token = await this.#bearer();
+    if (token !== null) url.searchParams.set("token", token);
+    return url.href;
+  }
+
+  /**
+   * `POST /v1/topics/{topic}/subscriptions/{subscription}/seek`: resets the cursor to the first
+   * message with timestamp >= T (every partition) or to a message id (its partition); connected
+   * consumers are closed with 4002 and resume there. Errors: SUBSCRIPTION_NOT_FOUND, INVALID_MESSAGE_ID.
+   */
+  async seekSubscription(
+    topic: string,
+    subscription: string,
+    target: { timestamp: number } | { messageId: string } | { position: "earliest" | "latest" },
+    options?: CallOptions,
+  ): Promise<void> {
+    await this.#json<unknown>({ method: "POST", path: `${topicPath(topic)}/subscriptions/${encodeURIComponent(subscription)}/seek`, json: target, ...options });
+  }
+
   // ---- consumer groups (PROTOCOL.md, Consumer groups) ----
 
   /**

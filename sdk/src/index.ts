@@ -11,6 +11,20 @@ export type { CallOptions, EdgelogClientOptions, FetchRequest, FetchResult, Offs
 export { Admin } from "./admin.ts";
 export type { NewTopic, TopicChanges, TopicConfigInput, NewAcl, QuotaEntityInput, QuotaValuesInput, QuotaDescription, ScramUserDescription } from "./admin.ts";
 export type { AclBinding, AclFilter, AclOperation, PulsarAction, ResourceType, PatternType, AclPermission } from "../../src/protocol/acl.ts";
+export type { NewTenant } from "./admin.ts";
+export type {
+  BacklogQuota,
+  BacklogQuotaAction,
+  EffectivePolicies,
+  NamespaceDescription,
+  PolicyName,
+  PolicySource,
+  RateLimit,
+  RetentionPolicy,
+  TenantInfo,
+  TopicPolicies,
+} from "../../src/protocol/policies.ts";
+export { BACKLOG_QUOTA_ACTIONS, CLUSTER_NAME, DEFAULT_POLICIES, POLICY_NAMES } from "../../src/protocol/policies.ts";
 
 // ---- producer ----
 export { Producer, PRODUCER_DEFAULTS } from "./producer.ts";
@@ -59,6 +73,10 @@ export type {
   ResetOffsetsSpec,
   TopicPartitions,
 } from "../../src/protocol/index.ts";
+
+// ---- subscriptions (Pulsar-style, over the native WebSocket API) ----
+export { SubscriptionConsumer, subscribe } from "./subscription.ts";
+export type { SubscribeOptions as SubscriptionOptions, SubscriptionMessage, SubscriptionType } from "./subscription.ts";
 
 // ---- errors (the shared error-code table) ----
 export { EdgelogClientError } from "./errors.ts";

@@ -84,6 +84,9 @@ function topicForms(method: string, suffix: string, rule: RouteAccess): [string,
   ];
 }
 
+const tenantOf = (r: RouteRequestView): Resource => ({ type: "tenant", name: r.params.tenant ?? "" });
+const namespaceOf = (r: RouteRequestView): Resource => ({ type: "namespace", name: `${r.params.tenant ?? ""}/${r.params.namespace ?? ""}` });
+
 const group = (r: RouteRequestView): Resource => ({ type: "group", name: r.params.group ?? "" });
 
 function jsonOf(r: RouteRequestView): unknown {
@@ -154,6 +157,20 @@ export const ROUTE_ACCESS: Readonly<Record<string, RouteAccess>> = Object.fromEn
   // Kafka's DeleteRecords needs DELETE on the topic (KIP-107).
   ...topicForms("POST", "/partitions/:partition/delete-records", onTopic("delete")),
   ["POST /v1/producers", { access: "authenticated" }],
+
+  // ---- subscriptions (Pulsar's consume permission is topic READ; stats and lists DESCRIBE) ----
+  ...topicForms("GET", "/partitions/:partition/subscriptions/:subscription/ws", onTopic("read")),
+  ...topicForms("GET", "/partitions/:partition/readers/ws", onTopic("read")),
+  ...topicForms("POST", "/partitions/:partition/subscriptions/:subscription/receive", onTopic("read")),
+  ...topicForms("POST", "/partitions/:partition/subscriptions/:subscription/leases/:lease/ack", onTopic("read")),
+  ...topicForms("POST", "/partitions/:partition/subscriptions/:subscription/leases/:lease/nack", onTopic("read")),
+  ...topicForms("GET", "/subscriptions", onTopic("describe")),
+  ...topicForms("GET", "/subscriptions/:subscription", onTopic("describe")),
+  ...topicForms("PUT", "/subscriptions/:subscription", onTopic("read")),
+  ...topicForms("POST", "/subscriptions/:subscription/seek", onTopic("read")),
+  ...topicForms("POST", "/subscriptions/:subscription/skip", onTopic("read")),
+  ...topicForms("POST", "/subscriptions/:subscription/clear-backlog", onTopic("read")),
+  ...topicForms("DELETE", "/subscriptions/:subscription", onTopic("read")),
 
   // ---- topic admin ----
   [
@@ -272,6 +289,20 @@ export const ROUTE_ACCESS: Readonly<Record<string, RouteAccess>> = Object.fromEn
   // holding it could otherwise grant itself produce and consume.
   ["POST /v1/namespaces/:tenant/:namespace/permissions/:role", { access: "acl", checks: (r) => [{ resource: { type: "tenant", name: r.params.tenant ?? "" }, operation: "alter" }] }],
   ["DELETE /v1/namespaces/:tenant/:namespace/permissions/:role", { access: "acl", checks: (r) => [{ resource: { type: "tenant", name: r.params.tenant ?? "" }, operation: "alter" }] }],
+
+  // ---- tenants and namespaces (src/routes/tenants.ts; Pulsar: superusers create and delete
+  // tenants, tenant admins create and delete namespaces and set their policies) ----
+  ["GET /v1/tenants", { access: "authenticated" }],
+  ["PUT /v1/tenants/:tenant", onCluster("alter")],
+  ["GET /v1/tenants/:tenant", { access: "acl", checks: (r) => [{ resource: tenantOf(r), operation: "describe" }] }],
+  ["DELETE /v1/tenants/:tenant", onCluster("alter")],
+  ["GET /v1/namespaces/:tenant", { access: "acl", checks: (r) => [{ resource: tenantOf(r), operation: "describe" }] }],
+  ["PUT /v1/namespaces/:tenant/:namespace", { access: "acl", checks: (r) => [{ resource: tenantOf(r), operation: "alter" }] }],
+  ["GET /v1/namespaces/:tenant/:namespace", { access: "acl", checks: (r) => [{ resource: namespaceOf(r), operation: "describe" }] }],
+  ["DELETE /v1/namespaces/:tenant/:namespace", { access: "acl", checks: (r) => [{ resource: tenantOf(r), operation: "alter" }] }],
+  ["GET /v1/namespaces/:tenant/:namespace/policies", { access: "acl", checks: (r) => [{ resource: namespaceOf(r), operation: "describe-configs" }] }],
+  ["PUT /v1/namespaces/:tenant/:namespace/policies/:policy", { access: "acl", checks: (r) => [{ resource: namespaceOf(r), operation: "alter-configs" }] }],
+  ["DELETE /v1/namespaces/:tenant/:namespace/policies/:policy", { access: "acl", checks: (r) => [{ resource: namespaceOf(r), operation: "alter-configs" }] }],
 
   // ---- bench (gated off unless EDGELOG_BENCH_ROUTES = "1"): cluster ALTER ----
   ["GET /bench/noop", onCluster("alter")],

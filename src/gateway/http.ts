@@ -107,7 +107,7 @@ export function partitionParam(c: AppContext): number {
   return n;
 }
 
-type Method = "GET" | "POST" | "PATCH" | "DELETE";
+type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
 
 /**
  * Registers `handler` under both topic path forms:

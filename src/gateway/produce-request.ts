@@ -8,6 +8,7 @@ import { encodeField, isEncoding, utf8 } from "../protocol/encoding.ts";
 import { EdgelogError, toEdgelogError } from "../protocol/errors.ts";
 import { MAX_HEADER_KEY_BYTES, MAX_RECORDS_PER_REQUEST, MAX_STORED_BATCH_BYTES } from "../protocol/limits.ts";
 import type { Encoding } from "../protocol/types.ts";
+import { DELIVER_AT_HEADER } from "../subscriptions/wire.ts";
 import { asObject } from "./http.ts";
 
 export interface ProducerFields {
@@ -34,7 +35,7 @@ export interface ParseOptions {
 
 /** The fields a JSON produce request, record and header may carry (JsonProduceRequest, JsonProduceRecord, JsonHeader). */
 const REQUEST_FIELDS: ReadonlySet<string> = new Set(["records", "keyEncoding", "valueEncoding", "producerId", "producerEpoch", "baseSequence"]);
-const RECORD_FIELDS: ReadonlySet<string> = new Set(["key", "value", "headers", "partition", "timestamp"]);
+const RECORD_FIELDS: ReadonlySet<string> = new Set(["key", "value", "headers", "partition", "timestamp", "deliverAt", "deliverAfterMs"]);
 const HEADER_FIELDS: ReadonlySet<string> = new Set(["key", "value"]);
 
 /**
@@ -106,6 +107,10 @@ export function parseProduceRequest(json: unknown, o: ParseOptions): ParsedProdu
       }
       timestamp = r.timestamp;
     }
+    // Delayed delivery (Pulsar's deliverAt / deliverAfter, PIP-26): stored with the record as a
+    // header, so it survives restarts; subscriptions never deliver it earlier.
+    const deliverAt = deliverAtOf(r, at, o.nowMs);
+    if (deliverAt !== null) headers.push({ key: DELIVER_AT_HEADER, value: utf8(String(deliverAt)) });
     let partition: number | undefined;
     if (r.partition !== undefined && r.partition !== null) {
       if (typeof r.partition !== "number" || !Number.isSafeInteger(r.partition) || r.partition < 0) {
@@ -200,4 +205,23 @@ export function encodeForPartition(records: ProducerRecord[], producer: Producer
     sequence += group.length;
   }
   return out;
+}
+
+/**
+ * A record's delayed delivery time (ms since epoch) from `deliverAt` (absolute) or
+ * `deliverAfterMs` (relative to the gateway's clock at the request), or null.
+ * @throws EdgelogError INVALID_REQUEST for both at once or a value that is not a non-negative integer.
+ */
+function deliverAtOf(r: Record<string, unknown>, at: string, nowMs: number): number | null {
+  const abs = r.deliverAt;
+  const rel = r.deliverAfterMs;
+  if ((abs === undefined || abs === null) && (rel === undefined || rel === null)) return null;
+  if (abs !== undefined && abs !== null && rel !== undefined && rel !== null) {
+    throw new EdgelogError("INVALID_REQUEST", `${at}: give deliverAt or deliverAfterMs, not both.`, { field: `${at}.deliverAfterMs` });
+  }
+  const field = abs !== undefined && abs !== null ? "deliverAt" : "deliverAfterMs";
+  const v = field === "deliverAt" ? abs : rel;
+  if (typeof v !== "number" || !Number.isSafeInteger(v) || v < 0)
+    throw new EdgelogError("INVALID_REQUEST", `${at}.${field} must be a non-negative integer of ms.`, { field: `${at}.${field}` });
+  return field === "deliverAt" ? v : nowMs + v;
 }

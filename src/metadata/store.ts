@@ -6,6 +6,7 @@
  * group (or shard it) without touching them. Expected failures are typed results.
  */
 import type { RpcResult } from "../protocol/errors.ts";
+import type { NamespaceDescription, TenantInfo } from "../protocol/policies.ts";
 import type { InitProducerResponse, TopicDescription, TopicSummary } from "../protocol/types.ts";
 
 /** Body of a create, already shape-checked by the route; the store validates values. */
@@ -14,15 +15,20 @@ export interface CreateTopicInput {
   /** @default 1 */
   partitions?: number;
   configs?: unknown;
+  /** Topic-level policy overrides (src/protocol/policies.ts; every policy but retention). */
+  policies?: unknown;
 }
 
 export interface AlterTopicInput {
   partitions?: number;
+  /** A null value removes the topic's own value (it follows its namespace or default again). */
   configs?: unknown;
+  /** Policy overrides to set; null removes one. */
+  policies?: unknown;
 }
 
 export interface TopicMetadataStore {
-  /** Errors: INVALID_TOPIC_NAME, INVALID_PARTITIONS, INVALID_CONFIG, TOPIC_ALREADY_EXISTS. */
+  /** Errors: INVALID_TOPIC_NAME, INVALID_PARTITIONS, INVALID_CONFIG, INVALID_POLICY, TOPIC_ALREADY_EXISTS, NAMESPACE_NOT_FOUND. */
   createTopic(req: CreateTopicInput): Promise<RpcResult<{ topic: TopicDescription }>>;
   /** Sorted by full name. */
   listTopics(): Promise<RpcResult<{ topics: TopicSummary[] }>>;
@@ -30,7 +36,7 @@ export interface TopicMetadataStore {
   getTopic(name: string): Promise<RpcResult<{ topic: TopicSummary }>>;
   /** Metadata plus each partition's bounds (fans out to the partitions). */
   describeTopic(name: string): Promise<RpcResult<{ topic: TopicDescription }>>;
-  /** Errors: UNKNOWN_TOPIC_OR_PARTITION, INVALID_PARTITIONS, PARTITION_DECREASE_NOT_ALLOWED, INVALID_CONFIG. */
+  /** Errors: UNKNOWN_TOPIC_OR_PARTITION, INVALID_PARTITIONS, PARTITION_DECREASE_NOT_ALLOWED, INVALID_CONFIG, INVALID_POLICY. */
   alterTopic(name: string, req: AlterTopicInput): Promise<RpcResult<{ topic: TopicDescription }>>;
   /**
    * Removes the topic and its partitions' data. With `topicId`, only the topic of that id: a
@@ -41,6 +47,32 @@ export interface TopicMetadataStore {
   initProducerId(): Promise<RpcResult<InitProducerResponse>>;
 }
 
+/**
+ * Tenants and namespaces (Pulsar's model; docs/TENANTS.md), on the same object as the topics
+ * (a topic create checks its namespace in the same thread). Names are validated by the route;
+ * values (policies) by the store.
+ */
+export interface TenantStore {
+  /** Errors: TENANT_ALREADY_EXISTS. `adminRoles` are stored as `all` ACLs on the tenant. */
+  createTenant(name: string, adminRoles: string[]): Promise<RpcResult<{ tenant: TenantInfo }>>;
+  /** Sorted names. */
+  listTenants(): Promise<RpcResult<{ tenants: string[] }>>;
+  /** Errors: TENANT_NOT_FOUND. */
+  describeTenant(name: string): Promise<RpcResult<{ tenant: TenantInfo }>>;
+  /** Errors: TENANT_NOT_FOUND, TENANT_NOT_EMPTY, INVALID_REQUEST (built in). Removes the literal ACLs on the tenant. */
+  deleteTenant(name: string): Promise<RpcResult<object>>;
+  /** Errors: TENANT_NOT_FOUND, NAMESPACE_ALREADY_EXISTS, INVALID_POLICY. */
+  createNamespace(tenant: string, namespace: string, policies: unknown): Promise<RpcResult<{ namespace: NamespaceDescription }>>;
+  /** Full names, sorted. Errors: TENANT_NOT_FOUND. */
+  listNamespaces(tenant: string): Promise<RpcResult<{ namespaces: string[] }>>;
+  /** Errors: NAMESPACE_NOT_FOUND. */
+  describeNamespace(full: string): Promise<RpcResult<{ namespace: NamespaceDescription }>>;
+  /** Errors: NAMESPACE_NOT_FOUND, NAMESPACE_NOT_EMPTY, INVALID_REQUEST (built in). Removes the literal ACLs on the namespace. */
+  deleteNamespace(full: string): Promise<RpcResult<object>>;
+  /** `{name: value | null}` (null removes). Errors: NAMESPACE_NOT_FOUND, INVALID_POLICY, INVALID_CONFIG. */
+  setNamespacePolicies(full: string, changes: unknown): Promise<RpcResult<{ namespace: NamespaceDescription }>>;
+}
+
 /** Name of the one metadata Durable Object. */
 export const METADATA_OBJECT_NAME = "cluster";
 
@@ -49,4 +81,9 @@ export function metadataStore<T extends Rpc.DurableObjectBranded | undefined>(ns
   // The namespace's own stub type wraps results in Rpc.Result<>; the class implements this
   // interface (checked in durable-objects/metadata.ts).
   return ns.getByName(METADATA_OBJECT_NAME) as unknown as TopicMetadataStore;
+}
+
+/** The tenant store (the same object), typed by its interface. */
+export function tenantStore<T extends Rpc.DurableObjectBranded | undefined>(ns: DurableObjectNamespace<T>): TenantStore {
+  return ns.getByName(METADATA_OBJECT_NAME) as unknown as TenantStore;
 }

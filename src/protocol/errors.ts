@@ -75,6 +75,18 @@ export const ERRORS = {
   CONSUMER_BUSY: { httpStatus: 409, retriable: false, message: "The subscription cannot take this consumer: it is exclusive and has one, or it is of another type." },
   NOT_ALLOWED: { httpStatus: 409, retriable: false, message: "The operation is not allowed on this subscription type (e.g. cumulative ack on shared or key_shared)." },
   INVALID_MESSAGE_ID: { httpStatus: 400, retriable: false, message: "The message id is malformed or names no message of the partition." },
+  SUBSCRIPTION_NOT_FOUND: { httpStatus: 404, retriable: false, message: "The subscription does not exist on this topic." },
+  LEASE_NOT_FOUND: { httpStatus: 404, retriable: false, message: "The lease does not exist, is settled, or has expired (its messages were redelivered)." },
+  SUBSCRIPTION_HAS_CONSUMERS: { httpStatus: 409, retriable: false, message: "The subscription has connected consumers: close them first, or delete with force=true." },
+
+  // ---- tenants and namespaces (Pulsar's model; docs/TENANTS.md) ----
+  TENANT_NOT_FOUND: { httpStatus: 404, retriable: false, message: "The tenant does not exist." },
+  TENANT_ALREADY_EXISTS: { httpStatus: 409, retriable: false, message: "A tenant with this name already exists." },
+  TENANT_NOT_EMPTY: { httpStatus: 409, retriable: false, message: "The tenant still has namespaces: delete them first." },
+  NAMESPACE_NOT_FOUND: { httpStatus: 404, retriable: false, message: "The namespace does not exist: create it first (only public/default exists from the start)." },
+  NAMESPACE_ALREADY_EXISTS: { httpStatus: 409, retriable: false, message: "A namespace with this name already exists." },
+  NAMESPACE_NOT_EMPTY: { httpStatus: 409, retriable: false, message: "The namespace still has topics: delete them first." },
+  INVALID_POLICY: { httpStatus: 400, retriable: false, message: "A namespace or topic policy is unknown or has an invalid value." },
 
   // ---- Durable Streams compatibility (/v1/stream/*, docs/DURABLE-STREAMS.md; statuses fixed by its PROTOCOL.md) ----
   STREAM_NOT_FOUND: { httpStatus: 404, retriable: false, message: "No stream exists at this path." },

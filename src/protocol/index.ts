@@ -6,3 +6,4 @@ export * from "./names.ts";
 export * from "./config.ts";
 export * from "./encoding.ts";
 export * from "./groups.ts";
+export * from "./policies.ts";

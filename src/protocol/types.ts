@@ -6,6 +6,8 @@
  * milliseconds since the Unix epoch; sizes are bytes.
  */
 
+import type { EffectivePolicies, PolicyName, TopicPolicies } from "./policies.ts";
+
 /** Media type of the binary record-batch encoding (src/codec/batch.ts) used by the SDK. */
 export const BATCH_MEDIA_TYPE = "application/vnd.edgelog.batch";
 
@@ -189,6 +191,14 @@ export interface TopicConfigs {
   /** -2 = same as retention.bytes (KIP-405). */
   "local.retention.bytes": number;
   "remote.storage.enable": boolean;
+  /**
+   * The topic's effective policies (src/protocol/policies.ts), pushed by the metadata store to
+   * the partitions with the configs, so the rooms that enforce them read them where they read
+   * the configs. Never set through `configs` (an unknown config there); absent on partitions
+   * initialised before tenants and namespaces existed and in the configs of a topic summary
+   * (which carries `policies` with their sources instead).
+   */
+  policies?: TopicPolicies;
 }
 
 /** Body of `POST /v1/topics`. */
@@ -197,12 +207,17 @@ export interface CreateTopicRequest {
   /** @default 1 */
   partitions?: number;
   configs?: Partial<Record<keyof TopicConfigs, unknown>>;
+  /** Topic-level policy overrides (every policy but retention, which is the configs retention.ms / retention.bytes). */
+  policies?: Partial<Record<PolicyName, unknown>>;
 }
 
 /** Body of `PATCH /v1/topics/{topic}`: increase partitions and/or change configs. */
 export interface AlterTopicRequest {
   partitions?: number;
+  /** A `null` value removes the topic's own value: the config follows its namespace policy (retention) or its default again. */
   configs?: Partial<Record<keyof TopicConfigs, unknown>>;
+  /** Topic-level policy overrides to set; `null` removes one (the namespace's or the default applies again). */
+  policies?: Partial<Record<PolicyName, unknown>>;
 }
 
 export interface TopicSummary {
@@ -214,7 +229,10 @@ export interface TopicSummary {
   topic: string;
   topicId: string;
   partitions: number;
+  /** Effective configs: `retention.ms` / `retention.bytes` follow the namespace's retention policy unless the topic set them. */
   configs: TopicConfigs;
+  /** Effective policies, each with its source (default, namespace or topic): docs/TENANTS.md. */
+  policies: EffectivePolicies;
   createdAt: number;
 }
 

@@ -1,6 +1,7 @@
 /**
  * Topic admin: `POST /v1/topics`, `GET /v1/topics`, and `GET | PATCH | DELETE /v1/topics/{topic}`.
- * Each is one call to the metadata store; writes invalidate this isolate's topic cache.
+ * Each is one call to the metadata store; writes invalidate this isolate's topic cache. Create
+ * and alter take topic-level policy overrides (`policies`, docs/TENANTS.md) besides `configs`.
  * `POST /v1/topics/{topic}/partitions/{p}/delete-records` (KIP-107) is one call to the partition.
  */
 import type { Hono } from "hono";
@@ -36,6 +37,7 @@ export function topicRoutes(app: Hono<AppEnv>): void {
       name: body.name,
       ...(partitions !== undefined ? { partitions } : {}),
       ...(configs !== undefined ? { configs } : {}),
+      ...(body.policies !== undefined ? { policies: body.policies } : {}),
     });
     if (!r.ok) throw toEdgelogError(r);
     topicCache.invalidate(r.topic.name);
@@ -65,6 +67,7 @@ export function topicRoutes(app: Hono<AppEnv>): void {
     const r = await metadataStore(c.env.METADATA).alterTopic(full, {
       ...(partitions !== undefined ? { partitions } : {}),
       ...(configs !== undefined ? { configs } : {}),
+      ...(body.policies !== undefined ? { policies: body.policies } : {}),
     });
     topicCache.invalidate(full);
     if (!r.ok) throw toEdgelogError(r);

@@ -7,4 +7,5 @@ export * from "./delivery.ts";
 export * from "./dispatch.ts";
 export * from "./message-id.ts";
 export * from "./permits.ts";
+export * from "./rates.ts";
 export * from "./subscription.ts";

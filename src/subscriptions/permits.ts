@@ -66,6 +66,18 @@ export class Permits {
     return true;
   }
 
+  /**
+   * Drops the credits not used yet (credit mode; HTTP pull ends a receive with it, so nothing
+   * more is pushed to a lease). @returns how many were dropped (0 in window mode).
+   */
+  revoke(): number {
+    if (this.mode.kind !== "credit") return 0;
+    const n = this.credits;
+    this.credits = 0;
+    this.granted -= n;
+    return n;
+  }
+
   /** One message is delivered. @throws Error when no permit is available (a dispatcher bug). */
   take(): void {
     if (this.available < 1) throw new Error("delivery without a permit");

@@ -269,6 +269,22 @@ export class Subscription {
     return null;
   }
 
+  /** Drops a pull-mode consumer's unused permits (see {@link Permits.revoke}). @returns how many. */
+  revokePermits(consumerId: string): number {
+    return this.consumers.get(consumerId)?.permits.revoke() ?? 0;
+  }
+
+  /**
+   * Times out every message `consumerId` holds, as an ack timeout does: each leaves flight and
+   * is redelivered at once with its count + 1 (or dead-lettered). An expired HTTP pull lease.
+   * @returns the offsets, ascending.
+   */
+  timeoutConsumer(consumerId: string, nowMs: number): number[] {
+    const offsets = this.inFlightOf(consumerId);
+    for (const o of offsets) this.redeliverFromFlight(o, nowMs, 0);
+    return offsets;
+  }
+
   /** The failover active consumer, or for other types null. */
   get activeConsumer(): string | null {
     return this.activeId;

@@ -86,6 +86,8 @@ describe("upgrade from the code before rooms (real dev server, same persist dir)
       await json(call(base, "POST", "/v1/topics", { name: "up-plain", partitions: 2 }), 201);
       for (let p = 0; p < 2; p++) await json(call(base, "POST", `/v1/topics/up-plain/partitions/${p}/records`, { records: Array.from({ length: 20 }, (_, i) => ({ value: `p${p}-${i}` })) }));
       await json(call(base, "POST", "/v1/topics", { name: "up-idem", partitions: 1 }), 201);
+      // A topic outside public/default, from before namespaces existed (issue 17).
+      await json(call(base, "POST", "/v1/topics", { name: "acme/prod/up-ns", partitions: 1, configs: { "retention.ms": 60000 } }), 201);
       const { producerId } = await json<{ producerId: number }>(call(base, "POST", "/v1/producers"));
       const idem = (seq: number) => ({ producerId, producerEpoch: 0, baseSequence: seq * 2, records: [{ value: `i${seq}a` }, { value: `i${seq}b` }] });
       let lastAck: Produced | undefined;
@@ -117,6 +119,13 @@ describe("upgrade from the code before rooms (real dev server, same persist dir)
       server = await startDevServer({ persistDir });
       base = server.baseUrl;
       for (let p = 0; p < 2; p++) expect(await values(base, "up-plain", p)).toEqual(Array.from({ length: 20 }, (_, i) => `p${p}-${i}`));
+      // Its namespace was adopted by the metadata migration: it exists, holds the topic, takes
+      // new topics, and the topic's non-default retention.ms stays its own.
+      expect(await json<{ topics: number }>(call(base, "GET", "/v1/namespaces/acme/prod"))).toMatchObject({ name: "acme/prod", topics: 1, createdAt: 0 });
+      await json(call(base, "POST", "/v1/topics", { name: "acme/prod/up-ns2", partitions: 1 }), 201);
+      await json(call(base, "PUT", "/v1/namespaces/acme/prod/policies/retention", { timeMs: 120000, sizeBytes: -1 }));
+      const nsTopic = await json<{ configs: Record<string, unknown>; policies: Record<string, unknown> }>(call(base, "GET", "/v1/topics/acme/prod/up-ns"));
+      expect([nsTopic.configs["retention.ms"], nsTopic.policies.retention]).toEqual([60000, { value: { timeMs: 60000, sizeBytes: -1 }, source: "topic" }]);
       // The idempotent producer's state survived adoption: its last request again is a duplicate
       // (same offsets, nothing appended); the next sequence appends densely.
       const dup = await json<Produced>(call(base, "POST", "/v1/topics/up-idem/partitions/0/records", idem(4)));

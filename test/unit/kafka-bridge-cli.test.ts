@@ -15,6 +15,8 @@ describe("edgelog kafka-bridge", () => {
       maxFrameBytes: undefined,
       autoCreateTopics: false,
       defaultPartitions: undefined,
+      produceLingerMs: undefined,
+      partialFrameTimeoutMs: undefined,
     });
     expect(
       parseCli([
@@ -30,6 +32,10 @@ describe("edgelog kafka-bridge", () => {
         "6",
         "--max-frame-bytes",
         "1048576",
+        "--linger-ms",
+        "5",
+        "--partial-frame-timeout-ms",
+        "0",
       ]),
     ).toMatchObject({
       host: "::1",
@@ -40,6 +46,8 @@ describe("edgelog kafka-bridge", () => {
       autoCreateTopics: true,
       defaultPartitions: 6,
       maxFrameBytes: 1048576,
+      produceLingerMs: 5,
+      partialFrameTimeoutMs: 0,
     });
   });
 
@@ -48,5 +56,6 @@ describe("edgelog kafka-bridge", () => {
     expect(() => parseCli(["kafka-bridge", "--listen", "host:99999"])).toThrow(UsageError);
     expect(() => parseCli(["kafka-bridge", "--default-partitions", "0"])).toThrow(UsageError);
     expect(() => parseCli(["kafka-bridge", "--max-frame-bytes", "-1"])).toThrow(UsageError);
+    expect(() => parseCli(["kafka-bridge", "--linger-ms", "-1"])).toThrow(UsageError);
   });
 });

@@ -9,9 +9,10 @@ import { createRequire } from "node:module";
 import { gzipSync } from "node:zlib";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { decodeBatch, decodeBatches, encodeBatch } from "../../src/codec/index.ts";
+import { crc32c, decodeBatch, decodeBatches, encodeBatch } from "../../src/codec/index.ts";
 import { ERRORS, type ErrorCode } from "../../src/protocol/index.ts";
 import { SUPPORTED_APIS, readRequestHeader } from "../../sdk/src/kafka-bridge/apis.ts";
+import { crc32cCombine } from "../../sdk/src/kafka-bridge/crc-combine.ts";
 import { decompress, lz4Decompress, snappyDecompress } from "../../sdk/src/kafka-bridge/compression.ts";
 import { EDGELOG_TO_KAFKA, KafkaError, kafkaErrorCode } from "../../sdk/src/kafka-bridge/errors.ts";
 import * as core from "../../sdk/src/kafka-bridge/messages/core.ts";
@@ -210,6 +211,37 @@ describe("fetch: kafkajs request -> our decoder; Edgelog batches -> Kafka batche
   });
 });
 
+describe("CRC-32C of a concatenation from its parts' CRCs", () => {
+  it("equals the CRC of the concatenation (property)", () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 2000 }), fc.uint8Array({ maxLength: 5000 }), (a, b) => {
+        const ab = new Uint8Array(a.length + b.length);
+        ab.set(a);
+        ab.set(b, a.length);
+        expect(crc32cCombine(crc32c(a), crc32c(b), b.length)).toBe(crc32c(ab));
+      }),
+      { numRuns: 300 },
+    );
+    // A 1 MiB B, the size of a merged append.
+    const big = new Uint8Array(1 << 20).map((_, i) => (i * 31) & 0xff);
+    const head = new Uint8Array([1, 2, 3]);
+    const all = new Uint8Array(head.length + big.length);
+    all.set(head);
+    all.set(big, head.length);
+    expect(crc32cCombine(crc32c(head), crc32c(big), big.length)).toBe(crc32c(all));
+  });
+
+  it("a stored batch damaged after its CRC was computed reaches the client with a Kafka CRC that does not match", () => {
+    const stored = encodeBatch({}, [{ key: null, value: te.encode("payload"), headers: [], timestamp: 1 }]);
+    const good = toKafkaBatches(stored);
+    expect(() => parseProducedBatch(good)).not.toThrow();
+    const damaged = stored.slice();
+    damaged[damaged.length - 2]! ^= 0x40;
+    const kafka = toKafkaBatches(damaged);
+    expect(() => parseProducedBatch(kafka)).toThrow(/CRC mismatch/);
+  });
+});
+
 describe("merging consecutive produced batches (appender)", () => {
   it("keeps every record's bytes, in order, with dense offsets and exact timestamps (property)", () => {
     const bytes = fc.option(fc.uint8Array({ maxLength: 300 }), { nil: null });
@@ -249,7 +281,15 @@ describe("metadata, coordinator, producer ids, offsets", () => {
         brokers: [{ nodeId: 0, host: "127.0.0.1", port: 9092, rack: null }],
         clusterId: "edgelog",
         controllerId: 0,
-        topics: [{ errorCode: 0, name: "orders", isInternal: false, partitions: [{ errorCode: 0, partitionIndex: 0, leaderId: 0, leaderEpoch: 0, replicaNodes: [0], isrNodes: [0] }] }],
+        topics: [
+          {
+            errorCode: 0,
+            name: "orders",
+            topicId: "00000000-0000-0000-0000-000000000000",
+            isInternal: false,
+            partitions: [{ errorCode: 0, partitionIndex: 0, leaderId: 0, leaderEpoch: 0, replicaNodes: [0], isrNodes: [0] }],
+          },
+        ],
       }),
     );
     const res = await kResponse("metadata/v6").decode(bytes);
@@ -566,7 +606,7 @@ describe("primitives", () => {
       }),
       { numRuns: 2000 },
     );
-  });
+  }, 60_000); // 2000 runs x 21 decoders: seconds on a loaded machine (no timing is asserted)
 });
 
 describe("error mapping", () => {

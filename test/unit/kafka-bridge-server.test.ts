@@ -24,9 +24,9 @@ afterEach(async () => {
   bridge = undefined;
 });
 
-async function start(handler: Handler, maxFrameBytes?: number): Promise<KafkaBridge> {
+async function start(handler: Handler, maxFrameBytes?: number, fetchReadAhead?: boolean, partialFrameTimeoutMs?: number): Promise<KafkaBridge> {
   const fake: typeof fetch = (input, init) => handler(new URL(String(input)), init);
-  bridge = await startKafkaBridge({ url: "http://edgelog.test", fetch: fake, port: 0, maxFrameBytes, log: () => {} });
+  bridge = await startKafkaBridge({ url: "http://edgelog.test", fetch: fake, port: 0, maxFrameBytes, fetchReadAhead, partialFrameTimeoutMs, log: () => {} });
   return bridge;
 }
 
@@ -103,7 +103,7 @@ describe("Kafka bridge server", () => {
     c.send(21, 0, 1, (w) => w.int32(0)); // DeleteRecords: not implemented
     const r1 = (await c.next())!;
     expect([r1.int32(), r1.int16()]).toEqual([1, 35]);
-    c.send(3, 12, 2); // Metadata v12: beyond the implemented range
+    c.send(3, 13, 2); // Metadata v13: beyond the implemented range
     const r2 = (await c.next())!;
     expect([r2.int32(), r2.int16()]).toEqual([2, 35]);
     c.send(18, 2, 3);
@@ -377,5 +377,89 @@ describe("Kafka bridge server", () => {
     r2.int32();
     const p2 = r2.array(false, (r) => ({ topic: r.string(false), partitions: r.array(false, (r) => [r.int32(), r.int16(), r.int64()]) }));
     expect(p2[0]!.partitions).toEqual([[2, 1, 4]]);
+  });
+
+  it("with fetchReadAhead, reads the next range ahead after answering records and answers the next fetch from it; an empty read-ahead is fetched again", async () => {
+    const te = new TextEncoder();
+    const batchAt = (offset: number) => encodeBatch({ baseOffset: offset }, [{ key: null, value: te.encode(`v${offset}`), headers: [], timestamp: 7 }]);
+    const calls: number[] = [];
+    let end = 7; // records 5 and 6 exist
+    const b = await start(
+      async (url) => {
+        const offset = Number(url.searchParams.get("offset"));
+        calls.push(offset);
+        const headers = (next: number) => ({ "edgelog-next-offset": String(next), "edgelog-high-watermark": String(end), "edgelog-log-start-offset": "0" });
+        if (offset >= end) return new Response(new Uint8Array(0), { status: 200, headers: headers(offset) });
+        return new Response(batchAt(offset), { status: 200, headers: headers(offset + 1) });
+      },
+      undefined,
+      true,
+    );
+    const c = new Conn(b.port);
+    const fetchAt = async (correlationId: number, offset: number): Promise<number[]> => {
+      c.send(1, 11, correlationId, (w) => {
+        w.int32(-1)
+          .int32(0)
+          .int32(1)
+          .int32(50 << 20)
+          .int8(0)
+          .int32(0)
+          .int32(-1); // max_wait 0
+        w.int32(1)
+          .string("orders", false)
+          .int32(1)
+          .int32(0)
+          .int32(-1)
+          .int64(offset)
+          .int64(-1)
+          .int32(1 << 20);
+        w.int32(0).string("", false);
+      });
+      const r = (await c.next())!;
+      r.int32();
+      r.int32();
+      r.int16();
+      r.int32();
+      const [t] = r.array(false, (r) => ({
+        topic: r.string(false),
+        partitions: r.array(false, (r) => {
+          r.int32();
+          r.int16();
+          r.int64();
+          r.int64();
+          r.int64();
+          r.int32();
+          r.int32();
+          return r.nullableBytes(false);
+        }),
+      }));
+      const records = t!.partitions[0];
+      // base offsets of the Kafka batches answered
+      return records === null || records === undefined || records.length === 0 ? [] : [Number(new DataView(records.buffer, records.byteOffset).getBigInt64(0))];
+    };
+    expect(await fetchAt(1, 5)).toEqual([5]);
+    expect(calls).toEqual([5, 6]); // 6: read ahead
+    expect(await fetchAt(2, 6)).toEqual([6]);
+    expect(calls).toEqual([5, 6, 7]); // 6 answered from the read-ahead; 7 read ahead (empty)
+    end = 8; // a record arrives: the empty read-ahead is not trusted
+    expect(await fetchAt(3, 7)).toEqual([7]);
+    expect(calls).toEqual([5, 6, 7, 7, 8]);
+    // A fetch for another offset ignores the read-ahead.
+    expect(await fetchAt(4, 5)).toEqual([5]);
+    expect(calls.slice(5)).toEqual([5, 6]);
+  });
+
+  it("closes a connection whose partly received frame gets no new byte for partialFrameTimeoutMs; idle connections stay open", async () => {
+    const b = await start(async () => json(500, {}), undefined, undefined, 50);
+    const idle = new Conn(b.port);
+    await apiVersionsWorks(b.port);
+    const half = new Conn(b.port);
+    // ApiVersions v2 frame of 14 bytes, of which only the size and 6 bytes are sent.
+    half.socket.write(Buffer.from([0, 0, 0, 14, 0, 18, 0, 2, 0, 0]));
+    expect(await half.next()).toBeNull(); // closed by the bridge
+    // The idle connection (no partial frame) outlived that timeout and still answers.
+    idle.send(18, 2, 5);
+    const r = (await idle.next())!;
+    expect([r.int32(), r.int16()]).toEqual([5, 0]);
   });
 });

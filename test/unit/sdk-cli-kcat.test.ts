@@ -86,6 +86,15 @@ describe("consume, kcat style", () => {
     expect(r.stdout).toBe("k0=>a\0=>b\0k2=>\0");
   });
 
+  it("-D ends each JSON object with -J and is ignored with -f, as kcat; an empty -D runs plain records together", async () => {
+    const j = await run(server(), ["consume", "t", "-J", "-o", "beginning", "-p", "1", "-D", "|\\n"]);
+    expect(j.stdout).toBe('{"topic":"t","partition":1,"offset":0,"timestamp":1500,"key":"k","value":"c","headers":[]}|\n');
+    const f = await run(server(), ["consume", "t", "-o", "beginning", "-p", "0", "-f", "%o;", "-D", "|"]);
+    expect(f.stdout).toBe("0;1;2;");
+    const empty = await run(server(), ["consume", "t", "-o", "beginning", "-p", "0", "-D", ""]);
+    expect(empty.stdout).toBe("ab");
+  });
+
   it("-K takes the escapes of -D, as kcat's -K does (\\t is a tab, \\xHH a byte)", async () => {
     const r = await run(server(), ["consume", "t", "-o", "beginning", "-p", "0", "-K", "\\t"]);
     expect(r.stdout).toBe("k0\ta\n\tb\nk2\t\n");
@@ -102,6 +111,15 @@ describe("produce, kcat style", () => {
     expect(r).toMatchObject({ code: 0, stdout: "", stderr: "" });
     const out = await run(s, ["consume", "p", "-o", "beginning", "-f", "%k|%s|%h\\n", "-Z"]);
     expect(out.stdout).toBe("a|1|src=cli,v=2\nb|NULL|src=cli,v=2\nNULL|c|src=cli,v=2\n");
+  });
+
+  it("-D ends each JSON object with -J and is ignored with -f, as kcat; an empty -D runs plain records together", async () => {
+    const j = await run(server(), ["consume", "t", "-J", "-o", "beginning", "-p", "1", "-D", "|\\n"]);
+    expect(j.stdout).toBe('{"topic":"t","partition":1,"offset":0,"timestamp":1500,"key":"k","value":"c","headers":[]}|\n');
+    const f = await run(server(), ["consume", "t", "-o", "beginning", "-p", "0", "-f", "%o;", "-D", "|"]);
+    expect(f.stdout).toBe("0;1;2;");
+    const empty = await run(server(), ["consume", "t", "-o", "beginning", "-p", "0", "-D", ""]);
+    expect(empty.stdout).toBe("ab");
   });
 
   it("-K takes the escapes of -D, as kcat's -K does: -K '\\t' splits at a tab", async () => {
@@ -255,7 +273,6 @@ describe("argument parsing", () => {
       [["consume", "t", "-o", "1", "-o", "2"], "consume: use only one of --from-beginning, --offset, --timestamp"],
       [["consume", "t", "-f", "%x"], "-f: unknown token %x (use %t %p %o %T %k %K %s %S %R %h %%)"],
       [["consume", "t", "-f", "%s", "-J"], "consume: use only one of -f and -J"],
-      [["consume", "t", "-D", "|", "-J"], "-D applies to plain output (without -f or -J)"],
       [["consume", "t", "--follow", "-e"], "consume: use only one of --follow and -e"],
       [["consume", "t", "-g", "g", "-o", "-5"], "consume -g: the group assigns partitions and positions"],
       [["produce", "t", "-K", ":", "-k", "x"], "produce: use only one of -K and -k"],

@@ -44,6 +44,7 @@ describe("sdk/README.md documents the public API (sdk/src/index.ts)", () => {
       "producer",
       "consumer",
       "consumer groups",
+      "subscriptions",
       "errors",
       "bytes and text",
       "partitioning",

@@ -6,7 +6,7 @@ import { SignJWT } from "jose";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { Env } from "../../src/env.ts";
 import type { TopicDescription } from "../../src/protocol/index.ts";
-import { authEnv, expectCode, expectOk, hsToken, makeKeys, noneToken, request, rsToken, SUPERUSER, type Keys } from "./auth-helpers.ts";
+import { authEnv, ensureNamespace, expectCode, expectOk, hsToken, makeKeys, noneToken, request, rsToken, SUPERUSER, type Keys } from "./auth-helpers.ts";
 
 let keys: Keys;
 let e: Env;
@@ -20,6 +20,7 @@ const mine = `${A}/ns/orders`;
 const warnings: string[] = [];
 
 async function createTopic(name: string): Promise<void> {
+  await ensureNamespace(e, admin, name);
   await expectOk(await request(e, "POST", "/v1/topics", { token: admin, body: { name, partitions: 1 } }), 201);
 }
 
@@ -374,6 +375,8 @@ describe("authorization", () => {
     await expectCode(await request(e, "PUT", `/v1/tenants/${A}/admins/${role}`, { token }), 403, "NOT_AUTHORIZED");
     await expectOk(await request(e, "PUT", `/v1/tenants/${A}/admins/${role}`, { token: admin }));
     expect(await expectOk(await request(e, "GET", `/v1/tenants/${A}/admins`, { token }))).toEqual({ tenant: A, adminRoles: expect.arrayContaining([`alice-${id}`, role]) });
+    // The tenant admin creates a namespace of its tenant, then a topic in it.
+    await expectOk(await request(e, "PUT", `/v1/namespaces/${A}/adm`, { token }), 201);
     await expectOk(await request(e, "POST", "/v1/topics", { token, body: { name: `${A}/adm/new` } }), 201);
     await expectCode(await request(e, "POST", "/v1/topics", { token, body: { name: `${B}/adm/new` } }), 403, "NOT_AUTHORIZED");
     await expectOk(await request(e, "DELETE", `/v1/tenants/${A}/admins/${role}`, { token: admin }));

@@ -7,7 +7,7 @@ import { FREE_FAILURES, MAX_TRACKED_FAILURES } from "../../durable-objects/metad
 import { securityStore } from "../../src/auth/store.ts";
 import type { Env } from "../../src/env.ts";
 import type { GroupDescription, OffsetFetchResponse } from "../../src/protocol/groups.ts";
-import { authEnv, expectCode, expectOk, hsToken, makeKeys, request, SUPERUSER } from "./auth-helpers.ts";
+import { authEnv, ensureNamespace, expectCode, expectOk, hsToken, makeKeys, request, SUPERUSER } from "./auth-helpers.ts";
 
 let e: Env;
 let admin: string;
@@ -32,7 +32,10 @@ describe("group answers show only topics the principal may describe", () => {
     const mine = `qa-${id}/ns/mine`;
     const secret = `qa-${id}/ns/secret`;
     const group = `qa-g-${id}`;
-    for (const name of [mine, secret]) await expectOk(await request(e, "POST", "/v1/topics", { token: admin, body: { name, partitions: 1 } }), 201);
+    for (const name of [mine, secret]) {
+      await ensureNamespace(e, admin, name);
+      await expectOk(await request(e, "POST", "/v1/topics", { token: admin, body: { name, partitions: 1 } }), 201);
+    }
     await expectOk(await request(e, "POST", `/v1/topics/${secret}/partitions/0/records`, { token: admin, body: { records: [{ value: "a" }, { value: "b" }] } }));
     // The group committed on both topics (admin); mallory may use the group and read `mine` only.
     await expectOk(
@@ -93,7 +96,10 @@ describe("consumer group heartbeat", () => {
     const secret = `qa-hb-${id}/ns/secret`;
     const mine = `qa-hb-${id}/ns/mine`;
     const group = `qa-hb-g-${id}`;
-    for (const name of [secret, mine]) await expectOk(await request(e, "POST", "/v1/topics", { token: admin, body: { name, partitions: 3 } }), 201);
+    for (const name of [secret, mine]) {
+      await ensureNamespace(e, admin, name);
+      await expectOk(await request(e, "POST", "/v1/topics", { token: admin, body: { name, partitions: 3 } }), 201);
+    }
     const oscar = `oscar-${id}`;
     await acl(oscar, "group", group, "read");
     await acl(oscar, "topic", mine, "read");
@@ -161,6 +167,7 @@ describe("Pulsar permissions", () => {
   it("a role granted `functions` on a namespace cannot grant itself produce/consume; the tenant admin can grant", async () => {
     const tenant = `qa-fn-${id}`;
     const ns = `${tenant}/ns`;
+    await ensureNamespace(e, admin, ns);
     await expectOk(await request(e, "POST", "/v1/topics", { token: admin, body: { name: `${ns}/data`, partitions: 1 } }), 201);
     await expectOk(await request(e, "POST", `/v1/topics/${ns}/data/records`, { token: admin, body: { records: [{ value: "private" }] } }));
     const fn = `fn-${id}`;

@@ -127,3 +127,16 @@ export async function expectOk(res: Response, status = 200): Promise<unknown> {
   expect(res.status, text).toBe(status);
   return text === "" ? null : JSON.parse(text);
 }
+
+/**
+ * Creates (as `token`, a superuser's) the tenant and namespace of a `tenant/namespace/topic`
+ * name when missing: topics outside `public/default` need their namespace (docs/TENANTS.md).
+ */
+export async function ensureNamespace(e: Env, token: string, topicOrNamespace: string): Promise<void> {
+  const [tenant, namespace] = topicOrNamespace.split("/");
+  for (const path of [`/v1/tenants/${tenant}`, `/v1/namespaces/${tenant}/${namespace}`]) {
+    const res = await request(e, "PUT", path, { token });
+    const text = await res.text();
+    expect([201, 409], text).toContain(res.status);
+  }
+}

@@ -6,7 +6,7 @@
  */
 import { beforeAll, describe, expect, it } from "vitest";
 import type { Env } from "../../src/env.ts";
-import { authEnv, expectCode, expectOk, hsToken, makeKeys, request, SUPERUSER } from "./auth-helpers.ts";
+import { authEnv, ensureNamespace, expectCode, expectOk, hsToken, makeKeys, request, SUPERUSER } from "./auth-helpers.ts";
 
 const MiB = 1024 * 1024;
 let e: Env;
@@ -22,6 +22,7 @@ describe("quotas", () => {
   it("request_rate: the answer past the burst is 429 THROTTLED with Retry-After and an integer throttleTimeMs, and changes nothing", async () => {
     const user = `rr-${id}`;
     const topic = `q-${id}/ns/rr`;
+    await ensureNamespace(e, admin, topic);
     await expectOk(await request(e, "POST", "/v1/topics", { token: admin, body: { name: topic } }), 201);
     await expectOk(await request(e, "POST", "/v1/acls", { token: admin, body: { principal: user, resourceType: "topic", resourceName: topic, operation: "write" } }), 201);
     await expectOk(await request(e, "PUT", "/v1/quotas", { token: admin, body: { user, request_rate: 1 } }));
@@ -57,6 +58,7 @@ describe("quotas", () => {
     const limited = `lim-${id}`;
     const free = `free-${id}`;
     const topic = `q-${id}/ns/flood`;
+    await ensureNamespace(e, admin, topic);
     await expectOk(await request(e, "POST", "/v1/topics", { token: admin, body: { name: topic, partitions: 2 } }), 201);
     for (const p of [limited, free]) {
       await expectOk(await request(e, "POST", "/v1/acls", { token: admin, body: { principal: p, resourceType: "topic", resourceName: topic, operation: "write" } }), 201);

@@ -60,6 +60,8 @@ describe("SDK with auth on", () => {
     const admin = new Admin(adminClient);
     const user = `app-${id}`;
     const topic = `q-${id}/ns/sdk`;
+    await admin.createTenant(`q-${id}`);
+    await admin.createNamespace(`q-${id}/ns`);
     await admin.createTopic({ name: topic, partitions: 1 });
     await admin.upsertUser(user, "pw");
     await admin.grantPermission(`q-${id}/ns`, user, ["produce", "consume"]);

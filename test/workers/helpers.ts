@@ -40,7 +40,23 @@ export async function expectError(res: Response, code: ErrorCode, status: number
   return (JSON.parse(text) as ErrorBody).error;
 }
 
+/**
+ * Creates tenant and namespace `tenant/namespace` if missing (a topic outside `public/default`
+ * needs its namespace first, docs/TENANTS.md). test/workers/tenants.test.ts tests the refusal.
+ */
+export async function ensureNamespace(namespace: string): Promise<void> {
+  const [tenant, ns] = namespace.split("/");
+  for (const path of [`/v1/tenants/${tenant}`, `/v1/namespaces/${tenant}/${ns}`]) {
+    const res = await call(path, { method: "PUT" });
+    await res.body?.cancel();
+    expect([201, 409]).toContain(res.status);
+  }
+}
+
+/** Creates a topic (and, for a `tenant/namespace/topic` name, its namespace when missing). */
 export async function createTopic(name: string, partitions = 1, configs?: Record<string, unknown>): Promise<TopicDescription> {
+  const parts = name.split("/");
+  if (parts.length === 3) await ensureNamespace(`${parts[0]}/${parts[1]}`);
   const res = await json("POST", "/v1/topics", { name, partitions, ...(configs ? { configs } : {}) });
   expect(res.status).toBe(201);
   return (await res.json()) as TopicDescription;

@@ -72,6 +72,7 @@ suite("partition rooms: adoption of a legacy object", () => {
         { room: "log", version: 1 },
         { room: "producers", version: 2 },
         { room: "streams", version: 1 },
+        { room: "subs", version: 1 },
       ]);
       // Producers migration 2 gave the adopted producer a last append time: now (a whole window).
       const p = state.storage.sql.exec<{ last_append_ms: number }>("SELECT last_append_ms FROM producers").one();

@@ -9,12 +9,14 @@ import { LIFECYCLE_MIGRATIONS } from "./lifecycle.ts";
 import { LOG_MIGRATIONS } from "./log.ts";
 import { PRODUCERS_MIGRATIONS } from "./producers.ts";
 import { STREAMS_MIGRATIONS } from "./streams.ts";
+import { SUBSCRIPTIONS_MIGRATIONS } from "./subscriptions.ts";
 
 /** The rooms with tables, in migration order: each its own migrations, numbered from 1. */
 export const PARTITION_ROOMS: readonly RoomSchema[] = [
   { room: "log", migrations: LOG_MIGRATIONS },
   { room: "producers", migrations: PRODUCERS_MIGRATIONS },
   { room: "streams", migrations: STREAMS_MIGRATIONS },
+  { room: "subs", migrations: SUBSCRIPTIONS_MIGRATIONS },
   { room: "lifecycle", migrations: LIFECYCLE_MIGRATIONS },
 ];
 

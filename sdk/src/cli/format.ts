@@ -46,9 +46,9 @@ export function shownTopic(name: string): string {
 }
 
 /**
- * One record's output. JSON: one line `{topic, partition, offset, timestamp, key, value,
- * headers}` (the server's JsonFetchedRecord shape plus the topic), bytes as UTF-8 text or
- * base64, null as null. `-f`: the format string. Plain: `[key SEP] value` as raw bytes, then the
+ * One record's output. JSON: `{topic, partition, offset, timestamp, key, value, headers}` (the
+ * server's JsonFetchedRecord shape plus the topic), bytes as UTF-8 text or base64, null as
+ * null, then the delimiter (a newline by default, as kcat -J). `-f`: the format string alone. Plain: `[key SEP] value` as raw bytes, then the
  * delimiter (a newline by default); null as nothing, or `NULL` with printNull.
  */
 export function formatRecord(r: ConsumerRecord, o: FormatOptions): Uint8Array {
@@ -63,7 +63,7 @@ export function formatRecord(r: ConsumerRecord, o: FormatOptions): Uint8Array {
       value: enc(r.value),
       headers: r.headers.map((h) => ({ key: h.key, value: enc(h.value) })),
     });
-    return encoder.encode(`${line}\n`);
+    return o.delimiter === undefined ? encoder.encode(`${line}\n`) : concat([encoder.encode(line), o.delimiter]);
   }
   if (o.format !== undefined) return o.format(r, o.printNull === true);
   const bytes = (b: Uint8Array | null): Uint8Array => b ?? (o.printNull === true ? NULL_TEXT : new Uint8Array(0));
@@ -166,11 +166,18 @@ export function formatDescription(d: TopicDescription): string {
   const configs = `Configs: ${Object.entries(d.configs)
     .map(([k, v]) => `${k}=${v}`)
     .join(", ")}\n`;
+  // Policies with their sources (docs/TENANTS.md); absent from servers before tenants.
+  const policies =
+    d.policies === undefined
+      ? ""
+      : `Policies: ${Object.entries(d.policies)
+          .map(([k, p]) => `${k}=${typeof p.value === "object" ? JSON.stringify(p.value) : p.value} (${p.source})`)
+          .join(", ")}\n`;
   const table = formatTable(
     ["PARTITION", "LOG_START_OFFSET", "HIGH_WATERMARK", "LOG_END_OFFSET", "RECORDS", "BYTES"],
     d.partitionDetails.map((p) => [p.partition, p.logStartOffset, p.highWatermark, p.logEndOffset, p.recordCount, p.bytes]),
   );
-  return head + configs + table;
+  return head + configs + policies + table;
 }
 
 /** `groups list` text. */

@@ -36,6 +36,8 @@ export const ApiKey = {
   CreatePartitions: 37,
   DeleteGroups: 42,
   IncrementalAlterConfigs: 44,
+  ConsumerGroupHeartbeat: 68,
+  ConsumerGroupDescribe: 69,
 } as const;
 export type ApiKeyName = keyof typeof ApiKey;
 
@@ -58,7 +60,7 @@ export const SUPPORTED_APIS: Record<ApiKeyName, ApiRange> = {
   Produce: { key: ApiKey.Produce, minVersion: 0, maxVersion: 8, flexibleFrom: 9 },
   Fetch: { key: ApiKey.Fetch, minVersion: 4, maxVersion: 11, flexibleFrom: 12 },
   ListOffsets: { key: ApiKey.ListOffsets, minVersion: 1, maxVersion: 7, flexibleFrom: 6 },
-  Metadata: { key: ApiKey.Metadata, minVersion: 0, maxVersion: 8, flexibleFrom: 9 },
+  Metadata: { key: ApiKey.Metadata, minVersion: 0, maxVersion: 12, flexibleFrom: 9 },
   OffsetCommit: { key: ApiKey.OffsetCommit, minVersion: 2, maxVersion: 7, flexibleFrom: 8 },
   OffsetFetch: { key: ApiKey.OffsetFetch, minVersion: 1, maxVersion: 5, flexibleFrom: 6 },
   FindCoordinator: { key: ApiKey.FindCoordinator, minVersion: 0, maxVersion: 2, flexibleFrom: 3 },
@@ -76,6 +78,9 @@ export const SUPPORTED_APIS: Record<ApiKeyName, ApiRange> = {
   CreatePartitions: { key: ApiKey.CreatePartitions, minVersion: 0, maxVersion: 1, flexibleFrom: 2 },
   DeleteGroups: { key: ApiKey.DeleteGroups, minVersion: 0, maxVersion: 1, flexibleFrom: 2 },
   IncrementalAlterConfigs: { key: ApiKey.IncrementalAlterConfigs, minVersion: 0, maxVersion: 0, flexibleFrom: 1 },
+  // KIP-848 (consumer-groups.ts): flexible from v0; v1 of the heartbeat adds the topic regex.
+  ConsumerGroupHeartbeat: { key: ApiKey.ConsumerGroupHeartbeat, minVersion: 0, maxVersion: 1, flexibleFrom: 0 },
+  ConsumerGroupDescribe: { key: ApiKey.ConsumerGroupDescribe, minVersion: 0, maxVersion: 0, flexibleFrom: 0 },
 };
 
 const BY_KEY = new Map<number, ApiRange>(Object.values(SUPPORTED_APIS).map((r) => [r.key, r]));

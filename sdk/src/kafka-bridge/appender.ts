@@ -31,6 +31,8 @@ export const DEFAULT_MAX_MERGED_BYTES = 1024 * 1024;
 
 interface Entry {
   acks: Acks;
+  /** performance.now() when queued. */
+  queuedAt: number;
   prepared: Promise<PreparedBatch>;
   /** Set once `prepared` fulfilled. */
   ready: PreparedBatch | undefined;
@@ -43,16 +45,27 @@ interface Queue {
   partition: number;
   entries: Entry[];
   draining: boolean;
+  /** Set while the drain lingers: called when a batch is queued. */
+  wake: (() => void) | undefined;
 }
 
 export class PartitionAppender {
   readonly #send: SendBatch;
   readonly #maxMergedBytes: number;
+  readonly #lingerMs: number;
   readonly #queues = new Map<string, Queue>();
 
-  constructor(send: SendBatch, maxMergedBytes = DEFAULT_MAX_MERGED_BYTES) {
+  /**
+   * @param maxMergedBytes largest merged append (records bytes) @default 1 MiB
+   * @param lingerMs how long a mergeable batch may wait, from when it was queued, for more
+   *   batches of its partition to merge with (Kafka's producer `linger.ms`, applied by the
+   *   bridge because a Kafka client's batches are sized for a broker that appends in
+   *   microseconds); 0 sends what is queued at once. Idempotent batches never wait. @default 0
+   */
+  constructor(send: SendBatch, maxMergedBytes = DEFAULT_MAX_MERGED_BYTES, lingerMs = 0) {
     this.#send = send;
     this.#maxMergedBytes = maxMergedBytes;
+    this.#lingerMs = lingerMs;
   }
 
   /**
@@ -64,15 +77,18 @@ export class PartitionAppender {
     const key = `${topic}\u0000${partition}`;
     let q = this.#queues.get(key);
     if (q === undefined) {
-      q = { topic, partition, entries: [], draining: false };
+      q = { topic, partition, entries: [], draining: false, wake: undefined };
       this.#queues.set(key, q);
     }
     const queue = q;
     return new Promise((resolve, reject) => {
-      const entry: Entry = { acks, prepared, ready: undefined, resolve, reject };
+      const entry: Entry = { acks, queuedAt: performance.now(), prepared, ready: undefined, resolve, reject };
       prepared.then(
-        (v) => (entry.ready = v),
-        () => {},
+        (v) => {
+          entry.ready = v;
+          queue.wake?.();
+        },
+        () => queue.wake?.(),
       );
       queue.entries.push(entry);
       if (!queue.draining) void this.#drain(key, queue);
@@ -95,14 +111,36 @@ export class PartitionAppender {
       let bytes = head.records.length;
       let records = head.batch.recordCount;
       if (head.batch.producerId < 0) {
-        for (let i = 1; i < q.entries.length; i++) {
-          const e = q.entries[i]!;
-          const r = e.ready;
-          if (r === undefined || e.acks !== first.acks || r.batch.producerId >= 0) break;
-          if (bytes + r.records.length > this.#maxMergedBytes || records + r.batch.recordCount > MAX_RECORDS_PER_REQUEST) break;
-          group.push(e);
-          bytes += r.records.length;
-          records += r.batch.recordCount;
+        for (;;) {
+          let full = false;
+          for (let i = group.length; i < q.entries.length; i++) {
+            const e = q.entries[i]!;
+            const r = e.ready;
+            if (r === undefined || e.acks !== first.acks || r.batch.producerId >= 0) {
+              full = r !== undefined; // a batch that cannot join ends the group
+              break;
+            }
+            if (bytes + r.records.length > this.#maxMergedBytes || records + r.batch.recordCount > MAX_RECORDS_PER_REQUEST) {
+              full = true;
+              break;
+            }
+            group.push(e);
+            bytes += r.records.length;
+            records += r.batch.recordCount;
+          }
+          const waitMs = first.queuedAt + this.#lingerMs - performance.now();
+          if (full || waitMs <= 0) break;
+          // Linger: wait for more batches (or for one still decompressing), at most until the
+          // head has waited lingerMs in all.
+          await new Promise<void>((resolve) => {
+            const timer = setTimeout(done, waitMs);
+            function done(): void {
+              clearTimeout(timer);
+              q.wake = undefined;
+              resolve();
+            }
+            q.wake = done;
+          });
         }
       }
       q.entries.splice(0, group.length);

@@ -46,6 +46,7 @@ export const KafkaError = {
   UNSUPPORTED_COMPRESSION_TYPE: 76,
   GROUP_MAX_SIZE_REACHED: 81,
   INVALID_RECORD: 87,
+  UNKNOWN_TOPIC_ID: 100,
   FENCED_MEMBER_EPOCH: 110,
   UNSUPPORTED_ASSIGNOR: 112,
   STALE_MEMBER_EPOCH: 113,
@@ -133,6 +134,19 @@ export const EDGELOG_TO_KAFKA = {
   CONSUMER_BUSY: "UNKNOWN_SERVER_ERROR",
   NOT_ALLOWED: "INVALID_REQUEST",
   INVALID_MESSAGE_ID: "INVALID_REQUEST",
+  SUBSCRIPTION_NOT_FOUND: "UNKNOWN_SERVER_ERROR",
+  SUBSCRIPTION_HAS_CONSUMERS: "UNKNOWN_SERVER_ERROR",
+  LEASE_NOT_FOUND: "UNKNOWN_SERVER_ERROR",
+  // Tenants and namespaces (Pulsar's model): a topic created through the bridge in a namespace
+  // that does not exist is refused as Kafka refuses a topic it cannot create; the admin codes
+  // cannot arise (the bridge has no tenant or namespace APIs).
+  NAMESPACE_NOT_FOUND: "INVALID_REQUEST",
+  TENANT_NOT_FOUND: "INVALID_REQUEST",
+  TENANT_ALREADY_EXISTS: "INVALID_REQUEST",
+  TENANT_NOT_EMPTY: "INVALID_REQUEST",
+  NAMESPACE_ALREADY_EXISTS: "INVALID_REQUEST",
+  NAMESPACE_NOT_EMPTY: "INVALID_REQUEST",
+  INVALID_POLICY: "INVALID_CONFIG",
   // Security (docs/SECURITY.md): the bridge's --token/--user credentials were refused, or the
   // principal lacks an ACL (Kafka's *_AUTHORIZATION_FAILED family; the topic one is what
   // clients report best), or a quota throttles (Kafka's THROTTLING_QUOTA_EXCEEDED).

@@ -267,11 +267,17 @@ export class ClassicGroups {
     // assign()-based consumers), accepted by Edgelog while the group has no members.
     if (!(req.generationId === -1 && req.memberId === "")) {
       const m = this.#members.get(key(req.groupId, req.memberId));
-      if (m === undefined) return answer(() => KafkaError.UNKNOWN_MEMBER_ID);
-      if (req.generationId !== m.generation) return answer(() => KafkaError.ILLEGAL_GENERATION);
-      memberId = m.memberId;
-      memberEpoch = m.epoch;
-      m.lastSeenMs = Date.now();
+      if (m === undefined) {
+        // Not a classic session of this bridge: a KIP-848 member (its member epoch is the
+        // generation, KIP-848) or a session another bridge holds; Edgelog checks both.
+        memberId = req.memberId;
+        memberEpoch = req.generationId;
+      } else {
+        if (req.generationId !== m.generation) return answer(() => KafkaError.ILLEGAL_GENERATION);
+        memberId = m.memberId;
+        memberEpoch = m.epoch;
+        m.lastSeenMs = Date.now();
+      }
     }
     const offsets = req.topics.flatMap((t) =>
       t.partitions.map((p) => ({ topic: this.#ctx.names.toEdgelog(t.name), partition: p.partitionIndex, offset: p.committedOffset, metadata: p.committedMetadata })),

@@ -13,6 +13,7 @@ import { EdgelogClientError } from "../errors.ts";
 import { decompress } from "./compression.ts";
 import { fetchRaw, type RawFetchResult } from "./edgelog.ts";
 import { KafkaError, errorMessageOf, kafkaErrorOf } from "./errors.ts";
+import { ZERO_UUID } from "./wire.ts";
 import type {
   FindCoordinatorRequest,
   FindCoordinatorResponse,
@@ -40,7 +41,7 @@ import {
 } from "./messages/topics.ts";
 import { isValidKafkaTopic, type TopicNames } from "./names.ts";
 import type { PartitionAppender } from "./appender.ts";
-import { RecordBatchError, parseProducedBatch, toKafkaBatches, type PreparedBatch } from "./records.ts";
+import { RecordBatchError, parseProducedBatch, toKafkaBatchesInPlace, type PreparedBatch } from "./records.ts";
 
 /** The bridge's only broker id: it answers for every partition (node 0). */
 export const BRIDGE_NODE_ID = 0;
@@ -65,10 +66,11 @@ export interface BridgeContext {
 // Metadata
 // ---------------------------------------------------------------------------------------------
 
-function metadataTopic(name: string, errorCode: number, partitions: number): MetadataTopic {
+function metadataTopic(name: string | null, errorCode: number, partitions: number, topicId = ZERO_UUID): MetadataTopic {
   return {
     errorCode,
     name,
+    topicId,
     isInternal: false,
     partitions: Array.from({ length: partitions }, (_, i) => ({
       errorCode: 0,
@@ -103,27 +105,36 @@ export async function handleMetadata(ctx: BridgeContext, req: MetadataRequest): 
     if (req.topics === null) throw e;
     known = new Map();
     for (const name of req.topics) topics.push(metadataTopic(name, kafkaErrorOf(e, "admin"), 0));
-    req = { ...req, topics: [] };
+    for (const id of req.topicIds) topics.push(metadataTopic(null, kafkaErrorOf(e, "admin"), 0, id));
+    req = { ...req, topics: [], topicIds: [] };
   }
   if (req.topics === null) {
-    for (const [name, t] of [...known].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) topics.push(metadataTopic(name, 0, t.partitions));
+    for (const [name, t] of [...known].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) topics.push(metadataTopic(name, 0, t.partitions, t.topicId));
   } else {
     for (const name of req.topics) {
       const t = known.get(name);
-      if (t !== undefined) topics.push(metadataTopic(name, 0, t.partitions));
+      if (t !== undefined) topics.push(metadataTopic(name, 0, t.partitions, t.topicId));
       else if (!isValidKafkaTopic(name)) topics.push(metadataTopic(name, KafkaError.INVALID_TOPIC_EXCEPTION, 0));
       else if (ctx.autoCreateTopics && req.allowAutoTopicCreation) {
         try {
           const created = await ctx.client.createTopic({ name: ctx.names.toEdgelog(name), partitions: ctx.defaultPartitions });
-          topics.push(metadataTopic(name, 0, created.partitions));
+          topics.push(metadataTopic(name, 0, created.partitions, created.topicId));
         } catch (e) {
           // Created meanwhile by another client: answer it as it is now.
           if (e instanceof EdgelogClientError && e.code === "TOPIC_ALREADY_EXISTS") {
             const again = (await kafkaTopics(ctx)).get(name);
-            topics.push(metadataTopic(name, again === undefined ? KafkaError.UNKNOWN_TOPIC_OR_PARTITION : 0, again?.partitions ?? 0));
+            topics.push(metadataTopic(name, again === undefined ? KafkaError.UNKNOWN_TOPIC_OR_PARTITION : 0, again?.partitions ?? 0, again?.topicId));
           } else topics.push(metadataTopic(name, kafkaErrorOf(e, "admin"), 0));
         }
       } else topics.push(metadataTopic(name, KafkaError.UNKNOWN_TOPIC_OR_PARTITION, 0));
+    }
+    // v12: topics by id (Edgelog's topic ids are UUIDs); an unknown id is UNKNOWN_TOPIC_ID.
+    if (req.topicIds.length > 0) {
+      const byId = new Map([...known].map(([name, t]) => [t.topicId.toLowerCase(), [name, t] as const]));
+      for (const id of req.topicIds) {
+        const hit = byId.get(id);
+        topics.push(hit === undefined ? metadataTopic(null, KafkaError.UNKNOWN_TOPIC_ID, 0, id) : metadataTopic(hit[0], 0, hit[1].partitions, id));
+      }
     }
   }
   return {
@@ -219,6 +230,70 @@ async function fetchOne(ctx: BridgeContext, f: PartitionFetch, maxWaitMs: number
   }
 }
 
+/** How long a prefetched range stays usable, ms (after that a fetch asks Edgelog afresh). */
+export const PREFETCH_TTL_MS = 5_000;
+
+interface Prefetched {
+  fetchOffset: number;
+  maxBytes: number;
+  startedMs: number;
+  done: Promise<{ result?: RawFetchResult; error?: unknown }>;
+}
+
+/**
+ * Read-ahead of one connection's fetches. When a Fetch answered records of a partition, the
+ * range after them (the client's next fetch offset, same `partition_max_bytes`) is fetched from
+ * Edgelog at once, without waiting, while the client processes what it got: a catching-up
+ * consumer then overlaps its own work with Edgelog's round trip instead of adding them up. A
+ * fetch for exactly that offset and size within {@link PREFETCH_TTL_MS} uses the read-ahead
+ * when it found records; an empty or failed read-ahead is ignored and the partition fetched as
+ * usual (a caught-up consumer long-polls as before). At most one range per partition is held,
+ * each at most its `partition_max_bytes`. Fetches change nothing in Edgelog, so a read-ahead
+ * nobody uses costs only its bytes.
+ */
+export class FetchPrefetch {
+  readonly #entries = new Map<string, Prefetched>();
+
+  static #key(topic: string, partition: number): string {
+    return `${topic}\u0000${partition}`;
+  }
+
+  /** The read-ahead for this fetch, if one was made for exactly it (consumed either way). */
+  take(topic: string, partition: number, fetchOffset: number, maxBytes: number): Prefetched["done"] | undefined {
+    const k = FetchPrefetch.#key(topic, partition);
+    const e = this.#entries.get(k);
+    if (e === undefined) return undefined;
+    this.#entries.delete(k);
+    if (e.fetchOffset !== fetchOffset || e.maxBytes !== maxBytes || Date.now() - e.startedMs > PREFETCH_TTL_MS) return undefined;
+    return e.done;
+  }
+
+  /** Keeps an answer already in hand (a partition left out of a response by its max_bytes). */
+  keep(topic: string, partition: number, fetchOffset: number, maxBytes: number, result: RawFetchResult): void {
+    this.#entries.set(FetchPrefetch.#key(topic, partition), { fetchOffset, maxBytes, startedMs: Date.now(), done: Promise.resolve({ result }) });
+  }
+
+  /** Starts reading `[fetchOffset, …)` ahead. */
+  start(ctx: BridgeContext, topic: string, partition: number, fetchOffset: number, maxBytes: number): void {
+    const f: PartitionFetch = { topic, partition, fetchOffset, maxBytes };
+    const done = fetchOne(ctx, f, 0).then(() => ({ result: f.result, error: f.error }));
+    this.#entries.set(FetchPrefetch.#key(topic, partition), { fetchOffset, maxBytes, startedMs: Date.now(), done });
+  }
+}
+
+/** Fetches a partition without waiting, from its read-ahead when that found records. */
+async function fetchFirstRound(ctx: BridgeContext, f: PartitionFetch, prefetch: FetchPrefetch | undefined): Promise<void> {
+  const ahead = prefetch?.take(f.topic, f.partition, f.fetchOffset, f.maxBytes);
+  if (ahead !== undefined) {
+    const got = await ahead;
+    if (got.error === undefined && got.result !== undefined && got.result.body.length > 0) {
+      f.result = got.result;
+      return;
+    }
+  }
+  await fetchOne(ctx, f, 0);
+}
+
 /**
  * Kafka's fetch waits up to `max_wait_ms` until `min_bytes` are available across all its
  * partitions. Mapped onto Edgelog's per-partition long-poll: one round without waiting; if it
@@ -226,7 +301,7 @@ async function fetchOne(ctx: BridgeContext, f: PartitionFetch, maxWaitMs: number
  * remaining time and answers as soon as one of them has data (the others are aborted: a
  * fetch changes nothing, so aborting it loses nothing).
  */
-export async function handleFetch(ctx: BridgeContext, req: FetchRequest): Promise<FetchResponse> {
+export async function handleFetch(ctx: BridgeContext, req: FetchRequest, prefetch?: FetchPrefetch): Promise<FetchResponse> {
   const started = Date.now();
   const parts: PartitionFetch[] = [];
   for (const t of req.topics) {
@@ -241,7 +316,7 @@ export async function handleFetch(ctx: BridgeContext, req: FetchRequest): Promis
       : new EdgelogClientError("INVALID_TOPIC_NAME", "invalid topic name", { httpStatus: 0 });
     return false;
   });
-  await Promise.all(valid.map((f) => fetchOne(ctx, f, 0)));
+  await Promise.all(valid.map((f) => fetchFirstRound(ctx, f, prefetch)));
   const bytesOf = (): number => valid.reduce((n, f) => n + (f.result?.body.length ?? 0), 0);
   const waitMs = Math.min(req.maxWaitMs, FETCH_MAX_WAIT_MS_LIMIT) - (Date.now() - started);
   if (bytesOf() < Math.max(1, req.minBytes) && waitMs > 0 && valid.length > 0 && valid.every((f) => f.error === undefined)) {
@@ -284,9 +359,10 @@ export async function handleFetch(ctx: BridgeContext, req: FetchRequest): Promis
     let records: Uint8Array = new Uint8Array(0);
     if (r.body.length > 0 && (first || r.body.length <= budget)) {
       try {
-        records = toKafkaBatches(r.body);
+        records = toKafkaBatchesInPlace(r.body);
       } catch {
-        // A stored batch that fails its CRC is never handed out under a fresh Kafka CRC.
+        // A stored batch header that does not decode (the records are not read: their CRC
+        // travels on to the client, records.ts).
         list.push({
           partitionIndex: f.partition,
           errorCode: KafkaError.CORRUPT_MESSAGE,
@@ -299,7 +375,9 @@ export async function handleFetch(ctx: BridgeContext, req: FetchRequest): Promis
       }
       budget -= records.length;
       first = false;
-    }
+      // Read the next range ahead while the client works through this one.
+      prefetch?.start(ctx, f.topic, f.partition, r.nextOffset, f.maxBytes);
+    } else if (r.body.length > 0) prefetch?.keep(f.topic, f.partition, f.fetchOffset, f.maxBytes, r);
     list.push({ partitionIndex: f.partition, errorCode: 0, highWatermark: r.highWatermark, lastStableOffset: r.highWatermark, logStartOffset: r.logStartOffset, records });
   }
   return { throttleTimeMs: 0, errorCode: 0, sessionId: 0, topics: [...byTopic].map(([topic, partitions]) => ({ topic, partitions })) };
@@ -440,7 +518,7 @@ export async function handleCreatePartitions(ctx: BridgeContext, req: CreatePart
 
 /** Kafka ConfigType ids (DescribeConfigs v3+). */
 const CONFIG_TYPE = { BOOLEAN: 1, STRING: 2, INT: 3, LONG: 5, DOUBLE: 6, LIST: 7 } as const;
-const CONFIG_TYPES: Record<keyof TopicConfigs, number> = {
+const CONFIG_TYPES: Record<Exclude<keyof TopicConfigs, "policies">, number> = {
   "max.message.bytes": CONFIG_TYPE.INT,
   "message.timestamp.type": CONFIG_TYPE.STRING,
   "retention.ms": CONFIG_TYPE.LONG,
@@ -472,7 +550,7 @@ export async function handleDescribeConfigs(ctx: BridgeContext, req: DescribeCon
         const t = await ctx.client.describeTopic(ctx.names.toEdgelog(res.resourceName));
         const wanted = res.configurationKeys === null ? undefined : new Set(res.configurationKeys);
         const configs = (Object.keys(t.configs) as (keyof TopicConfigs)[])
-          .filter((name) => wanted === undefined || wanted.has(name))
+          .filter((name): name is Exclude<keyof TopicConfigs, "policies"> => name !== "policies" && (wanted === undefined || wanted.has(name)))
           .map((name) => ({
             name,
             value: String(t.configs[name]),

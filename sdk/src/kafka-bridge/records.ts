@@ -26,7 +26,8 @@
  *
  * Pure module: decompression is the caller's (compression.ts), since it needs node:zlib.
  */
-import { BATCH_HEADER_BYTES, BATCH_MAGIC, crc32c, verifyBatchCrc } from "../../../src/codec/index.ts";
+import { BATCH_HEADER_BYTES, BATCH_MAGIC, CodecError, crc32c, decodeBatchHeader } from "../../../src/codec/index.ts";
+import { crc32cCombine } from "./crc-combine.ts";
 
 /** Bytes of Kafka's v2 batch header (equal to Edgelog's, by design of both formats). */
 export const KAFKA_BATCH_HEADER_BYTES = 61;
@@ -70,6 +71,8 @@ export interface KafkaBatch {
   compression: number;
   /** The records section as sent: a view into the request, compressed when `compression` > 0. */
   payload: Uint8Array;
+  /** CRC-32C of `payload` (read once, while checking the batch CRC). */
+  payloadCrc: number;
 }
 
 function i64(view: DataView, at: number, name: string): number {
@@ -98,8 +101,11 @@ export function parseProducedBatch(records: Uint8Array): KafkaBatch {
   if (batchLength < KAFKA_BATCH_HEADER_BYTES - LOG_OVERHEAD || total > records.length)
     throw new RecordBatchError("CORRUPT_MESSAGE", `batchLength ${batchLength} does not fit the ${records.length} bytes sent`);
   if (total !== records.length) throw new RecordBatchError("INVALID_RECORD", "a produce request must carry exactly one record batch per partition");
+  // One pass over the records: Kafka's CRC (attributes..end) is combined from the 40 header
+  // bytes' CRC and the records' CRC, which the Edgelog batch reuses (crc-combine.ts).
   const crc = view.getUint32(17);
-  const actual = crc32c(records, 21, total);
+  const payloadCrc = crc32c(records, KAFKA_BATCH_HEADER_BYTES, total);
+  const actual = crc32cCombine(crc32c(records, 21, KAFKA_BATCH_HEADER_BYTES), payloadCrc, total - KAFKA_BATCH_HEADER_BYTES);
   if (crc !== actual) throw new RecordBatchError("CORRUPT_MESSAGE", `record batch CRC mismatch: stored ${crc}, computed ${actual}`);
   const attributes = view.getInt16(21);
   if ((attributes & ATTR_CONTROL) !== 0) throw new RecordBatchError("INVALID_RECORD", "control batches cannot be produced");
@@ -119,6 +125,7 @@ export function parseProducedBatch(records: Uint8Array): KafkaBatch {
     recordCount,
     compression: attributes & ATTR_COMPRESSION_MASK,
     payload: records.subarray(KAFKA_BATCH_HEADER_BYTES, total),
+    payloadCrc,
   };
 }
 
@@ -129,7 +136,15 @@ export function parseProducedBatch(records: Uint8Array): KafkaBatch {
  */
 export function toEdgelogBatch(batch: KafkaBatch, records: Uint8Array): Uint8Array {
   const out = new Uint8Array(BATCH_HEADER_BYTES + records.length);
-  const v = new DataView(out.buffer);
+  out.set(records, BATCH_HEADER_BYTES);
+  // An uncompressed batch's records are its payload, whose CRC parseProducedBatch computed.
+  writeEdgelogHeader(out, batch, records.length, records === batch.payload ? batch.payloadCrc : crc32c(out, BATCH_HEADER_BYTES, out.length));
+  return out;
+}
+
+/** Writes the Edgelog header for `batch` into out[0, 61), records of `recordsLength` bytes with CRC `recordsCrc` following. */
+function writeEdgelogHeader(out: Uint8Array, batch: Omit<KafkaBatch, "payload" | "payloadCrc">, recordsLength: number, recordsCrc: number): void {
+  const v = new DataView(out.buffer, out.byteOffset, BATCH_HEADER_BYTES);
   v.setUint8(0, BATCH_MAGIC);
   v.setUint16(1, batch.attributes & ~(ATTR_COMPRESSION_MASK | ATTR_TIMESTAMP_TYPE) & 0xffff);
   v.setBigInt64(3, 0n);
@@ -141,27 +156,27 @@ export function toEdgelogBatch(batch: KafkaBatch, records: Uint8Array): Uint8Arr
   v.setInt32(41, batch.baseSequence);
   v.setInt32(45, batch.partitionLeaderEpoch);
   v.setInt32(49, batch.recordCount);
-  out.set(records, BATCH_HEADER_BYTES);
-  v.setUint32(53, crc32c(out, BATCH_HEADER_BYTES, out.length));
-  v.setUint32(57, records.length);
-  return out;
+  v.setUint32(53, recordsCrc);
+  v.setUint32(57, recordsLength);
 }
 
 /**
- * Converts a fetch body (Edgelog batches concatenated, as stored) into Kafka record batches,
- * header by header; the records sections are copied unchanged. Each Edgelog batch's records
- * CRC is verified first (a stored batch that fails it is never handed to a client with a fresh
- * Kafka CRC that would hide the damage).
+ * Converts a fetch body (Edgelog batches concatenated, as stored) into Kafka record batches
+ * in place, header by header; the records sections are not touched. Each Kafka CRC is
+ * combined from the stored records CRC (crc-combine.ts) instead of computed over the records,
+ * so no record byte is read, and a stored batch that was damaged after its producer computed
+ * that CRC reaches the client with a CRC that does not match, as a Kafka broker (which sends
+ * stored bytes unchecked) hands it on for the consumer's own check (`check.crcs`).
  *
- * @returns a buffer of the same length as `body`.
- * @throws CodecError on a batch that does not decode or fails its CRC.
+ * @returns `body`, rewritten.
+ * @throws CodecError on a batch header that does not decode (framing, magic, compression).
  */
-export function toKafkaBatches(body: Uint8Array): Uint8Array {
-  const out = new Uint8Array(body.length);
-  const v = new DataView(out.buffer);
+export function toKafkaBatchesInPlace(body: Uint8Array): Uint8Array {
+  const v = new DataView(body.buffer, body.byteOffset, body.byteLength);
   let pos = 0;
   while (pos < body.length) {
-    const h = verifyBatchCrc(body, pos);
+    const h = decodeBatchHeader(body, pos);
+    if ((h.attributes & ATTR_COMPRESSION_MASK) !== 0) throw new CodecError(`stored batch at ${pos} has compression ${h.attributes & ATTR_COMPRESSION_MASK}`);
     v.setBigInt64(pos + 0, BigInt(h.baseOffset));
     v.setInt32(pos + 8, h.totalBytes - LOG_OVERHEAD);
     v.setInt32(pos + 12, h.partitionLeaderEpoch);
@@ -174,11 +189,15 @@ export function toKafkaBatches(body: Uint8Array): Uint8Array {
     v.setInt16(pos + 51, h.producerEpoch);
     v.setInt32(pos + 53, h.baseSequence);
     v.setInt32(pos + 57, h.recordCount);
-    out.set(body.subarray(pos + BATCH_HEADER_BYTES, pos + h.totalBytes), pos + KAFKA_BATCH_HEADER_BYTES);
-    v.setUint32(pos + 17, crc32c(out, pos + 21, pos + h.totalBytes));
+    v.setUint32(pos + 17, crc32cCombine(crc32c(body, pos + 21, pos + KAFKA_BATCH_HEADER_BYTES), h.crc, h.recordsLength));
     pos += h.totalBytes;
   }
-  return out;
+  return body;
+}
+
+/** {@link toKafkaBatchesInPlace} on a copy: `body` is left as it is. */
+export function toKafkaBatches(body: Uint8Array): Uint8Array {
+  return toKafkaBatchesInPlace(body.slice());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -207,28 +226,42 @@ function readVarlong(buf: Uint8Array, pos: number): [value: number, next: number
   throw new RecordBatchError("CORRUPT_MESSAGE", "record varint longer than 10 bytes");
 }
 
-function varlongBytes(v: number): number[] {
+/** Writes `v` as a zigzag varlong at out[pos]; returns the position after it. */
+function writeVarlong(out: Uint8Array, pos: number, v: number): number {
   let u = v >= 0 ? v * 2 : -v * 2 - 1;
-  const out: number[] = [];
   while (u >= 0x80) {
-    out.push((u % 128) | 0x80);
+    out[pos++] = (u % 128) | 0x80;
     u = Math.floor(u / 128);
   }
-  out.push(u);
-  return out;
+  out[pos++] = u;
+  return pos;
 }
 
+/** Bytes of `v` as a zigzag varlong. */
+function varlongSize(v: number): number {
+  let u = v >= 0 ? v * 2 : -v * 2 - 1;
+  let n = 1;
+  while (u >= 0x80) {
+    u = Math.floor(u / 128);
+    n++;
+  }
+  return n;
+}
+
+/** Most bytes a record can grow by when rebased: its length, timestampDelta and offsetDelta varlongs at 10 bytes each. */
+const MAX_REBASE_GROWTH = 30;
+
 /**
- * Copies the records of `records` (a v2 records section of `count` records) with every
- * offsetDelta increased by `offsetShift` and every timestampDelta by `timestampShift`, as they
- * must read inside a batch that starts `offsetShift` records and `timestampShift` ms earlier.
- * Only the length, timestampDelta and offsetDelta varints are rewritten; keys, values and
- * headers are copied unchanged.
+ * Writes the records of `records` (a v2 records section of `count` records) into out[at..]
+ * with every offsetDelta increased by `offsetShift` and every timestampDelta by
+ * `timestampShift`, as they must read inside a batch that starts `offsetShift` records and
+ * `timestampShift` ms earlier. Only the length, timestampDelta and offsetDelta varints are
+ * rewritten; keys, values and headers are copied unchanged. `out` must have room for
+ * `records.length + count * MAX_REBASE_GROWTH` bytes.
+ * @returns the position after the last record written.
  * @throws RecordBatchError CORRUPT_MESSAGE when the section does not hold `count` records.
  */
-export function rebaseRecords(records: Uint8Array, count: number, offsetShift: number, timestampShift: number): Uint8Array {
-  const parts: Uint8Array[] = [];
-  let total = 0;
+function rebaseRecordsInto(out: Uint8Array, at: number, records: Uint8Array, count: number, offsetShift: number, timestampShift: number): number {
   let pos = 0;
   for (let i = 0; i < count; i++) {
     const [length, bodyAt] = readVarlong(records, pos);
@@ -238,46 +271,45 @@ export function rebaseRecords(records: Uint8Array, count: number, offsetShift: n
     const [tsDelta, afterTs] = readVarlong(records, bodyAt + 1);
     const [offsetDelta, afterOffset] = readVarlong(records, afterTs);
     if (afterOffset > end) throw new RecordBatchError("CORRUPT_MESSAGE", `record ${i} overruns its length`);
-    const head = [attributes, ...varlongBytes(tsDelta + timestampShift), ...varlongBytes(offsetDelta + offsetShift)];
-    const rest = records.subarray(afterOffset, end);
-    const prefix = new Uint8Array([...varlongBytes(head.length + rest.length), ...head]);
-    parts.push(prefix, rest);
-    total += prefix.length + rest.length;
+    const ts = tsDelta + timestampShift;
+    const od = offsetDelta + offsetShift;
+    const restLength = end - afterOffset;
+    at = writeVarlong(out, at, 1 + varlongSize(ts) + varlongSize(od) + restLength);
+    out[at++] = attributes;
+    at = writeVarlong(out, at, ts);
+    at = writeVarlong(out, at, od);
+    out.set(records.subarray(afterOffset, end), at);
+    at += restLength;
     pos = end;
   }
   if (pos !== records.length) throw new RecordBatchError("CORRUPT_MESSAGE", `${records.length - pos} bytes after ${count} records`);
-  const out = new Uint8Array(total);
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
+  return at;
 }
 
 /**
  * One Edgelog batch holding the records of several consecutive produced batches of one
  * partition, in order (they get consecutive offsets). Only for batches without a producer id:
  * an idempotent producer's retry is recognised by its own (epoch, sequence, count), which a
- * merged request would not carry.
+ * merged request would not carry. Written into one buffer (the first batch's records copied,
+ * the others' rebased), then one CRC pass over the merged records.
  * @throws RecordBatchError CORRUPT_MESSAGE for a records section that does not parse.
  */
 export function mergeToEdgelogBatch(parts: PreparedBatch[]): Uint8Array {
   const first = parts[0]!.batch;
-  const sections: Uint8Array[] = [parts[0]!.records];
+  let room = BATCH_HEADER_BYTES;
+  for (const p of parts) room += p.records.length + (p === parts[0] ? 0 : p.batch.recordCount * MAX_REBASE_GROWTH);
+  const out = new Uint8Array(room);
+  out.set(parts[0]!.records, BATCH_HEADER_BYTES);
+  let at = BATCH_HEADER_BYTES + parts[0]!.records.length;
   let count = first.recordCount;
   let maxTimestamp = first.maxTimestamp;
   for (let i = 1; i < parts.length; i++) {
     const { batch, records } = parts[i]!;
-    sections.push(rebaseRecords(records, batch.recordCount, count, batch.baseTimestamp - first.baseTimestamp));
+    at = rebaseRecordsInto(out, at, records, batch.recordCount, count, batch.baseTimestamp - first.baseTimestamp);
     count += batch.recordCount;
     maxTimestamp = Math.max(maxTimestamp, batch.maxTimestamp);
   }
-  const merged = new Uint8Array(sections.reduce((n, s) => n + s.length, 0));
-  let at = 0;
-  for (const s of sections) {
-    merged.set(s, at);
-    at += s.length;
-  }
-  return toEdgelogBatch({ ...first, lastOffsetDelta: count - 1, recordCount: count, maxTimestamp }, merged);
+  const merged = out.subarray(0, at);
+  writeEdgelogHeader(merged, { ...first, lastOffsetDelta: count - 1, recordCount: count, maxTimestamp }, at - BATCH_HEADER_BYTES, crc32c(merged, BATCH_HEADER_BYTES, at));
+  return merged;
 }

@@ -17,6 +17,7 @@
  *   (ApiVersions: its v0 answer with the supported list, KIP-511), the connection stays open;
  * - a frame larger than `maxFrameBytes`, or a negative size, closes that connection (the stream
  *   cannot be resynchronised; Kafka does the same);
+ * - a partly received frame with no new byte for `partialFrameTimeoutMs` closes that connection;
  * - a request body that does not decode closes that connection, as Kafka does
  *   (InvalidRequestException);
  * - a client that disconnects mid-request: its pending requests still complete against Edgelog
@@ -29,8 +30,10 @@ import { EdgelogClient } from "../client.ts";
 import { PartitionAppender } from "./appender.ts";
 import { ApiKey, SUPPORTED_APIS, isFlexible, isSupported, readRequestHeader, writeResponseHeader, type RequestHeader } from "./apis.ts";
 import { KafkaError } from "./errors.ts";
+import { ConsumerGroups } from "./consumer-groups.ts";
 import { ClassicGroups } from "./groups.ts";
 import {
+  FetchPrefetch,
   handleCreatePartitions,
   handleCreateTopics,
   handleDeleteTopics,
@@ -44,6 +47,7 @@ import {
   handleProduce,
   type BridgeContext,
 } from "./handlers.ts";
+import * as consumerGroupMsgs from "./messages/consumer-groups.ts";
 import * as core from "./messages/core.ts";
 import * as data from "./messages/data.ts";
 import * as groupMsgs from "./messages/groups.ts";
@@ -77,12 +81,36 @@ export interface KafkaBridgeOptions {
    */
   maxFrameBytes?: number;
   /**
+   * How long a connection may hold a partly received frame without any new byte arriving, ms;
+   * then it is closed (a client that stopped mid-request would otherwise pin its buffered bytes
+   * and its connection forever). A connection with no partial frame is never timed out: an idle
+   * Kafka client keeps its connection. 0 turns it off. @default 60000
+   */
+  partialFrameTimeoutMs?: number;
+  /**
    * Create a topic on a Metadata request for it (Kafka's auto.create.topics.enable; off by
    * default here: Edgelog topics are created explicitly). @default false
    */
   autoCreateTopics?: boolean;
   /** Partitions of a topic created with num_partitions -1 or by auto-creation (Kafka's num.partitions). @default 1 */
   defaultPartitions?: number;
+  /**
+   * How long a produced batch without a producer id may wait, from its arrival, for later
+   * batches of the same partition on the same connection to go to Edgelog with it as one
+   * append (Kafka's producer `linger.ms`, applied bridge-side: a Kafka client sizes its batches
+   * for a broker that appends in microseconds, and every Edgelog append is an HTTP request).
+   * Adds up to this much latency to a lone produce. Idempotent batches never wait.
+   * @default 0
+   */
+  produceLingerMs?: number;
+  /**
+   * Read the next range of a partition ahead after a Fetch answered records from it, while the
+   * client processes them (handlers.ts FetchPrefetch): holds up to one `partition_max_bytes`
+   * per partition per connection. Off by default: on the shared bench machine the read-ahead's
+   * download competed for CPU with the client's decoding and made catch-up slower
+   * (docs/benchmarks.md); it can pay only with spare CPU and a distant gateway. @default false
+   */
+  fetchReadAhead?: boolean;
   /** Cluster id answered in Metadata. @default "edgelog" */
   clusterId?: string;
   /** Where connection-level problems are reported. @default console.warn */
@@ -92,11 +120,15 @@ export interface KafkaBridgeOptions {
 /** Kafka's socket.request.max.bytes default. */
 export const DEFAULT_MAX_FRAME_BYTES = 100 * 1024 * 1024;
 
+/** Default of {@link KafkaBridgeOptions.partialFrameTimeoutMs}, ms. */
+export const DEFAULT_PARTIAL_FRAME_TIMEOUT_MS = 60_000;
+
 /** A running bridge. */
 export class KafkaBridge {
   readonly #server: Server;
   readonly #ctx: BridgeContext;
   readonly #groups: ClassicGroups;
+  readonly #consumerGroups: ConsumerGroups;
   readonly #maxFrameBytes: number;
   readonly #log: (message: string) => void;
   readonly #sockets = new Set<Socket>();
@@ -120,6 +152,7 @@ export class KafkaBridge {
       defaultPartitions: options.defaultPartitions ?? 1,
     };
     this.#groups = new ClassicGroups(this.#ctx);
+    this.#consumerGroups = new ConsumerGroups(this.#ctx);
     this.#server = createServer((socket) => this.#accept(socket));
   }
 
@@ -164,13 +197,18 @@ export class KafkaBridge {
     let allDone: Promise<unknown> = Promise.resolve();
     let lastNonProduce: Promise<unknown> = Promise.resolve();
     let written: Promise<void> = Promise.resolve();
-    const appender = new PartitionAppender(async (topic, partition, body, acks) => {
-      if (acks === 0) {
-        await this.#ctx.client.produceBatch(topic, partition, body, { acks: 0 });
-        return null;
-      }
-      return this.#ctx.client.produceBatchSummary(topic, partition, body, { acks });
-    });
+    const appender = new PartitionAppender(
+      async (topic, partition, body, acks) => {
+        if (acks === 0) {
+          await this.#ctx.client.produceBatch(topic, partition, body, { acks: 0 });
+          return null;
+        }
+        return this.#ctx.client.produceBatchSummary(topic, partition, body, { acks });
+      },
+      undefined,
+      this.#options.produceLingerMs ?? 0,
+    );
+    const prefetch = this.#options.fetchReadAhead === true ? new FetchPrefetch() : undefined;
     let closed = false;
     const drop = (why: string): void => {
       if (closed) return;
@@ -188,10 +226,22 @@ export class KafkaBridge {
     // Chunks are kept as they arrive and joined once per frame (joining on every chunk would
     // copy a large frame once per 64 KiB read).
     let frameBytes = -1;
+    // A partly received frame with no new byte for partialFrameTimeoutMs closes the connection.
+    const partialTimeoutMs = this.#options.partialFrameTimeoutMs ?? DEFAULT_PARTIAL_FRAME_TIMEOUT_MS;
+    let partialTimer: ReturnType<typeof setTimeout> | undefined;
+    socket.on("close", () => clearTimeout(partialTimer));
     socket.on("data", (chunk: Buffer) => {
       if (closed) return;
       buffered.push(chunk);
       bufferedBytes += chunk.length;
+      takeFrames();
+      clearTimeout(partialTimer);
+      if (bufferedBytes > 0 && partialTimeoutMs > 0 && !closed) {
+        partialTimer = setTimeout(() => drop(`no byte of a partly received frame for ${partialTimeoutMs} ms (${bufferedBytes} bytes held)`), partialTimeoutMs);
+        partialTimer.unref?.();
+      }
+    });
+    const takeFrames = (): void => {
       for (;;) {
         if (frameBytes < 0) {
           if (bufferedBytes < 4) return;
@@ -215,7 +265,7 @@ export class KafkaBridge {
         // everything before it. Answers go out in request order.
         const isProduce = frame.length >= 2 && frame[0] === 0 && frame[1] === ApiKey.Produce;
         const work = (isProduce ? lastNonProduce : allDone).then(() =>
-          this.#serve(frame, appender).catch((e: unknown) => {
+          this.#serve(frame, appender, prefetch).catch((e: unknown) => {
             drop(
               e instanceof KafkaDecodeError
                 ? `malformed request: ${e.message}`
@@ -233,24 +283,24 @@ export class KafkaBridge {
           if (answer !== null && !closed) socket.write(answer);
         });
       }
-    });
+    };
   }
 
   /** Serves one request frame; resolves to the answer frame (size prefix included) or null (no answer). */
-  async #serve(frame: Uint8Array, appender: PartitionAppender): Promise<Uint8Array | null> {
+  async #serve(frame: Uint8Array, appender: PartitionAppender, prefetch: FetchPrefetch | undefined): Promise<Uint8Array | null> {
     const r = new Reader(frame);
     const header = readRequestHeader(r);
     const w = new Writer(1024);
     w.int32(0); // size, patched below
     writeResponseHeader(w, header);
-    const body = await this.#dispatch(header, r, w, appender);
+    const body = await this.#dispatch(header, r, w, appender, prefetch);
     if (body === "no-answer") return null;
     const out = w.finish();
     new DataView(out.buffer, out.byteOffset, out.byteLength).setInt32(0, out.length - 4);
     return out;
   }
 
-  async #dispatch(header: RequestHeader, r: Reader, w: Writer, appender: PartitionAppender): Promise<"answered" | "no-answer"> {
+  async #dispatch(header: RequestHeader, r: Reader, w: Writer, appender: PartitionAppender, prefetch: FetchPrefetch | undefined): Promise<"answered" | "no-answer"> {
     const v = header.apiVersion;
     const flex = isFlexible(header.apiKey, v);
     const ctx = this.#ctx;
@@ -282,7 +332,7 @@ export class KafkaBridge {
         break;
       }
       case ApiKey.Fetch:
-        data.encodeFetchResponse(w, v, flex, await handleFetch(ctx, data.decodeFetchRequest(r, v, flex)));
+        data.encodeFetchResponse(w, v, flex, await handleFetch(ctx, data.decodeFetchRequest(r, v, flex), prefetch));
         break;
       case ApiKey.ListOffsets:
         core.encodeListOffsetsResponse(w, v, flex, await handleListOffsets(ctx, core.decodeListOffsetsRequest(r, v, flex)));
@@ -335,6 +385,12 @@ export class KafkaBridge {
         break;
       case ApiKey.DeleteGroups:
         groupMsgs.encodeDeleteGroupsResponse(w, v, flex, await this.#groups.delete(groupMsgs.decodeDeleteGroupsRequest(r, v, flex)));
+        break;
+      case ApiKey.ConsumerGroupHeartbeat:
+        consumerGroupMsgs.encodeConsumerGroupHeartbeatResponse(w, v, await this.#consumerGroups.heartbeat(consumerGroupMsgs.decodeConsumerGroupHeartbeatRequest(r, v), header.clientId));
+        break;
+      case ApiKey.ConsumerGroupDescribe:
+        consumerGroupMsgs.encodeConsumerGroupDescribeResponse(w, v, await this.#consumerGroups.describe(consumerGroupMsgs.decodeConsumerGroupDescribeRequest(r, v)));
         break;
       default:
         w.int16(KafkaError.UNSUPPORTED_VERSION);

@@ -1,7 +1,7 @@
 /**
  * Kafka protocol primitive types (https://kafka.apache.org/protocol#protocol_types): fixed-width
- * big-endian integers, (unsigned) varints, classic strings / bytes / arrays with i16 / i32
- * length prefixes, and the compact forms (unsigned varint length + 1) and tagged fields that
+ * big-endian integers, (unsigned) varints, UUIDs (16 bytes), classic strings / bytes / arrays
+ * with i16 / i32 length prefixes, and the compact forms (unsigned varint length + 1) and tagged fields that
  * flexible versions use (KIP-482).
  *
  * Every read is bounds-checked: a short or malformed frame throws {@link KafkaDecodeError},
@@ -18,6 +18,10 @@ export class KafkaDecodeError extends Error {
 
 const utf8Decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 const utf8Encoder = new TextEncoder();
+
+/** Kafka's zero UUID (Uuid.ZERO_UUID): "no topic id". */
+export const ZERO_UUID = "00000000-0000-0000-0000-000000000000";
+const UUID_TEXT = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /** Most elements a decoded array may announce before we try to allocate for it (a guard, not a protocol limit). */
 const MAX_ARRAY_LENGTH = 1_000_000;
@@ -100,6 +104,15 @@ export class Reader {
   varint(): number {
     const u = this.uvarint();
     return u % 2 === 0 ? u / 2 : -(u + 1) / 2;
+  }
+
+  /** UUID: 16 bytes, answered in the canonical lower-case 8-4-4-4-12 hex form. */
+  uuid(): string {
+    this.#need(16, "uuid");
+    let hex = "";
+    for (let i = 0; i < 16; i++) hex += this.buf[this.pos + i]!.toString(16).padStart(2, "0");
+    this.pos += 16;
+    return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
   }
 
   #utf8(n: number): string {
@@ -262,6 +275,20 @@ export class Writer {
     this.#ensure(b.length);
     this.#buf.set(b, this.pos);
     this.pos += b.length;
+    return this;
+  }
+
+  /**
+   * UUID from its 8-4-4-4-12 hex form (either case), 16 bytes.
+   * @throws TypeError when `id` is not a UUID (a bug of the caller: ids come from Edgelog or a decoded request).
+   */
+  uuid(id: string): this {
+    const lower = id.toLowerCase();
+    if (!UUID_TEXT.test(lower)) throw new TypeError(`not a UUID: ${JSON.stringify(id)}`);
+    const hex = lower.replaceAll("-", "");
+    this.#ensure(16);
+    for (let i = 0; i < 16; i++) this.#buf[this.pos + i] = Number.parseInt(hex.slice(i * 2, i * 2 + 2), 16);
+    this.pos += 16;
     return this;
   }
 

@@ -44,7 +44,7 @@ export interface ConsumeCommand {
   keySeparator: string;
   /** kcat -f format string (validated). */
   format?: string | undefined;
-  /** kcat -D: what follows each plain record, with escapes. @default "\n" */
+  /** kcat -D: what follows each plain record or JSON object (ignored with -f), with escapes. @default "\n" */
   delimiter?: string | undefined;
   /** kcat -Z: print null keys and values as NULL. */
   printNull?: boolean | undefined;
@@ -76,7 +76,9 @@ export const consume = defineCommand<ConsumeCommand>({
     "                     %h headers k=v,..., %% and escapes \\n \\r \\t \\0 \\\\ \\xHH\n" +
     "      -K, --key-separator SEP   print the key, SEP, then the value (implies --print-key;\n" +
     "                                escapes as -D, like kcat's -K)\n" +
-    "      -D, --delimiter DELIM     after each record instead of a newline (escapes as -f)\n" +
+    "      -D, --delimiter DELIM     after each record (plain) or JSON object (-J) instead of a\n" +
+    "                                newline (escapes as -f); ignored with -f, whose format\n" +
+    "                                carries its own delimiters (as kcat)\n" +
     "      -Z, --null     print a null key or value as NULL       -e   exit at the end (default)\n" +
     "  consume TOPIC -g GROUP [--from-beginning | -o beginning|end|stored] [-n COUNT]\n" +
     "                [-J [--encoding string|base64] | -f FORMAT] [--print-key] [-K SEP] [-D DELIM] [-Z]\n" +
@@ -128,8 +130,8 @@ export const consume = defineCommand<ConsumeCommand>({
       compileFormat(format); // validates
     }
     const delimiter = str(values, "delimiter");
-    if (delimiter !== undefined && (format !== undefined || flag(values, "json"))) throw new UsageError("-D applies to plain output (without -f or -J)");
-    if (delimiter === "") throw new UsageError("-D must not be empty");
+    // kcat: -D ends each plain record or JSON object; a -f format carries its own delimiters,
+    // so -D is ignored there; an empty -D runs the records together (refused only by produce).
     const group = str(values, "group");
     if (group !== undefined) {
       if (group === "") throw new UsageError("-g must not be empty");

@@ -10,10 +10,24 @@ import { type KafkaBridgeCommand, kafkaBridge } from "./kafka-bridge.ts";
 import { type MetadataCommand, metadata } from "./metadata.ts";
 import { type ProduceCommand, produce } from "./produce.ts";
 import { aclsAdd, aclsList, aclsRemove, quotasAlter, quotasList, type SecurityCommand, tokenIssue, usersCreate, usersDelete, usersList } from "./security.ts";
+import {
+  namespacesCreate,
+  namespacesDelete,
+  namespacesDescribe,
+  namespacesGetPolicies,
+  namespacesList,
+  namespacesRemovePolicy,
+  namespacesSetPolicy,
+  type TenantsCommand,
+  tenantsCreate,
+  tenantsDelete,
+  tenantsDescribe,
+  tenantsList,
+} from "./tenants.ts";
 import { type TopicsCommand, topicsAlter, topicsCreate, topicsDelete, topicsDeleteRecords, topicsDescribe, topicsList } from "./topics.ts";
 
 /** A parsed command line of any command. */
-export type Command = TopicsCommand | MetadataCommand | ProduceCommand | ConsumeCommand | GroupsCommand | SecurityCommand | KafkaBridgeCommand;
+export type Command = TopicsCommand | TenantsCommand | MetadataCommand | ProduceCommand | ConsumeCommand | GroupsCommand | SecurityCommand | KafkaBridgeCommand;
 
 /** Two-word commands share their first word; `topics` alone lists the subcommands in this order. */
 export const COMMANDS: readonly CliCommand<Command>[] = [
@@ -23,6 +37,17 @@ export const COMMANDS: readonly CliCommand<Command>[] = [
   topicsAlter,
   topicsDelete,
   topicsDeleteRecords,
+  tenantsList,
+  tenantsCreate,
+  tenantsDescribe,
+  tenantsDelete,
+  namespacesList,
+  namespacesCreate,
+  namespacesDescribe,
+  namespacesDelete,
+  namespacesSetPolicy,
+  namespacesGetPolicies,
+  namespacesRemovePolicy,
   metadata,
   produce,
   consume,

@@ -17,6 +17,8 @@ export interface KafkaBridgeCommand {
   maxFrameBytes: number | undefined;
   autoCreateTopics: boolean;
   defaultPartitions: number | undefined;
+  produceLingerMs: number | undefined;
+  partialFrameTimeoutMs: number | undefined;
 }
 
 /** `HOST:PORT` (IPv6 hosts in brackets). @throws UsageError */
@@ -32,6 +34,7 @@ export const kafkaBridge = defineCommand<KafkaBridgeCommand>({
   usage:
     "  kafka-bridge [--listen HOST:PORT] [--advertise HOST:PORT] [--namespace TENANT/NS]\n" +
     "               [--auto-create-topics] [--default-partitions N] [--max-frame-bytes N]\n" +
+    "               [--linger-ms N] [--partial-frame-timeout-ms N]\n" +
     "      Serves Kafka's wire protocol (kcat, librdkafka, kafkajs, Java clients) on --listen\n" +
     "      (default 127.0.0.1:9092), translating to the gateway at --url; runs until Ctrl-C.\n" +
     "      Kafka topic names are the topics of --namespace (default public/default).\n",
@@ -42,6 +45,8 @@ export const kafkaBridge = defineCommand<KafkaBridgeCommand>({
     "auto-create-topics": { type: "boolean" },
     "default-partitions": { type: "string" },
     "max-frame-bytes": { type: "string" },
+    "linger-ms": { type: "string" },
+    "partial-frame-timeout-ms": { type: "string" },
   },
   args: [],
   parse({ url, values }) {
@@ -61,6 +66,8 @@ export const kafkaBridge = defineCommand<KafkaBridgeCommand>({
       maxFrameBytes: intOption("--max-frame-bytes", str(values, "max-frame-bytes")),
       autoCreateTopics: flag(values, "auto-create-topics"),
       defaultPartitions,
+      produceLingerMs: intOption("--linger-ms", str(values, "linger-ms")),
+      partialFrameTimeoutMs: intOption("--partial-frame-timeout-ms", str(values, "partial-frame-timeout-ms")),
     };
   },
   async run(cmd, { client, io }) {
@@ -78,6 +85,8 @@ export const kafkaBridge = defineCommand<KafkaBridgeCommand>({
         maxFrameBytes: cmd.maxFrameBytes,
         autoCreateTopics: cmd.autoCreateTopics,
         defaultPartitions: cmd.defaultPartitions,
+        produceLingerMs: cmd.produceLingerMs,
+        partialFrameTimeoutMs: cmd.partialFrameTimeoutMs,
         log: (m) => io.stderr.write(`edgelog kafka-bridge: ${m}\n`),
       });
     } catch (e) {

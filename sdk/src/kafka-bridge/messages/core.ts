@@ -5,7 +5,7 @@
  * flexible (compact types + tagged fields). Pure module.
  */
 import type { ApiRange } from "../apis.ts";
-import type { Reader, Writer } from "../wire.ts";
+import { KafkaDecodeError, ZERO_UUID, type Reader, type Writer } from "../wire.ts";
 
 // ---- ApiVersions (v0-v3; v3 is flexible, KIP-511) ----
 
@@ -39,29 +39,40 @@ export function encodeApiVersionsResponse(w: Writer, version: number, res: ApiVe
   if (flex) w.taggedFields();
 }
 
-// ---- Metadata (v0-v8) ----
+// ---- Metadata (v0-v12; v9+ flexible, v10+ topic ids, v12 topics requested by id) ----
 
 export interface MetadataRequest {
-  /** null = every topic (v0: an empty list means every topic). */
+  /** Topics requested by name; null = every topic (v0: an empty list means every topic). */
   topics: string[] | null;
+  /** v12: topics requested by topic id (entries with a null name). */
+  topicIds: string[];
   allowAutoTopicCreation: boolean;
 }
 
 export function decodeMetadataRequest(r: Reader, version: number, flex: boolean): MetadataRequest {
-  let topics = r.nullableArray(flex, (r) => {
-    const name = r.string(flex);
+  const topicIds: string[] = [];
+  const entries = r.nullableArray(flex, (r) => {
+    const id = version >= 10 ? r.uuid() : ZERO_UUID;
+    const name = version >= 10 ? r.nullableString(flex) : r.string(flex);
     if (flex) r.taggedFields();
-    return name;
+    return { id, name };
   });
+  let topics: string[] | null = null;
+  if (entries !== null) {
+    topics = [];
+    for (const e of entries) {
+      if (e.name !== null) topics.push(e.name);
+      else if (e.id !== ZERO_UUID) topicIds.push(e.id);
+      else throw new KafkaDecodeError("a Metadata topic with neither a name nor a topic id");
+    }
+  }
   if (version === 0 && topics !== null && topics.length === 0) topics = null;
   let allowAutoTopicCreation = true;
   if (version >= 4) allowAutoTopicCreation = r.bool();
-  if (version >= 8) {
-    r.bool(); // include_cluster_authorized_operations
-    r.bool(); // include_topic_authorized_operations
-  }
+  if (version >= 8 && version <= 10) r.bool(); // include_cluster_authorized_operations
+  if (version >= 8) r.bool(); // include_topic_authorized_operations
   if (flex) r.taggedFields();
-  return { topics, allowAutoTopicCreation };
+  return { topics, topicIds, allowAutoTopicCreation };
 }
 
 export interface MetadataBroker {
@@ -82,7 +93,10 @@ export interface MetadataPartition {
 
 export interface MetadataTopic {
   errorCode: number;
-  name: string;
+  /** null only for a topic requested by an unknown id (v12). */
+  name: string | null;
+  /** v10+: the topic id, ZERO_UUID when unknown. */
+  topicId: string;
   isInternal: boolean;
   partitions: MetadataPartition[];
 }
@@ -108,7 +122,10 @@ export function encodeMetadataResponse(w: Writer, version: number, flex: boolean
   if (version >= 2) w.nullableString(res.clusterId, flex);
   if (version >= 1) w.int32(res.controllerId);
   w.array(res.topics, flex, (w, t) => {
-    w.int16(t.errorCode).string(t.name, flex);
+    w.int16(t.errorCode);
+    if (version >= 12) w.nullableString(t.name, flex);
+    else w.string(t.name ?? "", flex);
+    if (version >= 10) w.uuid(t.topicId);
     if (version >= 1) w.bool(t.isInternal);
     w.array(t.partitions, flex, (w, p) => {
       w.int16(p.errorCode).int32(p.partitionIndex).int32(p.leaderId);
@@ -121,7 +138,7 @@ export function encodeMetadataResponse(w: Writer, version: number, flex: boolean
     if (version >= 8) w.int32(AUTHORIZED_OPERATIONS_OMITTED);
     if (flex) w.taggedFields();
   });
-  if (version >= 8) w.int32(AUTHORIZED_OPERATIONS_OMITTED);
+  if (version >= 8 && version <= 10) w.int32(AUTHORIZED_OPERATIONS_OMITTED);
   if (flex) w.taggedFields();
 }
 

@@ -1,0 +1,1136 @@
+/**
+ * The subscriptions room of a partition (Pulsar's subscriptions; docs/SUBSCRIPTIONS.md for the
+ * pure core in src/subscriptions/, docs/PROTOCOL.md for the WebSocket protocol).
+ *
+ * A subscription is a durable cursor plus live consumers. The room keeps, per subscription, the
+ * core's {@link Subscription} (consumers, permits, in-flight messages, replay queue, the dispatch
+ * policy of its type) and its last committed durable state; it
+ * - accepts consumers over WebSocket through the base's sealed entry points (hibernation API;
+ *   per-socket state in the attachment, at most a few hundred bytes);
+ * - dispatches as a listener of the log's appends, and on acks, nacks, permits and timers;
+ * - batches acks: the core collects the durable part of acks, nacks and redeliveries, and the
+ *   room commits ONE command for all subscriptions per flush interval
+ *   ({@link ACK_FLUSH_INTERVAL_MS}); ack receipts are sent after that commit;
+ * - sets timers on the object's one schedule: `redeliver:<sub>` (ack timeouts, nack delays,
+ *   delayed delivery: the core's `nextDueMs`) and `deadletter:<sub>` (dead-letter copies to
+ *   produce, retried with the base's backoff when a copy fails);
+ * - reports {@link SubscriptionsRoom.retainFrom}: the slowest committed mark-delete position + 1.
+ *
+ * What a crash between two flushes can redeliver: acks (and nacks, ack timeouts) applied in
+ * memory since the last flush are lost with the memory; their receipts were never sent, so the
+ * client saw no confirmation, and those messages are delivered again. Dead-letter decisions are
+ * acted on only after the command recording them commits, so there is never a second copy.
+ *
+ * After a restart or a hibernation wake, the consumers are rebuilt from the sockets' attachments
+ * (in join order); nothing is in flight then, so messages that were in flight before are
+ * delivered again with their stored redelivery count (as Pulsar redelivers a reconnecting
+ * consumer's unacked messages).
+ *
+ * Storage (room "subs", schema/subscriptions.ts): `sub_subscriptions(name, meta, mark_delete,
+ * cursor, updated_ms)`. Writes only in {@link SubscriptionsRoom.apply}, inside the
+ * switchboard's commit transaction. Reads the log through the log room's read API only.
+ */
+import { decodeBatch, encodeBatch, type LogRecord, type RecordHeader } from "../../src/codec/index.ts";
+import type { Peers } from "../../src/partition/peers.ts";
+import { decodeField } from "../../src/protocol/encoding.ts";
+import { ERRORS, errorResult, type ErrorResult, type RpcResult } from "../../src/protocol/errors.ts";
+import {
+  applyCommand,
+  decodeDurable,
+  type DeliveryPolicy,
+  type DurableSubscription,
+  emptyDurable,
+  encodeDurable,
+  formatMessageId,
+  initialOffset,
+  type MessageMeta,
+  type MessageSource,
+  readerStartOffset,
+  retentionFloor,
+  type StoredSubscription,
+  Subscription,
+  type SubscriptionCommand,
+  type SubscriptionType,
+  RateMeter,
+} from "../../src/subscriptions/index.ts";
+import { admitConsumer } from "../../src/subscriptions/dispatch.ts";
+import type { CursorTarget, SubscriptionInfo } from "../../src/subscriptions/rpc.ts";
+import {
+  type ClientFrame,
+  DELIVER_AT_HEADER,
+  MAX_SERVER_FRAME_BYTES,
+  parseClientFrame,
+  parseReaderQuery,
+  parseSubscribeQuery,
+  SUB_CLOSE,
+  type ServerFrame,
+  type WireMessage,
+} from "../../src/subscriptions/wire.ts";
+import type { RoomTimers, SocketAccept, SocketAttachment, SocketEvent, Sql } from "../base.ts";
+import type { LogRoom } from "./log.ts";
+
+/** The room's name in `_rooms`, `_schedule` and socket attachments. */
+export const SUBS_ROOM = "subs";
+/** Hibernation tag of every subscription socket. */
+const SUBS_TAG = "subs";
+/**
+ * Ack flush interval, ms: acks are committed in one command at most this long after they
+ * arrive (Pulsar's client groups acks for 100 ms; the broker persists mark-delete lazily).
+ */
+export const ACK_FLUSH_INTERVAL_MS = 100;
+/** Dead-letter copy properties (Pulsar's `REAL_TOPIC`, `ORIGIN_MESSAGE_ID`, plus the subscription). */
+export const DLQ_PROPERTIES = { topic: "REAL_TOPIC", messageId: "ORIGIN_MESSAGE_ID", subscription: "REAL_SUBSCRIPTION" } as const;
+/** Producer epochs used by one dead-letter producer id before a new id is taken (epochs are int16). */
+const DLQ_EPOCHS_PER_PRODUCER = 30_000;
+/** Decoded record batches kept in memory for dispatch (a redelivery reads one message again). */
+const RECORD_CACHE_BATCHES = 64;
+/** Dispatch slices per event before yielding to the next event (each slice examines <= 1000 messages). */
+const SLICES_PER_EVENT = 4;
+/** Errors answered on one socket before it is closed with 4004. */
+const MAX_FRAME_ERRORS = 100;
+
+/** A subscription's configuration, stored as JSON in `meta`. */
+export interface SubMeta {
+  v: 1;
+  type: SubscriptionType;
+  policy: DeliveryPolicy;
+  /** null: `<topic>-<subscription>-DLQ` (Pulsar's default name) when maxRedeliverCount > 0. */
+  deadLetterTopic: string | null;
+  /** The idempotent producer of the dead-letter copies: copy `seq` uses epoch `seq - baseSeq`, sequence 0. */
+  dlq: { producerId: number; baseSeq: number } | null;
+  /** Whether the topic has more than one partition (failover's active-consumer rule differs). */
+  partitioned: boolean;
+  createdMs: number;
+}
+
+/** A change of the room's tables; the switchboard's command carries it as `subs`. */
+export type SubsChange =
+  | { op: "create"; name: string; meta: SubMeta; cursor: StoredSubscription; nowMs: number }
+  | { op: "cursors"; cmds: SubscriptionCommand[]; nowMs: number }
+  | { op: "meta"; name: string; meta: SubMeta }
+  | { op: "delete"; name: string };
+
+/** The room's part of a partition command (optional: only subscription writes carry it). */
+export interface SubsCommand {
+  subs?: SubsChange | null;
+}
+
+/** What the switchboard lends the room (design/partition-rooms.md: no transaction, never the DO). */
+export interface SubsContext {
+  sql: Sql;
+  timers: RoomTimers;
+  peers: Peers;
+  /** Commits a change in the switchboard's one transaction (apply, then publish). */
+  commit(change: SubsChange): void;
+  /** The object's subscription sockets (`ctx.getWebSockets(tag)`). */
+  sockets(tag: string): WebSocket[];
+  /** Replaces a socket's attachment state. */
+  saveAttachment(ws: WebSocket, state: Record<string, unknown>): void;
+}
+
+/** A consumer socket's attachment state (version 1). Small: well under the 2 KiB limit. */
+interface ConsumerAttachment {
+  k: "c";
+  /** Subscription. */
+  s: string;
+  /** Consumer id (unique per connection). */
+  c: string;
+  /** Consumer name. */
+  n: string;
+  /** Priority level. */
+  p: number;
+  /** Requested type. */
+  t: SubscriptionType;
+  /** Receiver queue size; 0 = pull mode. */
+  q: number;
+  /** Pull mode: credits left (kept here so they survive hibernation). */
+  cr: number;
+  /** Join time, ms, and a random tiebreak: restores the join order (failover's first-joined rule). */
+  j: number;
+  jr: string;
+  /** Whether the topic is partitioned (failover's rule). */
+  pt: boolean;
+  /** base64 (true) or string encoding of payloads. */
+  b: boolean;
+}
+
+/** A reader socket's attachment state (version 1): the next offset to send and the window. */
+interface ReaderAttachment {
+  k: "r";
+  /** Next offset to send. */
+  o: number;
+  /** Messages sent and not yet acked (the window). */
+  f: number;
+  q: number;
+  b: boolean;
+}
+
+interface Live {
+  readonly name: string;
+  /** Deliveries and redeliveries, for the stats' rates (memory only). */
+  readonly out: RateMeter;
+  readonly redelivered: RateMeter;
+  meta: SubMeta;
+  sub: Subscription;
+  /** The last committed durable state (what `sub_subscriptions` holds). */
+  committed: DurableSubscription;
+}
+
+/** An HTTP pull lease: a consumer without a socket holding the messages of one receive. */
+interface Lease {
+  readonly id: string;
+  readonly sub: string;
+  readonly base64: boolean;
+  /** Messages dispatched to the lease during its receive call. */
+  readonly collected: WireMessage[];
+}
+
+interface Receipt {
+  kind: "acked" | "nacked";
+  consumerId: string;
+  requestId: string;
+  count: number;
+}
+
+export class SubscriptionsRoom {
+  readonly name = SUBS_ROOM;
+  readonly #ctx: SubsContext;
+  readonly #log: LogRoom;
+  readonly #subs = new Map<string, Live>();
+  /** consumer id -> socket. */
+  readonly #sockets = new Map<string, WebSocket>();
+  readonly #errors = new WeakMap<WebSocket, number>();
+  /** Records appended, for msgRateIn (memory only), and the log end it last saw. */
+  readonly #in = new RateMeter();
+  #lastEnd = 0;
+  /** Whether reader sockets may exist (set on accept and at load): spares appends a socket lookup. */
+  #hasReaders = false;
+  /** HTTP pull leases by id (= their consumer id). In memory: a restart ends them (their messages are redelivered). */
+  readonly #leases = new Map<string, Lease>();
+  /** Consumers admitted at their upgrade whose socket is not accepted yet, per subscription. */
+  readonly #joining = new Map<string, number>();
+  /** Ack receipts to send after the next flush commits. */
+  #receipts: Receipt[] = [];
+  #flushTimer: ReturnType<typeof setTimeout> | null = null;
+  /** States computed by apply, installed by publish (nothing changes in memory if the transaction rolls back). */
+  #applied = new Map<string, DurableSubscription>();
+  readonly #cache = new Map<number, LogRecord[]>();
+  readonly #source: MessageSource & { record(offset: number): LogRecord | undefined };
+
+  constructor(ctx: SubsContext, log: LogRoom) {
+    this.#ctx = ctx;
+    this.#log = log;
+    this.#source = {
+      get logStartOffset() {
+        return log.state?.logStartOffset ?? 0;
+      },
+      get logEndOffset() {
+        return log.state?.highWatermark ?? 0;
+      },
+      read: (from, max) => this.#read(from, max),
+      record: (offset) => this.#read(offset, 1).find((m) => m.offset === offset)?.record,
+    };
+  }
+
+  // ---- load / reset ----
+
+  load(): void {
+    this.#subs.clear();
+    this.#lastEnd = this.#log.state?.logEndOffset ?? 0;
+    this.#cache.clear();
+    const bounds = this.#bounds();
+    for (const row of this.#ctx.sql.all<{ name: string; meta: string; cursor: string }>("SELECT name, meta, cursor FROM sub_subscriptions")) {
+      const meta = JSON.parse(row.meta) as SubMeta;
+      const committed = decodeDurable(JSON.parse(row.cursor));
+      const sub = this.#newSub(row.name, meta, decodeDurable(JSON.parse(row.cursor)), bounds);
+      sub.checkInvariants(); // assert after reading: a broken stored cursor fails the start-up loudly
+      this.#subs.set(row.name, { name: row.name, meta, committed, sub, out: new RateMeter(), redelivered: new RateMeter() });
+    }
+    // Consumers of sockets that survived a hibernation or a restart of the object, in join order.
+    const consumers: { ws: WebSocket; a: ConsumerAttachment }[] = [];
+    for (const ws of this.#ctx.sockets(SUBS_TAG)) {
+      const a = attachmentOf(ws);
+      if (a?.k === "c") consumers.push({ ws, a });
+    }
+    this.#hasReaders = this.#ctx.sockets("reader").length > 0;
+    consumers.sort((x, y) => x.a.j - y.a.j || (x.a.jr < y.a.jr ? -1 : 1));
+    for (const { ws, a } of consumers) {
+      const live = this.#subs.get(a.s);
+      const refused = live === undefined ? errorResult("SUBSCRIPTION_NOT_FOUND", "The subscription was deleted.") : this.#addConsumer(live, a);
+      if (refused !== null) {
+        closeQuietly(ws, live === undefined ? SUB_CLOSE.subscriptionDeleted : SUB_CLOSE.internalError, (refused.message ?? refused.code).slice(0, 120));
+        continue;
+      }
+      this.#sockets.set(a.c, ws);
+    }
+  }
+
+  /** The object's storage was deleted (topic deleted): every socket is closed with 4003. */
+  reset(): void {
+    for (const ws of this.#ctx.sockets(SUBS_TAG)) closeQuietly(ws, SUB_CLOSE.topicDeleted, "topic deleted");
+    this.#subs.clear();
+    this.#sockets.clear();
+    this.#receipts = [];
+    this.#cache.clear();
+    if (this.#flushTimer !== null) clearTimeout(this.#flushTimer);
+    this.#flushTimer = null;
+  }
+
+  // ---- apply / publish (the switchboard's commit) ----
+
+  apply(cmd: SubsCommand): void {
+    const c = cmd.subs;
+    if (c === undefined || c === null) return;
+    const sql = this.#ctx.sql;
+    this.#applied = new Map();
+    switch (c.op) {
+      case "create":
+        sql.run(
+          "INSERT INTO sub_subscriptions (name, meta, mark_delete, cursor, updated_ms) VALUES (?, ?, ?, ?, ?)",
+          c.name,
+          JSON.stringify(c.meta),
+          c.cursor.markDelete,
+          JSON.stringify(c.cursor),
+          c.nowMs,
+        );
+        return;
+      case "cursors":
+        for (const sc of c.cmds) {
+          const live = this.#subs.get(sc.sub);
+          if (live === undefined) throw new Error(`cursor command for unknown subscription ${sc.sub}`);
+          const next = applyCommand(this.#applied.get(sc.sub) ?? live.committed, sc);
+          const { stored } = encodeDurable(next);
+          sql.run("UPDATE sub_subscriptions SET mark_delete = ?, cursor = ?, updated_ms = ? WHERE name = ?", stored.markDelete, JSON.stringify(stored), c.nowMs, sc.sub);
+          this.#applied.set(sc.sub, next);
+        }
+        return;
+      case "meta":
+        sql.run("UPDATE sub_subscriptions SET meta = ? WHERE name = ?", JSON.stringify(c.meta), c.name);
+        return;
+      case "delete":
+        sql.run("DELETE FROM sub_subscriptions WHERE name = ?", c.name);
+        return;
+    }
+  }
+
+  publish(cmd: SubsCommand): void {
+    const c = cmd.subs;
+    if (c === undefined || c === null) return;
+    switch (c.op) {
+      case "create": {
+        const committed = decodeDurable(c.cursor);
+        this.#subs.set(c.name, {
+          name: c.name,
+          meta: c.meta,
+          committed,
+          sub: this.#newSub(c.name, c.meta, decodeDurable(c.cursor), this.#bounds()),
+          out: new RateMeter(),
+          redelivered: new RateMeter(),
+        });
+        return;
+      }
+      case "cursors":
+        for (const [name, next] of this.#applied) {
+          const live = this.#subs.get(name);
+          if (live !== undefined) live.committed = next;
+        }
+        this.#applied = new Map();
+        return;
+      case "meta": {
+        const live = this.#subs.get(c.name);
+        if (live !== undefined) live.meta = c.meta;
+        return;
+      }
+      case "delete":
+        this.#subs.delete(c.name);
+        this.#ctx.timers.clear(`redeliver:${c.name}`);
+        this.#ctx.timers.clear(`deadletter:${c.name}`);
+        return;
+    }
+  }
+
+  /**
+   * The lowest offset the subscriptions still need: the slowest committed mark-delete position
+   * + 1 (null without subscriptions). The lifecycle room asks it, so retention never deletes
+   * unconsumed messages unless a policy moves the cursor first.
+   */
+  retainFrom(): number | null {
+    return retentionFloor([...this.#subs.values()].map((l) => l.committed.cursor.markDelete));
+  }
+
+  // ---- the log's listener ----
+
+  /** Bound once: the listener the switchboard registers with the log's appends. */
+  readonly dispatchAll = (): void => {
+    const end = this.#log.state?.logEndOffset ?? 0;
+    if (end > this.#lastEnd) this.#in.add(end - this.#lastEnd, Date.now());
+    this.#lastEnd = end;
+    // After the append's commit: a failure here must not fail the append, whose records are
+    // durable; the next event (ack, timer, append) dispatches again.
+    try {
+      for (const live of this.#subs.values()) this.#dispatch(live);
+      if (this.#hasReaders) for (const ws of this.#ctx.sockets("reader")) this.#pushReader(ws);
+    } catch (err) {
+      console.error("subscriptions: dispatch after an append failed", err);
+    }
+  };
+
+  // ---- WebSocket: consumers and readers ----
+
+  /**
+   * Accepts a consumer (`kind` "consumer", with the subscription name) or a reader. The
+   * consumer joins its subscription here (created at its initial position when new); a
+   * refusal (CONSUMER_BUSY, INVALID_REQUEST) is answered as an HTTP error and changes nothing.
+   */
+  upgrade(request: Request): SocketAccept | ErrorResult {
+    const s = this.#log.state;
+    if (s === null) return errorResult("UNKNOWN_TOPIC_OR_PARTITION", "This partition does not exist.");
+    const url = new URL(request.url);
+    const q = url.searchParams;
+    const partitioned = request.headers.get("edgelog-partitioned") === "1";
+    const base64 = q.get("encoding") === "base64";
+    if (request.headers.get("edgelog-socket") === "reader") {
+      const o = parseReaderQuery(q);
+      if ("ok" in o) return o;
+      const start = readerStartOffset(o.start, o.inclusive, { ...this.#bounds(), offsetForTimestamp: (t) => this.#offsetForTimestamp(t) });
+      const state: ReaderAttachment = { k: "r", o: start, f: 0, q: o.receiverQueueSize, b: base64 };
+      const readerId = crypto.randomUUID();
+      this.#hasReaders = true;
+      setTimeout(() => this.#afterReaderAccept(readerId, start), 0);
+      return { room: SUBS_ROOM, state: { ...state }, tags: [SUBS_TAG, "reader", `r:${readerId}`] };
+    }
+    const name = request.headers.get("edgelog-subscription") ?? "";
+    const o = parseSubscribeQuery(name, q);
+    if ("ok" in o) return o;
+    let live = this.#subs.get(name);
+    const nowMs = Date.now();
+    if (live === undefined) {
+      const start = initialOffset(o.initialPosition, { ...this.#bounds(), offsetForTimestamp: (t) => this.#offsetForTimestamp(t) });
+      const meta: SubMeta = { v: 1, type: o.type, policy: o.policy, deadLetterTopic: o.deadLetterTopic, dlq: null, partitioned, createdMs: nowMs };
+      this.#ctx.commit({ op: "create", name, meta, cursor: encodeDurable(emptyDurable(start - 1)).stored, nowMs });
+      live = this.#subs.get(name)!;
+    } else if (
+      live.sub.stats().consumers.length === 0 &&
+      !this.#joining.has(name) &&
+      (live.meta.type !== o.type || !samePolicy(live.meta.policy, o.policy) || live.meta.deadLetterTopic !== o.deadLetterTopic || live.meta.partitioned !== partitioned)
+    ) {
+      // The first consumer of an idle subscription sets its type and delivery policy (Pulsar's
+      // are per consumer; Edgelog's are the subscription's, tracked on the server).
+      this.#flush();
+      const meta: SubMeta = { ...live.meta, type: o.type, policy: o.policy, deadLetterTopic: o.deadLetterTopic, partitioned };
+      this.#ctx.commit({ op: "meta", name, meta });
+      live.sub = this.#newSub(name, meta, cloneDurable(live.committed), this.#bounds());
+    }
+    const a: ConsumerAttachment = {
+      k: "c",
+      s: name,
+      c: crypto.randomUUID().replaceAll("-", "").slice(0, 16),
+      n: o.consumerName ?? "",
+      p: o.priorityLevel,
+      t: o.type,
+      q: o.pullMode ? 0 : o.receiverQueueSize,
+      cr: 0,
+      j: nowMs,
+      jr: crypto.randomUUID().slice(0, 8),
+      pt: partitioned,
+      b: base64,
+    };
+    if (a.n === "") a.n = a.c;
+    // Admission now, so that a refusal is the upgrade's HTTP answer (409 CONSUMER_BUSY); the
+    // consumer joins once the socket is accepted (next task), so that nothing is dispatched to
+    // a socket that does not exist yet. Joins still pending count as consumers.
+    const pending = this.#joining.get(name) ?? 0;
+    const refused = admitConsumer(live.sub.type, live.sub.stats().consumers.length + pending, o.type);
+    if (refused !== null) return refused;
+    this.#joining.set(name, pending + 1);
+    setTimeout(() => this.#afterAccept(name, a), 0);
+    return { room: SUBS_ROOM, state: { ...a }, tags: [SUBS_TAG, `c:${a.c}`] };
+  }
+
+  /** After the base accepted the socket (next task): the consumer joins, is greeted, and dispatch runs. */
+  #afterAccept(name: string, a: ConsumerAttachment): void {
+    const pending = (this.#joining.get(name) ?? 1) - 1;
+    if (pending > 0) this.#joining.set(name, pending);
+    else this.#joining.delete(name);
+    const live = this.#subs.get(name);
+    const ws = this.#ctx.sockets(`c:${a.c}`)[0];
+    if (ws === undefined) return; // the base refused the socket after all
+    if (live === undefined) {
+      closeQuietly(ws, SUB_CLOSE.subscriptionDeleted, "subscription deleted");
+      return;
+    }
+    const before = live.sub.activeConsumer;
+    const refused = this.#addConsumer(live, a);
+    if (refused !== null) {
+      send(ws, { type: "error", code: refused.code, message: refused.message ?? ERRORS[refused.code].message, requestId: null });
+      closeQuietly(ws, SUB_CLOSE.consumerBusy, "consumer busy");
+      return;
+    }
+    this.#sockets.set(a.c, ws);
+    send(ws, {
+      type: "connected",
+      consumerId: a.c,
+      subscription: name,
+      subscriptionType: live.sub.type,
+      partition: this.#log.state?.partition ?? 0,
+      active: live.sub.type !== "failover" || live.sub.activeConsumer === a.c,
+    });
+    this.#activeChanged(live, before);
+    this.#dispatch(live);
+  }
+
+  #afterReaderAccept(readerId: string, start: number): void {
+    const ws = this.#ctx.sockets(`r:${readerId}`)[0];
+    if (ws === undefined) return;
+    send(ws, { type: "reader", partition: this.#log.state?.partition ?? 0, startOffset: start });
+    this.#pushReader(ws);
+  }
+
+  /** An event of one of the room's sockets (after a hibernation too: load rebuilt the consumers). */
+  onSocket(ws: WebSocket, attachment: SocketAttachment, event: SocketEvent): void {
+    if (attachment.v !== 1) throw new Error(`subs: attachment version ${attachment.v}`);
+    const { r: _r, v: _v, ...state } = attachment;
+    const a = state as unknown as ConsumerAttachment | ReaderAttachment;
+    if (a.k === "r") {
+      this.#onReader(ws, a, event);
+      return;
+    }
+    const live = this.#subs.get(a.s);
+    if (event.type !== "message") {
+      if (live !== undefined) this.#removeConsumer(live, a.c);
+      this.#sockets.delete(a.c);
+      // What the consumer did before it left is committed now, not at the next interval.
+      this.#flush();
+      return;
+    }
+    if (live === undefined) {
+      closeQuietly(ws, SUB_CLOSE.subscriptionDeleted, "subscription deleted");
+      return;
+    }
+    const partition = this.#log.state?.partition ?? 0;
+    const f = parseClientFrame(event.data, partition);
+    if ("ok" in f) {
+      this.#frameError(ws, f, null);
+      return;
+    }
+    this.#onFrame(ws, live, a, f);
+  }
+
+  #onFrame(ws: WebSocket, live: Live, a: ConsumerAttachment, f: ClientFrame): void {
+    const nowMs = Date.now();
+    switch (f.type) {
+      case "ping": {
+        send(ws, { type: "pong" });
+        return;
+      }
+      case "ack": {
+        const r = live.sub.ack(f.offsets);
+        if ("ok" in r) {
+          this.#frameError(ws, r, f.requestId);
+          return;
+        }
+        if (f.requestId !== null) this.#receipts.push({ kind: "acked", consumerId: a.c, requestId: f.requestId, count: r.acked });
+        break;
+      }
+      case "ackCumulative": {
+        const r = live.sub.ackCumulative(f.offset);
+        if ("ok" in r) {
+          this.#frameError(ws, r, f.requestId);
+          return;
+        }
+        if (f.requestId !== null) this.#receipts.push({ kind: "acked", consumerId: a.c, requestId: f.requestId, count: r.acked });
+        break;
+      }
+      case "nack": {
+        // Checked as a whole first: a refused frame changes nothing.
+        const end = this.#bounds().logEndOffset;
+        const bad = f.offsets.find((o) => o >= end);
+        if (bad !== undefined) {
+          this.#frameError(ws, errorResult("INVALID_MESSAGE_ID", `No message at offset ${bad}.`, { offset: bad, logEndOffset: end }), f.requestId);
+          return;
+        }
+        let nacked = 0;
+        for (const o of f.offsets) {
+          const r = live.sub.nack(a.c, o, nowMs, f.redeliveryCount ?? undefined);
+          if (!("ok" in r) && r.applied) nacked++;
+        }
+        if (f.requestId !== null) this.#receipts.push({ kind: "nacked", consumerId: a.c, requestId: f.requestId, count: nacked });
+        break;
+      }
+      case "permit": {
+        const r = live.sub.grantPermits(a.c, f.permits);
+        if (r !== null) {
+          this.#frameError(ws, r, null);
+          return;
+        }
+        break;
+      }
+    }
+    this.#scheduleFlush();
+    this.#dispatch(live);
+  }
+
+  #frameError(ws: WebSocket, e: ErrorResult, requestId: string | null): void {
+    const n = (this.#errors.get(ws) ?? 0) + 1;
+    this.#errors.set(ws, n);
+    send(ws, { type: "error", code: e.code, message: e.message ?? ERRORS[e.code].message, requestId, ...(e.details !== undefined ? { details: e.details } : {}) });
+    if (n > MAX_FRAME_ERRORS) closeQuietly(ws, SUB_CLOSE.tooManyErrors, "too many protocol errors");
+  }
+
+  #addConsumer(live: Live, a: ConsumerAttachment): ErrorResult | null {
+    return (
+      live.sub.addConsumer({
+        id: a.c,
+        name: a.n,
+        priorityLevel: a.p,
+        type: a.t,
+        flow: a.q === 0 ? { kind: "credit" } : { kind: "window", receiverQueueSize: a.q },
+      }) ?? (a.q === 0 && a.cr > 0 ? live.sub.grantPermits(a.c, a.cr) : null)
+    );
+  }
+
+  #removeConsumer(live: Live, consumerId: string): void {
+    const before = live.sub.activeConsumer;
+    live.sub.removeConsumer(consumerId);
+    this.#activeChanged(live, before);
+    this.#dispatch(live);
+  }
+
+  /** Failover: tells the consumers whose active role changed. */
+  #activeChanged(live: Live, before: string | null): void {
+    const now = live.sub.activeConsumer;
+    if (live.sub.type !== "failover" || now === before) return;
+    const prev = before === null ? undefined : this.#sockets.get(before);
+    if (prev !== undefined) send(prev, { type: "active", active: false });
+    const next = now === null ? undefined : this.#sockets.get(now);
+    if (next !== undefined) send(next, { type: "active", active: true });
+  }
+
+  // ---- dispatch ----
+
+  /** Delivers what the subscription may deliver now, in bounded slices; arms its timer. */
+  #dispatch(live: Live): void {
+    if (this.#subs.get(live.name) !== live) return;
+    const partition = this.#log.state?.partition;
+    if (partition === undefined) return;
+    for (let slice = 0; slice < SLICES_PER_EVENT; slice++) {
+      const nowMs = Date.now();
+      const { deliveries, more } = live.sub.dispatch(nowMs, this.#source);
+      if (deliveries.length > 0) {
+        live.out.add(deliveries.length, nowMs);
+        const re = deliveries.filter((d) => d.redeliveryCount > 0).length;
+        if (re > 0) live.redelivered.add(re, nowMs);
+      }
+      const byConsumer = new Map<string, { ws: WebSocket; base64: boolean; messages: WireMessage[] }>();
+      for (const d of deliveries) {
+        const rec = this.#source.record(d.offset);
+        if (rec === undefined) continue;
+        const lease = this.#leases.get(d.consumerId);
+        if (lease !== undefined) {
+          lease.collected.push(wireMessage(partition, rec, d.redeliveryCount, lease.base64));
+          continue;
+        }
+        let to = byConsumer.get(d.consumerId);
+        if (to === undefined) {
+          const ws = this.#sockets.get(d.consumerId);
+          if (ws === undefined) continue;
+          const a = attachmentOf(ws);
+          byConsumer.set(d.consumerId, (to = { ws, base64: a?.k === "c" && a.b, messages: [] }));
+        }
+        to.messages.push(wireMessage(partition, rec, d.redeliveryCount, to.base64));
+      }
+      for (const to of byConsumer.values()) {
+        sendMessages(to.ws, to.messages);
+        this.#saveCredits(live, to.ws);
+      }
+      if (!more) break;
+      if (slice === SLICES_PER_EVENT - 1) setTimeout(() => this.#dispatch(live), 0);
+    }
+    this.#armTimer(live);
+    if (live.sub.hasPendingCommand) this.#scheduleFlush();
+  }
+
+  /** Pull mode: the credits left go in the attachment, so a hibernation keeps them. */
+  #saveCredits(live: Live, ws: WebSocket): void {
+    const a = attachmentOf(ws);
+    if (a?.k !== "c" || a.q !== 0) return;
+    const c = live.sub.stats().consumers.find((x) => x.id === a.c);
+    if (c === undefined || c.permits === a.cr) return;
+    this.#ctx.saveAttachment(ws, { ...a, cr: c.permits });
+  }
+
+  #armTimer(live: Live): void {
+    const key = `redeliver:${live.name}`;
+    const due = live.sub.nextDueMs(Date.now());
+    if (due === null) this.#ctx.timers.clear(key);
+    else if (this.#ctx.timers.dueMs(key) !== due) this.#ctx.timers.set(key, due);
+  }
+
+  /** Reads up to `max` messages from `from` (decoded batches cached). */
+  #read(from: number, max: number): (MessageMeta & { record: LogRecord })[] {
+    const out: (MessageMeta & { record: LogRecord })[] = [];
+    const end = this.#log.state?.highWatermark ?? 0;
+    if (from >= end) return out;
+    for (const b of this.#log.batchesFrom(from)) {
+      let records = this.#cache.get(b.baseOffset);
+      if (records === undefined) {
+        records = decodeBatch(b.data, 0, { verifyCrc: false }).records;
+        if (this.#cache.size >= RECORD_CACHE_BATCHES) this.#cache.delete(this.#cache.keys().next().value!);
+        this.#cache.set(b.baseOffset, records);
+      }
+      for (const r of records) {
+        if (r.offset < from || r.offset >= end) continue;
+        out.push({ offset: r.offset, key: r.key === null ? null : fromUtf8(r.key), deliverAtMs: deliverAtOf(r.headers), record: r });
+        if (out.length >= max) return out;
+      }
+    }
+    return out;
+  }
+
+  #bounds(): { logStartOffset: number; logEndOffset: number } {
+    const s = this.#log.state;
+    return { logStartOffset: s?.logStartOffset ?? 0, logEndOffset: s?.highWatermark ?? 0 };
+  }
+
+  #offsetForTimestamp(t: number): number {
+    const r = this.#log.listOffsets({ spec: "timestamp", timestamp: t });
+    return r.ok && r.offset !== null ? r.offset : this.#bounds().logEndOffset;
+  }
+
+  #newSub(name: string, meta: SubMeta, durable: DurableSubscription, bounds: { logStartOffset: number; logEndOffset: number }): Subscription {
+    return new Subscription({ name, type: meta.type, ...meta.policy, partitionIndex: this.#log.state?.partition ?? 0, partitioned: meta.partitioned }, durable, bounds);
+  }
+
+  // ---- readers (non-durable: the position lives in the socket's attachment only) ----
+
+  #onReader(ws: WebSocket, a: ReaderAttachment, event: SocketEvent): void {
+    if (event.type !== "message") return;
+    const f = parseClientFrame(event.data, this.#log.state?.partition ?? 0);
+    if ("ok" in f) {
+      this.#frameError(ws, f, null);
+      return;
+    }
+    if (f.type === "ping") {
+      send(ws, { type: "pong" });
+      return;
+    }
+    if (f.type !== "ack") {
+      this.#frameError(ws, errorResult("NOT_ALLOWED", "A reader only acks (to give permits back) and pings."), null);
+      return;
+    }
+    this.#ctx.saveAttachment(ws, { ...a, f: Math.max(0, a.f - f.offsets.length) });
+    this.#pushReader(ws);
+  }
+
+  /** Sends a reader what its window allows from its position. */
+  #pushReader(ws: WebSocket): void {
+    const a = attachmentOf(ws);
+    const partition = this.#log.state?.partition;
+    if (a?.k !== "r" || partition === undefined) return;
+    const room = a.q - a.f;
+    if (room <= 0) return;
+    const start = Math.max(a.o, this.#bounds().logStartOffset);
+    const msgs = this.#read(start, room).map((m) => wireMessage(partition, m.record, 0, a.b));
+    if (msgs.length === 0) return;
+    sendMessages(ws, msgs);
+    this.#ctx.saveAttachment(ws, { ...a, o: msgs[msgs.length - 1]!.offset + 1, f: a.f + msgs.length });
+  }
+
+  // ---- flush: one command for every subscription's batched changes ----
+
+  #scheduleFlush(): void {
+    if (this.#flushTimer !== null) return;
+    this.#flushTimer = setTimeout(() => {
+      this.#flushTimer = null;
+      this.#flush();
+    }, ACK_FLUSH_INTERVAL_MS);
+  }
+
+  /** Commits the pending changes of every subscription as ONE command, then sends the receipts and starts dead-letter copies. */
+  #flush(): void {
+    if (this.#flushTimer !== null) clearTimeout(this.#flushTimer);
+    this.#flushTimer = null;
+    const cmds: SubscriptionCommand[] = [];
+    for (const live of this.#subs.values()) {
+      const c = live.sub.takeCommand();
+      if (c !== null) cmds.push(c);
+    }
+    const receipts = this.#receipts;
+    this.#receipts = [];
+    if (cmds.length > 0) this.#ctx.commit({ op: "cursors", cmds, nowMs: Date.now() });
+    // An ack follows the durable commit: the output gate holds these frames until it is durable.
+    for (const r of receipts) {
+      const ws = this.#sockets.get(r.consumerId);
+      if (ws === undefined) continue;
+      if (r.kind === "acked") send(ws, { type: "acked", requestId: r.requestId, acked: r.count });
+      else send(ws, { type: "nacked", requestId: r.requestId, nacked: r.count });
+    }
+    for (const c of cmds) if (c.deadLetters.length > 0) this.#ctx.timers.set(`deadletter:${c.sub}`, Date.now());
+  }
+
+  // ---- timers ----
+
+  async onTimer(key: string): Promise<void> {
+    const i = key.indexOf(":");
+    const kind = key.slice(0, i);
+    // Keys: redeliver:<sub>, deadletter:<sub>, lease:<sub>:<lease id> (names have no ':').
+    const live = this.#subs.get(kind === "lease" ? key.slice(i + 1, key.lastIndexOf(":")) : key.slice(i + 1));
+    if (live === undefined) return;
+    if (kind === "redeliver") {
+      live.sub.tick(Date.now());
+      this.#dispatch(live);
+      if (live.sub.hasPendingCommand) this.#flush();
+      return;
+    }
+    if (kind === "deadletter") return this.#deadLetters(live);
+    if (kind === "lease") {
+      const lease = this.#leases.get(key.slice(key.lastIndexOf(":") + 1));
+      if (lease === undefined || lease.sub !== live.name) return;
+      // An expired lease is an ack timeout of what it still holds: count + 1, redelivered at once.
+      live.sub.timeoutConsumer(lease.id, Date.now());
+      this.#endLease(live, lease);
+      this.#flush();
+      this.#dispatch(live);
+      return;
+    }
+    throw new Error(`subs: unknown timer ${key}`);
+  }
+
+  /**
+   * Produces the subscription's pending dead-letter copies, in offset order, then acks the
+   * originals. Exactly one copy: copy `seq` is sent by the subscription's idempotent producer
+   * with epoch `seq - baseSeq` and sequence 0, so a retry (after a crash or a failed answer) is
+   * recognised by the dead-letter partition as a duplicate (KIP-98). A throw is retried by the
+   * base with backoff.
+   */
+  async #deadLetters(live: Live): Promise<void> {
+    const s = this.#log.state;
+    if (s === null || live.sub.pendingDeadLetters().length === 0) return;
+    const topicName = live.meta.deadLetterTopic ?? `${s.topic}-${live.name}-DLQ`;
+    const peers = this.#ctx.peers;
+    let t = await peers.metadata.getTopic(topicName);
+    if (!t.ok && t.code === "UNKNOWN_TOPIC_OR_PARTITION") {
+      const created = await peers.metadata.createTopic({ name: topicName, partitions: 1 });
+      if (!created.ok && created.code !== "TOPIC_ALREADY_EXISTS") throw new Error(`creating dead-letter topic ${topicName}: ${created.code} ${created.message}`);
+      t = await peers.metadata.getTopic(topicName);
+    }
+    if (!t.ok) throw new Error(`dead-letter topic ${topicName}: ${t.code} ${t.message}`);
+    const topicId = t.topic.topicId;
+    for (const copy of live.sub.pendingDeadLetters()) {
+      if (this.#subs.get(live.name) !== live) return;
+      let dlq = live.meta.dlq;
+      if (dlq === null || copy.seq - dlq.baseSeq >= DLQ_EPOCHS_PER_PRODUCER || copy.seq < dlq.baseSeq) {
+        const p = await peers.metadata.initProducerId();
+        if (!p.ok) throw new Error(`dead-letter producer id: ${p.code}`);
+        if (this.#subs.get(live.name) !== live) return;
+        dlq = { producerId: p.producerId, baseSeq: copy.seq };
+        this.#ctx.commit({ op: "meta", name: live.name, meta: { ...live.meta, dlq } });
+      }
+      const rec = this.#source.record(copy.offset);
+      if (rec !== undefined) {
+        const headers: RecordHeader[] = [
+          ...rec.headers.filter((h) => h.key !== DELIVER_AT_HEADER),
+          { key: DLQ_PROPERTIES.topic, value: utf8(s.topic) },
+          { key: DLQ_PROPERTIES.messageId, value: utf8(formatMessageId(s.partition, copy.offset)) },
+          { key: DLQ_PROPERTIES.subscription, value: utf8(live.name) },
+        ];
+        const batch = encodeBatch({ producerId: dlq.producerId, producerEpoch: copy.seq - dlq.baseSeq, baseSequence: 0 }, [
+          { key: rec.key, value: rec.value, headers, timestamp: rec.timestamp },
+        ]);
+        const r = await peers.partition(topicId, 0).append({ batches: [batch], crcVerified: true });
+        if (!r.ok) throw new Error(`dead-letter copy of offset ${copy.offset} to ${topicName}: ${r.code} ${r.message}`);
+      }
+      // A message gone from the log (retention) has nothing to copy: it is acked all the same.
+      if (this.#subs.get(live.name) !== live) return;
+      live.sub.confirmDeadLetter(copy.offset);
+      this.#flush();
+    }
+    this.#dispatch(live);
+  }
+
+  // ---- HTTP pull: leases (a consumer without a socket; shared subscriptions) ----
+
+  /**
+   * Receives up to `max` messages under a lease of `visibilityTimeoutMs`: they are in flight at
+   * the lease until it acks or nacks them, or until it expires (then they are redelivered, as
+   * after an ack timeout). The subscription is created (shared, at `position`) when missing.
+   * Errors: CONSUMER_BUSY (the subscription is not shared and has consumers, or is exclusive).
+   * @returns the lease id (null when nothing was delivered) and the messages.
+   */
+  receive(req: {
+    subscription: string;
+    max: number;
+    visibilityTimeoutMs: number;
+    position: CursorTarget;
+    partitioned: boolean;
+    base64: boolean;
+  }): RpcResult<{ leaseId: string | null; expiresAtMs: number | null; messages: WireMessage[] }> {
+    if (this.#log.state === null) return errorResult("UNKNOWN_TOPIC_OR_PARTITION", "This partition does not exist.");
+    let live = this.#subs.get(req.subscription);
+    if (live === undefined) {
+      const r = this.create(req.subscription, "shared", req.position, req.partitioned);
+      if (!r.ok) return r;
+      live = this.#subs.get(req.subscription)!;
+    }
+    const refused = admitConsumer(live.sub.type, live.sub.stats().consumers.length + (this.#joining.get(req.subscription) ?? 0), "shared");
+    if (refused !== null) return refused;
+    const id = `L${crypto.randomUUID().replaceAll("-", "").slice(0, 20)}`;
+    const added = live.sub.addConsumer({ id, name: "http-pull", type: "shared", flow: { kind: "credit" } });
+    if (added !== null) return added;
+    const lease: Lease = { id, sub: live.name, base64: req.base64, collected: [] };
+    this.#leases.set(id, lease);
+    live.sub.grantPermits(id, req.max);
+    this.#dispatch(live);
+    live.sub.revokePermits(id);
+    if (lease.collected.length === 0) {
+      this.#endLease(live, lease);
+      return { ok: true, leaseId: null, expiresAtMs: null, messages: [] };
+    }
+    const expiresAtMs = Date.now() + req.visibilityTimeoutMs;
+    this.#ctx.timers.set(`lease:${live.name}:${id}`, expiresAtMs);
+    return { ok: true, leaseId: id, expiresAtMs, messages: lease.collected.splice(0) };
+  }
+
+  /**
+   * Settles messages of a lease: `ack` acks them, `nack` redelivers them after the nack delay
+   * (count + 1). `offsets` null = every message the lease still holds. Answers after the commit;
+   * the lease ends when it holds nothing more. Errors: LEASE_NOT_FOUND (unknown, settled or
+   * expired), INVALID_MESSAGE_ID.
+   */
+  settleLease(subscription: string, leaseId: string, how: "ack" | "nack", offsets: number[] | null): RpcResult<{ settled: number; remaining: number }> {
+    const live = this.#find(subscription);
+    if ("ok" in live) return live;
+    const lease = this.#leases.get(leaseId);
+    if (lease === undefined || lease.sub !== subscription)
+      return errorResult("LEASE_NOT_FOUND", "The lease does not exist, is settled, or has expired (its messages were redelivered).", { leaseId });
+    const held = live.sub.inFlightOf(leaseId);
+    const list = offsets ?? held;
+    const foreign = list.find((o) => !held.includes(o));
+    if (foreign !== undefined) return errorResult("INVALID_MESSAGE_ID", `Offset ${foreign} is not held by this lease.`, { offset: foreign, leaseId });
+    let settled = 0;
+    if (how === "ack") {
+      const r = live.sub.ack(list);
+      if ("ok" in r) return r;
+      settled = r.acked;
+    } else {
+      const nowMs = Date.now();
+      for (const o of list) {
+        const r = live.sub.nack(leaseId, o, nowMs);
+        if (!("ok" in r) && r.applied) settled++;
+      }
+    }
+    const remaining = live.sub.inFlightOf(leaseId).length;
+    if (remaining === 0) this.#endLease(live, lease);
+    this.#flush();
+    this.#dispatch(live);
+    return { ok: true, settled, remaining };
+  }
+
+  #endLease(live: Live, lease: Lease): void {
+    live.sub.removeConsumer(lease.id);
+    this.#leases.delete(lease.id);
+    this.#ctx.timers.clear(`lease:${live.name}:${lease.id}`);
+  }
+
+  // ---- admin (RPC) ----
+
+  #info(live: Live): SubscriptionInfo {
+    const st = live.sub.stats((lo, hi) => this.#bytesIn(lo, hi));
+    const nowMs = Date.now();
+    const active = live.sub.activeConsumer;
+    return {
+      subscription: live.name,
+      partition: this.#log.state?.partition ?? 0,
+      type: live.sub.type,
+      markDeletePosition: st.markDelete,
+      ackedRanges: live.sub.ackedRanges.map(([lo, hi]) => [lo, hi]),
+      backlog: st.backlog,
+      backlogBytes: st.backlogBytes ?? 0,
+      unacked: st.unacked,
+      deadLetteredTotal: st.deadLetteredTotal,
+      msgRateIn: this.#in.rate(nowMs),
+      msgRateOut: live.out.rate(nowMs),
+      msgRateRedeliver: live.redelivered.rate(nowMs),
+      consumers: st.consumers.map((c) => ({ consumerId: c.id, consumerName: c.name, permits: c.permits, unacked: c.unacked, active: live.sub.type !== "failover" || c.id === active })),
+    };
+  }
+
+  /** Stored bytes of offsets [lo, hi], pro rata over their batches. */
+  #bytesIn(lo: number, hi: number): number {
+    let bytes = 0;
+    for (const b of this.#log.batchesFrom(lo)) {
+      if (b.baseOffset > hi) break;
+      const n = b.lastOffset - b.baseOffset + 1;
+      const covered = Math.min(hi, b.lastOffset) - Math.max(lo, b.baseOffset) + 1;
+      if (covered > 0) bytes += Math.round((b.sizeBytes * covered) / n);
+    }
+    return bytes;
+  }
+
+  #find(name: string): Live | ErrorResult {
+    if (this.#log.state === null) return errorResult("UNKNOWN_TOPIC_OR_PARTITION", "This partition does not exist.");
+    return this.#subs.get(name) ?? errorResult("SUBSCRIPTION_NOT_FOUND", `No subscription ${JSON.stringify(name)} on this partition.`, { subscription: name });
+  }
+
+  create(name: string, type: SubscriptionType, position: CursorTarget, partitioned: boolean): RpcResult<{ created: boolean; info: SubscriptionInfo }> {
+    if (this.#log.state === null) return errorResult("UNKNOWN_TOPIC_OR_PARTITION", "This partition does not exist.");
+    const existing = this.#subs.get(name);
+    if (existing !== undefined) return { ok: true, created: false, info: this.#info(existing) };
+    const start = initialOffset(position, { ...this.#bounds(), offsetForTimestamp: (t) => this.#offsetForTimestamp(t) });
+    const nowMs = Date.now();
+    const meta: SubMeta = {
+      v: 1,
+      type,
+      policy: { ackTimeoutMs: 0, negativeAckRedeliveryDelayMs: 60_000, maxRedeliverCount: 0 },
+      deadLetterTopic: null,
+      dlq: null,
+      partitioned,
+      createdMs: nowMs,
+    };
+    this.#ctx.commit({ op: "create", name, meta, cursor: encodeDurable(emptyDurable(start - 1)).stored, nowMs });
+    return { ok: true, created: true, info: this.#info(this.#subs.get(name)!) };
+  }
+
+  list(): RpcResult<{ subscriptions: SubscriptionInfo[] }> {
+    if (this.#log.state === null) return errorResult("UNKNOWN_TOPIC_OR_PARTITION", "This partition does not exist.");
+    return { ok: true, subscriptions: [...this.#subs.values()].sort((a, b) => (a.name < b.name ? -1 : 1)).map((l) => this.#info(l)) };
+  }
+
+  stats(name: string): RpcResult<{ info: SubscriptionInfo }> {
+    const live = this.#find(name);
+    return "ok" in live ? live : { ok: true, info: this.#info(live) };
+  }
+
+  /** Seek: consumers are closed with 4002 (an ack of a pre-seek delivery would still apply), then the reset commits. */
+  seek(name: string, target: CursorTarget): RpcResult<{ info: SubscriptionInfo }> {
+    const live = this.#find(name);
+    if ("ok" in live) return live;
+    const offset = initialOffset(target, { ...this.#bounds(), offsetForTimestamp: (t) => this.#offsetForTimestamp(t) });
+    this.#closeConsumers(live, SUB_CLOSE.cursorReset, "cursor reset");
+    live.sub.seek(offset);
+    this.#flush();
+    return { ok: true, info: this.#info(live) };
+  }
+
+  skip(name: string, count: number): RpcResult<{ skipped: number; info: SubscriptionInfo }> {
+    const live = this.#find(name);
+    if ("ok" in live) return live;
+    const skipped = live.sub.skip(count);
+    this.#flush();
+    this.#dispatch(live);
+    return { ok: true, skipped, info: this.#info(live) };
+  }
+
+  clearBacklog(name: string): RpcResult<{ cleared: number; info: SubscriptionInfo }> {
+    const live = this.#find(name);
+    if ("ok" in live) return live;
+    const cleared = live.sub.expireBefore(this.#bounds().logEndOffset);
+    this.#flush();
+    return { ok: true, cleared, info: this.#info(live) };
+  }
+
+  delete(name: string, force: boolean): RpcResult<object> {
+    const live = this.#find(name);
+    if ("ok" in live) return live;
+    const n = live.sub.stats().consumers.length;
+    if (n > 0 && !force) return errorResult("SUBSCRIPTION_HAS_CONSUMERS", `The subscription has ${n} connected consumer(s): close them or delete with force=true.`, { consumers: n });
+    this.#flush();
+    this.#closeConsumers(live, SUB_CLOSE.subscriptionDeleted, "subscription deleted");
+    this.#ctx.commit({ op: "delete", name });
+    return { ok: true };
+  }
+
+  #closeConsumers(live: Live, code: number, reason: string): void {
+    for (const c of live.sub.stats().consumers) {
+      const ws = this.#sockets.get(c.id);
+      live.sub.removeConsumer(c.id);
+      this.#sockets.delete(c.id);
+      this.#leases.delete(c.id);
+      if (ws !== undefined) closeQuietly(ws, code, reason);
+    }
+  }
+}
+
+// ---- helpers ----
+
+const decoder = new TextDecoder();
+const encoder = new TextEncoder();
+const fromUtf8 = (b: Uint8Array): string => decoder.decode(b);
+const utf8 = (s: string): Uint8Array => encoder.encode(s);
+
+function deliverAtOf(headers: readonly RecordHeader[]): number | null {
+  for (const h of headers) {
+    if (h.key !== DELIVER_AT_HEADER || h.value === null) continue;
+    const n = Number(fromUtf8(h.value));
+    return Number.isSafeInteger(n) ? n : null;
+  }
+  return null;
+}
+
+function wireMessage(partition: number, r: LogRecord, redeliveryCount: number, base64: boolean): WireMessage {
+  const enc = base64 ? "base64" : "string";
+  return {
+    messageId: formatMessageId(partition, r.offset),
+    partition,
+    offset: r.offset,
+    timestamp: r.timestamp,
+    key: decodeField(r.key, enc, "key") as string | null,
+    value: decodeField(r.value, enc, "value") as string | null,
+    headers: r.headers.map((h) => ({ key: h.key, value: decodeField(h.value, enc, "header") as string | null })),
+    redeliveryCount,
+  };
+}
+
+function send(ws: WebSocket, frame: ServerFrame): void {
+  try {
+    ws.send(JSON.stringify(frame));
+  } catch {
+    // The socket closed meanwhile: its close event removes the consumer.
+  }
+}
+
+/** Sends messages in `messages` frames of at most {@link MAX_SERVER_FRAME_BYTES} (a single larger message goes alone). */
+function sendMessages(ws: WebSocket, messages: WireMessage[]): void {
+  let batch: WireMessage[] = [];
+  let bytes = 0;
+  for (const m of messages) {
+    const size = (m.value?.length ?? 0) + (m.key?.length ?? 0) + 200;
+    if (batch.length > 0 && bytes + size > MAX_SERVER_FRAME_BYTES) {
+      send(ws, { type: "messages", messages: batch });
+      batch = [];
+      bytes = 0;
+    }
+    batch.push(m);
+    bytes += size;
+  }
+  if (batch.length > 0) send(ws, { type: "messages", messages: batch });
+}
+
+function closeQuietly(ws: WebSocket, code: number, reason: string): void {
+  try {
+    ws.close(code, reason);
+  } catch {
+    // Already closed.
+  }
+}
+
+/** The room's view of a socket's attachment (the base validated `r` and `v` on events). */
+function attachmentOf(ws: WebSocket): ConsumerAttachment | ReaderAttachment | null {
+  try {
+    const raw = ws.deserializeAttachment() as unknown;
+    if (typeof raw !== "string") return null;
+    const { r, v: _v, ...a } = JSON.parse(raw) as { r?: unknown; v?: unknown; k?: unknown };
+    if (r !== SUBS_ROOM || (a.k !== "c" && a.k !== "r")) return null;
+    return a as unknown as ConsumerAttachment | ReaderAttachment;
+  } catch {
+    return null;
+  }
+}
+
+function samePolicy(a: DeliveryPolicy, b: DeliveryPolicy): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
+}
+
+function cloneDurable(d: DurableSubscription): DurableSubscription {
+  return decodeDurable(encodeDurable(d).stored);
+}
