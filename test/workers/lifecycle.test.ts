@@ -559,3 +559,22 @@ suite("tiered storage: deleting the topic deletes its objects", () => {
     expect((await env.SEGMENTS!.list({ prefix })).objects).toEqual([]);
   });
 });
+
+suite("the floor: rooms that still need offsets hold retention back", () => {
+  it("a subscription at the earliest position keeps every expired segment; deleting it lets retention go", async () => {
+    const topic = randomTopic();
+    const t = await createTopic(topic, 1, { "segment.bytes": MiB, "retention.ms": DAY });
+    const created = await json("PUT", `/v1/topics/${topic}/subscriptions/slow`, { initialPosition: "earliest" });
+    expect(created.status).toBe(201);
+    const old = Date.now() - 3 * DAY;
+    for (let i = 0; i < 5; i++) await produceTo(topic, [{ value: `v${i}`.padEnd(400 * 1024, "."), timestamp: old }]);
+    await settle(t.topicId);
+    // Segments [0,1] and [2,3] expired, but the subscription's mark-delete position is before 0.
+    expect(await offsetOf(topic, "earliest")).toBe(0);
+    expect((await call(`/v1/topics/${topic}/subscriptions/slow`, { method: "DELETE" })).status).toBe(200);
+    // The floor is gone: the next retention check (moved to now by a config change) drops both.
+    expect((await json("PATCH", `/v1/topics/${topic}`, { configs: { "retention.ms": DAY - 1 } })).status).toBe(200);
+    await settle(t.topicId);
+    expect(await offsetOf(topic, "earliest")).toBe(4);
+  });
+});
