@@ -51,6 +51,11 @@ export interface Env extends AuthSettingsEnv {
    * objects (src/metadata/raft-store.ts). @default unset
    */
   EDGELOG_METADATA_QUORUM?: string;
+  /**
+   * R2 bucket of tiered storage (docs/LIFECYCLE.md "Tiered storage"): closed segments of topics
+   * with `remote.storage.enable` are offloaded here. Optional: without it nothing is offloaded.
+   */
+  SEGMENTS?: R2Bucket;
   /** "1" exposes /bench/* routes. @default "0" */
   EDGELOG_BENCH_ROUTES?: string;
   /**

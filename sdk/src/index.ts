@@ -116,6 +116,7 @@ export type {
   JsonProduceRecord,
   JsonProduceRequest,
   ListOffsetsResponse,
+  DeleteRecordsResponse,
   PartitionBounds,
   PartitionDescription,
   ProduceRecordResult,

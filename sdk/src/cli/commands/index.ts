@@ -24,7 +24,7 @@ import {
   tenantsDescribe,
   tenantsList,
 } from "./tenants.ts";
-import { type TopicsCommand, topicsAlter, topicsCreate, topicsDelete, topicsDescribe, topicsList } from "./topics.ts";
+import { type TopicsCommand, topicsAlter, topicsCreate, topicsDelete, topicsDeleteRecords, topicsDescribe, topicsList } from "./topics.ts";
 
 /** A parsed command line of any command. */
 export type Command = TopicsCommand | TenantsCommand | MetadataCommand | ProduceCommand | ConsumeCommand | GroupsCommand | SecurityCommand | KafkaBridgeCommand;
@@ -36,6 +36,7 @@ export const COMMANDS: readonly CliCommand<Command>[] = [
   topicsDescribe,
   topicsAlter,
   topicsDelete,
+  topicsDeleteRecords,
   tenantsList,
   tenantsCreate,
   tenantsDescribe,
