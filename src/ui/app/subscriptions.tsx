@@ -80,12 +80,12 @@ export function SubscriptionsSection({ topic, partitions }: { topic: string; par
             </thead>
             <tbody>
               {subs.map((s) => (
-                <tr key={s.subscription} aria-current={s.subscription === selected ? "true" : undefined}>
+                <tr key={s.subscription}>
                   <th scope="row">
                     <button
                       type="button"
                       class="link"
-                      aria-pressed={s.subscription === selected}
+                      aria-expanded={s.subscription === selected}
                       aria-label={`Manage subscription ${s.subscription}`}
                       onClick={() => setSelected(s.subscription === selected ? null : s.subscription)}
                     >
