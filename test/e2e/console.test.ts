@@ -33,6 +33,8 @@ describe.skipIf(CHROMIUM === undefined)("the web console in headless Chromium", 
   let viewer: string;
   const topic = randomTopic("ui");
   const full = `public/default/${topic}`;
+  const subTopic = randomTopic("ui-sub");
+  const subFull = `public/default/${subTopic}`;
 
   /** An API call as the admin (the test's own setup and checks). */
   const call = async (method: string, path: string, body?: unknown): Promise<{ status: number; json: unknown }> => {
@@ -249,8 +251,6 @@ describe.skipIf(CHROMIUM === undefined)("the web console in headless Chromium", 
   });
 
   it("shows a subscription's backlog, skips and clears it from the page, and offers force when delete is refused", async () => {
-    const subTopic = randomTopic("ui-sub");
-    const subFull = `public/default/${subTopic}`;
     expect((await call("POST", "/v1/topics", { name: subTopic })).status).toBe(201);
     expect((await call("PUT", `/v1/topics/${subTopic}/subscriptions/orders-sub`, { type: "shared", initialPosition: "earliest" })).status).toBe(201);
     const records = Array.from({ length: 5 }, (_, i) => ({ value: `m${i}` }));
@@ -296,6 +296,12 @@ describe.skipIf(CHROMIUM === undefined)("the web console in headless Chromium", 
     expect(((await call("GET", `/v1/topics/${subTopic}/subscriptions/orders-sub`)).json as { backlog: number }).backlog).toBe(0);
     await shot(page, "subscriptions");
 
+    // Reset the cursor to the earliest message: every record is backlog again.
+    await page.getByLabel("Reset to").selectOption("earliest");
+    await page.getByRole("button", { name: "Reset cursor" }).click();
+    await page.getByText("Cursor reset to earliest.").waitFor(WAIT);
+    await expect.poll(() => backlog.textContent(), WAIT).toBe("5");
+
     await page.getByRole("button", { name: "Force delete…" }).click();
     dialog = page.getByRole("dialog");
     await dialog.getByLabel(/^Type/).fill("orders-sub");
@@ -303,6 +309,16 @@ describe.skipIf(CHROMIUM === undefined)("the web console in headless Chromium", 
     await page.getByText("No subscriptions.").waitFor(WAIT);
     const gone = await call("GET", `/v1/topics/${subTopic}/subscriptions/orders-sub`);
     expect([gone.status, (gone.json as { error: { code: string } }).error.code]).toEqual([404, "SUBSCRIPTION_NOT_FOUND"]);
+
+    // Create one from the page, at the earliest message: it opens with its backlog.
+    await page.getByLabel("Subscription name").fill("from-ui");
+    await page.getByLabel("Subscription type").selectOption("failover");
+    await page.getByLabel("Initial position").selectOption("earliest");
+    await page.getByRole("button", { name: "Create subscription" }).click();
+    await page.getByRole("heading", { name: "Subscription from-ui" }).waitFor(WAIT);
+    await expect.poll(() => page.getByTestId("backlog-from-ui").textContent(), WAIT).toBe("5");
+    const made = (await call("GET", `/v1/topics/${subTopic}/subscriptions/from-ui`)).json as { type: string; backlog: number };
+    expect([made.type, made.backlog]).toEqual(["failover", 5]);
   });
 
   it("lists Durable Streams and tails one", async () => {
@@ -364,9 +380,12 @@ describe.skipIf(CHROMIUM === undefined)("the web console in headless Chromium", 
         [`#/topics/${encodeURIComponent(full)}/messages`, "phone-messages"],
         ["#/topics", "phone-topics"],
         [`#/topics/${encodeURIComponent(full)}`, "phone-topic"],
+        [`#/topics/${encodeURIComponent(subFull)}`, "phone-subscription"],
       ] as const) {
         await phone.goto(`${server.baseUrl}/ui/${hash}`);
         await phone.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Topics" }).waitFor(WAIT);
+        // The subscription test's topic, with its one subscription's panel open.
+        if (name === "phone-subscription") await phone.getByRole("button", { name: "Manage subscription from-ui" }).click();
         await phone.waitForLoadState("networkidle").catch(() => undefined);
         await phone.locator("table").first().waitFor(WAIT);
         const width = await phone.evaluate<number>("document.documentElement.scrollWidth");

@@ -58,7 +58,7 @@ export function SubscriptionsSection({ topic, partitions }: { topic: string; par
                 <th scope="col" class="num">
                   Backlog
                 </th>
-                <th scope="col" class="num">
+                <th scope="col" class="num wide-only">
                   Backlog size
                 </th>
                 <th scope="col" class="num">
@@ -67,7 +67,7 @@ export function SubscriptionsSection({ topic, partitions }: { topic: string; par
                 <th scope="col" class="num">
                   Unacked
                 </th>
-                <th scope="col" class="num">
+                <th scope="col" class="num wide-only">
                   Out
                 </th>
                 <th scope="col" class="num wide-only">
@@ -96,12 +96,12 @@ export function SubscriptionsSection({ topic, partitions }: { topic: string; par
                   <td class="num" data-testid={`backlog-${s.subscription}`}>
                     {num(s.backlog)}
                   </td>
-                  <td class="num">{bytesText(s.backlogBytes)}</td>
+                  <td class="num wide-only">{bytesText(s.backlogBytes)}</td>
                   <td class="num">{num(s.consumers)}</td>
                   <td class="num" data-testid={`unacked-${s.subscription}`}>
                     {num(s.unacked)}
                   </td>
-                  <td class="num">{rateText(s.msgRateOut, "msg")}</td>
+                  <td class="num wide-only">{rateText(s.msgRateOut, "msg")}</td>
                   <td class="num wide-only">{rateText(s.msgRateRedeliver, "msg")}</td>
                   <td class="num wide-only">{num(s.deadLetteredTotal)}</td>
                 </tr>
@@ -385,7 +385,7 @@ function CreateSubscription({ topic, onCreated }: { topic: string; onCreated: (n
           <input required value={name} onInput={(e) => setName(e.currentTarget.value)} pattern="[A-Za-z0-9._\-]{1,128}" autocomplete="off" spellcheck={false} />
         </label>
         <label>
-          Type
+          Subscription type
           <select value={type} onChange={(e) => setType(e.currentTarget.value)}>
             <option value="exclusive">Exclusive</option>
             <option value="failover">Failover</option>
