@@ -33,6 +33,8 @@ describe.skipIf(CHROMIUM === undefined)("the web console in headless Chromium", 
   let viewer: string;
   const topic = randomTopic("ui");
   const full = `public/default/${topic}`;
+  const subTopic = randomTopic("ui-sub");
+  const subFull = `public/default/${subTopic}`;
 
   /** An API call as the admin (the test's own setup and checks). */
   const call = async (method: string, path: string, body?: unknown): Promise<{ status: number; json: unknown }> => {
@@ -248,6 +250,77 @@ describe.skipIf(CHROMIUM === undefined)("the web console in headless Chromium", 
     await shot(page, "groups");
   });
 
+  it("shows a subscription's backlog, skips and clears it from the page, and offers force when delete is refused", async () => {
+    expect((await call("POST", "/v1/topics", { name: subTopic })).status).toBe(201);
+    expect((await call("PUT", `/v1/topics/${subTopic}/subscriptions/orders-sub`, { type: "shared", initialPosition: "earliest" })).status).toBe(201);
+    const records = Array.from({ length: 5 }, (_, i) => ({ value: `m${i}` }));
+    expect((await call("POST", `/v1/topics/${subTopic}/partitions/0/records`, { records })).status).toBe(200);
+
+    await open(`#/topics/${encodeURIComponent(subFull)}`);
+    const backlog = page.getByTestId("backlog-orders-sub");
+    await backlog.waitFor(WAIT);
+    await expect.poll(() => backlog.textContent(), WAIT).toBe("5");
+
+    await page.getByRole("button", { name: "Manage subscription orders-sub" }).click();
+    await page.getByRole("heading", { name: "Subscription orders-sub" }).waitFor(WAIT);
+    await page.getByLabel("Messages to skip").fill("2");
+    await page.getByLabel("Messages to skip").press("Enter");
+    await page.getByText("Skipped 2 messages.").waitFor(WAIT);
+    await expect.poll(() => backlog.textContent(), WAIT).toBe("3");
+    expect(((await call("GET", `/v1/topics/${subTopic}/subscriptions/orders-sub`)).json as { backlog: number }).backlog).toBe(3);
+
+    // An HTTP pull lease holds one message: a consumer of the subscription, one unacked.
+    const leased = await call("POST", `/v1/topics/${subTopic}/partitions/0/subscriptions/orders-sub/receive`, { maxMessages: 1, visibilityTimeoutMs: 600_000 });
+    expect((leased.json as { messages: { value: string }[] }).messages.map((m) => m.value)).toEqual(["m2"]);
+    await expect.poll(() => page.getByTestId("unacked-orders-sub").textContent(), WAIT).toBe("1");
+    expect(await backlog.textContent()).toBe("3");
+
+    // Delete is refused while it has a consumer: the API's code is shown, force is offered.
+    await page.getByRole("button", { name: "Delete subscription…" }).click();
+    let dialog = page.getByRole("dialog");
+    await dialog.getByLabel(/^Type/).fill("orders-sub");
+    await dialog.getByRole("button", { name: "Delete", exact: true }).click();
+    const refused = page.getByRole("alert").filter({ hasText: "Delete subscription" });
+    await refused.getByText("SUBSCRIPTION_HAS_CONSUMERS").waitFor(WAIT);
+    expect(await refused.textContent()).toContain("409 SUBSCRIPTION_HAS_CONSUMERS");
+    expect((await call("GET", `/v1/topics/${subTopic}/subscriptions/orders-sub`)).status).toBe(200);
+
+    // Clear backlog, after typed confirmation: the backlog drops to 0.
+    await page.getByRole("button", { name: "Clear backlog…" }).click();
+    dialog = page.getByRole("dialog");
+    expect(await dialog.getByRole("button", { name: "Clear backlog" }).isDisabled()).toBe(true);
+    await dialog.getByLabel(/^Type/).fill("orders-sub");
+    await dialog.getByLabel(/^Type/).press("Enter");
+    await page.getByText("Cleared 3 messages.").waitFor(WAIT);
+    await expect.poll(() => backlog.textContent(), WAIT).toBe("0");
+    expect(((await call("GET", `/v1/topics/${subTopic}/subscriptions/orders-sub`)).json as { backlog: number }).backlog).toBe(0);
+    await shot(page, "subscriptions");
+
+    // Reset the cursor to the earliest message: every record is backlog again.
+    await page.getByLabel("Reset to").selectOption("earliest");
+    await page.getByRole("button", { name: "Reset cursor" }).click();
+    await page.getByText("Cursor reset to earliest.").waitFor(WAIT);
+    await expect.poll(() => backlog.textContent(), WAIT).toBe("5");
+
+    await page.getByRole("button", { name: "Force delete…" }).click();
+    dialog = page.getByRole("dialog");
+    await dialog.getByLabel(/^Type/).fill("orders-sub");
+    await dialog.getByRole("button", { name: "Force delete" }).click();
+    await page.getByText("No subscriptions.").waitFor(WAIT);
+    const gone = await call("GET", `/v1/topics/${subTopic}/subscriptions/orders-sub`);
+    expect([gone.status, (gone.json as { error: { code: string } }).error.code]).toEqual([404, "SUBSCRIPTION_NOT_FOUND"]);
+
+    // Create one from the page, at the earliest message: it opens with its backlog.
+    await page.getByLabel("Subscription name").fill("from-ui");
+    await page.getByLabel("Subscription type").selectOption("failover");
+    await page.getByLabel("Initial position").selectOption("earliest");
+    await page.getByRole("button", { name: "Create subscription" }).click();
+    await page.getByRole("heading", { name: "Subscription from-ui" }).waitFor(WAIT);
+    await expect.poll(() => page.getByTestId("backlog-from-ui").textContent(), WAIT).toBe("5");
+    const made = (await call("GET", `/v1/topics/${subTopic}/subscriptions/from-ui`)).json as { type: string; backlog: number };
+    expect([made.type, made.backlog]).toEqual(["failover", 5]);
+  });
+
   it("lists Durable Streams and tails one", async () => {
     const path = `console/${randomTopic("s")}`;
     const created = await fetch(`${server.baseUrl}/v1/stream/${path}`, { method: "PUT", headers: { authorization: `Bearer ${admin}`, "content-type": "application/json" } });
@@ -306,9 +379,13 @@ describe.skipIf(CHROMIUM === undefined)("the web console in headless Chromium", 
       for (const [hash, name] of [
         [`#/topics/${encodeURIComponent(full)}/messages`, "phone-messages"],
         ["#/topics", "phone-topics"],
+        [`#/topics/${encodeURIComponent(full)}`, "phone-topic"],
+        [`#/topics/${encodeURIComponent(subFull)}`, "phone-subscription"],
       ] as const) {
         await phone.goto(`${server.baseUrl}/ui/${hash}`);
         await phone.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Topics" }).waitFor(WAIT);
+        // The subscription test's topic, with its one subscription's panel open.
+        if (name === "phone-subscription") await phone.getByRole("button", { name: "Manage subscription from-ui" }).click();
         await phone.waitForLoadState("networkidle").catch(() => undefined);
         await phone.locator("table").first().waitFor(WAIT);
         const width = await phone.evaluate<number>("document.documentElement.scrollWidth");

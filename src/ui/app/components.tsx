@@ -1,6 +1,6 @@
 /** Shared pieces of the console's pages: errors, confirmation, charts, data hooks. */
 import type { ComponentChildren } from "preact";
-import { useCallback, useEffect, useRef, useState } from "preact/hooks";
+import { useCallback, useEffect, useId, useRef, useState } from "preact/hooks";
 import { type ApiError, toApiError } from "./api.ts";
 import { type MetricsState, sampler } from "./metrics.ts";
 
@@ -103,6 +103,8 @@ export function useAction(): { busy: boolean; error: ApiError | null; run: (f: (
 export function ConfirmDialog(props: { open: boolean; title: string; expected: string; confirmLabel: string; onConfirm: () => void; onCancel: () => void; children?: ComponentChildren }) {
   const ref = useRef<HTMLDialogElement>(null);
   const [typed, setTyped] = useState("");
+  // Several dialogs may share a page (a topic's, a subscription's): each its own title id.
+  const titleId = useId();
   useEffect(() => {
     const d = ref.current;
     if (d === null) return;
@@ -112,7 +114,7 @@ export function ConfirmDialog(props: { open: boolean; title: string; expected: s
     } else if (!props.open && d.open) d.close();
   }, [props.open]);
   return (
-    <dialog ref={ref} aria-labelledby="confirm-title" onCancel={props.onCancel} onClose={props.onCancel}>
+    <dialog ref={ref} aria-labelledby={titleId} onCancel={props.onCancel} onClose={props.onCancel}>
       <form
         method="dialog"
         onSubmit={(e) => {
@@ -120,7 +122,7 @@ export function ConfirmDialog(props: { open: boolean; title: string; expected: s
           if (typed === props.expected) props.onConfirm();
         }}
       >
-        <h2 id="confirm-title">{props.title}</h2>
+        <h2 id={titleId}>{props.title}</h2>
         {props.children}
         <label>
           <span>

@@ -5,6 +5,7 @@ import { api, topicPath } from "./api.ts";
 import { ConfirmDialog, ErrorBox, LineChart, type Series, useAction, useApi, useMetrics } from "./components.tsx";
 import { bytesText, num, rateText, timeText } from "./format.ts";
 import { href, navigate } from "./router.ts";
+import { SubscriptionsSection } from "./subscriptions.tsx";
 
 /**
  * `key=value` lines (blank lines and `#` comments skipped) as a configs object. `true` and
@@ -232,6 +233,7 @@ export function TopicPage({ name }: { name: string }) {
           </section>
           <ErrorBox error={metrics.error} what="Rates (GET /v1/metrics)" />
           <LineChart title="Records per second" series={series} unit="rec/s" />
+          <SubscriptionsSection topic={name} partitions={t.partitions} />
           <AlterTopic topic={t} onDone={desc.reload} />
         </>
       )}
