@@ -120,7 +120,8 @@ export const subscriptionsList = defineCommand<Extract<SubscriptionsCommand, { k
 export const subscriptionsCreate = defineCommand<Extract<SubscriptionsCommand, { kind: "subscriptions create" }>>({
   name: "subscriptions create",
   usage:
-    "  subscriptions create TOPIC SUB [--position earliest|latest|MS|ISO-8601|MESSAGE_ID] [--type TYPE] [--json]\n" +
+    "  subscriptions create TOPIC SUB [--position earliest|latest|MS|ISO-8601|MESSAGE_ID]\n" +
+    "                [--type exclusive|shared|failover|key_shared] [--json]\n" +
     "      A durable subscription on every partition, at the position (default latest). One that\n" +
     "      exists is left as it is (cursor and type).\n",
   options: { position: { type: "string" }, type: { type: "string" }, ...JSON_OPTIONS },
