@@ -24,7 +24,9 @@ export default defineConfig({
             // production) each request is its own context; the e2e tier covers coalescing.
             // EDGELOG_AUTH "none": the dev default (wrangler.toml leaves it unset on purpose, see
             // there); test/workers/auth-*.test.ts run the app with auth on through an env override.
-            miniflare: { bindings: { EDGELOG_BENCH_ROUTES: "1", EDGELOG_APPEND_COALESCING: "off", EDGELOG_AUTH: "none" } },
+            // EDGELOG_RAFT_FAULTS "1": Raft fault injection for test/workers/raft-*.test.ts (never in
+            // production: durable-objects/raft/faults.ts).
+            miniflare: { bindings: { EDGELOG_BENCH_ROUTES: "1", EDGELOG_APPEND_COALESCING: "off", EDGELOG_AUTH: "none", EDGELOG_RAFT_FAULTS: "1" } },
           }),
         ],
         test: {

@@ -580,7 +580,7 @@ export class GroupCoordinatorDO extends SqliteDurableObject<Env> implements Grou
     if (this.#topicsInflight === null) {
       this.#topicsInflight = (async () => {
         try {
-          const r = await metadataStore(this.env.METADATA).listTopics();
+          const r = await metadataStore(this.env).listTopics();
           if (!r.ok) throw new Error(`metadata store answered ${r.code}`);
           const snapshot: Record<string, TopicMeta> = {};
           for (const t of r.topics) snapshot[t.name] = { topicId: t.topicId, partitions: t.partitions };

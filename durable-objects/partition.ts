@@ -3,14 +3,16 @@
  * partition"). This file is the switchboard: the wiring in order, the RPC surface in one section
  * per room, the append guards, and `#commit`. Rooms (durable-objects/partition/): log (meta,
  * batches, reads, bounds), producers (KIP-98 state, timer "expiry"), waiters (bounded long-polls),
- * streams/state (ds_* tables, timers "expiry", "producers"), streams/read; beside them metrics.ts
- * counts in memory what the switchboard sees (docs/OBSERVABILITY.md).
+ * streams/state (ds_* tables, timers "expiry", "producers"), streams/read, lifecycle (seg_*
+ * tables, timers "index", "retention", "compact", "tier"; docs/LIFECYCLE.md); beside them
+ * metrics.ts counts in memory what the switchboard sees (docs/OBSERVABILITY.md).
  *
- * Every write is a command `{log, append, producer, stream}`: a room decides, `#commit` opens ONE
- * transaction, calls each room's deterministic `apply` (log, producers, streams), then `publish`
- * after the commit. `append` never awaits, so appends run one at a time without locks; the output
- * gate holds each answer until its write is durable. Hot-path cost: one scan per batch, then 2 SQL
- * statements (non-idempotent) or 4-5 (idempotent), pinned by test/workers/partition-rooms.test.ts.
+ * Every write is a command `{log, append, producer, stream, lifecycle?}`: a room decides, `#commit`
+ * opens ONE transaction, calls each room's deterministic `apply` (log, producers, streams,
+ * lifecycle), then `publish` after the commit. `append` never awaits, so appends run one at a time
+ * without locks; the output gate holds each answer until its write is durable. Hot-path cost: one
+ * scan per batch, then 3 SQL statements (non-idempotent) or 5-6 (idempotent), pinned by
+ * test/workers/partition-rooms.test.ts.
  */
 import type { Env } from "../src/env.ts";
 import type { ListOffsetsSpec, ProducerState } from "../src/partition/core.ts";
@@ -21,6 +23,7 @@ import { FETCH_MAX_WAIT_MS_LIMIT, MAX_APPEND_GROUP_REQUESTS } from "../src/proto
 import type { PartitionDescription, TopicConfigs } from "../src/protocol/types.ts";
 import type * as Ds from "../src/streams/rpc.ts";
 import { SqliteDurableObject, lazyTimers, type SocketAccept, type SocketAttachment, type SocketEvent } from "./base.ts";
+import { LifecycleRoom, type LifecycleCommandPart, type LifecycleWrite } from "./partition/lifecycle.ts";
 import { LogRoom, unknownPartition, type LogCommand } from "./partition/log.ts";
 import { PartitionCounters } from "./partition/metrics.ts";
 import { PRODUCER_EXPIRY_TIMER, ProducersRoom, type ProducersCommand } from "./partition/producers.ts";
@@ -35,7 +38,7 @@ import type { SubscriptionType } from "../src/subscriptions/dispatch.ts";
 import { PING_FRAME, PONG_FRAME } from "../src/subscriptions/wire.ts";
 
 /** One write of the partition: each room's part, null when it has none. */
-export type Command = LogCommand & ProducersCommand & StreamsCommand & SubsCommand;
+export type Command = LogCommand & ProducersCommand & StreamsCommand & SubsCommand & LifecycleCommandPart;
 
 export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRpc, Ds.StreamRpc, SubscriptionRpc {
   /** Set by destroy(): later calls answer UNKNOWN_TOPIC_OR_PARTITION. */
@@ -47,6 +50,7 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
   readonly #streams: StreamsState;
   readonly #streamsRead: StreamsRead;
   readonly #subs: SubscriptionsRoom;
+  readonly #lifecycle: LifecycleRoom;
   readonly #counters = new PartitionCounters();
   /** The command `#commit` is applying: read by `#applyPending`, bound once (no closure per commit). */
   #pending: Command | null = null;
@@ -57,7 +61,10 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     this.#producers.apply(cmd);
     this.#streams.apply(cmd);
     this.#subs.apply(cmd);
+    this.#lifecycle.apply(cmd);
   };
+  /** `#commit` for the lifecycle room's slices (it writes the log's part and its own only). */
+  readonly #commitLifecycle = (cmd: LifecycleWrite): void => this.#commit({ producer: null, stream: null, ...cmd });
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -93,6 +100,13 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
       },
       this.#log,
     );
+    this.#lifecycle = new LifecycleRoom(
+      this.sql,
+      this.#log,
+      lazyTimers(() => this.timers("lifecycle")),
+      () => this.#retainFloor(),
+      env.SEGMENTS,
+    );
     // Who hears what, in order.
     this.#log.onAppended(this.#waiters.wake);
     this.#streams.onValuesAppended(this.#streamsRead.remember);
@@ -107,6 +121,7 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     this.#producers.load();
     this.#streams.load();
     this.#subs.load();
+    this.#lifecycle.load(Date.now());
   }
 
   /**
@@ -127,6 +142,7 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     this.#producers.publish(cmd);
     this.#streams.publish(cmd);
     this.#subs.publish(cmd);
+    this.#lifecycle.publish(cmd);
     if (cmd.append !== null) this.#counters.appended(cmd.append);
   }
 
@@ -200,6 +216,8 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
   async #fetchRecords(req: FetchRequest): Promise<RpcResult<FetchOk>> {
     const maxWaitMs = Math.min(Math.max(0, req.maxWaitMs), FETCH_MAX_WAIT_MS_LIMIT);
     const deadline = Date.now() + maxWaitMs;
+    // Below the local start: a read-through from the segment's R2 object (tiered storage).
+    if (this.#lifecycle.readsRemote(req.offset)) return this.#lifecycle.readRemote(req);
     for (;;) {
       const remainingMs = deadline - Date.now();
       const answer = this.#log.fetch(req, remainingMs <= 0);
@@ -255,6 +273,28 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     return this.#streamsRead.dsBoundaryValues(req);
   }
 
+  // ---- lifecycle (docs/LIFECYCLE.md: segments, retention, deleteRecords, compaction) ----
+
+  /**
+   * deleteRecords (KIP-107): moves the log start to `offset` (-1 = the high watermark); rows go
+   * on the lifecycle's timer. Field case B1: above the high watermark or negative other than -1
+   * is OFFSET_OUT_OF_RANGE with the bounds; at or below the log start a no-op.
+   */
+  async deleteRecords(offset: number): Promise<RpcResult<{ logStartOffset: number }>> {
+    if (this.#log.state === null) return unknownPartition();
+    const plan = this.#lifecycle.planDeleteRecords(offset);
+    if ("code" in plan) return plan;
+    if (plan.change !== null) this.#commit({ log: plan.change, append: null, producer: null, stream: null });
+    return { ok: true, logStartOffset: plan.logStartOffset };
+  }
+
+  /** The lowest offset any room still needs (min over the rooms' `retainFrom()`), or null: bounds what the lifecycle deletes. */
+  #retainFloor(): number | null {
+    let floor: number | null = null;
+    for (const f of [this.#streams.retainFrom(), this.#subs.retainFrom()]) if (f !== null && (floor === null || f < floor)) floor = f;
+    return floor;
+  }
+
   // ---- subscriptions (docs/SUBSCRIPTIONS.md; consumers and readers arrive over WebSocket) ----
 
   protected override onUpgrade(request: Request): SocketAccept | ErrorResult {
@@ -295,6 +335,7 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
   // ---- timers (the base's one schedule dispatches each due timer here) ----
 
   protected override async onTimer(room: string, key: string): Promise<void> {
+    if (room === "lifecycle") return this.#lifecycle.onTimer(key, Date.now(), this.#commitLifecycle);
     if (room === "streams") return this.#streams.onTimer(key);
     if (room === SUBS_ROOM) return this.#subs.onTimer(key);
     if (room === "producers" && key === PRODUCER_EXPIRY_TIMER) {
@@ -328,6 +369,9 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     if (blocked !== null) return blocked;
     const scanned = this.#log.scan(req.batches, req.crcVerified === true);
     if ("code" in scanned) return scanned;
+    const nowMs = Date.now();
+    const refused = this.#lifecycle.checkProduce(scanned, nowMs);
+    if (refused !== null) return refused;
     const p = scanned.validated.producer;
     let previous: ProducerState | undefined;
     if (p !== null) {
@@ -337,19 +381,22 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
       previous = state;
     }
     const append = this.#log.plan(scanned);
-    const producer = p === null ? null : this.#producers.change(p, previous, append.baseOffset, append.lastOffset, Date.now());
-    this.#commit({ log: null, append, producer, stream: null });
+    const producer = p === null ? null : this.#producers.change(p, previous, append.baseOffset, append.lastOffset, nowMs);
+    this.#commit({ log: null, append, producer, stream: null, lifecycle: this.#lifecycle.planAppend(append, nowMs) });
     return this.#log.appended(append);
   }
 
   // ---- destroy paths ----
 
   async #destroyLocal(): Promise<void> {
+    // The partition's R2 segment objects first: after the rows are gone nothing would own them.
+    if (!this.#destroyed) await this.#lifecycle.deleteRemoteObjects();
     this.#destroyed = true;
     this.#log.reset();
     this.#producers.reset();
     this.#streams.reset();
     this.#streamsRead.reset();
+    this.#lifecycle.reset();
     this.#subs.reset();
     await this.deleteAllStorage();
     this.#waiters.wake();

@@ -10,6 +10,7 @@ import type { SecurityStore } from "./auth/store.ts";
 import type { GroupCoordinatorRpc, GroupDirectoryRpc } from "./groups/rpc.ts";
 import type { TopicMetadataStore } from "./metadata/store.ts";
 import type { PartitionRpc } from "./partition/rpc.ts";
+import type { RaftMemberRpc } from "./raft/group.ts";
 import type { RpcResult } from "./protocol/errors.ts";
 import type { StreamRpc } from "./streams/rpc.ts";
 import type { SubscriptionRpc } from "./subscriptions/rpc.ts";
@@ -37,6 +38,24 @@ export interface Env extends AuthSettingsEnv {
   GROUP_COORDINATOR: RpcNamespace<GroupCoordinatorRpc>;
   /** One object, named "groups": the list of groups. */
   GROUP_DIRECTORY: RpcNamespace<GroupDirectoryRpc>;
+  /** One object per member of a Raft group, named `${groupId}/${memberId}` (src/raft/group.ts, docs/RAFT.md). */
+  RAFT_MEMBER: RpcNamespace<RaftMemberRpc>;
+  /**
+   * "1" allows Raft fault injection (`setFaults`) in dev and test builds; a production bundle
+   * cannot enable it (durable-objects/raft/faults.ts). Not set in wrangler.toml. @default unset
+   */
+  EDGELOG_RAFT_FAULTS?: string;
+  /**
+   * The metadata quorum (docs/RAFT.md): unset, "off" or "0" keeps topics in MetadataDO; "1",
+   * "3", ... or `m1@wnam,m2@enam,m3@weur` moves them to a Raft group of that many RaftMemberDO
+   * objects (src/metadata/raft-store.ts). @default unset
+   */
+  EDGELOG_METADATA_QUORUM?: string;
+  /**
+   * R2 bucket of tiered storage (docs/LIFECYCLE.md "Tiered storage"): closed segments of topics
+   * with `remote.storage.enable` are offloaded here. Optional: without it nothing is offloaded.
+   */
+  SEGMENTS?: R2Bucket;
   /** "1" exposes /bench/* routes. @default "0" */
   EDGELOG_BENCH_ROUTES?: string;
   /**

@@ -13,6 +13,7 @@ export { GroupDirectoryDO } from "../durable-objects/group-directory.ts";
 export { MetadataDO } from "../durable-objects/metadata.ts";
 export { PartitionDO } from "../durable-objects/partition.ts";
 export { QuotaDO } from "../durable-objects/quota.ts";
+export { RaftMemberDO } from "../durable-objects/raft-member.ts";
 
 const app = createApp();
 // The auth mode at start-up (docs/SECURITY.md): "OFF" for `npm start`, "not configured" for a

@@ -33,6 +33,7 @@ import {
 import type { AppendOk, FetchOk, FetchRequest, ListOffsetsOk, PartitionInit } from "../../src/partition/rpc.ts";
 import { errorResult, type ErrorResult, type Ok, type RpcResult } from "../../src/protocol/errors.ts";
 import type { PartitionDescription, TopicConfigs } from "../../src/protocol/types.ts";
+import { nextFetchOffset } from "../../src/lifecycle/reads.ts";
 import { blob, type Sql } from "../base.ts";
 
 /** In-memory copy of the meta table of an initialised partition (loaded once at start-up). */
@@ -60,7 +61,41 @@ export type LogChange =
   | { op: "init"; init: PartitionInit }
   | { op: "configs"; configs: TopicConfigs }
   /** A fork's log starts at its fork offset: an empty log's start and end move there. */
-  | { op: "startAt"; offset: number };
+  | { op: "startAt"; offset: number }
+  /**
+   * The log start offset moves forward to `offset` (retention or deleteRecords, KIP-107; never
+   * past the high watermark). Rows below it stay until `truncate` slices delete them.
+   */
+  | { op: "logStart"; offset: number }
+  /**
+   * One bounded slice of physical deletion (docs/LIFECYCLE.md): the batch rows wholly below
+   * `before` go; `freedBytes` is the sum of their `size_bytes`, as read when the slice was planned
+   * in the same event.
+   */
+  | { op: "truncate"; before: number; freedBytes: number }
+  /**
+   * Compaction's batch rewrites: each batch keeps its row and range with new `data` (fewer
+   * records), or loses its row (`data` null). `sizeBefore` is its stored size when planned.
+   */
+  | { op: "rewrite"; batches: readonly BatchRewrite[] };
+
+/** One batch rewritten by compaction (src/lifecycle/batch-rewrite.ts made `data`). */
+export interface BatchRewrite {
+  baseOffset: number;
+  /** The new bytes, or null: the row is deleted. */
+  data: Uint8Array | null;
+  recordCount: number;
+  sizeBefore: number;
+}
+
+/** A stored batch without its data: what the lifecycle room's planners read. */
+export interface BatchSpan {
+  baseOffset: number;
+  lastOffset: number;
+  bytes: number;
+  records: number;
+  maxTimestamp: number;
+}
 
 /** The log's part of a command (see durable-objects/partition.ts `commit`). */
 export interface LogCommand {
@@ -199,6 +234,15 @@ export class LogRoom {
       if (s === null || s.logEndOffset !== s.logStartOffset) return "the log start moves only on an empty log";
       return checkLogInvariants(c.offset, c.offset, c.offset, s.storedBytes, s.runningMaxTimestamp, s.runningMaxTimestamp);
     }
+    if (c !== null && c.op === "logStart") {
+      if (s === null) return "log start moved on an uninitialised partition";
+      if (c.offset < s.logStartOffset) return `the log start never moves back: ${s.logStartOffset} -> ${c.offset}`;
+      return checkLogInvariants(c.offset, s.highWatermark, s.logEndOffset, s.storedBytes, s.runningMaxTimestamp, s.runningMaxTimestamp);
+    }
+    if (c !== null && c.op === "truncate") {
+      if (s === null) return "truncate on an uninitialised partition";
+      if (c.freedBytes < 0 || c.freedBytes > s.storedBytes) return `truncate frees ${c.freedBytes} of ${s.storedBytes} stored bytes`;
+    }
     if (p === null || s === null) return undefined;
     if (p.baseOffset !== s.logEndOffset) return `append planned at ${p.baseOffset}, log end offset is ${s.logEndOffset}`;
     // highWatermark after the append: equal to the log end offset (see PartitionState.highWatermark).
@@ -259,6 +303,27 @@ export class LogRoom {
         this.#putMeta("log_start_offset", c.offset);
         this.#putMeta("log_end_offset", c.offset);
         return;
+      case "logStart":
+        this.#putMeta("log_start_offset", c.offset);
+        return;
+      case "truncate":
+        this.#sql.run("DELETE FROM batches WHERE last_offset < ?", c.before);
+        this.#putMeta("stored_bytes", this.#state!.storedBytes - c.freedBytes);
+        return;
+      case "rewrite": {
+        let delta = 0;
+        for (const b of c.batches) {
+          if (b.data === null) {
+            this.#sql.run("DELETE FROM batches WHERE base_offset = ?", b.baseOffset);
+            delta -= b.sizeBefore;
+          } else {
+            this.#sql.run("UPDATE batches SET data = ?, record_count = ?, size_bytes = ? WHERE base_offset = ?", blob(b.data), b.recordCount, b.data.length, b.baseOffset);
+            delta += b.data.length - b.sizeBefore;
+          }
+        }
+        this.#putMeta("stored_bytes", this.#state!.storedBytes + delta);
+        return;
+      }
     }
   }
 
@@ -296,11 +361,24 @@ export class LogRoom {
     }
     const s = this.#state;
     if (s === null) throw new Error(`log change ${c.op} on an uninitialised partition`);
-    if (c.op === "configs") s.configs = c.configs;
-    else {
-      s.logStartOffset = c.offset;
-      s.highWatermark = c.offset;
-      s.logEndOffset = c.offset;
+    switch (c.op) {
+      case "configs":
+        s.configs = c.configs;
+        return;
+      case "startAt":
+        s.logStartOffset = c.offset;
+        s.highWatermark = c.offset;
+        s.logEndOffset = c.offset;
+        return;
+      case "logStart":
+        s.logStartOffset = c.offset;
+        return;
+      case "truncate":
+        s.storedBytes -= c.freedBytes;
+        return;
+      case "rewrite":
+        for (const b of c.batches) s.storedBytes += (b.data === null ? 0 : b.data.length) - b.sizeBefore;
+        return;
     }
   }
 
@@ -325,11 +403,16 @@ export class LogRoom {
     const bad = checkFetchOffset(req.offset, s);
     if (bad !== null) return bad;
     const plan = planFetch(this.batchesFrom(req.offset), req);
-    if (plan.bytes < req.minBytes && !final) return null;
+    // Reads over gaps (compaction, deleteRecords): an answer below the high watermark always
+    // moves nextOffset past what it looked at (src/lifecycle/reads.ts).
+    const last = plan.batches[plan.batches.length - 1];
+    const nextOffset = nextFetchOffset({ offset: req.offset, highWatermark: s.highWatermark, lastBatchOffset: last === undefined ? null : last.lastOffset, more: plan.more });
+    // A read that found nothing below the high watermark (a compacted gap) answers at once: it moves the reader.
+    if (plan.bytes < req.minBytes && !final && (plan.batches.length > 0 || nextOffset === req.offset)) return null;
     return {
       ok: true,
       batches: plan.batches.map((b) => b.data),
-      nextOffset: plan.nextOffset,
+      nextOffset,
       logStartOffset: s.logStartOffset,
       highWatermark: s.highWatermark,
       logEndOffset: s.logEndOffset,
@@ -387,6 +470,52 @@ export class LogRoom {
    */
   rawDataFrom(offset: number): IterableIterator<[ArrayBuffer]> {
     return this.#sql.iterateRaw<[ArrayBuffer]>(BATCH_DATA_FROM, offset);
+  }
+
+  // ---- reads for the lifecycle room (docs/LIFECYCLE.md) ----
+
+  /** The first `limit` stored batches in offset order, without data: what a truncate slice plans over. */
+  headBatches(limit: number): BatchSpan[] {
+    return this.#spans("SELECT base_offset, last_offset, size_bytes, record_count, max_timestamp FROM batches ORDER BY base_offset LIMIT ?", limit);
+  }
+
+  /** At most `limit` stored batches with `base_offset > after`, offset order, without data (the segment index catch-up). */
+  batchSpansAfter(after: number, limit: number): BatchSpan[] {
+    return this.#spans("SELECT base_offset, last_offset, size_bytes, record_count, max_timestamp FROM batches WHERE base_offset > ? ORDER BY base_offset LIMIT ?", after, limit);
+  }
+
+  /** True when some stored batch lies wholly below `offset` (rows a truncate slice would delete). */
+  hasBatchesBelow(offset: number): boolean {
+    return this.#sql.first("SELECT 1 AS x FROM batches WHERE last_offset < ? LIMIT 1", offset) !== undefined;
+  }
+
+  /**
+   * Stored batches with `last_offset >= from` and `base_offset < end`, offset order, with data:
+   * at most `maxRows` rows and, after the first, `maxBytes` bytes (a compaction slice).
+   * @returns the rows and whether the range held no more.
+   */
+  batchesInRange(from: number, end: number, maxRows: number, maxBytes: number): { rows: (BatchSpan & { data: Uint8Array })[]; exhausted: boolean } {
+    const rows: (BatchSpan & { data: Uint8Array })[] = [];
+    let bytes = 0;
+    const it = this.#sql.iterate<BatchRow & { record_count: number; max_timestamp: number }>(
+      "SELECT base_offset, last_offset, size_bytes, record_count, max_timestamp, data FROM batches WHERE last_offset >= ? AND base_offset < ? ORDER BY base_offset",
+      from,
+      end,
+    );
+    for (const r of it) {
+      if (rows.length > 0 && (rows.length >= maxRows || bytes + r.size_bytes > maxBytes)) return { rows, exhausted: false };
+      rows.push({ baseOffset: r.base_offset, lastOffset: r.last_offset, bytes: r.size_bytes, records: r.record_count, maxTimestamp: r.max_timestamp, data: new Uint8Array(r.data) });
+      bytes += r.size_bytes;
+    }
+    return { rows, exhausted: true };
+  }
+
+  #spans(query: string, ...params: SqlStorageValue[]): BatchSpan[] {
+    const out: BatchSpan[] = [];
+    for (const [base, last, bytes, records, maxTimestamp] of this.#sql.iterateRaw<[number, number, number, number, number]>(query, ...params)) {
+      out.push({ baseOffset: base, lastOffset: last, bytes, records, maxTimestamp });
+    }
+    return out;
   }
 
   /** Answer for a recognised retry: the original offsets and the timestamps as stored. */

@@ -184,6 +184,21 @@ export class Admin {
     await this.#client.deleteTopic(name, options);
   }
 
+  /**
+   * deleteRecords (KIP-107): for each partition given, deletes the records before its offset
+   * (-1 = the high watermark) and answers the new log start offset (Kafka's low watermark) per
+   * partition. Partitions are called one after the other; the first error is thrown (the
+   * partitions before it are done). Errors: OFFSET_OUT_OF_RANGE (above the high watermark),
+   * INVALID_OFFSET, UNKNOWN_TOPIC_OR_PARTITION.
+   */
+  async deleteRecords(topic: string, offsets: Readonly<Record<number, number>>, options?: CallOptions): Promise<Record<number, number>> {
+    const out: Record<number, number> = {};
+    for (const [partition, offset] of Object.entries(offsets)) {
+      out[Number(partition)] = (await this.#client.deleteRecords(topic, Number(partition), offset, options)).logStartOffset;
+    }
+    return out;
+  }
+
   // ---- tenants and namespaces (docs/TENANTS.md; Pulsar's admin model) ----
 
   /** Creates a tenant (cluster ALTER). Errors: TENANT_ALREADY_EXISTS, INVALID_REQUEST. */

@@ -12,6 +12,7 @@ import {
   type InitProducerResponse,
   type JsonProduceRequest,
   type ListOffsetsResponse,
+  type DeleteRecordsResponse,
   type PartitionBounds,
   type ProduceAcceptedResponse,
   type ProduceResponse,
@@ -286,6 +287,16 @@ export class EdgelogClient {
   /** `DELETE /v1/topics/{topic}`: removes the topic and its data. Errors: UNKNOWN_TOPIC_OR_PARTITION. */
   async deleteTopic(topic: string, options?: CallOptions): Promise<void> {
     await this.#send({ method: "DELETE", path: topicPath(topic), ...options });
+  }
+
+  /**
+   * `POST /v1/topics/{topic}/partitions/{partition}/delete-records` (KIP-107): moves the
+   * partition's log start offset to `offset` (-1 = the high watermark); answers the new log start.
+   * At or below the log start it is a no-op. Errors: OFFSET_OUT_OF_RANGE (above the high watermark,
+   * or negative other than -1), INVALID_OFFSET, UNKNOWN_TOPIC_OR_PARTITION.
+   */
+  async deleteRecords(topic: string, partition: number, offset: number, options?: CallOptions): Promise<DeleteRecordsResponse> {
+    return this.#json<DeleteRecordsResponse>({ method: "POST", path: `${topicPath(topic)}/partitions/${partition}/delete-records`, json: { offset }, ...options });
   }
 
   // ---- produce ----

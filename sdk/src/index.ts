@@ -117,6 +117,7 @@ export type {
   JsonProduceRecord,
   JsonProduceRequest,
   ListOffsetsResponse,
+  DeleteRecordsResponse,
   PartitionBounds,
   PartitionDescription,
   ProduceRecordResult,

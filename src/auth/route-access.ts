@@ -157,6 +157,8 @@ export const ROUTE_ACCESS: Readonly<Record<string, RouteAccess>> = Object.fromEn
   ...topicForms("POST", "/records", onTopic("write", "produce")),
   ...topicForms("GET", "/partitions/:partition/records", onTopic("read", "fetch")),
   ...topicForms("GET", "/partitions/:partition/offsets", onTopic("describe")),
+  // Kafka's DeleteRecords needs DELETE on the topic (KIP-107).
+  ...topicForms("POST", "/partitions/:partition/delete-records", onTopic("delete")),
   ["POST /v1/producers", { access: "authenticated" }],
 
   // ---- subscriptions (Pulsar's consume permission is topic READ; stats and lists DESCRIBE) ----

@@ -8,17 +8,21 @@ import type { Encoding, JsonFetchedRecord } from "../protocol/types.ts";
 
 export interface JsonRecords {
   records: JsonFetchedRecord[];
-  /** Last returned offset + 1, or `offset` when nothing was returned. */
+  /**
+   * Last returned offset + 1 when `maxRecords` cut the answer, else the partition's nextOffset
+   * (which skips compacted gaps, so an empty answer below the high watermark still moves).
+   */
   nextOffset: number;
 }
 
 /**
  * Decodes `batches` (offset order), skips records below `offset` (the first stored batch may
- * start before it), returns at most `maxRecords`, fields in `encoding`.
+ * start before it), returns at most `maxRecords`, fields in `encoding`. `partitionNextOffset` is
+ * the partition's FetchOk.nextOffset @default offset
  * @throws EdgelogError INVALID_ENCODING when encoding=json meets bytes that are not JSON;
  *   INTERNAL if stored bytes do not decode (corruption).
  */
-export function decodeFetched(batches: readonly Uint8Array[], partition: number, offset: number, maxRecords: number, encoding: Encoding): JsonRecords {
+export function decodeFetched(batches: readonly Uint8Array[], partition: number, offset: number, maxRecords: number, encoding: Encoding, partitionNextOffset = offset): JsonRecords {
   const records: JsonFetchedRecord[] = [];
   let nextOffset = offset;
   for (const bytes of batches) {
@@ -44,5 +48,5 @@ export function decodeFetched(batches: readonly Uint8Array[], partition: number,
       nextOffset = r.offset + 1;
     }
   }
-  return { records, nextOffset };
+  return { records, nextOffset: Math.max(nextOffset, partitionNextOffset) };
 }

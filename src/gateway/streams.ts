@@ -180,7 +180,7 @@ export async function createStream(env: Env, input: CreateStreamInput): Promise<
       // (a crash, or the metadata store unreachable; the partition goes first, design rule 6),
       // leaving a row whose partition answers for nothing: delete that topic (by id, so a
       // newer topic of the name stays) and create afresh.
-      await metadataStore(env.METADATA).deleteTopic(input.topic, topic.topic.topicId);
+      await metadataStore(env).deleteTopic(input.topic, topic.topic.topicId);
       topicCache.invalidate(input.topic);
       continue;
     }
@@ -193,7 +193,7 @@ export async function createStream(env: Env, input: CreateStreamInput): Promise<
 
 /** The stream's topic: created with one partition, or the existing one (fresh from the store). */
 async function ensureTopic(env: Env, name: string): Promise<RpcResult<{ topic: TopicSummary }>> {
-  const store = metadataStore(env.METADATA);
+  const store = metadataStore(env);
   const created = await store.createTopic({ name, partitions: 1 });
   if (created.ok) {
     topicCache.put(created.topic, Date.now());

@@ -86,7 +86,7 @@ export class TopicCache {
 export const topicCache = new TopicCache(TOPIC_METADATA_TTL_MS);
 
 async function loadTopic(env: Env, fullName: string): Promise<TopicSummary> {
-  const r = await metadataStore(env.METADATA).getTopic(fullName);
+  const r = await metadataStore(env).getTopic(fullName);
   if (!r.ok) throw toEdgelogError(r);
   topicCache.put(r.topic, Date.now());
   return r.topic;

@@ -80,3 +80,45 @@ export function rewriteStoredBatch(data: Uint8Array, keep: ReadonlySet<number>):
   view.setUint32(OFF_CRC, crc32c(out, BATCH_HEADER_BYTES, out.length));
   return out;
 }
+
+/** What the cleaner needs of one stored record: its offset, its key (as {@link keyIdOf} maps it, null for none) and whether its value is null. */
+export interface ScannedKey {
+  offset: number;
+  key: string | null;
+  tombstone: boolean;
+}
+
+/** Key bytes as one char per byte (the cleaner's key identity, as src/lifecycle/compaction.ts keyId). */
+function keyIdOf(data: Uint8Array, from: number, to: number): string {
+  let s = "";
+  for (let i = from; i < to; i += 8192) s += String.fromCharCode(...data.subarray(i, Math.min(to, i + 8192)));
+  return s;
+}
+
+/**
+ * The offsets, keys and tombstone flags of a stored batch's records, read from the record framing
+ * only (no value, header or record objects are built): what a compaction step needs, at a fraction
+ * of decodeBatch's cost. The batch was verified when it was stored; framing errors still throw.
+ * @throws CodecError for a malformed batch.
+ */
+export function scanRecordKeys(data: Uint8Array): ScannedKey[] {
+  const h = decodeBatchHeader(data);
+  const end = BATCH_HEADER_BYTES + h.recordsLength;
+  const out: ScannedKey[] = [];
+  let p = BATCH_HEADER_BYTES;
+  for (let i = 0; i < h.recordCount; i++) {
+    const [length, body] = readVarint(data, p, end);
+    const recordEnd = body + length;
+    if (length < 2 || recordEnd > end) throw new CodecError(`record ${i} length ${length} outside the records section`);
+    const [, afterTimestamp] = readUnsigned(data, body + 1, recordEnd, 10);
+    const [offsetDelta, afterOffset] = readVarint(data, afterTimestamp, recordEnd);
+    const [keyLength, afterKeyLength] = readVarint(data, afterOffset, recordEnd);
+    const keyEnd = afterKeyLength + Math.max(0, keyLength);
+    if (keyEnd > recordEnd) throw new CodecError(`record ${i} key overruns the record`);
+    const [valueLength] = readVarint(data, keyEnd, recordEnd);
+    out.push({ offset: h.baseOffset + offsetDelta, key: keyLength < 0 ? null : keyIdOf(data, afterKeyLength, keyEnd), tombstone: valueLength < 0 });
+    p = recordEnd;
+  }
+  if (p !== end) throw new CodecError(`${end - p} bytes of trailing garbage after ${h.recordCount} records`);
+  return out;
+}

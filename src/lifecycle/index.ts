@@ -47,7 +47,8 @@ export type {
 } from "./compaction.ts";
 
 // ---- the bytes of a rewritten (compacted) batch ----
-export { rewriteStoredBatch } from "./batch-rewrite.ts";
+export { rewriteStoredBatch, scanRecordKeys } from "./batch-rewrite.ts";
+export type { ScannedKey } from "./batch-rewrite.ts";
 
 // ---- reads over gaps ----
 export { nextFetchOffset, visibleRecords } from "./reads.ts";

@@ -43,7 +43,7 @@ export interface RetentionPlan {
   dropped: { id: number; reason: RetentionReason }[];
   /**
    * Commands to commit together with the new log start: the active segment closes first when it
-   * goes too (Kafka rolls before deleting the active segment), local-only rows are deleted, and a
+   * goes too (only below the log start), local-only rows are deleted, and a
    * segment with an R2 copy is marked `deleting` (its object is deleted after the commit,
    * src/lifecycle/tiered.ts). The batch rows go by {@link planTruncateSlice}.
    */
@@ -59,8 +59,10 @@ export interface RetentionPlan {
  * - `retention.bytes` (policy delete, >= 0): the log's size minus this segment stays >= retention.bytes.
  * A segment is eligible only when its whole range ends at or below `min(highWatermark, floor)`:
  * the log start never passes the high watermark (KAFKA-5634, field case B5) nor what a room needs.
- * The active segment may go when it qualifies (it is closed in the same commit); an empty log
- * keeps its log start. Sizes count local and remote bytes (KIP-405: retention covers the whole log).
+ * The active segment goes only when it lies wholly below the log start (deleteRecords to the high
+ * watermark; it is closed in the same commit): retention.ms / retention.bytes wait for it to roll
+ * (segment.bytes, or segment.ms on the idle-roll timer, `planIdleRoll`). An empty log keeps its
+ * log start. Sizes count local and remote bytes (KIP-405: retention covers the whole log).
  */
 export function planRetention(input: RetentionInput, cfg: RetentionConfig): RetentionPlan {
   const { segments, bounds, nowMs } = input;
@@ -80,6 +82,9 @@ export function planRetention(input: RetentionInput, cfg: RetentionConfig): Rete
     if (end > limit) break;
     let reason: RetentionReason | null = null;
     if (end <= bounds.logStartOffset) reason = "log-start";
+    // The active segment is never dropped by retention (issue 10): it goes once it rolled
+    // (segment.bytes, or segment.ms on the idle-roll timer), or when deleteRecords passed it.
+    else if (!seg.closed) break;
     else if (cfg.delete && cfg.retentionMs >= 0 && nowMs - seg.maxTimestamp > cfg.retentionMs) reason = "retention.ms";
     else if (cfg.delete && excessBytes - seg.bytes >= 0) reason = "retention.bytes";
     if (reason === null) break;

@@ -1,13 +1,18 @@
 /**
  * The narrow interface the gateway uses for cluster metadata (topics, producer ids).
  *
- * Today one Durable Object implements it (durable-objects/metadata.ts, instance "cluster").
- * Routes depend on this interface only, so a later issue can move metadata onto a Raft
- * group (or shard it) without touching them. Expected failures are typed results.
+ * Two implementations, chosen by EDGELOG_METADATA_QUORUM ({@link metadataStore}): one
+ * Durable Object (durable-objects/metadata.ts, instance "cluster"; the default), or the
+ * KRaft-style metadata quorum, a Raft group of RaftMemberDO objects (src/metadata/raft-store.ts,
+ * docs/RAFT.md). Routes depend on this interface only. Expected failures are typed results.
+ * The quorum's answers carry `metadataOffset`: the Raft index of the metadata log they reflect
+ * (absent from MetadataDO's).
  */
+import type { Env } from "../env.ts";
 import type { RpcResult } from "../protocol/errors.ts";
 import type { NamespaceDescription, TenantInfo } from "../protocol/policies.ts";
 import type { InitProducerResponse, TopicDescription, TopicSummary } from "../protocol/types.ts";
+import { RaftMetadataStore, metadataQuorumMembers } from "./raft-store.ts";
 
 /** Body of a create, already shape-checked by the route; the store validates values. */
 export interface CreateTopicInput {
@@ -29,20 +34,20 @@ export interface AlterTopicInput {
 
 export interface TopicMetadataStore {
   /** Errors: INVALID_TOPIC_NAME, INVALID_PARTITIONS, INVALID_CONFIG, INVALID_POLICY, TOPIC_ALREADY_EXISTS, NAMESPACE_NOT_FOUND. */
-  createTopic(req: CreateTopicInput): Promise<RpcResult<{ topic: TopicDescription }>>;
+  createTopic(req: CreateTopicInput): Promise<RpcResult<{ topic: TopicDescription; metadataOffset?: number }>>;
   /** Sorted by full name. */
-  listTopics(): Promise<RpcResult<{ topics: TopicSummary[] }>>;
+  listTopics(): Promise<RpcResult<{ topics: TopicSummary[]; metadataOffset?: number }>>;
   /** Metadata only (no partition RPCs): what the gateway caches. Errors: INVALID_TOPIC_NAME, UNKNOWN_TOPIC_OR_PARTITION. */
-  getTopic(name: string): Promise<RpcResult<{ topic: TopicSummary }>>;
+  getTopic(name: string): Promise<RpcResult<{ topic: TopicSummary; metadataOffset?: number }>>;
   /** Metadata plus each partition's bounds (fans out to the partitions). */
-  describeTopic(name: string): Promise<RpcResult<{ topic: TopicDescription }>>;
+  describeTopic(name: string): Promise<RpcResult<{ topic: TopicDescription; metadataOffset?: number }>>;
   /** Errors: UNKNOWN_TOPIC_OR_PARTITION, INVALID_PARTITIONS, PARTITION_DECREASE_NOT_ALLOWED, INVALID_CONFIG, INVALID_POLICY. */
-  alterTopic(name: string, req: AlterTopicInput): Promise<RpcResult<{ topic: TopicDescription }>>;
+  alterTopic(name: string, req: AlterTopicInput): Promise<RpcResult<{ topic: TopicDescription; metadataOffset?: number }>>;
   /**
    * Removes the topic and its partitions' data. With `topicId`, only the topic of that id: a
    * newer topic of the same name stays (UNKNOWN_TOPIC_OR_PARTITION). Errors: UNKNOWN_TOPIC_OR_PARTITION.
    */
-  deleteTopic(name: string, topicId?: string): Promise<RpcResult<object>>;
+  deleteTopic(name: string, topicId?: string): Promise<RpcResult<{ metadataOffset?: number }>>;
   /** A new producer id, epoch 0 (Kafka InitProducerId without transactional ids). */
   initProducerId(): Promise<RpcResult<InitProducerResponse>>;
 }
@@ -76,11 +81,20 @@ export interface TenantStore {
 /** Name of the one metadata Durable Object. */
 export const METADATA_OBJECT_NAME = "cluster";
 
-/** The store, typed by its interface. */
-export function metadataStore<T extends Rpc.DurableObjectBranded | undefined>(ns: DurableObjectNamespace<T>): TopicMetadataStore {
+/** The bindings {@link metadataStore} chooses from. */
+export type MetadataStoreEnv = Pick<Env, "METADATA" | "RAFT_MEMBER" | "PARTITION" | "EDGELOG_METADATA_QUORUM">;
+
+/**
+ * The store, typed by its interface: MetadataDO "cluster" unless EDGELOG_METADATA_QUORUM names
+ * the members of the metadata quorum (src/metadata/raft-store.ts, `metadataQuorumMembers`).
+ * @throws Error when EDGELOG_METADATA_QUORUM is malformed (a deployment mistake).
+ */
+export function metadataStore(env: MetadataStoreEnv): TopicMetadataStore {
+  const members = metadataQuorumMembers(env.EDGELOG_METADATA_QUORUM);
+  if (members !== null) return new RaftMetadataStore(env, members);
   // The namespace's own stub type wraps results in Rpc.Result<>; the class implements this
   // interface (checked in durable-objects/metadata.ts).
-  return ns.getByName(METADATA_OBJECT_NAME) as unknown as TopicMetadataStore;
+  return env.METADATA.getByName(METADATA_OBJECT_NAME) as unknown as TopicMetadataStore;
 }
 
 /** The tenant store (the same object), typed by its interface. */

@@ -475,6 +475,11 @@ export interface FetchPlan<T> {
   records: number;
   /** Last offset of the last batch + 1, or `offset` when no batch qualifies. */
   nextOffset: number;
+  /**
+   * True when the plan stopped at a limit (more stored batches may follow), false when it read
+   * every row it was given: what src/lifecycle/reads.ts `nextFetchOffset` needs to skip a gap.
+   */
+  more: boolean;
 }
 
 /**
@@ -487,16 +492,23 @@ export function planFetch<T extends StoredBatchRef>(rows: Iterable<T>, limits: F
   let bytes = 0;
   let records = 0;
   let nextOffset = limits.offset;
+  let more = false;
   for (const row of rows) {
     if (row.lastOffset < limits.offset) continue;
-    if (batches.length > 0 && (bytes + row.sizeBytes > limits.maxBytes || records >= limits.maxRecords)) break;
+    if (batches.length > 0 && (bytes + row.sizeBytes > limits.maxBytes || records >= limits.maxRecords)) {
+      more = true;
+      break;
+    }
     batches.push(row);
     bytes += row.sizeBytes;
     records += row.lastOffset - Math.max(row.baseOffset, limits.offset) + 1;
     nextOffset = row.lastOffset + 1;
-    if (records >= limits.maxRecords || bytes >= limits.maxBytes) break;
+    if (records >= limits.maxRecords || bytes >= limits.maxBytes) {
+      more = true;
+      break;
+    }
   }
-  return { batches, bytes, records, nextOffset };
+  return { batches, bytes, records, nextOffset, more };
 }
 
 // ---------------------------------------------------------------------------------------------

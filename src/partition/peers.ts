@@ -19,7 +19,7 @@ export interface Peers {
 export function peersOf(env: Env): Peers {
   return {
     get metadata() {
-      return metadataStore(env.METADATA);
+      return metadataStore(env);
     },
     partition: (topicId, partition) => partitionStub(env.PARTITION, topicId, partition) as PartitionRpc & StreamRpc,
   };

@@ -70,7 +70,11 @@ export interface FetchRequest {
 export interface FetchOk {
   /** Whole stored batches in offset order; the first may start below `offset`. */
   batches: Uint8Array[];
-  /** Last offset of the last batch + 1, or the requested offset when `batches` is empty. */
+  /**
+   * Where the next fetch starts: the last batch's last offset + 1 when the answer stopped at a
+   * limit; the high watermark when nothing else is stored below it (a compacted or truncated gap:
+   * src/lifecycle/reads.ts); the requested offset at or past the high watermark.
+   */
   nextOffset: number;
   logStartOffset: number;
   highWatermark: number;
@@ -139,6 +143,14 @@ export interface PartitionRpc {
   describe(): Promise<RpcResult<{ partition: PartitionDescription }>>;
   /** This partition's metrics (see {@link PartitionMetrics}). Errors: UNKNOWN_TOPIC_OR_PARTITION. */
   metrics(): Promise<RpcResult<{ metrics: PartitionMetrics }>>;
+  /**
+   * deleteRecords (KIP-107): the log start offset moves to `offset` (-1 = the high watermark) and
+   * the rows below it are deleted on the lifecycle's timer. Answers the new log start offset (Kafka's
+   * low watermark). Errors: OFFSET_OUT_OF_RANGE (above the high watermark, or negative other than
+   * -1; details {offset, logStartOffset, logEndOffset, highWatermark}), INVALID_OFFSET (not an
+   * integer), UNKNOWN_TOPIC_OR_PARTITION. At or below the log start: a no-op (field case B1).
+   */
+  deleteRecords(offset: number): Promise<RpcResult<{ logStartOffset: number }>>;
 }
 
 /** The stub of a partition, typed by {@link PartitionRpc}. */

@@ -138,6 +138,16 @@ export interface JsonFetchResponse extends PartitionBounds {
   nextOffset: number;
 }
 
+/**
+ * `POST .../partitions/{p}/delete-records` answer (KIP-107): the partition's log start offset
+ * after the call (Kafka's low watermark).
+ */
+export interface DeleteRecordsResponse {
+  topic: string;
+  partition: number;
+  logStartOffset: number;
+}
+
 /** `GET .../offsets?spec=` answers. `offset` is null when no record qualifies (by timestamp). */
 export interface ListOffsetsResponse {
   topic: string;

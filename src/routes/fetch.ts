@@ -56,7 +56,7 @@ async function fetchRecords(c: AppContext, name: string): Promise<Response> {
         },
       });
     }
-    const { records, nextOffset } = decodeFetched(r.batches, partition, offset, maxRecords, encoding);
+    const { records, nextOffset } = decodeFetched(r.batches, partition, offset, maxRecords, encoding, r.nextOffset);
     const body: JsonFetchResponse = {
       topic: topic.name,
       partition,

@@ -25,7 +25,7 @@ import type { GroupDescription } from "../protocol/groups.ts";
 export function metricsRoutes(app: Hono<AppEnv>): void {
   app.get("/v1/metrics", async (c) => {
     const env = c.env;
-    const [topics, groupList] = await Promise.all([metadataStore(env.METADATA).listTopics(), groupDirectoryStub(env).list()]);
+    const [topics, groupList] = await Promise.all([metadataStore(env).listTopics(), groupDirectoryStub(env).list()]);
     if (!topics.ok) throw toEdgelogError(topics);
     if (!groupList.ok) throw toEdgelogError(groupList);
 

@@ -7,7 +7,7 @@ import type { InitProducerResponse } from "../protocol/types.ts";
 
 export function producerRoutes(app: Hono<AppEnv>): void {
   app.post("/v1/producers", async (c) => {
-    const r = await metadataStore(c.env.METADATA).initProducerId();
+    const r = await metadataStore(c.env).initProducerId();
     if (!r.ok) throw toEdgelogError(r);
     const body: InitProducerResponse = { producerId: r.producerId, producerEpoch: r.producerEpoch };
     return c.json(body);

@@ -2,11 +2,14 @@
  * Topic admin: `POST /v1/topics`, `GET /v1/topics`, and `GET | PATCH | DELETE /v1/topics/{topic}`.
  * Each is one call to the metadata store; writes invalidate this isolate's topic cache. Create
  * and alter take topic-level policy overrides (`policies`, docs/TENANTS.md) besides `configs`.
+ * `POST /v1/topics/{topic}/partitions/{p}/delete-records` (KIP-107) is one call to the partition.
  */
 import type { Hono } from "hono";
 import type { AppEnv } from "../gateway/context.ts";
-import { asObject, jsonBody, topicRoute } from "../gateway/http.ts";
-import { topicCache } from "../gateway/topics.ts";
+import { asObject, jsonBody, partitionParam, topicRoute } from "../gateway/http.ts";
+import { checkPartition, partitionError, topicCache, withTopic } from "../gateway/topics.ts";
+import { partitionStub } from "../partition/rpc.ts";
+import type { DeleteRecordsResponse } from "../protocol/types.ts";
 import { metadataStore } from "../metadata/store.ts";
 import { EdgelogError, toEdgelogError } from "../protocol/errors.ts";
 import { parseTopicName } from "../protocol/names.ts";
@@ -30,7 +33,7 @@ export function topicRoutes(app: Hono<AppEnv>): void {
     if (typeof body.name !== "string") throw new EdgelogError("INVALID_REQUEST", "name must be a string.", { field: "name" });
     const partitions = optionalNumber(body, "partitions");
     const configs = optionalConfigs(body);
-    const r = await metadataStore(c.env.METADATA).createTopic({
+    const r = await metadataStore(c.env).createTopic({
       name: body.name,
       ...(partitions !== undefined ? { partitions } : {}),
       ...(configs !== undefined ? { configs } : {}),
@@ -42,7 +45,7 @@ export function topicRoutes(app: Hono<AppEnv>): void {
   });
 
   app.get("/v1/topics", async (c) => {
-    const r = await metadataStore(c.env.METADATA).listTopics();
+    const r = await metadataStore(c.env).listTopics();
     if (!r.ok) throw toEdgelogError(r);
     // Only what the principal may describe (Kafka filters Metadata answers the same way).
     const auth = c.get("auth");
@@ -50,7 +53,7 @@ export function topicRoutes(app: Hono<AppEnv>): void {
   });
 
   topicRoute(app, "GET", "", async (c, name) => {
-    const r = await metadataStore(c.env.METADATA).describeTopic(name);
+    const r = await metadataStore(c.env).describeTopic(name);
     if (!r.ok) throw toEdgelogError(r);
     return c.json(r.topic);
   });
@@ -61,7 +64,7 @@ export function topicRoutes(app: Hono<AppEnv>): void {
     const configs = optionalConfigs(body);
     const full = parseTopicName(name).full;
     topicCache.invalidate(full);
-    const r = await metadataStore(c.env.METADATA).alterTopic(full, {
+    const r = await metadataStore(c.env).alterTopic(full, {
       ...(partitions !== undefined ? { partitions } : {}),
       ...(configs !== undefined ? { configs } : {}),
       ...(body.policies !== undefined ? { policies: body.policies } : {}),
@@ -71,10 +74,27 @@ export function topicRoutes(app: Hono<AppEnv>): void {
     return c.json(r.topic);
   });
 
+  // deleteRecords (KIP-107; field case B1): body {"offset": N}, -1 = the high watermark.
+  topicRoute(app, "POST", "/partitions/:partition/delete-records", async (c, name) => {
+    const partition = partitionParam(c);
+    const body = asObject(jsonBody(c), "body");
+    const offset = body.offset;
+    if (typeof offset !== "number" || !Number.isSafeInteger(offset)) {
+      throw new EdgelogError("INVALID_OFFSET", `offset must be an integer (-1 = the high watermark), got ${JSON.stringify(offset ?? null)}.`, { field: "offset" });
+    }
+    return withTopic(c.env, name, async (topic) => {
+      checkPartition(topic, partition);
+      const r = await partitionStub(c.env.PARTITION, topic.topicId, partition).deleteRecords(offset);
+      if (!r.ok) throw partitionError(r);
+      const answer: DeleteRecordsResponse = { topic: topic.name, partition, logStartOffset: r.logStartOffset };
+      return c.json(answer);
+    });
+  });
+
   topicRoute(app, "DELETE", "", async (c, name) => {
     const full = parseTopicName(name).full;
     topicCache.invalidate(full);
-    const r = await metadataStore(c.env.METADATA).deleteTopic(full);
+    const r = await metadataStore(c.env).deleteTopic(full);
     topicCache.invalidate(full);
     if (!r.ok) throw toEdgelogError(r);
     return c.body(null, 204);

@@ -50,10 +50,18 @@ const violations: { index: number; request: FuzzRequest; problems: string[]; min
 const statuses = new Map<string, number>();
 let done = 0;
 
-/** Runs requests [lo, hi) of the seed against one server (started here unless `--url`). */
+/** Slices that stopped early: the server went away (or the harness failed), not a contract verdict. */
+const aborted: { lo: number; hi: number; at: number; error: string }[] = [];
+
+/**
+ * Runs requests [lo, hi) of the seed against one server (started here unless `--url`). A
+ * request that gets no answer at all (the server process died or was killed) stops the slice and
+ * is reported with the index to resume from (`--from`), and the other slices go on.
+ */
 async function runSlice(lo: number, hi: number): Promise<void> {
   let server: DevServer | null = null;
   let baseUrl = values.url ?? "";
+  let i = lo;
   try {
     if (baseUrl === "") {
       server = await startDevServer();
@@ -63,7 +71,7 @@ async function runSlice(lo: number, hi: number): Promise<void> {
     const call: Caller = (path, init) => fetch(`${baseUrl}${path}`, init);
     await createFixtures(call);
     const session = new FuzzSession(call);
-    for (let i = lo; i < hi; i++) {
+    for (; i < hi; i++) {
       const request = fc.sample(anyRequest, { seed: seed + i, numRuns: 1 })[0]!;
       const { violations: problems } = await session.step(request);
       if (problems.length > 0) {
@@ -77,8 +85,13 @@ async function runSlice(lo: number, hi: number): Promise<void> {
       }
       done++;
       if (done % 1000 === 0) console.log(`${done} requests, ${violations.length} violations, ${((Date.now() - started) / 1000).toFixed(0)} s`);
+      if ((i + 1 - lo) % 5000 === 0 && parallel > 1) console.log(`  slice ${lo}..${hi - 1}: done up to ${i}`);
     }
     for (const [k, n] of session.statuses) statuses.set(k, (statuses.get(k) ?? 0) + n);
+  } catch (e) {
+    const error = e instanceof Error ? `${e.message}${e.cause instanceof Error ? ` (${e.cause.message})` : ""}` : String(e);
+    aborted.push({ lo, hi, at: i, error });
+    console.log(`slice ${lo}..${hi - 1} stopped at request ${i}: ${error} (resume: --seed ${seed} --from ${i} --requests ${hi - i})`);
   } finally {
     await server?.dispose();
   }
@@ -91,8 +104,10 @@ console.log(`\nseed ${seed}, requests ${from}..${from + requests - 1} (${request
 console.log("by family and status:");
 for (const [k, n] of [...statuses.entries()].sort()) console.log(`  ${k.padEnd(24)} ${n}`);
 console.log(`violations: ${violations.length}`);
+if (aborted.length > 0) console.log(`slices stopped early (no answer from the server; not run to the end): ${aborted.length}`);
+for (const a of aborted) console.log(`- requests ${a.at}..${a.hi - 1} not run: ${a.error}`);
 for (const v of violations) {
   console.log(`- request ${v.index} (replay: --seed ${seed} --from ${v.index} --requests 1): ${v.problems.join("; ")}`);
   if (v.minimised !== null) console.log(`  minimised: ${describeRequest(v.minimised)}`);
 }
-process.exit(violations.length > 0 ? 1 : 0);
+process.exit(violations.length > 0 || aborted.length > 0 ? 1 : 0);

@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { decodeBatch, decodeBatchHeader, encodeBatch, rewriteBatchHeader, verifyBatchCrc, type ProducerRecord } from "../../src/codec/index.ts";
-import { rewriteStoredBatch } from "../../src/lifecycle/index.ts";
+import { keyId, rewriteStoredBatch, scanRecordKeys } from "../../src/lifecycle/index.ts";
 
 const bytes = fc.option(fc.uint8Array({ maxLength: 200 }), { freq: 4 });
 const record: fc.Arbitrary<ProducerRecord> = fc.record({
@@ -65,5 +65,32 @@ describe("rewriteStoredBatch: the bytes of a compacted batch", () => {
     const bad = data.slice();
     bad[61] = 0x7f; // record length far past the section
     expect(() => rewriteStoredBatch(bad, new Set([0]))).toThrow(/outside the records section/);
+  });
+});
+
+describe("scanRecordKeys", () => {
+  it("reads offsets, keys and tombstones as decodeBatch and keyId would, for any batch", () => {
+    fc.assert(
+      fc.property(
+        fc.array(
+          fc.record({
+            key: fc.option(fc.uint8Array({ maxLength: 20 })),
+            value: fc.option(fc.uint8Array({ maxLength: 30 })),
+            headers: fc.array(fc.record({ key: fc.string({ maxLength: 5 }), value: fc.option(fc.uint8Array({ maxLength: 5 })) }), { maxLength: 2 }),
+          }),
+          { minLength: 1, maxLength: 20 },
+        ),
+        fc.nat(1_000_000),
+        (records, base) => {
+          const data = encodeBatch(
+            {},
+            records.map((r, i) => ({ ...r, timestamp: 1_000 + i })),
+          );
+          rewriteBatchHeader(data, { baseOffset: base });
+          const decoded = decodeBatch(data, 0, { verifyCrc: false }).records;
+          expect(scanRecordKeys(data)).toEqual(decoded.map((r) => ({ offset: r.offset, key: r.key === null ? null : keyId(r.key), tombstone: r.value === null })));
+        },
+      ),
+    );
   });
 });

@@ -34,14 +34,17 @@ describe("retention (cleanup.policy delete)", () => {
     expect(p.batches.map((b) => b.baseOffset)).toEqual([4, 5, 6, 7, 8, 9]);
   });
 
-  it("everything expired: the active segment is closed and dropped too, earliest = latest = 10", () => {
+  it("everything expired: the active segment stays until it rolls, then goes too: earliest = latest = 10", () => {
     const p = tenRecords({ retentionMs: 100 });
     const plan = planRetention({ segments: p.segments, bounds: p.bounds, floor: null, nowMs: 1000 }, p.cfg.retention);
-    expect(plan.dropped.map((d) => d.reason)).toEqual(Array(5).fill("retention.ms"));
-    expect(plan.commands.slice(-2)).toEqual([
-      { kind: "segClose", id: 8 },
-      { kind: "segDelete", id: 8 },
-    ]);
+    expect(plan.dropped.map((d) => d.reason)).toEqual(Array(4).fill("retention.ms"));
+    expect(plan.logStartOffset).toBe(8);
+    expect(p.runRetention(1000)).toBe(8);
+    expect(p.segments.map((s) => [s.id, s.closed])).toEqual([[8, false]]);
+    // The active segment rolls (segment.ms on the idle-roll timer), then it expires like the others.
+    p.roll();
+    const after = planRetention({ segments: p.segments, bounds: p.bounds, floor: null, nowMs: 1000 }, p.cfg.retention);
+    expect(after.commands).toEqual([{ kind: "segDelete", id: 8 }]);
     expect(p.runRetention(1000)).toBe(10);
     expect(p.segments).toEqual([]);
     expect(p.batches).toEqual([]);
@@ -49,6 +52,16 @@ describe("retention (cleanup.policy delete)", () => {
     // The next append opens a new segment.
     p.produce([{ key: "k", value: "v10" }], 1001);
     expect(p.segments.map((s) => [s.id, s.baseOffset, s.closed])).toEqual([[10, 10, false]]);
+  });
+
+  it("deleteRecords to the high watermark: the active segment lies below the log start and goes (closed first)", () => {
+    const p = tenRecords();
+    const plan = planRetention({ segments: p.segments, bounds: { ...p.bounds, logStartOffset: 10 }, floor: null, nowMs: 0 }, p.cfg.retention);
+    expect(plan.dropped.map((d) => d.reason)).toEqual(Array(5).fill("log-start"));
+    expect(plan.commands.slice(-2)).toEqual([
+      { kind: "segClose", id: 8 },
+      { kind: "segDelete", id: 8 },
+    ]);
   });
 
   it("retention.bytes drops head segments while the log stays at or above it without them", () => {
@@ -95,7 +108,8 @@ describe("retention (cleanup.policy delete)", () => {
     p.floor = 3;
     expect(p.runRetention(DAY)).toBe(2);
     p.floor = null;
-    expect(p.runRetention(DAY)).toBe(10);
+    // Up to the active segment [8, 9], which retention never drops.
+    expect(p.runRetention(DAY)).toBe(8);
   });
 
   it("a segment with an R2 copy is marked deleting (its object goes after the commit), and is not planned twice", () => {

@@ -288,13 +288,14 @@ describe("offload is idempotent and crash-safe", () => {
     expect(p.uploads).toBe(2);
     // Retention deletes remote segments too: marked deleting, then the object, then the row.
     p.retention(10_000, 100);
-    // The active segment had no copy: its row goes in the retention commit itself.
+    // The active segment is never dropped by retention: it stays until it rolls.
     expect(p.segments.map((s) => [s.id, s.remote])).toEqual([
       [0, "deleting"],
       [4, "deleting"],
+      [8, "none"],
     ]);
     p.tier(10_000);
-    expect([p.segments, [...p.r2.keys()], p.bounds.logStartOffset]).toEqual([[], [], 12]);
+    expect([p.segments.map((s) => s.id), [...p.r2.keys()], p.bounds.logStartOffset]).toEqual([[8], [], 8]);
   });
 
   it("a crash between the copy commit and the upload: the segment stays local (copying) until a later run uploads it and records both", () => {

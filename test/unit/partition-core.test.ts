@@ -140,15 +140,19 @@ describe("planFetch", () => {
     { baseOffset: 6, lastOffset: 9, sizeBytes: 70 },
   ];
   it("always returns the first batch (KIP-74)", () => {
-    expect(planFetch(rows, { offset: 0, maxRecords: 100, maxBytes: 1 })).toEqual({ batches: [rows[0]], bytes: 100, records: 5, nextOffset: 5 });
+    expect(planFetch(rows, { offset: 0, maxRecords: 100, maxBytes: 1 })).toEqual({ batches: [rows[0]], bytes: 100, records: 5, nextOffset: 5, more: true });
+  });
+  it("says whether it stopped at a limit (more) or read every row (reads over gaps, src/lifecycle/reads.ts)", () => {
+    expect(planFetch(rows, { offset: 0, maxRecords: 100, maxBytes: 1000 }).more).toBe(false);
+    expect(planFetch(rows, { offset: 0, maxRecords: 9, maxBytes: 1000 }).more).toBe(true);
   });
   it("stops before the batch that would exceed maxBytes", () => {
     expect(planFetch(rows, { offset: 0, maxRecords: 100, maxBytes: 219 }).batches).toEqual([rows[0], rows[1]]);
     expect(planFetch(rows, { offset: 0, maxRecords: 100, maxBytes: 220 }).batches).toEqual(rows);
   });
   it("counts only records at or after offset toward maxRecords", () => {
-    expect(planFetch(rows, { offset: 3, maxRecords: 2, maxBytes: 1000 })).toEqual({ batches: [rows[0]], bytes: 100, records: 2, nextOffset: 5 });
-    expect(planFetch(rows, { offset: 3, maxRecords: 3, maxBytes: 1000 })).toEqual({ batches: [rows[0], rows[1]], bytes: 150, records: 3, nextOffset: 6 });
+    expect(planFetch(rows, { offset: 3, maxRecords: 2, maxBytes: 1000 })).toEqual({ batches: [rows[0]], bytes: 100, records: 2, nextOffset: 5, more: true });
+    expect(planFetch(rows, { offset: 3, maxRecords: 3, maxBytes: 1000 })).toEqual({ batches: [rows[0], rows[1]], bytes: 150, records: 3, nextOffset: 6, more: true });
   });
   it("skips rows before the offset and reads no further than needed", () => {
     let read = 0;
@@ -160,7 +164,7 @@ describe("planFetch", () => {
     }
     expect(planFetch(lazy(), { offset: 5, maxRecords: 1, maxBytes: 1000 }).batches).toEqual([rows[1]]);
     expect(read).toBe(2);
-    expect(planFetch([], { offset: 7, maxRecords: 1, maxBytes: 1 })).toEqual({ batches: [], bytes: 0, records: 0, nextOffset: 7 });
+    expect(planFetch([], { offset: 7, maxRecords: 1, maxBytes: 1 })).toEqual({ batches: [], bytes: 0, records: 0, nextOffset: 7, more: false });
   });
 });
 

@@ -25,6 +25,9 @@ describe("parseCli", () => {
     });
     expect(parseCli(["topics", "alter", "t", "--partitions", "3"])).toEqual({ kind: "topics alter", url: DEFAULT_URL, name: "t", partitions: 3, configs: {} });
     expect(parseCli(["topics", "delete", "t", "--url=http://u:3"])).toEqual({ kind: "topics delete", url: "http://u:3", name: "t" });
+    expect(parseCli(["topics", "delete-records", "t", "-p", "2", "--before", "-1"])).toEqual({ kind: "topics delete-records", url: DEFAULT_URL, name: "t", partition: 2, offset: -1 });
+    expect(() => parseCli(["topics", "delete-records", "t", "--before", "3"])).toThrow("give --partition and --before");
+    expect(() => parseCli(["topics", "delete-records", "t", "-p", "0", "--before", "1e3"])).toThrow("--before must be an integer");
   });
 
   it("parses produce with ordered, duplicate headers whose values may contain '='", () => {
@@ -76,7 +79,7 @@ describe("parseCli", () => {
     const cases: Array<[string[], string]> = [
       [[], "Missing command."],
       [["nope"], "Unknown command: nope"],
-      [["topics"], "topics: missing subcommand (list, create, describe, alter, delete)"],
+      [["topics"], "topics: missing subcommand (list, create, describe, alter, delete, delete-records)"],
       [["topics", "create"], "topics create: missing NAME"],
       [["topics", "delete", "a", "b"], 'topics delete: unexpected argument "b"'],
       [["topics", "create", "t", "--partitions=-1"], "--partitions must be a non-negative integer"],

@@ -68,6 +68,7 @@ suite("partition rooms: adoption of a legacy object", () => {
     await runInDurableObject(s, (_o, state) => {
       const rows = state.storage.sql.exec<{ room: string; version: number }>("SELECT room, version FROM _rooms ORDER BY room").toArray();
       expect(rows).toEqual([
+        { room: "lifecycle", version: 1 },
         { room: "log", version: 1 },
         { room: "producers", version: 2 },
         { room: "streams", version: 1 },
@@ -76,13 +77,13 @@ suite("partition rooms: adoption of a legacy object", () => {
       // Producers migration 2 gave the adopted producer a last append time: now (a whole window).
       const p = state.storage.sql.exec<{ last_append_ms: number }>("SELECT last_append_ms FROM producers").one();
       expect(p.last_append_ms).toBeGreaterThanOrEqual(before - 60_000);
-      expect(timers(state.storage)).toEqual(["producers/expiry"]);
+      expect(timers(state.storage)).toEqual(["lifecycle/retention", "producers/expiry"]);
     });
   });
 });
 
 suite("partition rooms: the append's cost", () => {
-  it("stays 2 SQL statements for a non-idempotent append and 4 (5 when a kept request drops out) for an idempotent one", async () => {
+  it("stays 3 SQL statements for a non-idempotent append and 5 (6 when a kept request drops out) for an idempotent one", async () => {
     const topic = randomTopic();
     const created = await createTopic(topic);
     const producerId = await newProducerId();
@@ -102,7 +103,9 @@ suite("partition rooms: the append's cost", () => {
         return [...statements];
       };
       try {
-        expect(await count(() => p.append({ batches: [oneRecordBatch("a")] }))).toEqual(["INSERT INTO batches", "UPDATE meta SET"]);
+        // The first append opens the first segment and sets the lifecycle timer (its segment.ms roll).
+        expect(await count(() => p.append({ batches: [oneRecordBatch("a")] }))).toEqual(["INSERT INTO batches", "UPDATE meta SET", "INSERT INTO seg_segments", "INSERT INTO _schedule"]);
+        expect(await count(() => p.append({ batches: [oneRecordBatch("a")] }))).toEqual(["INSERT INTO batches", "UPDATE meta SET", "UPDATE seg_segments SET"]);
         // A producer's first request reads its state once (none) and sets the expiry timer once.
         expect(await count(() => p.append({ batches: [batch(0)] }))).toEqual([
           "SELECT producer_epoch, last_sequence",
@@ -110,10 +113,17 @@ suite("partition rooms: the append's cost", () => {
           "UPDATE meta SET",
           "INSERT INTO producers",
           "INSERT INTO producer_batches",
+          "UPDATE seg_segments SET",
           "INSERT INTO _schedule",
         ]);
         for (let seq = 1; seq < 5; seq++) {
-          expect(await count(() => p.append({ batches: [batch(seq)] }))).toEqual(["INSERT INTO batches", "UPDATE meta SET", "INSERT INTO producers", "INSERT INTO producer_batches"]);
+          expect(await count(() => p.append({ batches: [batch(seq)] }))).toEqual([
+            "INSERT INTO batches",
+            "UPDATE meta SET",
+            "INSERT INTO producers",
+            "INSERT INTO producer_batches",
+            "UPDATE seg_segments SET",
+          ]);
         }
         // The sixth request: the oldest of the 5 kept requests drops out.
         expect(await count(() => p.append({ batches: [batch(5)] }))).toEqual([
@@ -122,6 +132,7 @@ suite("partition rooms: the append's cost", () => {
           "INSERT INTO producers",
           "INSERT INTO producer_batches",
           "DELETE FROM producer_batches",
+          "UPDATE seg_segments SET",
         ]);
       } finally {
         sql.exec = exec;
@@ -183,13 +194,14 @@ suite("partition rooms: native producer expiry (producer.id.expiration.ms)", () 
     const producerId = await newProducerId();
     expect((await idempotent(topic, producerId, 0, "a", "b")).status).toBe(200);
     const s = stub(created.topicId);
-    await runInDurableObject(s, (_o, state) => expect(timers(state.storage)).toEqual(["producers/expiry"]));
+    await runInDurableObject(s, (_o, state) => expect(timers(state.storage)).toEqual(["lifecycle/retention", "producers/expiry"]));
     await sleep(150);
     await runDurableObjectAlarm(s); // the timer is due: it ran already or runs now
     await runInDurableObject(s, (_o, state) => {
       expect(state.storage.sql.exec("SELECT * FROM producers").toArray()).toEqual([]);
       expect(state.storage.sql.exec("SELECT * FROM producer_batches").toArray()).toEqual([]);
-      expect(timers(state.storage)).toEqual([]);
+      // The lifecycle's segment.ms roll of the active segment is still ahead.
+      expect(timers(state.storage)).toEqual(["lifecycle/retention"]);
     });
     // The partition has not seen this producer any more: sequence 2 is out of order, 0 starts it again.
     const e = await expectError(await idempotent(topic, producerId, 2, "c"), "OUT_OF_ORDER_SEQUENCE_NUMBER", 409);

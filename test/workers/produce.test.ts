@@ -472,7 +472,7 @@ suite("produce: stale topic metadata in the gateway cache", () => {
     await createTopic(t);
     await produce(`/v1/topics/${t}/records`, { records: [{ value: "cached" }] }); // caches the topic id
     // Another isolate deletes and re-creates the topic: this isolate's cache is not told.
-    const store = metadataStore(env.METADATA);
+    const store = metadataStore(env);
     expect((await store.deleteTopic(full)).ok).toBe(true);
     expect((await store.createTopic({ name: full, partitions: 1 })).ok).toBe(true);
     const p = await produce(`/v1/topics/${t}/records`, { records: [{ value: "fresh" }] });
@@ -485,7 +485,7 @@ suite("produce: stale topic metadata in the gateway cache", () => {
     const t = randomTopic();
     await createTopic(t, 1);
     await produce(`/v1/topics/${t}/records`, { records: [{ value: "cached" }] });
-    expect((await metadataStore(env.METADATA).alterTopic(`public/default/${t}`, { partitions: 3 })).ok).toBe(true);
+    expect((await metadataStore(env).alterTopic(`public/default/${t}`, { partitions: 3 })).ok).toBe(true);
     const p = await produce(`/v1/topics/${t}/partitions/2/records`, { records: [{ value: "new partition" }] });
     expect(p.records).toEqual([{ partition: 2, offset: 0, timestamp: p.records[0]!.timestamp }]);
     expect((await describe(t)).partitions).toBe(3);

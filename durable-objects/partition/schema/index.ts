@@ -5,6 +5,7 @@
  * switchboard (durable-objects/partition.ts) hands both to the base's `startUp`.
  */
 import type { LegacyAdoption, RoomSchema } from "../../base.ts";
+import { LIFECYCLE_MIGRATIONS } from "./lifecycle.ts";
 import { LOG_MIGRATIONS } from "./log.ts";
 import { PRODUCERS_MIGRATIONS } from "./producers.ts";
 import { STREAMS_MIGRATIONS } from "./streams.ts";
@@ -16,6 +17,7 @@ export const PARTITION_ROOMS: readonly RoomSchema[] = [
   { room: "producers", migrations: PRODUCERS_MIGRATIONS },
   { room: "streams", migrations: STREAMS_MIGRATIONS },
   { room: "subs", migrations: SUBSCRIPTIONS_MIGRATIONS },
+  { room: "lifecycle", migrations: LIFECYCLE_MIGRATIONS },
 ];
 
 /**

@@ -100,6 +100,16 @@ export class StreamsState {
     return this.#meta;
   }
 
+  /**
+   * The lowest offset this room still needs (the lifecycle's floor): a stream's whole visible log
+   * from its visible start, because a Durable Stream's lifetime is its TTL / expiry and its forks
+   * read its rows (docs/DURABLE-STREAMS.md), not topic retention; null without a stream.
+   */
+  retainFrom(): number | null {
+    const m = this.#meta;
+    return m === null ? null : m.visibleStart;
+  }
+
   get peers(): Peers {
     return this.#ctx.peers;
   }

@@ -35,7 +35,7 @@ import {
   subscriptionsSkip,
   subscriptionsStats,
 } from "./subscriptions.ts";
-import { type TopicsCommand, topicsAlter, topicsCreate, topicsDelete, topicsDescribe, topicsList } from "./topics.ts";
+import { type TopicsCommand, topicsAlter, topicsCreate, topicsDelete, topicsDeleteRecords, topicsDescribe, topicsList } from "./topics.ts";
 
 /** A parsed command line of any command. */
 export type Command = TopicsCommand | TenantsCommand | MetadataCommand | ProduceCommand | ConsumeCommand | GroupsCommand | SubscriptionsCommand | SecurityCommand | KafkaBridgeCommand;
@@ -47,6 +47,7 @@ export const COMMANDS: readonly CliCommand<Command>[] = [
   topicsDescribe,
   topicsAlter,
   topicsDelete,
+  topicsDeleteRecords,
   tenantsList,
   tenantsCreate,
   tenantsDescribe,

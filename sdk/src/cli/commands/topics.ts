@@ -1,7 +1,7 @@
-/** `topics list | create | describe | alter | delete` (kafka-topics). */
+/** `topics list | create | describe | alter | delete | delete-records` (kafka-topics, kafka-delete-records). */
 import { EdgelogError } from "../../../../src/protocol/index.ts";
 import type { TopicConfigInput } from "../../admin.ts";
-import { flag, intOption, JSON_OPTION, keyValues, list, str, UsageError } from "../args.ts";
+import { flag, intOption, JSON_OPTION, keyValues, list, PARTITION_OPTION, str, UsageError } from "../args.ts";
 import { defineCommand } from "../command.ts";
 import { displayName, formatDescription } from "../format.ts";
 
@@ -13,7 +13,8 @@ export type TopicsCommand =
   | { kind: "topics create"; url: string; name: string; partitions: number | undefined; configs: Record<string, string>; ifNotExists?: boolean | undefined }
   | { kind: "topics describe"; url: string; name: string; json: boolean }
   | { kind: "topics alter"; url: string; name: string; partitions: number | undefined; configs: Record<string, string> }
-  | { kind: "topics delete"; url: string; name: string };
+  | { kind: "topics delete"; url: string; name: string }
+  | { kind: "topics delete-records"; url: string; name: string; partition: number; offset: number };
 
 const plural = (n: number): string => `${n} partition${n === 1 ? "" : "s"}`;
 
@@ -83,6 +84,25 @@ export const topicsAlter = defineCommand<Extract<TopicsCommand, { kind: "topics 
     };
     const d = await admin.alterTopic(cmd.name, changes);
     await out.write(`Altered topic ${displayName(d)}: ${plural(d.partitions)}.\n`);
+  },
+});
+
+export const topicsDeleteRecords = defineCommand<Extract<TopicsCommand, { kind: "topics delete-records" }>>({
+  name: "topics delete-records",
+  usage: "  topics delete-records NAME --partition P --before O\n      Deletes the records before offset O (-1 = the high watermark) of partition P (KIP-107).\n",
+  options: { partition: PARTITION_OPTION, before: { type: "string" } },
+  args: ["NAME"],
+  parse({ url, args, values }) {
+    const partition = intOption("--partition", str(values, "partition"));
+    const raw = str(values, "before");
+    if (partition === undefined || raw === undefined) throw new UsageError("topics delete-records: give --partition and --before");
+    // -1 is allowed (the high watermark), so not intOption (non-negative).
+    if (!/^-?(0|[1-9][0-9]*)$/.test(raw) || !Number.isSafeInteger(Number(raw))) throw new UsageError(`--before must be an integer, got ${JSON.stringify(raw)}`);
+    return { kind: "topics delete-records", url, name: args[0]!, partition, offset: Number(raw) };
+  },
+  async run(cmd, { admin, out }) {
+    const low = await admin.deleteRecords(cmd.name, { [cmd.partition]: cmd.offset });
+    await out.write(`Partition ${cmd.partition} of ${cmd.name}: log start offset ${low[cmd.partition]}.\n`);
   },
 });
 

@@ -1,0 +1,133 @@
+/**
+ * Storage lifecycle benchmarks (issue 10; `npm run bench -- --only lifecycle [--quick]`).
+ * Prints figures; asserts nothing.
+ *
+ * 1. Compaction throughput against the same partition's catch-up fetch throughput (goal >= 0.5x):
+ *    a one-partition topic of N keyed 100-byte records over N/10 keys, in 1 MiB segments, is
+ *    read from 0 to the end (the ceiling), then turned into a compacted topic (`cleanup.policy`
+ *    compact, `segment.ms` 1 so the active segment rolls too) and timed until a read from 0 holds
+ *    exactly one record per key. Compaction runs on the partition's alarm, one step of at most
+ *    256 batches per wake, so the figure includes the wakes' scheduling.
+ * 2. Retention drop cost: the same bytes in 1 MiB segments, once as batches of 10 records and once
+ *    as batches of 1 000, dropped at once (`retention.ms` 1, `segment.ms` 1); timed until the log
+ *    start reaches the log end. The SQL per dropped segment is fixed (one `seg_segments` delete and
+ *    one `meta` write in the retention commit; then one `DELETE FROM batches` and one `meta` write
+ *    per slice of up to 1 000 batch rows), so the time follows the batch rows, not the records.
+ *
+ * Everything runs in one Node process against workerd (bench/engine.ts) on one machine.
+ */
+import { EdgelogClient, Producer } from "../sdk/src/index.ts";
+import { startEngine, type Engine } from "./engine.ts";
+import { fmt } from "./util.ts";
+
+const BASE = "http://edgelog.bench";
+
+async function ok(res: Response): Promise<unknown> {
+  const text = await res.text();
+  if (!res.ok) throw new Error(`HTTP ${res.status}: ${text}`);
+  return text === "" ? null : JSON.parse(text);
+}
+
+async function patch(engine: Engine, topic: string, configs: Record<string, unknown>): Promise<void> {
+  await ok(await engine.fetch(`${BASE}/v1/topics/${topic}`, { method: "PATCH", headers: { "content-type": "application/json" }, body: JSON.stringify({ configs }) }));
+}
+
+/** Reads partition 0 from `from` to its end with the binary path; answers the records read. */
+async function readAll(client: EdgelogClient, topic: string, from: number, end: number): Promise<number> {
+  let records = 0;
+  for (let offset = from; offset < end; ) {
+    const page = await client.fetchRecords(topic, 0, { offset, maxBytes: 4 * 1024 * 1024, maxRecords: 10_000 });
+    records += page.records.length;
+    if (page.nextOffset <= offset) throw new Error(`fetch at ${offset} did not move`);
+    offset = page.nextOffset;
+  }
+  return records;
+}
+
+async function produceKeyed(client: EdgelogClient, topic: string, n: number, keys: number, recordsPerBatch: number, valueBytes: number): Promise<void> {
+  const producer = new Producer(client, { lingerMs: 1, maxBatchBytes: recordsPerBatch * (valueBytes + 40) });
+  const value = new Uint8Array(valueBytes).fill(97);
+  for (let sent = 0; sent < n; sent += recordsPerBatch) {
+    await producer.send({ topic, messages: Array.from({ length: Math.min(recordsPerBatch, n - sent) }, (_, i) => ({ key: `k${(sent + i) % keys}`, value, partition: 0 })) });
+  }
+  await producer.close();
+}
+
+async function bounds(engine: Engine, topic: string): Promise<{ logStartOffset: number; logEndOffset: number }> {
+  const d = (await ok(await engine.fetch(`${BASE}/v1/topics/${topic}`))) as { partitionDetails: { logStartOffset: number; logEndOffset: number }[] };
+  return d.partitionDetails[0]!;
+}
+
+export async function run(opts: { quick: boolean }): Promise<void> {
+  const engine = await startEngine();
+  try {
+    const client = new EdgelogClient({ baseUrl: BASE, fetch: engine.fetch });
+    const n = opts.quick ? 50_000 : 200_000;
+    const keys = n / 10;
+
+    // 1. Compaction against catch-up fetch.
+    const topic = "bench-lifecycle-compact";
+    await client.createTopic({ name: topic, partitions: 1, configs: { "segment.bytes": 1024 * 1024, "retention.ms": -1 } });
+    await produceKeyed(client, topic, n, keys, 500, 100);
+    const t0 = performance.now();
+    const read = await readAll(client, topic, 0, n);
+    const fetchSecs = (performance.now() - t0) / 1000;
+    if (read !== n) throw new Error(`read ${read} of ${n} records`);
+    const t1 = performance.now();
+    await patch(engine, topic, { "cleanup.policy": "compact", "segment.ms": 1, "min.cleanable.dirty.ratio": 0 });
+    // Poll the stored bytes (cheap) and time the last change; then check a read holds one record per key.
+    const storedBytes = async (): Promise<number> => ((await ok(await engine.fetch(`${BASE}/v1/topics/${topic}`))) as { partitionDetails: { bytes: number }[] }).partitionDetails[0]!.bytes;
+    let last = await storedBytes();
+    let lastChange = performance.now();
+    for (;;) {
+      await new Promise((r) => setTimeout(r, 50));
+      const b = await storedBytes();
+      if (b !== last) {
+        last = b;
+        lastChange = performance.now();
+      } else if (performance.now() - lastChange > 2_000) {
+        const left = await readAll(client, topic, 0, n);
+        if (left === keys) break;
+        lastChange = performance.now();
+      }
+      if (performance.now() - t1 > 600_000) throw new Error("compaction did not finish in 10 min");
+    }
+    const compactSecs = (lastChange - t1) / 1000;
+
+    // 2. Retention drop cost, by records per batch.
+    const drops: { recordsPerBatch: number; segments: number; secs: number }[] = [];
+    for (const recordsPerBatch of [10, 1_000]) {
+      const name = `bench-lifecycle-retention-${recordsPerBatch}`;
+      const valueBytes = Math.floor(10_000 / recordsPerBatch);
+      const total = (opts.quick ? 2_000 : 10_000) * (recordsPerBatch / 10);
+      await client.createTopic({ name, partitions: 1, configs: { "segment.bytes": 1024 * 1024 } });
+      await produceKeyed(client, name, total, total, recordsPerBatch, valueBytes);
+      const segments = Math.ceil((total * (valueBytes + 20)) / (1024 * 1024));
+      const t = performance.now();
+      await patch(engine, name, { "retention.ms": 1, "segment.ms": 1 });
+      for (;;) {
+        const b = await bounds(engine, name);
+        if (b.logStartOffset === b.logEndOffset) break;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      drops.push({ recordsPerBatch, segments, secs: (performance.now() - t) / 1000 });
+    }
+
+    console.log("\n## Storage lifecycle\n");
+    console.log("| measurement | value | ceiling (same run) | ratio | target |");
+    console.log("|---|---|---|---|---|");
+    const compactRate = n / compactSecs;
+    const fetchRate = n / fetchSecs;
+    const ratio = compactRate / fetchRate;
+    console.log(
+      `| compaction, ${n} records over ${keys} keys (timed to the last change of the stored bytes, polled every 50 ms) | ${fmt(compactRate)} records/s | ${fmt(fetchRate)} records/s (catch-up fetch of the same partition) | ${ratio.toFixed(2)}x | >= 0.5x ${ratio >= 0.5 ? "(met)" : "(not met)"} |`,
+    );
+    for (const d of drops) {
+      console.log(`| retention drop, ~${d.segments} segments of 1 MiB, ${d.recordsPerBatch} records per batch | ${fmt(d.secs * 1000)} ms | - | - | - |`);
+    }
+  } finally {
+    await engine.dispose();
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) await run({ quick: process.argv.includes("--quick") });

@@ -1,0 +1,783 @@
+/**
+ * The lifecycle room of a partition (docs/LIFECYCLE.md): the segment index (`seg_segments`),
+ * retention, deleteRecords, compaction and the produce-time checks, as the thin shell of the pure
+ * core in src/lifecycle/. It is the highest room: it reads the log (bounds, batch spans, batch
+ * data) and decides; the log executes its bounded `logStart`, `truncate` and `rewrite` changes
+ * inside the switchboard's one transaction. It writes its own tables only in
+ * {@link LifecycleRoom.apply}.
+ *
+ * Timers (room "lifecycle" on the base's one schedule):
+ * - `index`: builds the segment index of batches stored before this room existed, in slices of
+ *   {@link INDEX_SLICE_ROWS} rows (the migration creates the tables only; no batch is rewritten);
+ * - `retention`: idle roll (`segment.ms`), retention by `retention.ms` / `retention.bytes`, the log
+ *   start's advance, then the row deletion in slices of {@link TRUNCATE_LIMITS};
+ * - `compact`: one compaction step per wake (at most {@link COMPACT_SLICE_BATCHES} batches /
+ *   {@link COMPACT_SLICE_BYTES} bytes read), restartable from the `seg_clean_state` checkpoint.
+ * Each wake does one bounded slice and sets its timer again when more is owed, so a partition of
+ * a million batches is cleaned "at its own pace" within the CPU limit of one event.
+ *
+ * What may be deleted is bounded by `floor()`: the lowest offset another room still needs (the
+ * switchboard gives the min over the rooms' `retainFrom()`: Durable Streams, subscriptions, later
+ * Raft followers and the LSO).
+ */
+import { decodeBatch } from "../../src/codec/index.ts";
+import {
+  INITIAL_COMPACTION_STATE,
+  checkCompactedKeys,
+  checkTimestampBounds,
+  checkSegmentIndex,
+  compactionReadRange,
+  compactionStep,
+  keyId,
+  lifecycleConfig,
+  migrateSlice,
+  planCompactionPass,
+  planDeleteRecords,
+  planIdleRoll,
+  planRetention,
+  planSegmentAppend,
+  planTruncateSlice,
+  restoreCompaction,
+  rewriteStoredBatch,
+  scanRecordKeys,
+  segmentAt,
+  segmentEnd,
+  startCompaction,
+  abortCompaction,
+  completeRemoteDelete,
+  completeUpload,
+  decodeSegmentHeader,
+  decodeSegmentIndex,
+  encodeSegmentObject,
+  localStartOffset,
+  planTiering,
+  readSource,
+  segmentIndexRange,
+  segmentObjectKey,
+  truncationTarget,
+  type SegmentIndexEntry,
+  type BatchMeta,
+  type CompactionCheckpoint,
+  type CompactionCommand,
+  type CompactionState,
+  type LifecycleConfig,
+  type SegmentCommand,
+  type SegmentRow,
+} from "../../src/lifecycle/index.ts";
+import type { AppendPlan, ScannedAppend } from "../../src/partition/core.ts";
+import type { FetchOk, FetchRequest } from "../../src/partition/rpc.ts";
+import type { ErrorResult, Ok } from "../../src/protocol/errors.ts";
+import type { TopicConfigs } from "../../src/protocol/types.ts";
+import { blob, type RoomTimers, type Sql } from "../base.ts";
+import type { BatchRewrite, LogChange, LogCommand, LogRoom } from "./log.ts";
+
+/** The lifecycle's part of a command: segment index changes, then compaction state (key map, checkpoint). */
+export interface LifecycleCommand {
+  segments: readonly SegmentCommand[];
+  clean: readonly CompactionCommand[];
+}
+
+/** What a command carries for this room; optional so that other rooms' commands need not name it. */
+export interface LifecycleCommandPart {
+  lifecycle?: LifecycleCommand | null;
+}
+
+/** The command type the room builds: the log's part and its own. */
+export type LifecycleWrite = LogCommand & LifecycleCommandPart;
+
+/** Timer keys of the room. */
+export const LIFECYCLE_TIMERS = { index: "index", retention: "retention", compact: "compact", tier: "tier" } as const;
+
+/** Segments being uploaded at once (one upload per `tier` wake: a segment is read whole into memory). */
+export const MAX_CONCURRENT_COPIES = 1;
+/** Remote object deletes per `tier` wake. */
+export const DELETES_PER_WAKE = 16;
+/** Offset indexes of remote segments kept in memory for read-through (one R2 read less per fetch). */
+export const REMOTE_INDEX_CACHE = 16;
+
+/** Batch rows one `index` wake reads (spans only, no data). */
+export const INDEX_SLICE_ROWS = 2_000;
+/** One truncate slice: at most this many batch rows / bytes deleted per wake. */
+export const TRUNCATE_LIMITS = { maxRows: 1_000, maxBytes: 256 * 1024 * 1024 } as const;
+/** One compaction step reads at most this many batches ... */
+export const COMPACT_SLICE_BATCHES = 256;
+/** ... and this many stored bytes (the first batch always). */
+export const COMPACT_SLICE_BYTES = 8 * 1024 * 1024;
+/** Key map capacity of one pass (rows of seg_clean_keys); a full map ends the pass early. */
+export const COMPACT_MAX_MAP_KEYS = 100_000;
+/**
+ * When retention is due but the floor holds it (a Durable Stream keeps its whole log, a slow
+ * subscription its backlog), look again after this long: Kafka's log.retention.check.interval.ms.
+ */
+export const BLOCKED_RETRY_MS = 5 * 60_000;
+/** Timers further away than this are set at this horizon and re-planned then (the platform's alarm takes a Date). */
+export const TIMER_HORIZON_MS = 30 * 24 * 60 * 60 * 1000;
+
+const SEGMENT_COLUMNS: Record<string, string> = {
+  lastOffset: "last_offset",
+  bytes: "bytes",
+  records: "records",
+  maxTimestamp: "max_timestamp",
+  firstAppendMs: "first_append_ms",
+  lastAppendMs: "last_append_ms",
+  closed: "closed",
+  location: "location",
+  r2Key: "r2_key",
+  remote: "remote",
+};
+
+type SegmentDbRow = {
+  id: number;
+  base_offset: number;
+  last_offset: number;
+  bytes: number;
+  records: number;
+  max_timestamp: number;
+  first_append_ms: number;
+  last_append_ms: number;
+  closed: number;
+  location: string;
+  r2_key: string | null;
+  remote: string;
+};
+
+/** Key-map keys are strings of one char per byte (src/lifecycle keyId): stored as the bytes. */
+function keyBytes(key: string): Uint8Array {
+  const out = new Uint8Array(key.length);
+  for (let i = 0; i < key.length; i++) out[i] = key.charCodeAt(i);
+  return out;
+}
+
+export class LifecycleRoom {
+  readonly name = "lifecycle";
+  readonly #sql: Sql;
+  readonly #log: LogRoom;
+  readonly #timers: RoomTimers;
+  readonly #floor: () => number | null;
+  readonly #bucket: R2Bucket | undefined;
+  /** Offset indexes of remote segment objects, by key (bounded, oldest first out). */
+  readonly #remoteIndex = new Map<string, SegmentIndexEntry[]>();
+  /** The segment index, offset order (a mirror of seg_segments). */
+  #segments: SegmentRow[] = [];
+  /** True while batches stored before the index existed are still being indexed (`index` timer). */
+  #catchingUp = false;
+  /** True while rows lie wholly below the truncation target. */
+  #truncating = false;
+  #clean: CompactionState = INITIAL_COMPACTION_STATE;
+  #cfgOf: TopicConfigs | null = null;
+  #cfg: LifecycleConfig | null = null;
+
+  constructor(sql: Sql, log: LogRoom, timers: RoomTimers, floor: () => number | null, bucket: R2Bucket | undefined) {
+    this.#bucket = bucket;
+    this.#sql = sql;
+    this.#log = log;
+    this.#timers = timers;
+    this.#floor = floor;
+  }
+
+  /** The segment index (read-only). */
+  get segments(): readonly Readonly<SegmentRow>[] {
+    return this.#segments;
+  }
+
+  /** The compaction checkpoint in force (for describe and tests). */
+  get compaction(): Readonly<CompactionState> {
+    return this.#clean;
+  }
+
+  load(nowMs: number): void {
+    this.#segments = this.#sql.all<SegmentDbRow>("SELECT * FROM seg_segments ORDER BY id").map(fromRow);
+    const bad = checkSegmentIndex(this.#segments);
+    if (bad !== undefined) throw new Error(`partition segment index loaded with a broken invariant: ${bad}`);
+    const cp = this.#sql.first<{ checkpoint: string }>("SELECT checkpoint FROM seg_clean_state WHERE id = 1");
+    if (cp === undefined) this.#clean = INITIAL_COMPACTION_STATE;
+    else {
+      const keys: [string, number][] = [];
+      for (const [k, o] of this.#sql.iterateRaw<[ArrayBuffer, number]>("SELECT key, offset FROM seg_clean_keys")) keys.push([keyId(new Uint8Array(k)), o]);
+      this.#clean = restoreCompaction(JSON.parse(cp.checkpoint) as CompactionCheckpoint, keys);
+    }
+    const s = this.#log.state;
+    if (s === null) return;
+    const last = this.#segments[this.#segments.length - 1];
+    this.#catchingUp = this.#log.batchSpansAfter(last?.lastOffset ?? -1, 1).length > 0;
+    this.#truncating = this.#log.hasBatchesBelow(this.#truncationTarget());
+    this.rearm(nowMs, true);
+    if (this.#segments.some((r) => r.remote !== "none" || r.location === "both")) this.#setEarlier(LIFECYCLE_TIMERS.tier, nowMs);
+  }
+
+  reset(): void {
+    this.#segments = [];
+    this.#catchingUp = false;
+    this.#truncating = false;
+    this.#clean = INITIAL_COMPACTION_STATE;
+    this.#cfg = null;
+    this.#cfgOf = null;
+  }
+
+  #config(): LifecycleConfig {
+    const configs = this.#log.state!.configs;
+    if (this.#cfgOf !== configs) {
+      this.#cfg = lifecycleConfig(configs);
+      this.#cfgOf = configs;
+    }
+    return this.#cfg!;
+  }
+
+  // ---- deciding (no writes) ----
+
+  /**
+   * Produce-time checks (docs/LIFECYCLE.md "Produce-time checks"): KIP-937 timestamp bounds, and a
+   * key on every record of a compacted topic. Runs before anything is written.
+   */
+  checkProduce(scanned: ScannedAppend, nowMs: number): ErrorResult | null {
+    const cfg = this.#config();
+    const scans = scanned.scans;
+    const timestamps = scans.length === 1 ? scans[0]!.timestamps : scans.flatMap((d) => d.timestamps);
+    const bad = checkTimestampBounds(timestamps, nowMs, cfg.timestamps);
+    if (bad !== null || !cfg.compaction.compact) return bad;
+    return checkCompactedKeys(
+      scans.flatMap((d) => decodeBatch(d.bytes, 0, { verifyCrc: false }).records.map((r) => r.key)),
+      true,
+    );
+  }
+
+  /**
+   * The segment index changes of an append (roll on segment.bytes / segment.ms, else extend the
+   * active segment), or null while the index is catching up (the `index` timer covers the batch).
+   */
+  planAppend(p: AppendPlan, nowMs: number): LifecycleCommand | null {
+    if (this.#catchingUp) return null;
+    const cfg = this.#config();
+    const out: SegmentCommand[] = [];
+    let last: SegmentRow | null = this.#segments[this.#segments.length - 1] ?? null;
+    for (const row of p.rows) {
+      const h = row.header;
+      const meta: BatchMeta = {
+        baseOffset: h.baseOffset,
+        lastOffset: h.baseOffset + h.recordCount - 1,
+        bytes: row.bytes.length,
+        records: h.recordCount,
+        maxTimestamp: row.maxTimestamp,
+        appendMs: nowMs,
+      };
+      const cmd = planSegmentAppend(last, meta, cfg.roll);
+      // Consecutive extends of one segment: only the last one is written (it carries every field).
+      const prev = out[out.length - 1];
+      if (cmd.kind === "segExtend" && prev !== undefined && prev.kind === "segExtend" && prev.id === cmd.id) out[out.length - 1] = cmd;
+      else out.push(cmd);
+      last = cmd.kind === "segRoll" ? cmd.row : { ...last!, ...withoutKind(cmd as SegmentCommand & { kind: "segExtend" }) };
+    }
+    return { segments: out, clean: [] };
+  }
+
+  /** deleteRecords (KIP-107, field case B1): the log start change, or the answer of a no-op / a refusal. */
+  planDeleteRecords(offset: number): { change: LogChange | null; logStartOffset: number } | ErrorResult {
+    const s = this.#log.state!;
+    const plan = planDeleteRecords(offset, s);
+    if ("code" in plan) return plan;
+    return { change: plan.changed ? { op: "logStart", offset: plan.logStartOffset } : null, logStartOffset: plan.logStartOffset };
+  }
+
+  // ---- applying (SQL, inside the commit's transaction; deterministic) ----
+
+  apply(cmd: LifecycleCommandPart): void {
+    const c = cmd.lifecycle;
+    if (c === undefined || c === null) return;
+    const sql = this.#sql;
+    for (const seg of c.segments) {
+      switch (seg.kind) {
+        case "segRoll": {
+          if (seg.closeId !== null) sql.run("UPDATE seg_segments SET closed = 1 WHERE id = ?", seg.closeId);
+          const r = seg.row;
+          sql.run(
+            "INSERT INTO seg_segments (id, base_offset, last_offset, bytes, records, max_timestamp, first_append_ms, last_append_ms, closed, location, r2_key, remote) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            r.id,
+            r.baseOffset,
+            r.lastOffset,
+            r.bytes,
+            r.records,
+            r.maxTimestamp,
+            r.firstAppendMs,
+            r.lastAppendMs,
+            r.closed ? 1 : 0,
+            r.location,
+            r.r2Key,
+            r.remote,
+          );
+          break;
+        }
+        case "segExtend":
+          sql.run(
+            "UPDATE seg_segments SET last_offset = ?, bytes = ?, records = ?, max_timestamp = ?, last_append_ms = ? WHERE id = ?",
+            seg.lastOffset,
+            seg.bytes,
+            seg.records,
+            seg.maxTimestamp,
+            seg.lastAppendMs,
+            seg.id,
+          );
+          break;
+        case "segClose":
+          sql.run("UPDATE seg_segments SET closed = 1 WHERE id = ?", seg.id);
+          break;
+        case "segUpdate":
+          for (const [field, value] of Object.entries(seg.patch)) {
+            const column = SEGMENT_COLUMNS[field];
+            if (column === undefined) throw new Error(`segUpdate of unknown field ${field}`);
+            // `column` comes from the fixed map above, never from input.
+            sql.run(`UPDATE seg_segments SET ${column} = ? WHERE id = ?`, typeof value === "boolean" ? (value ? 1 : 0) : (value as SqlStorageValue), seg.id);
+          }
+          break;
+        case "segDelete":
+          sql.run("DELETE FROM seg_segments WHERE id = ?", seg.id);
+          break;
+      }
+    }
+    for (const k of c.clean) {
+      switch (k.kind) {
+        case "keys":
+          for (const [key, offset] of k.put)
+            sql.run("INSERT INTO seg_clean_keys (key, offset) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET offset = excluded.offset", blob(keyBytes(key)), offset);
+          break;
+        case "keysClear":
+          sql.run("DELETE FROM seg_clean_keys");
+          break;
+        case "checkpoint":
+          sql.run("INSERT INTO seg_clean_state (id, checkpoint) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET checkpoint = excluded.checkpoint", JSON.stringify(k.checkpoint));
+          break;
+        case "rewriteBatch":
+        case "dropBatch":
+          throw new Error(`compaction command ${k.kind} belongs to the log's rewrite change`);
+      }
+    }
+  }
+
+  /** After the commit: the in-memory index follows; timers are re-planned for appends and log changes. */
+  publish(cmd: LifecycleWrite): void {
+    const c = cmd.lifecycle;
+    if (c !== undefined && c !== null) {
+      for (const seg of c.segments) this.#applyInMemory(seg);
+    }
+    const l = cmd.log;
+    if (l !== null && l.op === "logStart") this.#truncating = true;
+    if (l !== null && l.op === "configs") {
+      // A changed config applies without a restart: the timers move earlier when it asks for
+      // more (a lower retention triggers clean-up on the next alarm; compaction looks at once).
+      // The kept tombstones' expiry was judged under the old delete.retention.ms: judge it again
+      // (in memory only; after a restart the stored time is kept, which is only later).
+      const clean = this.#clean;
+      if (clean.phase === "idle" && clean.tombstoneExpiryMs !== null) this.#clean = { ...clean, tombstoneExpiryMs: Date.now() };
+      this.rearm(Date.now(), true);
+      return;
+    }
+    if ((c !== undefined && c !== null && c.segments.length > 0) || (l !== null && l.op === "logStart")) this.rearm(Date.now(), false);
+  }
+
+  #applyInMemory(seg: SegmentCommand): void {
+    const index = this.#segments;
+    const find = (id: number): SegmentRow => {
+      // Commands name the last segment most of the time.
+      const last = index[index.length - 1];
+      if (last !== undefined && last.id === id) return last;
+      const row = index.find((r) => r.id === id);
+      if (row === undefined) throw new Error(`no segment ${id}`);
+      return row;
+    };
+    switch (seg.kind) {
+      case "segRoll":
+        if (seg.closeId !== null) find(seg.closeId).closed = true;
+        index.push({ ...seg.row });
+        if (seg.closeId !== null) this.#armCompactNow();
+        return;
+      case "segExtend":
+        Object.assign(find(seg.id), withoutKind(seg));
+        return;
+      case "segClose":
+        find(seg.id).closed = true;
+        this.#armCompactNow();
+        return;
+      case "segUpdate":
+        Object.assign(find(seg.id), seg.patch);
+        return;
+      case "segDelete": {
+        const i = index.findIndex((r) => r.id === seg.id);
+        if (i < 0) throw new Error(`no segment ${seg.id}`);
+        index.splice(i, 1);
+        return;
+      }
+    }
+  }
+
+  #armCompactNow(): void {
+    if (this.#log.state === null) return;
+    const cfg = this.#config();
+    if (cfg.compaction.compact) this.#setEarlier(LIFECYCLE_TIMERS.compact, Date.now());
+    // A closed segment may be offloaded.
+    if (cfg.tiering.remoteStorageEnable) this.#setEarlier(LIFECYCLE_TIMERS.tier, Date.now());
+  }
+
+  // ---- timers ----
+
+  /**
+   * Sets the `index` and `retention` timers at the earliest time something is owed: an index
+   * catch-up or a truncation (now), the active segment's idle roll (segment.ms, or
+   * max.compaction.lag.ms on a compacted topic), the head segment's expiry (retention.ms on its max
+   * timestamp), a size over retention.bytes (now). `blocked`: the last run could not make progress
+   * (the floor holds it), so "now" becomes {@link BLOCKED_RETRY_MS} from now.
+   */
+  rearm(nowMs: number, compactToo: boolean, blocked = false): void {
+    const s = this.#log.state;
+    if (s === null) return;
+    const cfg = this.#config();
+    if (this.#catchingUp) {
+      this.#setEarlier(LIFECYCLE_TIMERS.index, nowMs);
+      return;
+    }
+    const soon = blocked ? nowMs + BLOCKED_RETRY_MS : nowMs;
+    let due = Number.POSITIVE_INFINITY;
+    if (this.#truncating) due = soon;
+    const segs = this.#segments;
+    const active = segs[segs.length - 1];
+    if (active !== undefined && !active.closed) {
+      due = Math.min(due, active.firstAppendMs + cfg.roll.segmentMs);
+      if (cfg.compaction.compact) due = Math.min(due, active.firstAppendMs + cfg.compaction.maxCompactionLagMs);
+    }
+    const headIndex = segs.findIndex((r) => r.remote !== "deleting");
+    const head = segs[headIndex];
+    if (head !== undefined) {
+      if (segmentEnd(segs, headIndex, s.logEndOffset) <= s.logStartOffset) due = soon;
+      // Retention drops closed segments only: the active one first rolls (its idle roll is above).
+      if (head.closed && cfg.retention.delete && cfg.retention.retentionMs >= 0) due = Math.min(due, Math.max(soon, head.maxTimestamp + cfg.retention.retentionMs + 1));
+      if (head.closed && cfg.retention.delete && cfg.retention.retentionBytes >= 0) {
+        let total = 0;
+        for (const r of segs) if (r.remote !== "deleting") total += r.bytes;
+        if (total - head.bytes >= cfg.retention.retentionBytes) due = soon;
+      }
+    }
+    if (due !== Number.POSITIVE_INFINITY) this.#setEarlier(LIFECYCLE_TIMERS.retention, Math.min(due, nowMs + TIMER_HORIZON_MS));
+    if (compactToo && (this.#clean.phase !== "idle" || cfg.compaction.compact)) this.#setEarlier(LIFECYCLE_TIMERS.compact, nowMs);
+  }
+
+  /**
+   * Sets timer `key` at `dueMs` unless it is already due at or before then: an append never
+   * rewrites a timer that will run anyway (the wake re-plans from the state it finds), so the hot
+   * path writes `_schedule` only when something new became due earlier.
+   */
+  #setEarlier(key: string, dueMs: number): void {
+    const current = this.#timers.dueMs(key);
+    if (current !== undefined && current <= dueMs) return;
+    this.#timers.set(key, dueMs);
+  }
+
+  /** A due timer. `commit` is the switchboard's (one transaction per command, then publish). */
+  async onTimer(key: string, nowMs: number, commit: (cmd: LifecycleWrite) => void): Promise<void> {
+    if (this.#log.state === null) return;
+    switch (key) {
+      case LIFECYCLE_TIMERS.index:
+        this.#indexSlice(nowMs, commit);
+        return;
+      case LIFECYCLE_TIMERS.retention:
+        this.#retention(nowMs, commit);
+        return;
+      case LIFECYCLE_TIMERS.compact:
+        this.#compactStep(nowMs, commit);
+        return;
+      case LIFECYCLE_TIMERS.tier:
+        await this.#tier(nowMs, commit);
+        return;
+      default:
+        throw new Error(`lifecycle has no timer ${key}`);
+    }
+  }
+
+  /** One slice of indexing batches stored before the index existed (`migrateSlice`). */
+  #indexSlice(nowMs: number, commit: (cmd: LifecycleWrite) => void): void {
+    const last = this.#segments[this.#segments.length - 1] ?? null;
+    const spans = this.#log.batchSpansAfter(last?.lastOffset ?? -1, INDEX_SLICE_ROWS);
+    const metas: BatchMeta[] = spans.map((b) => ({ ...b, appendMs: nowMs }));
+    const segments = migrateSlice(last, metas, this.#config().roll);
+    if (segments.length > 0) commit({ log: null, append: null, lifecycle: { segments, clean: [] } });
+    this.#catchingUp = spans.length >= INDEX_SLICE_ROWS;
+    this.rearm(nowMs, !this.#catchingUp);
+  }
+
+  /**
+   * Idle roll, retention (whole closed segments from the head, log start to the first retained
+   * offset, bounded by the floor), then one slice of row deletion. Each is its own commit.
+   */
+  #retention(nowMs: number, commit: (cmd: LifecycleWrite) => void): void {
+    if (this.#catchingUp) {
+      this.rearm(nowMs, false);
+      return;
+    }
+    const cfg = this.#config();
+    const segs = this.#segments;
+    const roll = planIdleRoll(segs[segs.length - 1] ?? null, { ...cfg.roll, compact: cfg.compaction.compact, maxCompactionLagMs: cfg.compaction.maxCompactionLagMs }, nowMs);
+    if (roll !== null) commit({ log: null, append: null, lifecycle: { segments: [roll], clean: [] } });
+    const s = this.#log.state!;
+    const floor = this.#floor();
+    const plan = planRetention({ segments: this.#segments, bounds: s, floor, nowMs }, cfg.retention);
+    let progressed = roll !== null;
+    if (plan.commands.length > 0 || plan.logStartOffset > s.logStartOffset) {
+      const log: LogChange | null = plan.logStartOffset > s.logStartOffset ? { op: "logStart", offset: plan.logStartOffset } : null;
+      commit({ log, append: null, lifecycle: { segments: plan.commands, clean: [] } });
+      progressed = true;
+      // Dropped segments with an R2 copy owe an object delete.
+      if (plan.commands.some((c) => c.kind === "segUpdate")) this.#setEarlier(LIFECYCLE_TIMERS.tier, nowMs);
+    }
+    const target = this.#truncationTarget();
+    const slice = planTruncateSlice(target, this.#log.headBatches(TRUNCATE_LIMITS.maxRows + 1), TRUNCATE_LIMITS);
+    if (slice.command !== null) {
+      let freedBytes = 0;
+      for (const b of this.#log.headBatches(TRUNCATE_LIMITS.maxRows)) if (b.lastOffset < slice.command.offset) freedBytes += b.bytes;
+      commit({ log: { op: "truncate", before: slice.command.offset, freedBytes }, append: null });
+      progressed = true;
+    }
+    this.#truncating = !slice.done || this.#log.hasBatchesBelow(target);
+    this.rearm(Date.now(), false, !progressed);
+  }
+
+  /**
+   * Below this offset batch rows may be deleted: the log start, or the local start of a tiered log
+   * (segments whose R2 copy is recorded and that local retention moved to `remote`), held back by
+   * the floor.
+   */
+  #truncationTarget(): number {
+    const s = this.#log.state!;
+    return truncationTarget(Math.max(s.logStartOffset, localStartOffset(this.#segments, s)), this.#floor());
+  }
+
+  // ---- tiered storage (KIP-405 names; src/lifecycle/tiered.ts) ----
+
+  /**
+   * One `tier` wake: commit the plan (keys for closed local segments, `remote` for segments local
+   * retention lets go), then run at most one upload and {@link DELETES_PER_WAKE} object deletes,
+   * each AFTER the commit that recorded it as owed and each followed by its completion commit, so
+   * a crash between them repeats the effect (same key, same bytes) and loses nothing.
+   */
+  async #tier(nowMs: number, commit: (cmd: LifecycleWrite) => void): Promise<void> {
+    const bucket = this.#bucket;
+    const s = this.#log.state!;
+    const cfg = this.#config();
+    if (bucket === undefined) {
+      if (cfg.tiering.remoteStorageEnable) console.error(`partition ${s.topic}/${s.partition}: remote.storage.enable is set but the Worker has no SEGMENTS R2 binding; nothing is offloaded`);
+      return;
+    }
+    const plan = planTiering({ segments: this.#segments, bounds: s, nowMs, topicId: s.topicId, partition: s.partition, maxConcurrentCopies: MAX_CONCURRENT_COPIES }, cfg.tiering);
+    if (plan.commands.length > 0) commit({ log: null, append: null, lifecycle: { segments: plan.commands, clean: [] } });
+    let uploads = 0;
+    let deletes = 0;
+    for (const effect of plan.effects) {
+      if (effect.kind === "upload") {
+        if (uploads >= MAX_CONCURRENT_COPIES) continue;
+        uploads++;
+        const { rows } = this.#log.batchesInRange(effect.baseOffset, effect.end, Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER);
+        await bucket.put(effect.r2Key, encodeSegmentObject(rows.map((r) => r.data)));
+        const done = completeUpload(
+          this.#segments.find((r) => r.id === effect.id),
+          effect.r2Key,
+        );
+        if (done !== null) commit({ log: null, append: null, lifecycle: { segments: [done], clean: [] } });
+      } else {
+        if (deletes >= DELETES_PER_WAKE) continue;
+        deletes++;
+        await bucket.delete(effect.r2Key);
+        this.#remoteIndex.delete(effect.r2Key);
+        const done = completeRemoteDelete(this.#segments.find((r) => r.id === effect.id));
+        if (done !== null) commit({ log: null, append: null, lifecycle: { segments: [done], clean: [] } });
+      }
+    }
+    // Rows below the new local start go by the retention slicer.
+    if (this.#log.hasBatchesBelow(this.#truncationTarget())) {
+      this.#truncating = true;
+      this.#setEarlier(LIFECYCLE_TIMERS.retention, Date.now());
+    }
+    this.#armTier(Date.now(), plan.effects.length > 0 || plan.commands.length > 0);
+  }
+
+  /** The `tier` timer: at once while work is owed, else when the head `both` segment passes local.retention.ms. */
+  #armTier(nowMs: number, busy: boolean): void {
+    const cfg = this.#config().tiering;
+    if (busy || this.#segments.some((r) => r.remote !== "none")) {
+      this.#setEarlier(LIFECYCLE_TIMERS.tier, nowMs);
+      return;
+    }
+    const head = this.#segments.find((r) => r.location === "both");
+    if (head !== undefined && cfg.localRetentionMs >= 0) this.#setEarlier(LIFECYCLE_TIMERS.tier, Math.min(head.maxTimestamp + cfg.localRetentionMs + 1, nowMs + TIMER_HORIZON_MS));
+  }
+
+  /**
+   * Before the partition's storage is deleted (topic deletion): deletes every R2 object under this
+   * partition's key prefix, so that nothing is left that no segment row owns. Only for topics
+   * that enabled remote storage (it cannot be turned off, so no other topic has objects).
+   */
+  async deleteRemoteObjects(): Promise<void> {
+    const s = this.#log.state;
+    const bucket = this.#bucket;
+    if (s === null || bucket === undefined || !this.#config().tiering.remoteStorageEnable) return;
+    const prefix = segmentObjectKey(s.topicId, s.partition, { id: 0, baseOffset: 0 }).replace(/[^/]*$/, "");
+    let cursor: string | undefined;
+    do {
+      const page = await bucket.list({ prefix, limit: 1000, ...(cursor !== undefined ? { cursor } : {}) });
+      if (page.objects.length > 0) await bucket.delete(page.objects.map((o) => o.key));
+      cursor = page.truncated ? page.cursor : undefined;
+    } while (cursor !== undefined);
+    this.#remoteIndex.clear();
+  }
+
+  /** True when a fetch at `offset` (within the log's bounds) reads a remote segment. */
+  readsRemote(offset: number): boolean {
+    const s = this.#log.state;
+    return s !== null && offset >= s.logStartOffset && offset < localStartOffset(this.#segments, s);
+  }
+
+  /**
+   * A fetch below the local start, read through from the segment's R2 object: the same answer
+   * shape and the same batch bytes as a local read (the object holds the batches as stored). At
+   * most three range reads: header, offset index (cached), the batches. Stops at the segment's
+   * end; the next fetch continues in the next segment.
+   * @throws Error when the object is missing or corrupt (SegmentObjectError): a broken invariant.
+   */
+  async readRemote(req: FetchRequest): Promise<Ok<FetchOk>> {
+    const s = this.#log.state!;
+    const src = readSource(this.#segments, s, req.offset);
+    if (src.kind !== "remote") throw new Error(`offset ${req.offset} is not remote`);
+    const i = this.#segments.findIndex((r) => r.id === src.id);
+    const end = segmentEnd(this.#segments, i, s.logEndOffset);
+    const index = await this.#indexOf(src.r2Key);
+    let first = index.findIndex((e) => e.lastOffset >= req.offset);
+    const batches: Uint8Array[] = [];
+    let nextOffset = end;
+    if (first >= 0) {
+      let last = first;
+      let bytes = index[first]!.size;
+      let records = index[first]!.lastOffset - Math.max(index[first]!.baseOffset, req.offset) + 1;
+      while (last + 1 < index.length && records < req.maxRecords && bytes + index[last + 1]!.size <= req.maxBytes) {
+        last++;
+        bytes += index[last]!.size;
+        records += index[last]!.lastOffset - index[last]!.baseOffset + 1;
+      }
+      const start = index[first]!.position;
+      const body = await this.#bucket!.get(src.r2Key, { range: { offset: start, length: bytes } });
+      if (body === null) throw new Error(`segment object ${src.r2Key} is missing`);
+      const data = new Uint8Array(await body.arrayBuffer());
+      for (; first <= last; first++) {
+        const e = index[first]!;
+        batches.push(data.slice(e.position - start, e.position - start + e.size));
+      }
+      nextOffset = last + 1 < index.length ? index[last]!.lastOffset + 1 : end;
+    }
+    return { ok: true, batches, nextOffset, logStartOffset: s.logStartOffset, highWatermark: s.highWatermark, logEndOffset: s.logEndOffset };
+  }
+
+  async #indexOf(r2Key: string): Promise<SegmentIndexEntry[]> {
+    const cached = this.#remoteIndex.get(r2Key);
+    if (cached !== undefined) return cached;
+    const bucket = this.#bucket;
+    if (bucket === undefined) throw new Error(`segment ${r2Key} is remote but the Worker has no SEGMENTS R2 binding`);
+    const head = await bucket.get(r2Key, { range: { offset: 0, length: 64 } });
+    if (head === null) throw new Error(`segment object ${r2Key} is missing`);
+    const header = decodeSegmentHeader(new Uint8Array(await head.arrayBuffer()));
+    const range = segmentIndexRange(header);
+    const body = await bucket.get(r2Key, { range: { offset: range.start, length: range.end - range.start } });
+    if (body === null) throw new Error(`segment object ${r2Key} is missing`);
+    const index = decodeSegmentIndex(header, new Uint8Array(await body.arrayBuffer()));
+    if (this.#remoteIndex.size >= REMOTE_INDEX_CACHE) this.#remoteIndex.delete(this.#remoteIndex.keys().next().value!);
+    this.#remoteIndex.set(r2Key, index);
+    return index;
+  }
+
+  /** One compaction step: decide a pass when idle, else map or rewrite one slice (checkpoint last). */
+  #compactStep(nowMs: number, commit: (cmd: LifecycleWrite) => void): void {
+    const cfg = this.#config();
+    const s = this.#log.state!;
+    let state = this.#clean;
+    if (state.phase === "idle") {
+      if (!cfg.compaction.compact) return;
+      const decision = planCompactionPass(state, { segments: this.#segments, bounds: s, lastStableOffset: null, nowMs }, cfg.compaction);
+      if (!decision.run) {
+        this.#armCompactLater(nowMs);
+        return;
+      }
+      const started = startCompaction(state, decision.pass);
+      commit({ log: null, append: null, lifecycle: { segments: [], clean: started.commands } });
+      this.#clean = state = started.state;
+      this.#timers.set(LIFECYCLE_TIMERS.compact, nowMs);
+      return;
+    }
+    if (!cfg.compaction.compact) {
+      // The topic stopped being compacted: abandon the pass (nothing is lost).
+      const aborted = abortCompaction(state);
+      commit({ log: null, append: null, lifecycle: { segments: [], clean: aborted.commands } });
+      this.#clean = aborted.state;
+      return;
+    }
+    const range = compactionReadRange(state)!;
+    const { rows, exhausted } = this.#log.batchesInRange(range.from, range.end, COMPACT_SLICE_BATCHES, COMPACT_SLICE_BYTES);
+    const batches = rows.map((b) => ({
+      baseOffset: b.baseOffset,
+      lastOffset: b.lastOffset,
+      records: scanRecordKeys(b.data),
+    }));
+    const step = compactionStep(state, { batches, exhausted }, cfg.compaction, { maxMapKeys: COMPACT_MAX_MAP_KEYS });
+    const rewrites: BatchRewrite[] = [];
+    const stats = new Map<number, { bytes: number; records: number }>();
+    const clean: CompactionCommand[] = [];
+    for (const c of step.commands) {
+      if (c.kind !== "rewriteBatch" && c.kind !== "dropBatch") {
+        clean.push(c);
+        continue;
+      }
+      const row = rows.find((r) => r.baseOffset === c.baseOffset);
+      if (row === undefined) continue;
+      const data = c.kind === "dropBatch" ? null : rewriteStoredBatch(row.data, new Set(c.keep));
+      const recordCount = data === null ? 0 : c.kind === "rewriteBatch" ? c.keep.length : row.records;
+      rewrites.push({ baseOffset: row.baseOffset, data, recordCount, sizeBefore: row.bytes });
+      const seg = segmentAt(this.#segments, row.baseOffset);
+      if (seg !== null) {
+        const st = stats.get(seg.id) ?? { bytes: seg.bytes, records: seg.records };
+        st.bytes += (data === null ? 0 : data.length) - row.bytes;
+        st.records += recordCount - row.records;
+        stats.set(seg.id, st);
+      }
+    }
+    const segments: SegmentCommand[] = [...stats].map(([id, st]) => ({ kind: "segUpdate", id, patch: { bytes: Math.max(0, st.bytes), records: Math.max(0, st.records) } }));
+    commit({ log: rewrites.length > 0 ? { op: "rewrite", batches: rewrites } : null, append: null, lifecycle: { segments, clean } });
+    this.#clean = step.state;
+    // The next slice, or (a pass ended) a look at whether another is due (a full key map ends a pass early).
+    this.#timers.set(LIFECYCLE_TIMERS.compact, nowMs);
+  }
+
+  /** No pass now: look again when a kept tombstone's window ends or a dirty segment passes max.compaction.lag.ms (segment closes arm it too). */
+  #armCompactLater(nowMs: number): void {
+    const cfg = this.#config();
+    let due = this.#clean.phase === "idle" && this.#clean.tombstoneExpiryMs !== null ? this.#clean.tombstoneExpiryMs : Number.POSITIVE_INFINITY;
+    const dirtyFrom = this.#clean.cleanOffset;
+    const firstDirty = this.#segments.find((r) => r.closed && r.lastOffset >= dirtyFrom);
+    if (firstDirty !== undefined) due = Math.min(due, firstDirty.firstAppendMs + cfg.compaction.maxCompactionLagMs + 1);
+    if (due === Number.POSITIVE_INFINITY) return;
+    this.#timers.set(LIFECYCLE_TIMERS.compact, Math.min(Math.max(due, nowMs + 1), nowMs + TIMER_HORIZON_MS));
+  }
+}
+
+function withoutKind(c: SegmentCommand & { kind: "segExtend" }): Partial<SegmentRow> {
+  const { kind: _k, id: _i, ...fields } = c;
+  return fields;
+}
+
+function fromRow(r: SegmentDbRow): SegmentRow {
+  return {
+    id: r.id,
+    baseOffset: r.base_offset,
+    lastOffset: r.last_offset,
+    bytes: r.bytes,
+    records: r.records,
+    maxTimestamp: r.max_timestamp,
+    firstAppendMs: r.first_append_ms,
+    lastAppendMs: r.last_append_ms,
+    closed: r.closed !== 0,
+    location: r.location as SegmentRow["location"],
+    r2Key: r.r2_key,
+    remote: r.remote as SegmentRow["remote"],
+  };
+}

@@ -1,0 +1,53 @@
+/**
+ * The replicated state machine a Raft member runs (docs/RAFT.md, "Raft member Durable
+ * Objects"): the application side of etcd's CommittedEntries. The member calls `apply` for each
+ * committed normal entry, in log order, inside the same SQLite transaction that records the
+ * applied index, so after a crash the state machine and the applied index agree: an entry is
+ * applied exactly once per member.
+ *
+ * Rules for an implementation (they make every member reach the same state):
+ * - `apply` and `restore` are the only places it writes SQL (its own tables, in its own room).
+ * - `apply` is deterministic: no clock, no randomness, no reads of anything but its own tables
+ *   and the entry; whatever a command needs (a time, an id) is in the command.
+ * - A malformed command is still applied (deterministically: e.g. answered with an error
+ *   result and no change), never thrown on: a throw would stop every member at that entry.
+ * - `snapshot()` is the image at the applied index; `restore(image)` replaces all state with it.
+ */
+import type { ApplyResult, JsonValue } from "../../src/raft/group.ts";
+import type { RoomSchema, Sql } from "../base.ts";
+import { metadataStateMachine } from "./metadata-machine.ts";
+import { sequenceStateMachine } from "./sequence.ts";
+
+/** A committed normal entry as the state machine sees it. */
+export interface CommittedCommand {
+  /** Raft log index (>= 1). */
+  index: number;
+  /** Raft term of the entry (the leader epoch). */
+  term: number;
+  data: Uint8Array;
+}
+
+export interface ReplicatedStateMachine {
+  /** The name a group configuration selects it by (`stateMachine`). */
+  readonly name: string;
+  /** Its room: its tables (prefix `rsm_`) and their migrations. */
+  readonly schema: RoomSchema;
+  /** Applies one committed command (inside the member's transaction) and answers the proposer. */
+  apply(cmd: CommittedCommand): ApplyResult;
+  /** The state machine image at the applied index (opaque bytes, carried by InstallSnapshot). */
+  snapshot(): Uint8Array;
+  /** Replaces all state with `image` (inside the member's transaction). */
+  restore(image: Uint8Array): void;
+  /** Answers a read from the applied state; writes nothing. */
+  query(q: JsonValue): JsonValue;
+}
+
+/** Builds a state machine over a member's SQLite storage. */
+export type StateMachineFactory = (sql: Sql) => ReplicatedStateMachine;
+
+/**
+ * Every state machine a member can run. Each one's room is migrated in every member (a
+ * Durable Object declares its rooms before it has read its group configuration), so its
+ * tables exist, empty, in members of groups that run another one.
+ */
+export const STATE_MACHINES: readonly StateMachineFactory[] = [sequenceStateMachine, metadataStateMachine];

@@ -1,0 +1,306 @@
+/**
+ * The metadata quorum (KRaft-style; docs/RAFT.md, "The metadata quorum"): a
+ * {@link TopicMetadataStore} whose topics and producer-id blocks are the replicated state
+ * machine (`metadata`, durable-objects/raft/metadata-machine.ts) of the Raft group `metadata`,
+ * one RaftMemberDO per member. Behind the switch EDGELOG_METADATA_QUORUM (unset: today's
+ * MetadataDO; {@link metadataQuorumMembers}).
+ *
+ * This class is the client side, run by the gateway (and by Durable Objects that read topic
+ * metadata): it proposes commands at the leader it knows of, follows NOT_LEADER's `leaderId`,
+ * tries the next member when one is down or no leader is known, and bootstraps the group's
+ * members the first time one answers that it is not (the configuration is derived from the
+ * same variable everywhere, so every bootstrap is the same one). Reads are linearizable
+ * (ReadIndex at the leader). Every answer carries `metadataOffset`: the Raft index of the
+ * metadata log it reflects.
+ *
+ * Side effects on partitions stay where MetadataDO has them: create initialises the partition
+ * objects before the topic record is proposed (a failure leaves only unreachable objects);
+ * delete destroys them after the removal is committed. Where this differs from KRaft: there,
+ * brokers replay the metadata log and act on it; here the proposer acts, as MetadataDO does,
+ * and a crash between the record and the partitions' destroy leaves unreachable objects (the
+ * same bound as today; a sweep driven by the metadata log is later work).
+ */
+import { resolvePolicies } from "../protocol/policies.ts";
+import type { Env } from "../env.ts";
+import { partitionStub } from "../partition/rpc.ts";
+import { DEFAULT_TOPIC_CONFIGS, mergeTopicConfigs } from "../protocol/config.ts";
+import { EdgelogError, errorResult, type ErrorResult, type RpcResult } from "../protocol/errors.ts";
+import { MAX_PARTITIONS } from "../protocol/limits.ts";
+import { parseTopicName } from "../protocol/names.ts";
+import type { InitProducerResponse, PartitionDescription, TopicDescription, TopicSummary } from "../protocol/types.ts";
+import { LOCATION_HINTS, type LocationHint, type RaftGroupConfig, type RaftMemberRpc, type RaftMemberSpec, raftMemberName } from "../raft/group.ts";
+import { encodeMetadataCommand, PRODUCER_ID_BLOCK, type MetadataAnswer, type MetadataCommand, type MetadataQuery } from "./commands.ts";
+import type { AlterTopicInput, CreateTopicInput, TopicMetadataStore } from "./store.ts";
+
+/** The bindings the store needs. */
+export type MetadataQuorumEnv = Pick<Env, "RAFT_MEMBER" | "PARTITION">;
+
+/** Group id of the metadata quorum. */
+export const METADATA_GROUP_ID = "metadata";
+
+/**
+ * Members of the metadata quorum from EDGELOG_METADATA_QUORUM: unset, "", "off" or "0": none
+ * (MetadataDO serves metadata); "1", "3", "5": that many members `m1`, `m2`, ...; or a list
+ * `m1@wnam,m2@enam,m3@weur` (member ids with optional location hints).
+ * @throws Error on a malformed value (a deployment mistake: every request would fail alike).
+ */
+export function metadataQuorumMembers(value: string | undefined): RaftMemberSpec[] | null {
+  const v = (value ?? "").trim();
+  if (v === "" || v === "off" || v === "0") return null;
+  if (/^[1-7]$/.test(v)) return Array.from({ length: Number(v) }, (_, i) => ({ id: `m${i + 1}` }));
+  const out: RaftMemberSpec[] = [];
+  for (const part of v.split(",")) {
+    const [id, hint] = part.trim().split("@") as [string, string | undefined];
+    if (!/^[a-z0-9][a-z0-9-]{0,63}$/.test(id)) throw new Error(`EDGELOG_METADATA_QUORUM: bad member id ${JSON.stringify(id)}`);
+    if (hint !== undefined && !(LOCATION_HINTS as readonly string[]).includes(hint)) throw new Error(`EDGELOG_METADATA_QUORUM: unknown location hint ${JSON.stringify(hint)}`);
+    out.push(hint === undefined ? { id } : { id, locationHint: hint as LocationHint });
+  }
+  return out;
+}
+
+/** Tunables of the client and of the group it bootstraps (tests shorten the clock). */
+export interface RaftMetadataStoreOptions {
+  /** @default "metadata" */
+  groupId?: string;
+  /** Group clock (see RaftGroupConfig). @default 100 ms ticks, 10-tick election timeout */
+  tickMs?: number;
+  electionTicks?: number;
+  /** How long one call keeps looking for a leader before answering UNAVAILABLE (ms). @default 15000 */
+  deadlineMs?: number;
+}
+
+/** The leader each group was last answered by, per isolate. */
+const knownLeaders = new Map<string, string>();
+/** The producer-id block this isolate hands out from, per group (KIP-730: a lost block only wastes ids). */
+const producerIdBlocks = new Map<string, { next: number; end: number }>();
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+export class RaftMetadataStore implements TopicMetadataStore {
+  readonly #env: MetadataQuorumEnv;
+  readonly #config: RaftGroupConfig;
+  readonly #ids: string[];
+  readonly #deadlineMs: number;
+
+  constructor(env: MetadataQuorumEnv, members: RaftMemberSpec[], options: RaftMetadataStoreOptions = {}) {
+    this.#env = env;
+    this.#ids = members.map((m) => m.id);
+    this.#deadlineMs = options.deadlineMs ?? 15_000;
+    this.#config = {
+      groupId: options.groupId ?? METADATA_GROUP_ID,
+      members,
+      stateMachine: "metadata",
+      ...(options.tickMs === undefined ? {} : { tickMs: options.tickMs }),
+      ...(options.electionTicks === undefined ? {} : { electionTicks: options.electionTicks }),
+    };
+  }
+
+  async createTopic(req: CreateTopicInput): Promise<RpcResult<{ topic: TopicDescription; metadataOffset?: number }>> {
+    return guarded(async () => {
+      const name = parseTopicName(req.name);
+      const partitions = checkPartitions(req.partitions ?? 1);
+      const configs = mergeTopicConfigs(DEFAULT_TOPIC_CONFIGS, req.configs);
+      // Known already? Answer before creating partition objects for nothing.
+      const seen = await this.#query({ type: "getTopic", name: name.full });
+      if (!seen.ok) return seen;
+      if ((seen.result as MetadataAnswer).ok) return errorResult("TOPIC_ALREADY_EXISTS", `Topic ${name.full} already exists.`, { topic: name.full });
+      const topicId = crypto.randomUUID();
+      await this.#initPartitions(name.full, topicId, 0, partitions, configs);
+      const topic: TopicSummary = {
+        name: name.full,
+        tenant: name.tenant,
+        namespace: name.namespace,
+        topic: name.topic,
+        topicId,
+        partitions,
+        configs,
+        createdAt: Date.now(),
+        policies: resolvePolicies({}, {}),
+      };
+      const r = await this.#propose({ type: "createTopic", topic });
+      if (!r.ok) return r;
+      return { ok: true, topic: { ...r.answer.topic!, partitionDetails: emptyPartitions(partitions) }, metadataOffset: r.index };
+    });
+  }
+
+  async listTopics(): Promise<RpcResult<{ topics: TopicSummary[]; metadataOffset?: number }>> {
+    const r = await this.#query({ type: "listTopics" });
+    if (!r.ok) return r;
+    return { ok: true, topics: (r.result as { topics: TopicSummary[] }).topics, metadataOffset: r.index };
+  }
+
+  async getTopic(name: string): Promise<RpcResult<{ topic: TopicSummary; metadataOffset?: number }>> {
+    return guarded(async () => {
+      const full = parseTopicName(name).full;
+      const r = await this.#query({ type: "getTopic", name: full });
+      if (!r.ok) return r;
+      const a = r.result as MetadataAnswer;
+      return a.ok ? { ok: true, topic: a.topic!, metadataOffset: r.index } : toError(a);
+    });
+  }
+
+  async describeTopic(name: string): Promise<RpcResult<{ topic: TopicDescription; metadataOffset?: number }>> {
+    const r = await this.getTopic(name);
+    if (!r.ok) return r;
+    return this.#describe(r.topic, r.metadataOffset);
+  }
+
+  async alterTopic(name: string, req: AlterTopicInput): Promise<RpcResult<{ topic: TopicDescription; metadataOffset?: number }>> {
+    return guarded(async () => {
+      const cur = await this.getTopic(name);
+      if (!cur.ok) return cur;
+      const current = cur.topic;
+      const configs = mergeTopicConfigs(current.configs, req.configs);
+      const partitions = req.partitions === undefined ? current.partitions : checkPartitions(req.partitions);
+      if (partitions < current.partitions) {
+        return errorResult("PARTITION_DECREASE_NOT_ALLOWED", `Topic ${current.name} has ${current.partitions} partitions; the count can only grow.`, { partitions: current.partitions });
+      }
+      await this.#initPartitions(current.name, current.topicId, current.partitions, partitions, configs);
+      const r = await this.#propose({ type: "alterTopic", name: current.name, topicId: current.topicId, partitions, configs });
+      if (!r.ok) return r;
+      const pushConfigs = req.configs !== undefined || JSON.stringify(configs) !== JSON.stringify(current.configs);
+      if (pushConfigs) {
+        const results = await Promise.all(range(0, current.partitions).map((p) => partitionStub(this.#env.PARTITION, current.topicId, p).updateConfigs(configs)));
+        const failed = results.find((x) => !x.ok);
+        if (failed !== undefined) return failed;
+      }
+      return this.#describe(r.answer.topic!, r.index);
+    });
+  }
+
+  async deleteTopic(name: string, topicId?: string): Promise<RpcResult<{ metadataOffset?: number }>> {
+    return guarded(async () => {
+      const full = parseTopicName(name).full;
+      const r = await this.#propose({ type: "deleteTopic", name: full, topicId: topicId ?? null });
+      if (!r.ok) return r;
+      const gone = r.answer.topic!;
+      await Promise.all(range(0, gone.partitions).map((p) => partitionStub(this.#env.PARTITION, gone.topicId, p).destroy()));
+      return { ok: true, metadataOffset: r.index };
+    });
+  }
+
+  async initProducerId(): Promise<RpcResult<InitProducerResponse>> {
+    const key = this.#config.groupId;
+    let block = producerIdBlocks.get(key);
+    if (block === undefined || block.next >= block.end) {
+      const r = await this.#propose({ type: "allocateProducerIds", count: PRODUCER_ID_BLOCK });
+      if (!r.ok) return r;
+      block = { next: r.answer.firstProducerId!, end: r.answer.firstProducerId! + r.answer.count! };
+      producerIdBlocks.set(key, block);
+    }
+    return { ok: true, producerId: block.next++, producerEpoch: 0 };
+  }
+
+  // ---- the Raft client ----
+
+  async #propose(c: MetadataCommand): Promise<RpcResult<{ index: number; answer: MetadataAnswer & { ok: true } }>> {
+    const r = await this.#call((m) => m.propose(encodeMetadataCommand(c)));
+    if (!r.ok) return r;
+    const answer = r.result as MetadataAnswer;
+    return answer.ok ? { ok: true, index: r.index, answer } : toError(answer);
+  }
+
+  #query(q: MetadataQuery): Promise<RpcResult<{ index: number; result: unknown }>> {
+    return this.#call((m) => m.read(q));
+  }
+
+  /** Runs `op` at the leader (see the file comment). UNAVAILABLE when no leader answers within deadlineMs. */
+  async #call<T extends object>(op: (m: RaftMemberRpc) => Promise<RpcResult<T>>): Promise<RpcResult<T>> {
+    const deadline = Date.now() + this.#deadlineMs;
+    const group = this.#config.groupId;
+    let target = knownLeaders.get(group) ?? this.#ids[0]!;
+    let tried = 0;
+    let last = "no member answered";
+    for (;;) {
+      let r: RpcResult<T> | null;
+      try {
+        r = await op(this.#member(target));
+      } catch (err) {
+        r = null;
+        last = `${target}: ${String(err)}`;
+      }
+      if (r?.ok) {
+        knownLeaders.set(group, target);
+        return r;
+      }
+      const notBootstrapped = r !== null && r.code === "INVALID_REQUEST" && r.details?.bootstrapped === false;
+      if (notBootstrapped) await this.#bootstrap();
+      else if (r !== null && r.code !== "NOT_LEADER" && r.code !== "REQUEST_TIMED_OUT") return r;
+      if (r !== null) last = `${target}: ${notBootstrapped ? "not bootstrapped" : r.code}`;
+      const hinted = notBootstrapped ? undefined : r?.details?.leaderId;
+      if (typeof hinted === "string" && hinted !== target && this.#ids.includes(hinted)) target = hinted;
+      else {
+        tried++;
+        target = this.#ids[tried % this.#ids.length]!;
+        if (tried % this.#ids.length === 0) await sleep(50);
+      }
+      if (Date.now() > deadline) {
+        knownLeaders.delete(group);
+        return errorResult("UNAVAILABLE", `The metadata quorum (group ${group}) did not answer within ${this.#deadlineMs} ms: ${last}.`, { groupId: group });
+      }
+    }
+  }
+
+  /** Bootstraps every member (idempotent; a member that is down is skipped: the next call retries). */
+  async #bootstrap(): Promise<void> {
+    await Promise.all(
+      this.#ids.map((id) =>
+        this.#member(id)
+          .bootstrap(this.#config, id)
+          .catch(() => undefined),
+      ),
+    );
+  }
+
+  #member(id: string): RaftMemberRpc {
+    const ns = this.#env.RAFT_MEMBER;
+    const hint = this.#config.members.find((m) => m.id === id)?.locationHint;
+    const oid = ns.idFromName(raftMemberName(this.#config.groupId, id));
+    return (hint === undefined ? ns.get(oid) : ns.get(oid, { locationHint: hint })) as unknown as RaftMemberRpc;
+  }
+
+  async #initPartitions(topic: string, topicId: string, from: number, to: number, configs: TopicSummary["configs"]): Promise<void> {
+    const results = await Promise.all(range(from, to).map((partition) => partitionStub(this.#env.PARTITION, topicId, partition).init({ topic, topicId, partition, configs })));
+    const failed = results.find((r) => !r.ok);
+    if (failed !== undefined && !failed.ok) throw new EdgelogError("UNAVAILABLE", `Initialising a partition of ${topic} failed: ${failed.code}.`);
+  }
+
+  async #describe(summary: TopicSummary, metadataOffset: number | undefined): Promise<RpcResult<{ topic: TopicDescription; metadataOffset?: number }>> {
+    const results = await Promise.all(range(0, summary.partitions).map((p) => partitionStub(this.#env.PARTITION, summary.topicId, p).describe()));
+    const partitionDetails: PartitionDescription[] = [];
+    for (const r of results) {
+      if (!r.ok) return r;
+      partitionDetails.push(r.partition);
+    }
+    return metadataOffset === undefined ? { ok: true, topic: { ...summary, partitionDetails } } : { ok: true, topic: { ...summary, partitionDetails }, metadataOffset };
+  }
+}
+
+/** An EdgelogError thrown by a shared validator, as a typed result (as MetadataDO's `expected`). */
+async function guarded<T extends { ok: true }>(body: () => Promise<T | ErrorResult>): Promise<T | ErrorResult> {
+  try {
+    return await body();
+  } catch (err) {
+    if (err instanceof EdgelogError) return errorResult(err.code, err.message, err.details);
+    throw err;
+  }
+}
+
+function toError(a: MetadataAnswer & { ok: false }): ErrorResult {
+  return errorResult(a.code, a.message, a.details);
+}
+
+function checkPartitions(n: unknown): number {
+  if (typeof n !== "number" || !Number.isInteger(n) || n < 1 || n > MAX_PARTITIONS) {
+    throw new EdgelogError("INVALID_PARTITIONS", `partitions must be an integer in [1, ${MAX_PARTITIONS}], got ${JSON.stringify(n)}.`, { partitions: n });
+  }
+  return n;
+}
+
+function emptyPartitions(n: number): PartitionDescription[] {
+  return range(0, n).map((partition) => ({ partition, logStartOffset: 0, highWatermark: 0, logEndOffset: 0, recordCount: 0, bytes: 0 }));
+}
+
+function range(from: number, to: number): number[] {
+  return Array.from({ length: Math.max(0, to - from) }, (_, i) => from + i);
+}
