@@ -1,11 +1,14 @@
 /**
  * Administration (Kafka's Admin client, the subset Edgelog has): topics (create, list, describe,
- * alter, delete), Pulsar's tenants and namespaces with namespace policies (docs/TENANTS.md), and security (ACLs, Pulsar namespace permissions, SCRAM users, client quotas;
- * docs/SECURITY.md).
+ * alter, delete), Pulsar's tenants and namespaces with namespace policies (docs/TENANTS.md),
+ * Pulsar's subscription admin (create at a position, stats, reset cursor, skip, clear backlog,
+ * delete; docs/PROTOCOL.md "Subscription admin"), and security (ACLs, Pulsar namespace
+ * permissions, SCRAM users, client quotas; docs/SECURITY.md).
  */
 import type { AclBinding, AclFilter, PulsarAction } from "../../src/protocol/acl.ts";
 import type { EffectivePolicies, NamespaceDescription, PolicyName, TenantInfo, TopicConfigs, TopicDescription, TopicPolicies, TopicSummary } from "../../src/protocol/index.ts";
-import type { CallOptions, EdgelogClient } from "./client.ts";
+import { type CallOptions, type EdgelogClient, topicPath } from "./client.ts";
+import type { SubscriptionType } from "./subscription.ts";
 
 /**
  * Topic configs to set: Kafka names; values as numbers or decimal strings (as Kafka tools pass
@@ -67,6 +70,75 @@ export interface QuotaDescription {
 export interface ScramUserDescription {
   name: string;
   mechanisms: { mechanism: "SCRAM-SHA-256" | "SCRAM-SHA-512"; iterations: number }[];
+}
+
+/** One connected consumer of a subscription on one partition, as stats show it. */
+export interface SubscriptionConsumerStats {
+  consumerId: string;
+  consumerName: string;
+  /** Permits left: push mode, receiverQueueSize minus unacked; pull mode, the credits granted and not used. */
+  permits: number;
+  /** Messages delivered to this consumer and not yet acked, nacked or timed out. */
+  unacked: number;
+  /** Failover: whether this consumer is the active one; other types: true. */
+  active: boolean;
+}
+
+/** A subscription on one partition: its durable cursor and live consumers (docs/PROTOCOL.md "Subscription admin"). */
+export interface SubscriptionPartitionStats {
+  subscription: string;
+  partition: number;
+  type: SubscriptionType;
+  /** The last offset such that it and everything before it are acked; -1 when nothing is. */
+  markDeletePosition: number;
+  /** Individually acked ranges above the mark-delete position, `[first, last]` inclusive offsets. */
+  ackedRanges: [number, number][];
+  /** Unacked messages between the log start and the log end (Pulsar's msgBacklog). */
+  backlog: number;
+  /** Stored bytes of those messages (pro rata over record batches). */
+  backlogBytes: number;
+  /** Messages in flight at the connected consumers. */
+  unacked: number;
+  /** Messages copied to the dead-letter topic so far. */
+  deadLetteredTotal: number;
+  /** Per second over the last 10 whole seconds, in the partition object's memory: records appended. */
+  msgRateIn: number;
+  /** Messages delivered per second (first deliveries and redeliveries). */
+  msgRateOut: number;
+  /** Redelivered messages per second. */
+  msgRateRedeliver: number;
+  consumers: SubscriptionConsumerStats[];
+}
+
+/** A subscription over every partition of its topic: the totals, then one entry per partition. */
+export interface SubscriptionStats {
+  /** Full topic name `tenant/namespace/name`. */
+  topic: string;
+  subscription: string;
+  /** null only for a topic without partitions (never in practice). */
+  type: SubscriptionType | null;
+  backlog: number;
+  backlogBytes: number;
+  unacked: number;
+  deadLetteredTotal: number;
+  msgRateIn: number;
+  msgRateOut: number;
+  msgRateRedeliver: number;
+  /** Connected consumers over all partitions (a consumer of a partitioned topic counts once per partition). */
+  consumers: number;
+  partitions: SubscriptionPartitionStats[];
+}
+
+/**
+ * Where a subscription starts or its cursor is reset to: the log start (`earliest`), the log end
+ * (`latest`), the first message with timestamp >= T on every partition (`{ timestamp }`, ms), or
+ * one message (`{ messageId }`: its partition only; that message is delivered next).
+ */
+export type SubscriptionPosition = "earliest" | "latest" | { timestamp: number } | { messageId: string };
+
+/** The request body fields of a position (docs/PROTOCOL.md "Subscription admin"). */
+function positionBody(p: SubscriptionPosition): Record<string, unknown> {
+  return typeof p === "string" ? { position: p } : p;
 }
 
 /** Administration over an {@link EdgelogClient}. */
@@ -185,6 +257,62 @@ export class Admin {
     return (await this.#client.securityRequest<{ policies: EffectivePolicies }>("DELETE", `${namespacePath(namespace)}/policies/${segment(policy)}`, options)).policies;
   }
 
+  // ---- subscriptions (docs/PROTOCOL.md "Subscription admin"; pulsar-admin topics …) ----
+
+  /** Every subscription of the topic, sorted by name. Errors: UNKNOWN_TOPIC_OR_PARTITION. */
+  async listSubscriptions(topic: string, options?: CallOptions): Promise<SubscriptionStats[]> {
+    return (await this.#client.securityRequest<{ subscriptions: SubscriptionStats[] }>("GET", `${topicPath(topic)}/subscriptions`, options)).subscriptions;
+  }
+
+  /**
+   * Creates a durable subscription on every partition (Pulsar's create-subscription), at
+   * `initialPosition` (@default "latest"); an existing one is left unchanged (its cursor and
+   * type stay). Errors: UNKNOWN_TOPIC_OR_PARTITION, INVALID_REQUEST, INVALID_TIMESTAMP, INVALID_MESSAGE_ID.
+   */
+  async createSubscription(topic: string, subscription: string, o: { type?: SubscriptionType; initialPosition?: SubscriptionPosition } & CallOptions = {}): Promise<SubscriptionStats> {
+    const { type, initialPosition, ...options } = o;
+    const json = { ...(type === undefined ? {} : { type }), ...(initialPosition === undefined ? {} : positionBody(initialPosition)) };
+    return this.#client.securityRequest("PUT", subscriptionPath(topic, subscription), { json, ...options });
+  }
+
+  /** Backlog, unacked, rates and consumers, in total and per partition. Errors: SUBSCRIPTION_NOT_FOUND. */
+  async getSubscriptionStats(topic: string, subscription: string, options?: CallOptions): Promise<SubscriptionStats> {
+    return this.#client.securityRequest("GET", subscriptionPath(topic, subscription), options);
+  }
+
+  /**
+   * Resets the cursor (Pulsar's reset-cursor): everything before the target counts as acked,
+   * everything after as unacked, redelivery counts are cleared; connected consumers are closed
+   * with 4002 and resume there. Errors: SUBSCRIPTION_NOT_FOUND, INVALID_TIMESTAMP, INVALID_MESSAGE_ID.
+   */
+  async resetCursor(topic: string, subscription: string, target: SubscriptionPosition, options?: CallOptions): Promise<SubscriptionStats> {
+    return this.#client.securityRequest("POST", `${subscriptionPath(topic, subscription)}/seek`, { json: positionBody(target), ...options });
+  }
+
+  /**
+   * Acks the next `count` unacked messages of one partition (@default partition 0, as Pulsar's
+   * skip on a partition). Errors: SUBSCRIPTION_NOT_FOUND, INVALID_REQUEST.
+   */
+  async skipMessages(topic: string, subscription: string, count: number, o: { partition?: number } & CallOptions = {}): Promise<SubscriptionStats & { skipped: number }> {
+    const { partition, ...options } = o;
+    return this.#client.securityRequest("POST", `${subscriptionPath(topic, subscription)}/skip`, { json: { count, ...(partition === undefined ? {} : { partition }) }, ...options });
+  }
+
+  /** Acks everything up to the log end on every partition. Errors: SUBSCRIPTION_NOT_FOUND. */
+  async clearBacklog(topic: string, subscription: string, options?: CallOptions): Promise<SubscriptionStats & { cleared: number }> {
+    return this.#client.securityRequest("POST", `${subscriptionPath(topic, subscription)}/clear-backlog`, { json: {}, ...options });
+  }
+
+  /**
+   * Deletes the subscription (its cursor). Refused with SUBSCRIPTION_HAS_CONSUMERS while
+   * consumers are connected, unless `force` (they are then closed with 4001).
+   * Errors: SUBSCRIPTION_NOT_FOUND, SUBSCRIPTION_HAS_CONSUMERS.
+   */
+  async deleteSubscription(topic: string, subscription: string, o: { force?: boolean } & CallOptions = {}): Promise<void> {
+    const { force, ...options } = o;
+    await this.#client.securityRequest("DELETE", subscriptionPath(topic, subscription), { query: { force: force === true ? "true" : undefined }, ...options });
+  }
+
   // ---- security (docs/SECURITY.md; each needs the cluster permission named) ----
 
   /** Adds ACL bindings (cluster ALTER). Returns how many were new and the bindings as stored (names normalised). Errors: INVALID_REQUEST, NOT_AUTHORIZED. */
@@ -263,6 +391,11 @@ function filterQuery(f: AclFilter): Record<string, string | undefined> {
 function segment(name: string): string {
   if (name === "" || name === "." || name === "..") throw new TypeError(`invalid name ${JSON.stringify(name)}`);
   return encodeURIComponent(name);
+}
+
+/** `/v1/topics/{topic}/subscriptions/{subscription}`. */
+function subscriptionPath(topic: string, subscription: string): string {
+  return `${topicPath(topic)}/subscriptions/${segment(subscription)}`;
 }
 
 /** `/v1/namespaces/{tenant}/{namespace}` of `tenant/namespace`. */

@@ -12,6 +12,7 @@ export { Admin } from "./admin.ts";
 export type { NewTopic, TopicChanges, TopicConfigInput, NewAcl, QuotaEntityInput, QuotaValuesInput, QuotaDescription, ScramUserDescription } from "./admin.ts";
 export type { AclBinding, AclFilter, AclOperation, PulsarAction, ResourceType, PatternType, AclPermission } from "../../src/protocol/acl.ts";
 export type { NewTenant } from "./admin.ts";
+export type { SubscriptionConsumerStats, SubscriptionPartitionStats, SubscriptionPosition, SubscriptionStats } from "./admin.ts";
 export type {
   BacklogQuota,
   BacklogQuotaAction,

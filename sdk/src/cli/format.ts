@@ -49,9 +49,10 @@ export function shownTopic(name: string): string {
  * One record's output. JSON: `{topic, partition, offset, timestamp, key, value, headers}` (the
  * server's JsonFetchedRecord shape plus the topic), bytes as UTF-8 text or base64, null as
  * null, then the delimiter (a newline by default, as kcat -J). `-f`: the format string alone. Plain: `[key SEP] value` as raw bytes, then the
- * delimiter (a newline by default); null as nothing, or `NULL` with printNull.
+ * delimiter (a newline by default); null as nothing, or `NULL` with printNull. A message of a
+ * subscription (`subscribe`) adds `messageId` and `redeliveryCount` to the JSON object.
  */
-export function formatRecord(r: ConsumerRecord, o: FormatOptions): Uint8Array {
+export function formatRecord(r: ConsumerRecord & { messageId?: string; redeliveryCount?: number }, o: FormatOptions): Uint8Array {
   if (o.json) {
     const enc = (b: Uint8Array | null): string | null => (b === null ? null : o.encoding === "base64" ? encodeBase64(b) : toText(b));
     const line = JSON.stringify({
@@ -62,6 +63,7 @@ export function formatRecord(r: ConsumerRecord, o: FormatOptions): Uint8Array {
       key: enc(r.key),
       value: enc(r.value),
       headers: r.headers.map((h) => ({ key: h.key, value: enc(h.value) })),
+      ...(r.messageId === undefined ? {} : { messageId: r.messageId, redeliveryCount: r.redeliveryCount ?? 0 }),
     });
     return o.delimiter === undefined ? encoder.encode(`${line}\n`) : concat([encoder.encode(line), o.delimiter]);
   }

@@ -50,7 +50,23 @@ Exit codes:
  * @throws UsageError for an unknown command or option, a missing or extra argument, a bad number.
  */
 export function parseCli(argv: readonly string[], env: Readonly<Record<string, string | undefined>> = {}): Parsed<Command> {
-  return parseWith(COMMANDS, kcatForms(argv), env);
+  return parseWith(COMMANDS, pulsarForms(kcatForms(argv)), env);
+}
+
+/** Global options that take a value, skipped to find the command word. */
+const GLOBAL_VALUE_OPTIONS = new Set(["--url", "-b", "--token", "--user"]);
+
+/**
+ * pulsar-client consume's `-t TYPE` (its subscription type) on `subscribe`, where `-t` would
+ * otherwise be kcat's `--topic`: rewritten to `--type TYPE`.
+ */
+function pulsarForms(argv: readonly string[]): readonly string[] {
+  let at = 0;
+  while (at < argv.length && (GLOBAL_VALUE_OPTIONS.has(argv[at]!) || /^--(url|token|user)=/.test(argv[at]!))) at += argv[at]!.includes("=") ? 1 : 2;
+  if (argv[at] !== "subscribe") return argv;
+  const out = [...argv];
+  for (let i = at + 1; i < out.length && out[i] !== "--"; i++) if (out[i] === "-t") out[i] = "--type";
+  return out;
 }
 
 /** kcat's mode flags, as the first argument after the global options. */

@@ -21,23 +21,15 @@ import {
   UsageError,
   unescapeBytes,
 } from "../args.ts";
-import { defineCommand } from "../command.ts";
+import { defineCommand, type ParsedLine } from "../command.ts";
 import { compileFormat, type FormatOptions, formatRecord, shownTopic } from "../format.ts";
 import { concat, type Output, OutputClosed } from "../io.ts";
 
 /** Where consume starts (kcat -o without e@). */
 export type StartPosition = Exclude<OffsetArg, { kind: "endTimestamp" }>;
 
-export interface ConsumeCommand {
-  kind: "consume";
-  url: string;
-  topic: string;
-  start: StartPosition;
-  /** kcat -o e@TS: a partition ends before its first record with a timestamp >= this (ms). */
-  endTimestampMs?: number | undefined;
-  partition: number | undefined;
-  count: number | undefined;
-  follow: boolean;
+/** How records are printed (consume and subscribe): `-J`, `--encoding`, `-f`, `--print-key`, `-K`, `-D`, `-Z`. */
+export interface RecordOutput {
   json: boolean;
   encoding: "string" | "base64";
   printKey: boolean;
@@ -48,8 +40,56 @@ export interface ConsumeCommand {
   delimiter?: string | undefined;
   /** kcat -Z: print null keys and values as NULL. */
   printNull?: boolean | undefined;
+}
+
+export interface ConsumeCommand extends RecordOutput {
+  kind: "consume";
+  url: string;
+  topic: string;
+  start: StartPosition;
+  /** kcat -o e@TS: a partition ends before its first record with a timestamp >= this (ms). */
+  endTimestampMs?: number | undefined;
+  partition: number | undefined;
+  count: number | undefined;
+  follow: boolean;
   /** consume -g: join this consumer group instead of reading every partition. */
   group?: string | undefined;
+}
+
+/** The options of {@link RecordOutput}, as a command declares them. */
+export const RECORD_OUTPUT_OPTIONS = {
+  json: JSON_OPTION,
+  encoding: { type: "string" },
+  "print-key": { type: "boolean" },
+  "key-separator": KEY_SEPARATOR_OPTION,
+  format: { type: "string", short: "f" },
+  delimiter: DELIMITER_OPTION,
+  null: NULL_OPTION,
+} as const;
+
+/** Parses the {@link RECORD_OUTPUT_OPTIONS} of `command`. @throws UsageError for a bad or conflicting value. */
+export function parseRecordOutput(command: string, values: ParsedLine["values"]): RecordOutput {
+  const encoding = str(values, "encoding") ?? "string";
+  if (encoding !== "string" && encoding !== "base64") throw new UsageError("--encoding must be string or base64");
+  if (str(values, "encoding") !== undefined && !flag(values, "json")) throw new UsageError("--encoding applies to --json output only");
+  const format = str(values, "format");
+  if (format !== undefined) {
+    if (flag(values, "json")) throw new UsageError(`${command}: use only one of -f and -J`);
+    compileFormat(format); // validates
+  }
+  // kcat: -D ends each plain record or JSON object; a -f format carries its own delimiters,
+  // so -D is ignored there; an empty -D runs the records together (refused only by produce).
+  const delimiter = str(values, "delimiter");
+  const keySeparator = separator(str(values, "key-separator"));
+  return {
+    json: flag(values, "json"),
+    encoding,
+    printKey: flag(values, "print-key") || keySeparator !== undefined,
+    keySeparator: keySeparator ?? "\t",
+    format,
+    delimiter,
+    printNull: flag(values, "null") || undefined,
+  };
 }
 
 /** Long-poll of `consume --follow`, in ms (server maximum 60000). */
@@ -94,13 +134,7 @@ export const consume = defineCommand<ConsumeCommand>({
     count: { type: "string", short: "c" },
     follow: { type: "boolean" },
     exit: { type: "boolean", short: "e" },
-    json: JSON_OPTION,
-    encoding: { type: "string" },
-    "print-key": { type: "boolean" },
-    "key-separator": KEY_SEPARATOR_OPTION,
-    format: { type: "string", short: "f" },
-    delimiter: DELIMITER_OPTION,
-    null: NULL_OPTION,
+    ...RECORD_OUTPUT_OPTIONS,
     group: { type: "string", short: "g" },
   },
   args: ["TOPIC"],
@@ -121,17 +155,7 @@ export const consume = defineCommand<ConsumeCommand>({
     const count = str(values, "n") !== undefined ? intOption("-n", str(values, "n")) : intOption("-c", str(values, "count"));
     if (count === 0) throw new UsageError("-n must be at least 1");
     if (flag(values, "follow") && flag(values, "exit")) throw new UsageError("consume: use only one of --follow and -e");
-    const encoding = str(values, "encoding") ?? "string";
-    if (encoding !== "string" && encoding !== "base64") throw new UsageError("--encoding must be string or base64");
-    if (str(values, "encoding") !== undefined && !flag(values, "json")) throw new UsageError("--encoding applies to --json output only");
-    const format = str(values, "format");
-    if (format !== undefined) {
-      if (flag(values, "json")) throw new UsageError("consume: use only one of -f and -J");
-      compileFormat(format); // validates
-    }
-    const delimiter = str(values, "delimiter");
-    // kcat: -D ends each plain record or JSON object; a -f format carries its own delimiters,
-    // so -D is ignored there; an empty -D runs the records together (refused only by produce).
+    const output = parseRecordOutput("consume", values);
     const group = str(values, "group");
     if (group !== undefined) {
       if (group === "") throw new UsageError("-g must not be empty");
@@ -142,7 +166,6 @@ export const consume = defineCommand<ConsumeCommand>({
     } else if (start.kind === "stored") {
       throw new UsageError("-o stored needs -g GROUP: stored offsets are a group's committed offsets");
     }
-    const keySeparator = separator(str(values, "key-separator"));
     return {
       kind: "consume",
       url,
@@ -152,13 +175,7 @@ export const consume = defineCommand<ConsumeCommand>({
       partition: intOption("--partition", str(values, "partition")),
       count,
       follow: flag(values, "follow"),
-      json: flag(values, "json"),
-      encoding,
-      printKey: flag(values, "print-key") || keySeparator !== undefined,
-      keySeparator: keySeparator ?? "\t",
-      format,
-      delimiter,
-      printNull: flag(values, "null") || undefined,
+      ...output,
       group,
     };
   },
@@ -168,8 +185,8 @@ export const consume = defineCommand<ConsumeCommand>({
   },
 });
 
-/** The output options of a parsed command. */
-function formatOptions(cmd: ConsumeCommand): FormatOptions {
+/** The format options of parsed output options. */
+export function formatOptions(cmd: RecordOutput): FormatOptions {
   return {
     json: cmd.json,
     encoding: cmd.encoding,

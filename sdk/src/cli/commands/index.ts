@@ -24,10 +24,21 @@ import {
   tenantsDescribe,
   tenantsList,
 } from "./tenants.ts";
+import {
+  type SubscriptionsCommand,
+  subscribe,
+  subscriptionsClearBacklog,
+  subscriptionsCreate,
+  subscriptionsDelete,
+  subscriptionsList,
+  subscriptionsReset,
+  subscriptionsSkip,
+  subscriptionsStats,
+} from "./subscriptions.ts";
 import { type TopicsCommand, topicsAlter, topicsCreate, topicsDelete, topicsDeleteRecords, topicsDescribe, topicsList } from "./topics.ts";
 
 /** A parsed command line of any command. */
-export type Command = TopicsCommand | TenantsCommand | MetadataCommand | ProduceCommand | ConsumeCommand | GroupsCommand | SecurityCommand | KafkaBridgeCommand;
+export type Command = TopicsCommand | TenantsCommand | MetadataCommand | ProduceCommand | ConsumeCommand | GroupsCommand | SubscriptionsCommand | SecurityCommand | KafkaBridgeCommand;
 
 /** Two-word commands share their first word; `topics` alone lists the subcommands in this order. */
 export const COMMANDS: readonly CliCommand<Command>[] = [
@@ -55,6 +66,14 @@ export const COMMANDS: readonly CliCommand<Command>[] = [
   groupsDescribe,
   groupsResetOffsets,
   groupsDelete,
+  subscribe,
+  subscriptionsList,
+  subscriptionsCreate,
+  subscriptionsStats,
+  subscriptionsReset,
+  subscriptionsSkip,
+  subscriptionsClearBacklog,
+  subscriptionsDelete,
   aclsList,
   aclsAdd,
   aclsRemove,
