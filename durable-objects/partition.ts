@@ -29,6 +29,7 @@ import { StreamsRead } from "./partition/streams/read.ts";
 import type { SelfDestroy, StreamsCommand } from "../src/streams/state.ts";
 import { StreamsState } from "./partition/streams/state.ts";
 import { WaitersRoom } from "./partition/waiters.ts";
+import { log } from "../src/log/logger.ts";
 
 /** One write of the partition: each room's part, null when it has none. */
 export type Command = LogCommand & ProducersCommand & StreamsCommand;
@@ -156,7 +157,7 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
         // throw inside transactionSync undoes it), the others keep their own outcomes, as
         // separate RPCs would. It is reported as INTERNAL rather than thrown, because
         // throwing would fail the requests already written in this call too.
-        console.error("append failed inside appendMany", err);
+        log.error("edgelog.partition.append_failed", { in: "appendMany", error: err });
         const failed = errorResult("INTERNAL", `The partition failed to append this request: ${err instanceof Error ? err.message : String(err)}`);
         this.#counters.produced(failed);
         out.push(failed);
