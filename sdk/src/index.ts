@@ -60,6 +60,10 @@ export type {
   TopicPartitions,
 } from "../../src/protocol/index.ts";
 
+// ---- instrumentation (kafkajs-style events: client.on("request", ...)) ----
+export { Emitter, apiOf } from "./instrumentation.ts";
+export type { BatchEvent, FetchEvent, Instrumentation, InstrumentationEvents, RequestEvent, RequestRetryEvent, ThrottleEvent } from "./instrumentation.ts";
+
 // ---- errors (the shared error-code table) ----
 export { EdgelogClientError } from "./errors.ts";
 export type { EdgelogClientErrorOptions } from "./errors.ts";

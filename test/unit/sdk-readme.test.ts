@@ -44,6 +44,7 @@ describe("sdk/README.md documents the public API (sdk/src/index.ts)", () => {
       "producer",
       "consumer",
       "consumer groups",
+      "instrumentation",
       "errors",
       "bytes and text",
       "partitioning",
