@@ -499,6 +499,15 @@ export class EdgelogClient {
 
   // ---- transport ----
 
+  /**
+   * `GET /v1/metrics`: the Prometheus text exposition (version 0.0.4) of the whole deployment
+   * (docs/OBSERVABILITY.md). Needs DESCRIBE on the cluster when auth is on.
+   */
+  async metrics(options?: CallOptions): Promise<string> {
+    const answer = await this.#send({ method: "GET", path: "/v1/metrics", accept: "text/plain", ...options });
+    return new TextDecoder().decode(answer.body);
+  }
+
   async #json<T>(request: HttpRequest): Promise<T> {
     const answer = await this.#send({ accept: JSON_MEDIA_TYPE, ...request });
     try {

@@ -10,10 +10,11 @@ import { type KafkaBridgeCommand, kafkaBridge } from "./kafka-bridge.ts";
 import { type MetadataCommand, metadata } from "./metadata.ts";
 import { type ProduceCommand, produce } from "./produce.ts";
 import { aclsAdd, aclsList, aclsRemove, quotasAlter, quotasList, type SecurityCommand, tokenIssue, usersCreate, usersDelete, usersList } from "./security.ts";
+import { type TopCommand, top } from "./top.ts";
 import { type TopicsCommand, topicsAlter, topicsCreate, topicsDelete, topicsDescribe, topicsList } from "./topics.ts";
 
 /** A parsed command line of any command. */
-export type Command = TopicsCommand | MetadataCommand | ProduceCommand | ConsumeCommand | GroupsCommand | SecurityCommand | KafkaBridgeCommand;
+export type Command = TopicsCommand | MetadataCommand | ProduceCommand | ConsumeCommand | GroupsCommand | SecurityCommand | KafkaBridgeCommand | TopCommand;
 
 /** Two-word commands share their first word; `topics` alone lists the subcommands in this order. */
 export const COMMANDS: readonly CliCommand<Command>[] = [
@@ -29,6 +30,7 @@ export const COMMANDS: readonly CliCommand<Command>[] = [
   groupsDescribe,
   groupsResetOffsets,
   groupsDelete,
+  top,
   aclsList,
   aclsAdd,
   aclsRemove,
