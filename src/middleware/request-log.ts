@@ -24,9 +24,11 @@ export function requestLog(): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const startMs = Date.now();
     await next();
+    const status = c.res.status;
+    // The common case first: a successful read (no admin route is a GET) logs nothing.
+    if (status < 400 && (c.req.method === "GET" || c.req.method === "HEAD")) return;
     const route = routeOf(c);
     const action = adminAction(c.req.method, route);
-    const status = c.res.status;
     if (action === null && status < 400) return;
     const line = requestLogLine({
       method: c.req.method,
