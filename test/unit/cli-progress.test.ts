@@ -18,6 +18,7 @@ const ROOT = join(import.meta.dirname, "../..");
 const NODE = join(ROOT, "node_modules/.bin/node");
 const CLI = join(ROOT, "sdk/bin/edgelog.js");
 const CLEAR = "\r\x1b[2K";
+const HOME_CLEAR = "\x1b[H\x1b[2J";
 
 describe("progress core", () => {
   it("formats counts, bytes and durations", () => {
@@ -64,9 +65,27 @@ describe("progress core", () => {
   });
 });
 
-/** The fake server behind a real loopback HTTP server, for the binary. */
+/** A scrape of one partition whose records-in counter rises by 10 per scrape. */
+let scrapes = 0;
+function metricsText(): string {
+  scrapes++;
+  return [
+    "# TYPE edgelog_partition_log_end_offset gauge",
+    `edgelog_partition_log_end_offset{topic="public/default/t",partition="0"} ${10 * scrapes}`,
+    "# TYPE edgelog_partition_records_in_total counter",
+    `edgelog_partition_records_in_total{topic="public/default/t",partition="0"} ${10 * scrapes}`,
+    "",
+  ].join("\n");
+}
+
+/** The fake server behind a real loopback HTTP server, for the binary (plus a /v1/metrics). */
 function serve(fake: FakeServer): Promise<Server> {
   const server = createServer(async (req, res) => {
+    if (req.url === "/v1/metrics") {
+      res.writeHead(200, { "content-type": "text/plain; version=0.0.4" });
+      res.end(metricsText());
+      return;
+    }
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
     const body = Buffer.concat(chunks);
@@ -91,12 +110,24 @@ function piped(line: string): Promise<{ code: number | null; stdout: string; std
   });
 }
 
-/** Runs `line` on a pseudo-terminal (script -q -e -c), answering what the terminal showed. */
-function onTerminal(line: string): Promise<{ code: number | null; terminal: string }> {
+/**
+ * Runs `line` on a pseudo-terminal (script -q -e -c), answering what the terminal showed.
+ * `interruptWhen`: once it holds for what the terminal showed, Ctrl-C is typed (the terminal
+ * sends SIGINT to the program, as a user's Ctrl-C does).
+ */
+function onTerminal(line: string, interruptWhen?: (terminal: string) => boolean): Promise<{ code: number | null; terminal: string }> {
   return new Promise((resolve) => {
-    const child = spawn("script", ["-q", "-e", "-c", line, "/dev/null"], { stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn("script", ["-q", "-e", "-c", line, "/dev/null"], { stdio: ["pipe", "pipe", "pipe"] });
     let terminal = "";
-    child.stdout.on("data", (d: Buffer) => (terminal += d.toString()));
+    let interrupted = false;
+    child.stdout.on("data", (d: Buffer) => {
+      terminal += d.toString();
+      if (interruptWhen !== undefined && !interrupted && interruptWhen(terminal)) {
+        interrupted = true;
+        child.stdin.write("\x03");
+      }
+    });
+    if (interruptWhen === undefined) child.stdin.end();
     child.on("close", (code) => resolve({ code, terminal }));
   });
 }
@@ -124,7 +155,7 @@ describe("edgelog on a terminal and piped", () => {
 
   const cli = (args: string) => `'${NODE}' '${CLI}' --url ${url} ${args}`;
 
-  it("produce: progress and the summary on a terminal; nothing on a piped stderr", async () => {
+  it("produce: progress and the summary on a terminal; nothing on a piped stderr", { timeout: 60_000 }, async () => {
     const tty = await onTerminal(`${cli("produce t -K :")} < '${join(dir, "in.txt")}'`);
     expect(tty.code).toBe(0);
     expect(tty.terminal).toContain(`${CLEAR}Produced 0 records, 0 B in `);
@@ -135,7 +166,7 @@ describe("edgelog on a terminal and piped", () => {
     expect(fake.log("t", 0).records.length + fake.log("t", 1).records.length).toBe(before + 500);
   });
 
-  it("consume to a file: progress with the lag on the terminal, the records untouched in the file", async () => {
+  it("consume to a file: progress with the lag on the terminal, the records untouched in the file", { timeout: 60_000 }, async () => {
     const out = join(dir, "out.jsonl");
     const tty = await onTerminal(`${cli("consume t -o beginning -e -J")} > '${out}'`);
     expect(tty.code).toBe(0);
@@ -149,5 +180,16 @@ describe("edgelog on a terminal and piped", () => {
     expect(pipe.code).toBe(0);
     expect(pipe.stderr).toBe("");
     expect(pipe.stdout.trimEnd().split("\n").length).toBe(1000);
+  });
+
+  it("top: frames redrawn in place on the terminal's alternate screen, restored on Ctrl-C", { timeout: 60_000 }, async () => {
+    const tty = await onTerminal(cli("top --interval 0.2"), (t) => t.split(HOME_CLEAR).length > 3);
+    expect(tty.code).toBe(0);
+    expect(tty.terminal.startsWith("\x1b[?1049h\x1b[?25l")).toBe(true);
+    const frames = tty.terminal.split(HOME_CLEAR).slice(1);
+    expect(frames.length).toBeGreaterThanOrEqual(2);
+    expect(frames[0]).toContain("edgelog top: topics");
+    expect(frames.at(-1)).toMatch(/\nt {6}0 {10}\d+ /);
+    expect(tty.terminal.endsWith("\x1b[?25h\x1b[?1049l")).toBe(true);
   });
 });
