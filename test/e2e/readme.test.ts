@@ -58,7 +58,7 @@ describe("README snippets", () => {
     expect(ALL.filter((s) => s.notRun === undefined).length).toBeGreaterThanOrEqual(7);
   });
 
-  // Some 16 processes per round (each npx edgelog starts Node): minutes on a loaded machine.
+  // Every block twice, each `npx edgelog` line a Node start: over two minutes on a loaded machine.
   it("README.md and sdk/README.md run as written, twice in a row, against a fresh dev server", { timeout: 300_000 }, async () => {
     const address = (code: string) => withAddress(code, server.port);
     const env = { EDGELOG_URL: server.baseUrl };
