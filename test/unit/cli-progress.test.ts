@@ -142,6 +142,15 @@ describe("edgelog on a terminal and piped", () => {
     // util-linux `script` comes with Debian's essential bsdutils: fail clearly if it is gone.
     execFileSync("script", ["--version"]);
     fake.addTopic("t", 2);
+    // Topic c: 1,000 records for the consume tests (500 per partition), whatever ran before.
+    fake.addTopic("c", 2);
+    const enc = new TextEncoder();
+    for (const p of [0, 1])
+      fake.append(
+        "c",
+        p,
+        Array.from({ length: 500 }, (_, i) => ({ key: null, value: enc.encode(`v${p}-${i}`), headers: [], timestamp: 1 })),
+      );
     http = await serve(fake);
     url = `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
     dir = mkdtempSync(join(tmpdir(), "edgelog-progress-"));
@@ -168,7 +177,7 @@ describe("edgelog on a terminal and piped", () => {
 
   it("consume to a file: progress with the lag on the terminal, the records untouched in the file", { timeout: 60_000 }, async () => {
     const out = join(dir, "out.jsonl");
-    const tty = await onTerminal(`${cli("consume t -o beginning -e -J")} > '${out}'`);
+    const tty = await onTerminal(`${cli("consume c -o beginning -e -J")} > '${out}'`);
     expect(tty.code).toBe(0);
     expect(tty.terminal).toContain(`${CLEAR}Consumed 0 records, 0 B in `);
     // The last frame is kept: every record, and nothing left to read.
@@ -176,7 +185,7 @@ describe("edgelog on a terminal and piped", () => {
     const lines = readFileSync(out, "utf8").trimEnd().split("\n");
     expect(lines.length).toBe(1000);
     for (const l of lines) expect(JSON.parse(l)).toHaveProperty("offset");
-    const pipe = await piped(cli("consume t -o beginning -e -J"));
+    const pipe = await piped(cli("consume c -o beginning -e -J"));
     expect(pipe.code).toBe(0);
     expect(pipe.stderr).toBe("");
     expect(pipe.stdout.trimEnd().split("\n").length).toBe(1000);
@@ -191,5 +200,13 @@ describe("edgelog on a terminal and piped", () => {
     expect(frames[0]).toContain("edgelog top: topics");
     expect(frames.at(-1)).toMatch(/\nt {6}0 {10}\d+ /);
     expect(tty.terminal.endsWith("\x1b[?25h\x1b[?1049l")).toBe(true);
+  });
+
+  it("consume --follow: Ctrl-C keeps the last progress line, ended by a newline", { timeout: 60_000 }, async () => {
+    const out = join(dir, "follow.jsonl");
+    const tty = await onTerminal(`${cli("consume c -o beginning --follow -J")} > '${out}'`, (t) => /Consumed 1,000 records/.test(t));
+    const last = tty.terminal.slice(tty.terminal.lastIndexOf(CLEAR) + CLEAR.length);
+    expect(last).toMatch(/^Consumed 1,000 records, .*\r?\n$/);
+    expect(readFileSync(out, "utf8").trimEnd().split("\n").length).toBe(1000);
   });
 });

@@ -7,6 +7,7 @@
  * Pure core ({@link RateWindow}, {@link formatProgressLine}, {@link formatBytes}) and a thin
  * shell ({@link Progress}) that owns the timer and the terminal escapes.
  */
+import process from "node:process";
 
 /** How often the line is redrawn, ms. */
 export const PROGRESS_REFRESH_MS = 250;
@@ -124,6 +125,15 @@ export class Progress {
   #bytes = 0;
   #lag: number | null = null;
   #timer: ReturnType<typeof setInterval> | undefined;
+  /**
+   * Ctrl-C: the last line is kept with its newline, so the shell's prompt starts on a line of
+   * its own; then, when nothing else listens (consume -g commits and leaves on SIGINT), the
+   * signal is raised again for Node's default exit.
+   */
+  readonly #onSigint = (): void => {
+    this.stop(true);
+    if (process.listenerCount("SIGINT") === 0) process.kill(process.pid, "SIGINT");
+  };
 
   /** @param enabled show anything at all (the caller decides: stderr is a TTY, ...) */
   constructor(stream: ProgressStream, verb: string, enabled: boolean, now: () => number = Date.now) {
@@ -137,6 +147,7 @@ export class Progress {
     this.#draw();
     this.#timer = setInterval(() => this.#draw(), PROGRESS_REFRESH_MS);
     (this.#timer as { unref?: () => void }).unref?.();
+    process.once("SIGINT", this.#onSigint);
   }
 
   add(records: number, bytes: number): void {
@@ -158,6 +169,7 @@ export class Progress {
     if (!this.enabled || this.#timer === undefined) return;
     clearInterval(this.#timer);
     this.#timer = undefined;
+    process.off("SIGINT", this.#onSigint);
     if (keep) {
       this.#draw();
       this.#stream.write("\n");
