@@ -3,8 +3,9 @@
  * one JSON line out. No I/O and no Workers API, so it is unit-tested in node and the shell
  * (src/log/logger.ts) only picks the console method.
  *
- * A line is one JSON object: `ts` (ISO 8601, UTC), `level`, `event` (dotted, `edgelog.*`),
- * then the entry's fields in the order given. What never goes in a line:
+ * A line is one JSON object: `ts` (ISO 8601, UTC; absent when the clock reads 0, as Workers'
+ * does at module scope), `level`, `event` (dotted, `edgelog.*`), then the entry's fields in
+ * the order given. What never goes in a line:
  * - a field whose name says it holds a secret (`token`, `authorization`, `password`, `secret`,
  *   `cookie`, `credentials`, `apiKey`, any case, anywhere in nested objects): its value is
  *   replaced by `"[redacted]"`, so a mistaken call cannot leak one;
@@ -73,5 +74,7 @@ export function formatLogLine(level: LogLevel, event: string, fields: LogFields,
   delete body.ts;
   delete body.level;
   delete body.event;
-  return JSON.stringify({ ts: new Date(nowMs).toISOString(), level, event, ...body });
+  // Workers' clock reads 0 outside a request (module scope, at start-up): no `ts` then; the
+  // platform stamps every log line anyway.
+  return JSON.stringify(nowMs > 0 ? { ts: new Date(nowMs).toISOString(), level, event, ...body } : { level, event, ...body });
 }

@@ -15,6 +15,10 @@ describe("formatLogLine", () => {
     expect(line).toBe('{"ts":"2026-01-02T03:04:05.006Z","level":"warn","event":"edgelog.x","a":1,"b":"two","c":[true,null]}');
   });
 
+  it("has no ts when the clock reads 0 (Workers at module scope)", () => {
+    expect(formatLogLine("warn", "edgelog.auth.mode", { message: "m" }, 0)).toBe('{"level":"warn","event":"edgelog.auth.mode","message":"m"}');
+  });
+
   it("never lets a field overwrite ts, level or event", () => {
     expect(JSON.parse(formatLogLine("info", "edgelog.x", { ts: "x", level: "debug", event: "y" }, T0))).toEqual({ ts: "2026-01-02T03:04:05.006Z", level: "info", event: "edgelog.x" });
   });
