@@ -53,6 +53,7 @@
 import { DurableObject } from "cloudflare:workers";
 import { ERRORS, EdgelogError, errorResult, toEdgelogError, type ErrorResult } from "../src/protocol/errors.ts";
 import { TimerSchedule, normalizeDueMs, timerRetryDelayMs } from "./schedule.ts";
+import { log } from "../src/log/logger.ts";
 
 /** A numbered migration of one room. Versions start at 1 and increase by 1; never edit one that has shipped. */
 export interface Migration {
@@ -267,7 +268,7 @@ export abstract class SqliteDurableObject<E = unknown> extends DurableObject<E> 
         this.#loadSchedule();
         this.onStart();
       } catch (err) {
-        console.error(`${this.constructor.name} start-up failed`, err);
+        log.error("edgelog.object.startup_failed", { object: this.constructor.name, error: err });
         throw err;
       }
     });
@@ -352,7 +353,7 @@ export abstract class SqliteDurableObject<E = unknown> extends DurableObject<E> 
         const failures = (this.#failures.get(id) ?? 0) + 1;
         this.#failures.set(id, failures);
         const retryMs = timerRetryDelayMs(failures);
-        console.error(`${this.constructor.name}: timer ${t.room}/${t.key} failed (${failures} in a row), retrying in ${retryMs} ms`, err);
+        log.error("edgelog.object.timer_failed", { object: this.constructor.name, room: t.room, key: t.key, failures, retryMs, error: err });
         this.#setTimer(t.room, t.key, Date.now() + retryMs);
       }
     }
@@ -447,7 +448,7 @@ export abstract class SqliteDurableObject<E = unknown> extends DurableObject<E> 
     try {
       await this.onSocket(att.r, ws, att, event);
     } catch (err) {
-      console.error(`${this.constructor.name}: socket handler of room ${att.r} failed on ${event.type}`, err);
+      log.error("edgelog.object.socket_failed", { object: this.constructor.name, room: att.r, on: event.type, error: err });
       if (event.type !== "close") closeQuietly(ws, CLOSE_INTERNAL_ERROR, "internal error");
     }
   }
@@ -509,7 +510,7 @@ export abstract class SqliteDurableObject<E = unknown> extends DurableObject<E> 
     for (const [room, key, due] of this.sql.iterateRaw<[string, string, number]>("SELECT room, key, due_ms FROM _schedule")) {
       // A timer of a room this code no longer declares would never be handled: keep it
       // (a later version may know it again) but say so.
-      if (this.#rooms?.has(room) !== true) console.warn(`${this.constructor.name}: timer ${room}/${key} belongs to no declared room; ignored`);
+      if (this.#rooms?.has(room) !== true) log.warn("edgelog.object.timer_unknown_room", { object: this.constructor.name, room, key });
       else this.#schedule.set(room, key, due);
     }
     this.#arm();

@@ -72,6 +72,7 @@ import {
 } from "../src/protocol/groups.ts";
 import type { PartitionDescription } from "../src/protocol/types.ts";
 import { SqliteDurableObject, expected, type Migration } from "./base.ts";
+import { log } from "../src/log/logger.ts";
 
 /** Longest the coordinator uses a topic list without asking the metadata store again (ms). */
 export const TOPICS_SNAPSHOT_TTL_MS = 1000;
@@ -375,7 +376,7 @@ export class GroupCoordinatorDO extends SqliteDurableObject<Env> implements Grou
     } catch (err) {
       // Expiry must not wait for the metadata store: without it, targets are recomputed
       // from the metadata of the current subscriptions (no topic changes are seen).
-      console.warn("group coordinator: topic metadata unavailable in timer", err);
+      log.warn("edgelog.group.metadata_unavailable", { where: "timer", error: err });
       topics = this.#state?.subscriptionMetadata ?? {};
     }
     const s = this.#state;
@@ -555,7 +556,7 @@ export class GroupCoordinatorDO extends SqliteDurableObject<Env> implements Grou
         this.timers(DIRECTORY_ROOM).clear(groupId);
         this.#syncDirectory(); // something may have changed meanwhile
       } catch (err) {
-        console.warn(`group ${groupId}: directory push failed, retrying`, err);
+        log.warn("edgelog.group.directory_push_failed", { group: groupId, retryMs: DIRECTORY_RETRY_MS, error: err });
         this.#directoryPushing = false;
         this.timers(DIRECTORY_ROOM).set(groupId, Date.now() + DIRECTORY_RETRY_MS);
       }
@@ -632,7 +633,7 @@ export class GroupCoordinatorDO extends SqliteDurableObject<Env> implements Grou
           const r = await partitionStub(this.env.PARTITION, meta.topicId, partition).describe();
           if (r.ok) out.set(tpKey(topic, partition), r.partition);
         } catch (err) {
-          console.warn(`log bounds of ${topic}/${partition} unavailable`, err);
+          log.warn("edgelog.group.log_bounds_unavailable", { topic, partition, error: err });
         }
       }),
     );

@@ -36,6 +36,7 @@ import { SUBS_ROOM, SubscriptionsRoom, type SubsCommand } from "./partition/subs
 import type { CursorTarget, SubscriptionInfo, SubscriptionRpc } from "../src/subscriptions/rpc.ts";
 import type { SubscriptionType } from "../src/subscriptions/dispatch.ts";
 import { PING_FRAME, PONG_FRAME } from "../src/subscriptions/wire.ts";
+import { log } from "../src/log/logger.ts";
 
 /** One write of the partition: each room's part, null when it has none. */
 export type Command = LogCommand & ProducersCommand & StreamsCommand & SubsCommand & LifecycleCommandPart;
@@ -194,7 +195,7 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
         // throw inside transactionSync undoes it), the others keep their own outcomes, as
         // separate RPCs would. It is reported as INTERNAL rather than thrown, because
         // throwing would fail the requests already written in this call too.
-        console.error("append failed inside appendMany", err);
+        log.error("edgelog.partition.append_failed", { in: "appendMany", error: err });
         const failed = errorResult("INTERNAL", `The partition failed to append this request: ${err instanceof Error ? err.message : String(err)}`);
         this.#counters.produced(failed);
         out.push(failed);

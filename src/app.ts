@@ -1,7 +1,8 @@
 /**
  * The gateway: a hono app. Order matters:
  *   -. every answered request counted in this isolate's metrics (middleware/metrics.ts), first
- *      so it sees the final status of errors too;
+ *      so it sees the final status of errors too; then one JSON log line per admin action and
+ *      per error answer (middleware/request-log.ts), with the principal auth set;
  *   -. unread request bodies drained (bounded) before any answer leaves (middleware/body.ts);
  *   0. CORS on /v1/* (preflights answered before anything reads a body; streams do their own),
  *      and JSON answers ending with a newline (not the streams');
@@ -25,6 +26,7 @@ import { bodyReader, drainUnreadBody } from "./middleware/body.ts";
 import { corsMiddleware } from "./middleware/cors.ts";
 import { jsonNewline } from "./middleware/json-newline.ts";
 import { requestMetrics } from "./middleware/metrics.ts";
+import { requestLog } from "./middleware/request-log.ts";
 import { EdgelogError } from "./protocol/errors.ts";
 import { MAX_REQUEST_BYTES, MAX_STORED_BATCH_BYTES } from "./protocol/limits.ts";
 import { benchRoutes } from "./routes/bench.ts";
@@ -46,6 +48,7 @@ export function createApp(): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
 
   app.use("*", requestMetrics());
+  app.use("*", requestLog());
   app.use("*", drainUnreadBody());
   app.use("/v1/*", corsMiddleware({ skipPrefixes: [STREAMS_PATH_PREFIX] }));
   app.use("*", jsonNewline({ skipPrefixes: [STREAMS_PATH_PREFIX] }));

@@ -20,6 +20,7 @@
  * switchboard gives the min over the rooms' `retainFrom()`: Durable Streams, subscriptions, later
  * Raft followers and the LSO).
  */
+import { log } from "../../src/log/logger.ts";
 import { decodeBatch } from "../../src/codec/index.ts";
 import {
   INITIAL_COMPACTION_STATE,
@@ -560,7 +561,12 @@ export class LifecycleRoom {
     const s = this.#log.state!;
     const cfg = this.#config();
     if (bucket === undefined) {
-      if (cfg.tiering.remoteStorageEnable) console.error(`partition ${s.topic}/${s.partition}: remote.storage.enable is set but the Worker has no SEGMENTS R2 binding; nothing is offloaded`);
+      if (cfg.tiering.remoteStorageEnable)
+        log.error("edgelog.lifecycle.no_r2_binding", {
+          topic: s.topic,
+          partition: s.partition,
+          message: "remote.storage.enable is set but the Worker has no SEGMENTS R2 binding; nothing is offloaded",
+        });
       return;
     }
     const plan = planTiering({ segments: this.#segments, bounds: s, nowMs, topicId: s.topicId, partition: s.partition, maxConcurrentCopies: MAX_CONCURRENT_COPIES }, cfg.tiering);

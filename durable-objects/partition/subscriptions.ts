@@ -30,6 +30,7 @@
  * cursor, updated_ms)`. Writes only in {@link SubscriptionsRoom.apply}, inside the
  * switchboard's commit transaction. Reads the log through the log room's read API only.
  */
+import { log } from "../../src/log/logger.ts";
 import { decodeBatch, encodeBatch, type LogRecord, type RecordHeader } from "../../src/codec/index.ts";
 import type { Peers } from "../../src/partition/peers.ts";
 import { decodeField } from "../../src/protocol/encoding.ts";
@@ -371,7 +372,7 @@ export class SubscriptionsRoom {
       for (const live of this.#subs.values()) this.#dispatch(live);
       if (this.#hasReaders) for (const ws of this.#ctx.sockets("reader")) this.#pushReader(ws);
     } catch (err) {
-      console.error("subscriptions: dispatch after an append failed", err);
+      log.error("edgelog.subscriptions.dispatch_failed", { error: err });
     }
   };
 

@@ -37,6 +37,7 @@ import {
 } from "../../src/protocol/index.ts";
 import { ATTR_CONTROL, CodecError, decodeBatches, type LogRecord } from "../../src/codec/index.ts";
 import { EdgelogClientError, errorFromBody, errorFromNetwork, protocolViolation } from "./errors.ts";
+import { apiOf, Emitter, type InstrumentationEvents } from "./instrumentation.ts";
 
 /** Options of {@link EdgelogClient}. */
 export interface EdgelogClientOptions {
@@ -191,6 +192,12 @@ export class EdgelogClient {
   #tokenInflight: Promise<string> | null = null;
   /** No request leaves before this time: the server's throttle time (KIP-219: the client backs off). */
   #throttledUntilMs = 0;
+  /**
+   * Instrumentation events (src/instrumentation.ts): `request` per HTTP exchange, `throttle`,
+   * `fetch` per fetch answer; Producers and Consumers built on this client emit `batch` and
+   * `request_retry` here too.
+   */
+  readonly instrumentation = new Emitter<InstrumentationEvents>();
 
   /** @throws TypeError if `baseUrl` is not an absolute URL, or when both `token` and `username` are given. */
   constructor(options: EdgelogClientOptions) {
@@ -238,8 +245,18 @@ export class EdgelogClient {
   }
 
   /** Holds every later request of this client for `ms` (capped at 5 minutes, the server's cap). */
+  /**
+   * Listens to an instrumentation event, as kafkajs's `client.on(client.events.REQUEST, ...)`:
+   * `request`, `request_retry`, `throttle`, `batch`, `fetch` ({@link InstrumentationEvents}).
+   * @returns the function that removes the listener
+   */
+  on<K extends keyof InstrumentationEvents>(event: K, listener: InstrumentationEvents[K]): () => void {
+    return this.instrumentation.on(event, listener);
+  }
+
   #throttle(ms: number): void {
     if (!Number.isFinite(ms) || ms <= 0) return;
+    this.instrumentation.emit("throttle", { throttleTimeMs: ms });
     this.#throttledUntilMs = Math.max(this.#throttledUntilMs, Date.now() + Math.min(ms, 300_000));
   }
 
@@ -371,6 +388,7 @@ export class EdgelogClient {
    * UNKNOWN_TOPIC_OR_PARTITION, INVALID_OFFSET, UNAVAILABLE; INTERNAL when the answer breaks the protocol.
    */
   async fetchRecords(topic: string, partition: number, request: FetchRequest): Promise<FetchResult> {
+    const startMs = Date.now();
     const answer = await this.#send({
       method: "GET",
       path: `${topicPath(topic)}/partitions/${partition}/records`,
@@ -401,6 +419,19 @@ export class EdgelogClient {
       for (const record of batch.records) {
         if (record.offset >= request.offset && record.offset < nextOffset) records.push(record);
       }
+    }
+    if (this.instrumentation.has("fetch")) {
+      this.instrumentation.emit("fetch", {
+        topic,
+        partition,
+        offset: request.offset,
+        records: records.length,
+        bytes: answer.body.length,
+        nextOffset,
+        highWatermark,
+        lag: Math.max(0, highWatermark - nextOffset),
+        durationMs: Date.now() - startMs,
+      });
     }
     return { topic, partition, records, nextOffset, highWatermark, logStartOffset };
   }
@@ -509,6 +540,15 @@ export class EdgelogClient {
 
   // ---- transport ----
 
+  /**
+   * `GET /v1/metrics`: the Prometheus text exposition (version 0.0.4) of the whole deployment
+   * (docs/OBSERVABILITY.md). Needs DESCRIBE on the cluster when auth is on.
+   */
+  async metrics(options?: CallOptions): Promise<string> {
+    const answer = await this.#send({ method: "GET", path: "/v1/metrics", accept: "text/plain", ...options });
+    return new TextDecoder().decode(answer.body);
+  }
+
   async #json<T>(request: HttpRequest): Promise<T> {
     const answer = await this.#send({ accept: JSON_MEDIA_TYPE, ...request });
     try {
@@ -554,6 +594,22 @@ export class EdgelogClient {
     );
     const onAbort = (): void => controller.abort(callerSignal?.reason);
     callerSignal?.addEventListener("abort", onAbort, { once: true });
+    const startMs = Date.now();
+    const observed = this.instrumentation.has("request");
+    const emit = (status: number, code: string | null, responseBytes: number): void => {
+      if (!observed) return;
+      const requestBytes = body === undefined ? 0 : typeof body === "string" ? new TextEncoder().encode(body).length : (body as Uint8Array).length;
+      this.instrumentation.emit("request", {
+        api: apiOf(request.method, request.path),
+        method: request.method,
+        path: request.path,
+        status,
+        code,
+        durationMs: Date.now() - startMs,
+        requestBytes,
+        responseBytes,
+      });
+    };
     try {
       let res: Response;
       let bytes: Uint8Array;
@@ -562,15 +618,19 @@ export class EdgelogClient {
         bytes = new Uint8Array(await res.arrayBuffer());
       } catch (e) {
         if (callerSignal?.aborted) throw callerSignal.reason;
-        throw errorFromNetwork(e, timedOut);
+        const err = errorFromNetwork(e, timedOut);
+        emit(0, err.code, 0);
+        throw err;
       }
       const throttle = Number(res.headers.get(THROTTLE_TIME_HEADER) ?? 0);
       if (res.status < 200 || res.status > 299) {
         const err = errorFromBody(res.status, bytes);
+        emit(res.status, err.code, bytes.length);
         if (err.code === "THROTTLED") this.#throttle(Number(err.details?.throttleTimeMs ?? Number(res.headers.get("retry-after") ?? 1) * 1000));
         if (err.code === "UNAUTHENTICATED" && request.anonymous !== true) this.#token = null;
         throw err;
       }
+      emit(res.status, null, bytes.length);
       if (throttle > 0) this.#throttle(throttle);
       return { status: res.status, headers: res.headers, body: bytes };
     } finally {

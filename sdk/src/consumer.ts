@@ -20,6 +20,7 @@ import type { LogRecord, RecordHeader } from "../../src/codec/index.ts";
 import type { EdgelogClient, FetchResult, OffsetSpec } from "./client.ts";
 import { EdgelogClientError, protocolViolation } from "./errors.ts";
 import { backoffMs, withRetries } from "./retry.ts";
+import type { InstrumentationEvents } from "./instrumentation.ts";
 
 export interface TopicPartition {
   /** `name` or `tenant/namespace/name`, as given to assign(). */
@@ -279,6 +280,16 @@ export class Consumer {
     }
   }
 
+  /**
+   * Listens to an instrumentation event of this client (src/instrumentation.ts), as kafkajs's
+   * `producer.on(producer.events.REQUEST, ...)`: `request`, `request_retry`, `throttle`,
+   * `batch`, `fetch`. The listener sees the events of everything built on the same client.
+   * @returns the function that removes the listener
+   */
+  on<K extends keyof InstrumentationEvents>(event: K, listener: InstrumentationEvents[K]): () => void {
+    return this.#client.on(event, listener);
+  }
+
   /** Stops all fetches and drops the assignment. */
   close(): void {
     this.assign([]);
@@ -333,7 +344,19 @@ export class Consumer {
 
   /** ListOffsets with retries on retriable errors. */
   async #listOffset(st: PartitionState, spec: OffsetSpec): Promise<number | null> {
-    const res = await withRetries(() => this.#client.listOffsets(st.tp.topic, st.tp.partition, spec), this.#opts);
+    const res = await withRetries(
+      () => this.#client.listOffsets(st.tp.topic, st.tp.partition, spec),
+      this.#opts,
+      (attempt, delayMs, e) =>
+        this.#client.instrumentation.emit("request_retry", {
+          api: "ListOffsets",
+          topic: st.tp.topic,
+          partition: st.tp.partition,
+          attempt,
+          delayMs,
+          code: e instanceof EdgelogClientError ? e.code : "UNAVAILABLE",
+        }),
+    );
     return res.offset;
   }
 
@@ -373,8 +396,10 @@ export class Consumer {
                 st.error = resetError;
               }
             } else if (e instanceof EdgelogClientError && e.retriable && st.failures < this.#opts.retries) {
-              st.retryAtMs = Date.now() + backoffMs(st.failures, this.#opts.retryBackoffMs, this.#opts.maxRetryBackoffMs);
+              const delayMs = backoffMs(st.failures, this.#opts.retryBackoffMs, this.#opts.maxRetryBackoffMs);
+              st.retryAtMs = Date.now() + delayMs;
               st.failures++;
+              this.#client.instrumentation.emit("request_retry", { api: "Fetch", topic: st.tp.topic, partition: st.tp.partition, attempt: st.failures, delayMs, code: e.code });
             } else {
               st.failures = 0;
               st.error = e;

@@ -78,6 +78,9 @@ export type {
 // ---- subscriptions (Pulsar-style, over the native WebSocket API) ----
 export { SubscriptionConsumer, subscribe } from "./subscription.ts";
 export type { SubscribeOptions as SubscriptionOptions, SubscriptionMessage, SubscriptionType } from "./subscription.ts";
+// ---- instrumentation (kafkajs-style events: client.on("request", ...)) ----
+export { Emitter, apiOf } from "./instrumentation.ts";
+export type { BatchEvent, FetchEvent, Instrumentation, InstrumentationEvents, RequestEvent, RequestRetryEvent, ThrottleEvent } from "./instrumentation.ts";
 
 // ---- errors (the shared error-code table) ----
 export { EdgelogClientError } from "./errors.ts";

@@ -29,6 +29,7 @@ import type { EdgelogClient, ProduceAcks } from "./client.ts";
 import { EdgelogClientError, protocolViolation } from "./errors.ts";
 import { backoffMs, sleep, withRetries } from "./retry.ts";
 import { toBytes, type Bytes } from "./text.ts";
+import type { InstrumentationEvents } from "./instrumentation.ts";
 
 /**
  * One message to send. A `Uint8Array` key, value or header value is read when the message
@@ -308,6 +309,16 @@ export class Producer {
     await Promise.all(pending);
   }
 
+  /**
+   * Listens to an instrumentation event of this client (src/instrumentation.ts), as kafkajs's
+   * `producer.on(producer.events.REQUEST, ...)`: `request`, `request_retry`, `throttle`,
+   * `batch`, `fetch`. The listener sees the events of everything built on the same client.
+   * @returns the function that removes the listener
+   */
+  on<K extends keyof InstrumentationEvents>(event: K, listener: InstrumentationEvents[K]): () => void {
+    return this.#client.on(event, listener);
+  }
+
   /** Flushes, then refuses further sends. Idempotent. */
   async close(): Promise<void> {
     this.#closed = true;
@@ -488,12 +499,18 @@ export class Producer {
       // so a partition that already appended them answers `duplicate` instead of appending twice.
       let encoded = await this.#encode(seqKey, batch);
       let attempt = 0;
+      const startMs = Date.now();
+      const emitBatch = (): void => {
+        const ins = this.#client.instrumentation;
+        if (ins.has("batch")) ins.emit("batch", { topic: q.topic, partition: q.partition, records: n, bytes: encoded.length, attempts: attempt + 1, durationMs: Date.now() - startMs });
+      };
       let sequenceReset = false;
       for (;;) {
         try {
           if (this.#opts.acks === 0) {
             const res = await this.#client.produceBatch(q.topic, q.partition, encoded, { acks: 0 });
             if (res.accepted !== n) throw protocolViolation(202, `produce accepted ${res.accepted} of ${n} records`);
+            emitBatch();
             for (const m of batch.messages) settle(m, { topic: q.topic, partition: q.partition, offset: -1, timestamp: m.timestamp }, undefined);
             return;
           }
@@ -511,6 +528,7 @@ export class Producer {
           }
           // Next request first, then the n results (the application's callbacks run after both).
           this.#finish(q, batch);
+          emitBatch();
           for (let i = 0; i < n; i++) {
             const m = batch.messages[i]!;
             settle(m, { topic: q.topic, partition: q.partition, offset: res.baseOffset + i, timestamp: res.logAppendTime ?? m.timestamp }, undefined);
@@ -518,7 +536,9 @@ export class Producer {
           return;
         } catch (e) {
           if (e instanceof EdgelogClientError && e.retriable && attempt < this.#opts.retries) {
-            await sleep(backoffMs(attempt, this.#opts.retryBackoffMs, this.#opts.maxRetryBackoffMs));
+            const delayMs = backoffMs(attempt, this.#opts.retryBackoffMs, this.#opts.maxRetryBackoffMs);
+            this.#client.instrumentation.emit("request_retry", { api: "Produce", topic: q.topic, partition: q.partition, attempt: attempt + 1, delayMs, code: e.code });
+            await sleep(delayMs);
             attempt++;
             continue;
           }
@@ -594,7 +614,7 @@ export class Producer {
   #topicMetadata(topic: string): Promise<TopicMetadata> {
     const cached = this.#metadata.get(topic);
     if (cached !== undefined && Date.now() - cached.fetchedAtMs < this.#opts.metadataMaxAgeMs) return cached.value;
-    const value = this.#withRetries(() => this.#client.describeTopic(topic)).then((d) => ({
+    const value = this.#withRetries(() => this.#client.describeTopic(topic), "DescribeTopic").then((d) => ({
       partitions: d.partitions,
       maxMessageBytes: d.configs["max.message.bytes"],
     }));
@@ -608,7 +628,7 @@ export class Producer {
 
   #producerIdentity(): Promise<InitProducerResponse> {
     if (this.#identity === undefined) {
-      const identity = this.#withRetries(() => this.#client.initProducerId());
+      const identity = this.#withRetries(() => this.#client.initProducerId(), "InitProducerId");
       this.#identity = identity;
       identity.then(
         (value) => {
@@ -622,8 +642,10 @@ export class Producer {
     return this.#identity;
   }
 
-  #withRetries<T>(call: () => Promise<T>): Promise<T> {
-    return withRetries(call, this.#opts);
+  #withRetries<T>(call: () => Promise<T>, api: string): Promise<T> {
+    return withRetries(call, this.#opts, (attempt, delayMs, e) =>
+      this.#client.instrumentation.emit("request_retry", { api, attempt, delayMs, code: e instanceof EdgelogClientError ? e.code : "UNAVAILABLE" }),
+    );
   }
 }
 

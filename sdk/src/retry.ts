@@ -33,15 +33,17 @@ export interface RetryPolicy {
 /**
  * Calls `call` until it resolves, retrying after a backoff while it rejects with an error whose
  * `retriable` is true (an EdgelogClientError of a retriable code), at most `retries` times.
- * Any other error rejects at once.
+ * Any other error rejects at once. `onRetry` is told each retry (1-based attempt, backoff ms, the error).
  */
-export async function withRetries<T>(call: () => Promise<T>, policy: RetryPolicy): Promise<T> {
+export async function withRetries<T>(call: () => Promise<T>, policy: RetryPolicy, onRetry?: (attempt: number, delayMs: number, error: unknown) => void): Promise<T> {
   for (let attempt = 0; ; attempt++) {
     try {
       return await call();
     } catch (e) {
       if (!(isRetriable(e) && attempt < policy.retries)) throw e;
-      await sleep(backoffMs(attempt, policy.retryBackoffMs, policy.maxRetryBackoffMs));
+      const delayMs = backoffMs(attempt, policy.retryBackoffMs, policy.maxRetryBackoffMs);
+      onRetry?.(attempt + 1, delayMs, e);
+      await sleep(delayMs);
     }
   }
 }

@@ -18,6 +18,7 @@
  *
  * Pure module (no Workers imports); parsed once per distinct set of values.
  */
+import { log } from "../log/logger.ts";
 
 export interface AuthSettingsEnv {
   EDGELOG_AUTH?: string;
@@ -84,7 +85,7 @@ export function parseAuthConfig(env: AuthSettingsEnv): AuthConfig {
     jwtSecret = new TextEncoder().encode(env.EDGELOG_JWT_SECRET);
     // Short secrets are accepted for local development (the README's `s3cret`) but logged.
     if (jwtSecret.length < MIN_JWT_SECRET_BYTES)
-      console.warn(`Edgelog: EDGELOG_JWT_SECRET is shorter than ${MIN_JWT_SECRET_BYTES} bytes: fine for local development, too weak for a deployment.`);
+      log.warn("edgelog.auth.weak_secret", { message: `EDGELOG_JWT_SECRET is shorter than ${MIN_JWT_SECRET_BYTES} bytes: fine for local development, too weak for a deployment.` });
   }
   let jwks: JwksSource | null = null;
   const rawJwks = env.EDGELOG_JWKS?.trim();

@@ -12,6 +12,10 @@ export interface AppEnv {
     body: Uint8Array;
     /** The principal and its permissions, set by the auth middleware (src/middleware/auth.ts). */
     auth: RequestAuth;
+    /** The (resource, operation) checks the auth middleware evaluated, for the request log. */
+    accessChecks: readonly { type: string; name: string; operation: string }[];
+    /** A refusal's event and details for the request's one log line (src/middleware/request-log.ts). */
+    logNote: { event: string; fields: Record<string, unknown> };
   };
 }
 

@@ -2,6 +2,7 @@
  * Maps anything thrown while serving a request to the one error shape (docs/PROTOCOL.md).
  */
 import { EdgelogError, type ErrorCode } from "../protocol/errors.ts";
+import { log } from "../log/logger.ts";
 
 /**
  * An EdgelogError whose answer carries headers besides the JSON error body: a compatibility
@@ -26,9 +27,9 @@ export function toEdgelogErrorResponse(err: unknown): EdgelogError {
   if (err instanceof EdgelogError) return err;
   const flags = typeof err === "object" && err !== null ? (err as { retryable?: unknown; overloaded?: unknown }) : {};
   if (flags.retryable === true || flags.overloaded === true) {
-    console.warn("durable object unavailable", err);
+    log.warn("edgelog.durable_object.unavailable", { error: err });
     return new EdgelogError("UNAVAILABLE");
   }
-  console.error("unhandled error", err);
+  log.error("edgelog.internal_error", { error: err });
   return new EdgelogError("INTERNAL");
 }

@@ -22,6 +22,7 @@ import { AppendCoalescer } from "./append-coalescer.ts";
 import { checkRecordSizes, choosePartitions, encodeForPartition, groupByPartition, type ParsedProduceRequest, type PartitionGroup, type ProducerFields } from "./produce-request.ts";
 import { checkPartition, partitionError, withTopic } from "./topics.ts";
 import { gatewayMetrics } from "../metrics/gateway.ts";
+import { log } from "../log/logger.ts";
 
 /**
  * Kafka's producer `acks`. "all" and "1" promise the same here: a partition has one replica
@@ -173,7 +174,7 @@ function fireAndForget(ctx: ProduceContext, topic: TopicSummary, accepted: numbe
   ctx.waitUntil(
     append().then(
       () => undefined,
-      (err: unknown) => console.warn("acks=0 append failed", topic.name, err instanceof EdgelogError ? err.code : err),
+      (err: unknown) => log.warn("edgelog.produce.acks0_failed", { topic: topic.name, ...(err instanceof EdgelogError ? { code: err.code } : { error: err }) }),
     ),
   );
   return { kind: "accepted", body: { topic: topic.name, accepted } };

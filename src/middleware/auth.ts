@@ -13,8 +13,9 @@
  *      cannot set headers; Pulsar's WebSocket API does the same). Refusals: 401
  *      UNAUTHENTICATED with `WWW-Authenticate` (RFC 6750).
  *   5. Every check of the route must pass (or its `orCluster` alternative): else 403
- *      NOT_AUTHORIZED naming the resource type, and one log line with principal, resource,
- *      operation and route (never the token or the query string).
+ *      NOT_AUTHORIZED naming the resource type; the request's one log line
+ *      (src/middleware/request-log.ts) is then `edgelog.authz.denied` with principal,
+ *      resource, operation and route (never the token or the query string).
  *   6. Quotas (principal + `Edgelog-Client-Id`): 429 THROTTLED with `Retry-After` and
  *      `details.throttleTimeMs`, or an admitted answer with `Edgelog-Throttle-Time-Ms`.
  */
@@ -24,10 +25,11 @@ import { securitySnapshot } from "../auth/cache.ts";
 import { authConfig, type AuthSettingsEnv } from "../auth/config.ts";
 import { TokenRejected, verifyToken } from "../auth/jwt.ts";
 import { resolveQuota } from "../auth/quotas.ts";
-import { ROUTE_ACCESS, RouteMatcher, type RouteLike } from "../auth/route-access.ts";
+import { ROUTE_ACCESS, RouteMatcher, type RouteLike, type RouteRequestView } from "../auth/route-access.ts";
 import { AllowedMethods } from "../gateway/allowed-methods.ts";
 import type { AppContext, AppEnv } from "../gateway/context.ts";
 import { CLUSTER_RESOURCE } from "../protocol/acl.ts";
+import { log } from "../log/logger.ts";
 import { EdgelogError } from "../protocol/errors.ts";
 import { STREAMS_PATH_PREFIX } from "../streams/names.ts";
 
@@ -48,7 +50,7 @@ let loggedMode: string | null = null;
 function logModeOnce(message: string): void {
   if (loggedMode === message) return;
   loggedMode = message;
-  console.warn(message);
+  log.warn("edgelog.auth.mode", { message });
 }
 
 /**
@@ -68,7 +70,8 @@ function errorResponse(c: AppContext, e: EdgelogError, headers: Record<string, s
 }
 
 function unauthenticated(c: AppContext, message: string, tokenSent: boolean): Response {
-  console.warn(JSON.stringify({ event: "edgelog.auth.unauthenticated", reason: message, method: c.req.method, route: c.req.path }));
+  // Logged once, as the request's line (src/middleware/request-log.ts): never the token.
+  c.set("logNote", { event: "edgelog.auth.unauthenticated", fields: { reason: message } });
   return errorResponse(c, new EdgelogError("UNAUTHENTICATED", message), { "WWW-Authenticate": tokenSent ? `${REALM}, error="invalid_token"` : REALM });
 }
 
@@ -83,6 +86,18 @@ export function logAuthMode(env: AuthSettingsEnv): void {
   const cfg = authConfig(env);
   if (cfg.mode === "none") logModeOnce("Edgelog: authentication is OFF (EDGELOG_AUTH=none): every request is allowed. Local development only: docs/SECURITY.md.");
   else if (cfg.mode === "unconfigured") logModeOnce(`Edgelog: authentication is not configured (${cfg.reason}): only ${HEALTH_PATH} is served. docs/SECURITY.md.`);
+}
+
+/** What an access rule sees of the request (src/auth/route-access.ts RouteRequestView). */
+export function routeRequestView(c: AppContext, params: Record<string, string>): RouteRequestView {
+  return {
+    params,
+    path: c.req.path,
+    queries: (name: string) => c.req.queries(name) ?? [],
+    body: c.get("body") ?? new Uint8Array(0),
+    header: (name: string) => c.req.header(name),
+    origin: new URL(c.req.url).origin,
+  };
 }
 
 export function authMiddleware(o: AuthOptions): MiddlewareHandler<AppEnv> {
@@ -106,7 +121,7 @@ export function authMiddleware(o: AuthOptions): MiddlewareHandler<AppEnv> {
     const route = matcher.match(c.req.method, c.req.path);
     const rule = route === null ? undefined : ROUTE_ACCESS[route.key];
     if (route !== null && rule === undefined) {
-      console.error(`Edgelog: route ${route.key} has no entry in ROUTE_ACCESS (src/auth/route-access.ts): refused.`);
+      log.error("edgelog.auth.route_without_rule", { route: route.key, message: "This route has no entry in ROUTE_ACCESS (src/auth/route-access.ts): refused." });
       throw new EdgelogError("INTERNAL", "This route has no access rule.");
     }
     if (rule?.access === "public") return next();
@@ -157,28 +172,19 @@ export function authMiddleware(o: AuthOptions): MiddlewareHandler<AppEnv> {
 
     // ---- authorization ----
     if (rule.access === "acl") {
-      const view = {
-        params: route.params,
-        path: c.req.path,
-        queries: (name: string) => c.req.queries(name) ?? [],
-        body: c.get("body") ?? new Uint8Array(0),
-        header: (name: string) => c.req.header(name),
-        origin: new URL(c.req.url).origin,
-      };
-      for (const check of await rule.checks(view)) {
+      const checks = await rule.checks(routeRequestView(c, route.params));
+      c.set(
+        "accessChecks",
+        checks.map((k) => ({ type: k.resource.type, name: k.resource.name, operation: k.operation })),
+      );
+      for (const check of checks) {
         if (auth.can(check.resource, check.operation)) continue;
         if (check.orCluster !== undefined && auth.can({ type: "cluster", name: CLUSTER_RESOURCE }, check.orCluster)) continue;
-        console.warn(
-          JSON.stringify({
-            event: "edgelog.authz.denied",
-            principal,
-            resourceType: check.resource.type,
-            resource: check.resource.name,
-            operation: check.operation,
-            method: c.req.method,
-            route: route.key,
-          }),
-        );
+        // The request's one log line (src/middleware/request-log.ts) carries the principal.
+        c.set("logNote", {
+          event: "edgelog.authz.denied",
+          fields: { resourceType: check.resource.type, resource: check.resource.name, operation: check.operation },
+        });
         return errorResponse(
           c,
           new EdgelogError("NOT_AUTHORIZED", `Principal ${principal} may not ${check.operation} ${check.resource.type} ${check.resource.name}.`, {

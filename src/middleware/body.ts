@@ -22,6 +22,7 @@ import type { MiddlewareHandler } from "hono";
 import type { AppEnv } from "../gateway/context.ts";
 import { EdgelogError } from "../protocol/errors.ts";
 import { MAX_REQUEST_BYTES } from "../protocol/limits.ts";
+import { log } from "../log/logger.ts";
 
 export interface BodyReaderOptions {
   /** Largest body accepted, in bytes. @default MAX_REQUEST_BYTES (8 MiB) */
@@ -106,7 +107,7 @@ export async function readBody(req: Request, maxBytes: number, maxDrainBytes = m
     // The body stream failed: the client aborted mid-upload or its connection was lost (the
     // runtime marks that error retryable, which onError would report as a Durable Object
     // being unavailable). Nobody reads this answer; the log says what happened.
-    console.warn("request body aborted by the client", String(err));
+    log.warn("edgelog.request.body_aborted", { error: String(err) });
     throw new EdgelogError("INVALID_REQUEST", "The request body ended before it was complete (the client aborted or the connection was lost).", {
       reason: "body_aborted",
     });

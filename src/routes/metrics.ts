@@ -21,6 +21,7 @@ import { MAX_SCRAPE_GROUPS, MAX_SCRAPE_PARTITIONS, SCRAPE_CONCURRENCY, type Scra
 import { partitionStub, type PartitionMetrics } from "../partition/rpc.ts";
 import { toEdgelogError } from "../protocol/errors.ts";
 import type { GroupDescription } from "../protocol/groups.ts";
+import { log } from "../log/logger.ts";
 
 export function metricsRoutes(app: Hono<AppEnv>): void {
   app.get("/v1/metrics", async (c) => {
@@ -52,9 +53,9 @@ export function metricsRoutes(app: Hono<AppEnv>): void {
           if (r.ok) return r.metrics;
           // A topic deleted between the listing and this call: gone, not an error.
           if (r.code === "UNKNOWN_TOPIC_OR_PARTITION") return null;
-          console.error(JSON.stringify({ event: "metrics_scrape_error", topicId: t.topicId, partition: t.partition, code: r.code }));
+          log.error("edgelog.metrics.scrape_error", { topicId: t.topicId, partition: t.partition, code: r.code });
         } catch (err) {
-          console.error(JSON.stringify({ event: "metrics_scrape_error", topicId: t.topicId, partition: t.partition, error: String(err) }));
+          log.error("edgelog.metrics.scrape_error", { topicId: t.topicId, partition: t.partition, error: err });
         }
         return undefined;
       }),
@@ -66,9 +67,9 @@ export function metricsRoutes(app: Hono<AppEnv>): void {
             return description;
           }
           if (r.code === "GROUP_ID_NOT_FOUND") return null;
-          console.error(JSON.stringify({ event: "metrics_scrape_error", group: groupId, code: r.code }));
+          log.error("edgelog.metrics.scrape_error", { group: groupId, code: r.code });
         } catch (err) {
-          console.error(JSON.stringify({ event: "metrics_scrape_error", group: groupId, error: String(err) }));
+          log.error("edgelog.metrics.scrape_error", { group: groupId, error: err });
         }
         return undefined;
       }),

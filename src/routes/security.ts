@@ -113,7 +113,7 @@ export function securityRoutes(app: Hono<AppEnv>): void {
         return c.json(toEdgelogError(r).toBody(), 429, { "Retry-After": String(Math.max(1, Math.ceil(ms / 1000))) });
       }
       if (r.code === "UNAUTHENTICATED") {
-        console.warn(JSON.stringify({ event: "edgelog.auth.unauthenticated", reason: "wrong user name or password", user, route: "POST /v1/auth/token" }));
+        c.set("logNote", { event: "edgelog.auth.unauthenticated", fields: { reason: "wrong user name or password", user } });
         return c.json(toEdgelogError(r).toBody(), 401, { "WWW-Authenticate": 'Basic realm="edgelog", charset="UTF-8"' });
       }
       throw toEdgelogError(r);

@@ -119,3 +119,27 @@ describe("edgelog -L", () => {
     );
   });
 });
+
+describe("edgelog top, against the real /v1/metrics and group describe", () => {
+  it("--once --json: a topic's partitions with their offsets and sizes; --group: the group's lag", async () => {
+    const topic = randomTopic("cli-top");
+    const group = `g-${topic}`;
+    expect((await cli(["topics", "create", topic, "--partitions", "2"])).code).toBe(0);
+    expect((await cli(["produce", topic, "-p", "1"], Array.from({ length: 7 }, (_, i) => `r${i}\n`).join(""))).code).toBe(0);
+    const topics = await cli(["top", "--topic", topic, "--once", "--json", "--interval", "0.2"]);
+    expect(topics).toMatchObject({ code: 0, stderr: "" });
+    const frame = JSON.parse(topics.stdout.toString()) as { view: string; partitions: Array<Record<string, unknown>> };
+    expect(frame.view).toBe("topics");
+    expect(frame.partitions.map((p) => [p.topic, p.partition, p.logEndOffset, p.records])).toEqual([
+      [`public/default/${topic}`, 0, 0, 0],
+      [`public/default/${topic}`, 1, 7, 7],
+    ]);
+    expect(frame.partitions[1]!.sizeBytes as number).toBeGreaterThan(0);
+    expect(frame.partitions[1]!.recordsInPerSec).toBe(0); // nothing produced between the two scrapes
+
+    expect((await cli(["consume", topic, "-g", group, "-o", "beginning", "-n", "3"])).code).toBe(0);
+    const g = await cli(["top", "--group", group, "--once", "--json", "--interval", "0.2"]);
+    expect(g).toMatchObject({ code: 0, stderr: "" });
+    expect(JSON.parse(g.stdout.toString())).toMatchObject({ view: "group", group, totalLag: 4 });
+  });
+});

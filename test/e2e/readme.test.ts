@@ -58,7 +58,8 @@ describe("README snippets", () => {
     expect(ALL.filter((s) => s.notRun === undefined).length).toBeGreaterThanOrEqual(7);
   });
 
-  it("README.md and sdk/README.md run as written, twice in a row, against a fresh dev server", async () => {
+  // Every block twice, each `npx edgelog` line a Node start: over two minutes on a loaded machine.
+  it("README.md and sdk/README.md run as written, twice in a row, against a fresh dev server", { timeout: 300_000 }, async () => {
     const address = (code: string) => withAddress(code, server.port);
     const env = { EDGELOG_URL: server.baseUrl };
     for (const round of [1, 2]) {

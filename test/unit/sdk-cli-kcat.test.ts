@@ -172,7 +172,9 @@ describe("produce, kcat style", () => {
       .map((p) => ({ p, n: s.log("s", p).records.length }))
       .filter((x) => x.n > 0)
       .map(({ p, n }) => `partition ${p} ${n === 1 ? "offset 0" : `offsets 0..${n - 1}`}`);
-    expect(tty).toMatchObject({ code: 0, stdout: "", stderr: `Produced 3 records to s: ${parts.join(", ")}.\n` });
+    // The progress line is redrawn in place (CR, erase line) and cleared before the summary.
+    expect({ ...tty, stderr: tty.stderr.slice(tty.stderr.lastIndexOf("\r\x1b[2K") + 5) }).toMatchObject({ code: 0, stdout: "", stderr: `Produced 3 records to s: ${parts.join(", ")}.\n` });
+    expect(tty.stderr.startsWith("\r\x1b[2KProduced 0 records, 0 B in ")).toBe(true);
     const piped = await run(s, ["produce", "s"], ["x\n"]);
     expect(piped).toMatchObject({ code: 0, stdout: "", stderr: "" });
   });

@@ -45,6 +45,7 @@ describe("sdk/README.md documents the public API (sdk/src/index.ts)", () => {
       "consumer",
       "consumer groups",
       "subscriptions",
+      "instrumentation",
       "errors",
       "bytes and text",
       "partitioning",

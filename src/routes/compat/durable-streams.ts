@@ -23,6 +23,7 @@ import { longPollNoContentHeaders, readHeaders, type ReadOutcome } from "../../s
 import { jsonMessages } from "../../streams/records.ts";
 import type { ReadStreamOk } from "../../streams/rpc.ts";
 import { sseControlEvent, sseDataEvent, type SseControl } from "../../streams/sse.ts";
+import { log } from "../../log/logger.ts";
 
 /** Longest long-poll (and SSE wait between events), ms, unless STREAMS_LONG_POLL_TIMEOUT_MS says otherwise. */
 export const DEFAULT_LONG_POLL_TIMEOUT_MS = 20_000;
@@ -347,7 +348,7 @@ async function sseStream(c: AppContext, t: Target, spec: OffsetSpec, clientCurso
     }
   };
   const done = loop()
-    .catch((err: unknown) => console.warn("SSE stream ended with an error", err))
+    .catch((err: unknown) => log.warn("edgelog.stream.sse_failed", { error: err }))
     .finally(() => writer.close().catch(() => undefined));
   c.executionCtx.waitUntil(done);
 

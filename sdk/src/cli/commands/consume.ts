@@ -3,7 +3,7 @@ import process from "node:process";
 import { EdgelogError, type PartitionDescription } from "../../../../src/protocol/index.ts";
 import type { Admin } from "../../admin.ts";
 import type { EdgelogClient } from "../../client.ts";
-import { Consumer, type OffsetResetPolicy, type TopicPartition } from "../../consumer.ts";
+import { Consumer, type ConsumerRecord, type OffsetResetPolicy, type TopicPartition } from "../../consumer.ts";
 import { GroupConsumer } from "../../group-consumer.ts";
 import {
   DELIMITER_OPTION,
@@ -24,6 +24,7 @@ import {
 import { defineCommand, type ParsedLine } from "../command.ts";
 import { compileFormat, type FormatOptions, formatRecord, shownTopic } from "../format.ts";
 import { concat, type Output, OutputClosed } from "../io.ts";
+import { isTerminal, Progress } from "../progress.ts";
 
 /** Where consume starts (kcat -o without e@). */
 export type StartPosition = Exclude<OffsetArg, { kind: "endTimestamp" }>;
@@ -105,6 +106,8 @@ export const consume = defineCommand<ConsumeCommand>({
     "      Prints record values, one per line (raw bytes; a null value prints as an empty line).\n" +
     "      Starts at the end unless told otherwise; reads every partition unless --partition.\n" +
     "      Without --follow, exits once every partition is read to its end (or after COUNT records).\n" +
+    "      When stderr is a terminal and stdout is not (> file, | cmd), shows progress on stderr:\n" +
+    "      records, bytes, rate and the lag left; nothing when stderr is piped.\n" +
     "      -o, --offset   beginning | end | N | -N (N before the end) | s@MS (first record at or\n" +
     "                     after a timestamp) | e@MS (stop before a timestamp; alone, starts at\n" +
     "                     the beginning); stored needs -g. Per partition; out of range: exit 1.\n" +
@@ -180,8 +183,34 @@ export const consume = defineCommand<ConsumeCommand>({
     };
   },
   async run(cmd, { client, admin, out, io }) {
-    if (cmd.group !== undefined) await consumeGroup(client, cmd, cmd.group, out, io.stderr);
-    else await consumeAssigned(admin, client, cmd, out);
+    // Live progress when stderr is a terminal and the records go elsewhere (a file, a pipe):
+    // records printed to the same terminal are their own progress, and a redrawn line
+    // between them would be torn.
+    const progress = new Progress(io.stderr, "Consumed", isTerminal(io.stderr) && !isTerminal(io.stdout));
+    const lags = new Map<number, number>();
+    const off = client.on("fetch", (e) => {
+      lags.set(e.partition, e.lag);
+      let lag = 0;
+      for (const l of lags.values()) lag += l;
+      progress.setLag(lag);
+    });
+    const counted: Counted = (records) => {
+      let bytes = 0;
+      for (const r of records) bytes += (r.key?.length ?? 0) + (r.value?.length ?? 0);
+      progress.add(records.length, bytes);
+    };
+    let ok = false;
+    try {
+      if (cmd.group !== undefined) await consumeGroup(client, cmd, cmd.group, out, io.stderr, counted);
+      else await consumeAssigned(admin, client, cmd, out, counted);
+      ok = true;
+    } catch (e) {
+      if (e instanceof OutputClosed) ok = true;
+      throw e;
+    } finally {
+      off();
+      progress.stop(ok);
+    }
   },
 });
 
@@ -198,7 +227,10 @@ export function formatOptions(cmd: RecordOutput): FormatOptions {
   };
 }
 
-async function consumeAssigned(admin: Admin, client: EdgelogClient, cmd: ConsumeCommand, out: Output): Promise<void> {
+/** Told the records just written to stdout (for the progress line). */
+type Counted = (records: readonly ConsumerRecord[]) => void;
+
+async function consumeAssigned(admin: Admin, client: EdgelogClient, cmd: ConsumeCommand, out: Output, counted: Counted): Promise<void> {
   const description = await admin.describeTopic(cmd.topic);
   const partitions: TopicPartition[] =
     cmd.partition !== undefined ? [{ topic: cmd.topic, partition: cmd.partition }] : Array.from({ length: description.partitions }, (_, partition) => ({ topic: cmd.topic, partition }));
@@ -267,6 +299,7 @@ async function consumeAssigned(admin: Admin, client: EdgelogClient, cmd: Consume
       }
       if (records.length > 0) {
         await out.write(concat(records.map((r) => formatRecord(r, format))));
+        counted(records);
         printed += records.length;
         if (cmd.count !== undefined && printed >= cmd.count) return;
       }
@@ -290,7 +323,7 @@ async function atEnd(consumer: Consumer, partitions: readonly TopicPartition[]):
  * `consume -g`: a group member printing records; what is printed is committed (every second,
  * and on exit). Ends after `-n COUNT` records or on SIGINT / SIGTERM, then commits and leaves.
  */
-async function consumeGroup(client: EdgelogClient, cmd: ConsumeCommand, group: string, out: Output, stderr: NodeJS.WritableStream): Promise<void> {
+async function consumeGroup(client: EdgelogClient, cmd: ConsumeCommand, group: string, out: Output, stderr: NodeJS.WritableStream, counted: Counted): Promise<void> {
   const consumer = new GroupConsumer(client, { groupId: group, autoOffsetReset: cmd.start.kind === "earliest" ? "earliest" : "latest", clientId: "edgelog-cli" });
   await consumer.subscribe({ topics: [cmd.topic] });
   consumer.on("error", (e) => stderr.write(`edgelog: ${e instanceof EdgelogError ? `${e.code}: ` : ""}${e instanceof Error ? e.message : String(e)}\n`));
@@ -314,6 +347,7 @@ async function consumeGroup(client: EdgelogClient, cmd: ConsumeCommand, group: s
           return;
         }
         resolveOffset(m.offset);
+        counted([m]);
         printed++;
       }
       if (cmd.count !== undefined && printed >= cmd.count) stop();

@@ -35,10 +35,21 @@ import {
   subscriptionsSkip,
   subscriptionsStats,
 } from "./subscriptions.ts";
+import { type TopCommand, top } from "./top.ts";
 import { type TopicsCommand, topicsAlter, topicsCreate, topicsDelete, topicsDeleteRecords, topicsDescribe, topicsList } from "./topics.ts";
 
 /** A parsed command line of any command. */
-export type Command = TopicsCommand | TenantsCommand | MetadataCommand | ProduceCommand | ConsumeCommand | GroupsCommand | SubscriptionsCommand | SecurityCommand | KafkaBridgeCommand;
+export type Command =
+  | TopicsCommand
+  | TenantsCommand
+  | MetadataCommand
+  | ProduceCommand
+  | ConsumeCommand
+  | GroupsCommand
+  | SubscriptionsCommand
+  | SecurityCommand
+  | KafkaBridgeCommand
+  | TopCommand;
 
 /** Two-word commands share their first word; `topics` alone lists the subcommands in this order. */
 export const COMMANDS: readonly CliCommand<Command>[] = [
@@ -74,6 +85,7 @@ export const COMMANDS: readonly CliCommand<Command>[] = [
   subscriptionsSkip,
   subscriptionsClearBacklog,
   subscriptionsDelete,
+  top,
   aclsList,
   aclsAdd,
   aclsRemove,

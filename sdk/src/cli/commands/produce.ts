@@ -6,6 +6,7 @@ import { DELIMITER_OPTION, headerPairs, intOption, KEY_SEPARATOR_OPTION, flag, l
 import { defineCommand } from "../command.ts";
 import { shownTopic } from "../format.ts";
 import { DelimiterSplitter, indexOfBytes, LineSplitter, lineToMessage } from "../io.ts";
+import { isTerminal, Progress } from "../progress.ts";
 
 export interface ProduceCommand {
   kind: "produce";
@@ -40,7 +41,8 @@ export const produce = defineCommand<ProduceCommand>({
     "  produce TOPIC [FILE ...] [-K SEP | -k KEY] [-H k=v ...] [--line-headers SEP] [-p N]\n" +
     "                [-D DELIM] [-Z]\n" +
     "      Sends each stdin line (its exact bytes, without the newline) as one record, or each\n" +
-    "      FILE as one record (binary-safe). Prints a summary when stderr is a terminal.\n" +
+    "      FILE as one record (binary-safe). When stderr is a terminal, shows progress (records,\n" +
+    "      bytes, rate) while it works and a summary at the end; nothing when piped.\n" +
     "      -K, --key-separator SEP  the part before the first SEP is the key (no SEP: null key)\n" +
     "                               (escapes as -D, like kcat's -K)\n" +
     "      -k, --key KEY            the key of every record\n" +
@@ -92,61 +94,68 @@ export const produce = defineCommand<ProduceCommand>({
     // Like kafka-console-producer: a missing topic fails at once, also when stdin is empty.
     await client.describeTopic(cmd.topic);
     const producer = new Producer(client);
-    const keySeparator = cmd.keySeparator === undefined ? undefined : unescapeBytes(cmd.keySeparator);
-    const fixedKey = cmd.key === undefined ? undefined : encoder.encode(cmd.key);
-    const headers = cmd.headers.map(([key, value]) => ({ key, value }));
+    // Live progress on a terminal (acknowledged records, batch bytes): stderr only, never stdout.
+    const progress = new Progress(io.stderr, "Produced", isTerminal(io.stderr));
+    producer.on("batch", (e) => progress.add(e.records, e.bytes));
     const summary = new Summary();
-    const lineHeaders = cmd.lineHeaders === undefined ? undefined : encoder.encode(cmd.lineHeaders);
-    const toMessage = (piece: Uint8Array, split: boolean): Message => {
-      let own: Array<{ key: string; value: Uint8Array | null }> = [];
-      if (split && lineHeaders !== undefined) [own, piece] = splitLineHeaders(piece, lineHeaders);
-      const m = split ? lineToMessage(piece, keySeparator) : { key: null, value: piece };
-      return {
-        key: fixedKey ?? m.key,
-        value: cmd.emptyAsNull === true && m.value.length === 0 ? null : m.value,
-        headers: own.length === 0 ? headers : [...headers, ...own],
-        partition: cmd.partition,
-      };
-    };
-    const window: Promise<void>[] = [];
     let failure: unknown;
-    const stdin = io.stdin;
-    const submit = async (messages: Message[]): Promise<void> => {
-      window.push(
-        producer.send({ topic: cmd.topic, messages }).then(
-          (metadata) => summary.add(metadata),
-          (e: unknown) => {
-            failure ??= e;
-            // Stop reading at once, also when stdin is an idle terminal or pipe.
-            (stdin as Partial<Readable>).destroy?.();
-          },
-        ),
-      );
-      while (window.length > PRODUCE_WINDOW_SENDS) await window.shift();
-    };
-    if (cmd.files !== undefined) {
-      for (const file of cmd.files) {
-        await submit([toMessage(new Uint8Array(await readFile(file)), false)]);
-        if (failure !== undefined) break;
-      }
-    } else {
-      const splitter = cmd.delimiter === undefined ? new LineSplitter() : new DelimiterSplitter(unescapeBytes(cmd.delimiter));
-      try {
-        for await (const chunk of stdin) {
-          const pieces = splitter.push(chunk);
-          if (pieces.length > 0) await submit(pieces.map((p) => toMessage(p, true)));
+    try {
+      const keySeparator = cmd.keySeparator === undefined ? undefined : unescapeBytes(cmd.keySeparator);
+      const fixedKey = cmd.key === undefined ? undefined : encoder.encode(cmd.key);
+      const headers = cmd.headers.map(([key, value]) => ({ key, value }));
+      const lineHeaders = cmd.lineHeaders === undefined ? undefined : encoder.encode(cmd.lineHeaders);
+      const toMessage = (piece: Uint8Array, split: boolean): Message => {
+        let own: Array<{ key: string; value: Uint8Array | null }> = [];
+        if (split && lineHeaders !== undefined) [own, piece] = splitLineHeaders(piece, lineHeaders);
+        const m = split ? lineToMessage(piece, keySeparator) : { key: null, value: piece };
+        return {
+          key: fixedKey ?? m.key,
+          value: cmd.emptyAsNull === true && m.value.length === 0 ? null : m.value,
+          headers: own.length === 0 ? headers : [...headers, ...own],
+          partition: cmd.partition,
+        };
+      };
+      const window: Promise<void>[] = [];
+      const stdin = io.stdin;
+      const submit = async (messages: Message[]): Promise<void> => {
+        window.push(
+          producer.send({ topic: cmd.topic, messages }).then(
+            (metadata) => summary.add(metadata),
+            (e: unknown) => {
+              failure ??= e;
+              // Stop reading at once, also when stdin is an idle terminal or pipe.
+              (stdin as Partial<Readable>).destroy?.();
+            },
+          ),
+        );
+        while (window.length > PRODUCE_WINDOW_SENDS) await window.shift();
+      };
+      if (cmd.files !== undefined) {
+        for (const file of cmd.files) {
+          await submit([toMessage(new Uint8Array(await readFile(file)), false)]);
           if (failure !== undefined) break;
         }
-      } catch (e) {
-        if (failure === undefined) throw e; // else: the premature close we caused
+      } else {
+        const splitter = cmd.delimiter === undefined ? new LineSplitter() : new DelimiterSplitter(unescapeBytes(cmd.delimiter));
+        try {
+          for await (const chunk of stdin) {
+            const pieces = splitter.push(chunk);
+            if (pieces.length > 0) await submit(pieces.map((p) => toMessage(p, true)));
+            if (failure !== undefined) break;
+          }
+        } catch (e) {
+          if (failure === undefined) throw e; // else: the premature close we caused
+        }
+        const last = splitter.end();
+        if (last !== undefined && failure === undefined) await submit([toMessage(last, true)]);
       }
-      const last = splitter.end();
-      if (last !== undefined && failure === undefined) await submit([toMessage(last, true)]);
+      await Promise.all(window);
+      await producer.close();
+    } finally {
+      progress.stop(false);
     }
-    await Promise.all(window);
-    await producer.close();
     if (failure !== undefined) throw failure;
-    if ((io.stderr as { isTTY?: boolean }).isTTY === true) io.stderr.write(summary.text(shownTopic(cmd.topic)));
+    if (isTerminal(io.stderr)) io.stderr.write(summary.text(shownTopic(cmd.topic)));
   },
 });
 
