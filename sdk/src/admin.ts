@@ -5,6 +5,7 @@
  * delete; docs/PROTOCOL.md "Subscription admin"), and security (ACLs, Pulsar namespace
  * permissions, SCRAM users, client quotas; docs/SECURITY.md).
  */
+import type { ConsumerInfo, SubscriptionInfo } from "../../src/subscriptions/rpc.ts";
 import type { AclBinding, AclFilter, PulsarAction } from "../../src/protocol/acl.ts";
 import type { EffectivePolicies, NamespaceDescription, PolicyName, TenantInfo, TopicConfigs, TopicDescription, TopicPolicies, TopicSummary } from "../../src/protocol/index.ts";
 import { type CallOptions, type EdgelogClient, topicPath } from "./client.ts";
@@ -72,43 +73,11 @@ export interface ScramUserDescription {
   mechanisms: { mechanism: "SCRAM-SHA-256" | "SCRAM-SHA-512"; iterations: number }[];
 }
 
-/** One connected consumer of a subscription on one partition, as stats show it. */
-export interface SubscriptionConsumerStats {
-  consumerId: string;
-  consumerName: string;
-  /** Permits left: push mode, receiverQueueSize minus unacked; pull mode, the credits granted and not used. */
-  permits: number;
-  /** Messages delivered to this consumer and not yet acked, nacked or timed out. */
-  unacked: number;
-  /** Failover: whether this consumer is the active one; other types: true. */
-  active: boolean;
-}
+/** One connected consumer of a subscription, as stats show it (docs/PROTOCOL.md "Subscription admin"). */
+export type SubscriptionConsumerStats = ConsumerInfo;
 
 /** A subscription on one partition: its durable cursor and live consumers (docs/PROTOCOL.md "Subscription admin"). */
-export interface SubscriptionPartitionStats {
-  subscription: string;
-  partition: number;
-  type: SubscriptionType;
-  /** The last offset such that it and everything before it are acked; -1 when nothing is. */
-  markDeletePosition: number;
-  /** Individually acked ranges above the mark-delete position, `[first, last]` inclusive offsets. */
-  ackedRanges: [number, number][];
-  /** Unacked messages between the log start and the log end (Pulsar's msgBacklog). */
-  backlog: number;
-  /** Stored bytes of those messages (pro rata over record batches). */
-  backlogBytes: number;
-  /** Messages in flight at the connected consumers. */
-  unacked: number;
-  /** Messages copied to the dead-letter topic so far. */
-  deadLetteredTotal: number;
-  /** Per second over the last 10 whole seconds, in the partition object's memory: records appended. */
-  msgRateIn: number;
-  /** Messages delivered per second (first deliveries and redeliveries). */
-  msgRateOut: number;
-  /** Redelivered messages per second. */
-  msgRateRedeliver: number;
-  consumers: SubscriptionConsumerStats[];
-}
+export type SubscriptionPartitionStats = SubscriptionInfo;
 
 /** A subscription over every partition of its topic: the totals, then one entry per partition. */
 export interface SubscriptionStats {
