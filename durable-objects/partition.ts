@@ -241,7 +241,7 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
   async metrics(): Promise<RpcResult<{ metrics: PartitionMetrics }>> {
     const s = this.#log.state;
     if (s === null) return unknownPartition();
-    return { ok: true, metrics: this.#counters.snapshot(s, this.#waiters.size) };
+    return { ok: true, metrics: this.#counters.snapshot(s, this.#waiters.size, this.#lifecycle.segments.length, this.#subs.metrics()) };
   }
 
   // ---- streams (docs/DURABLE-STREAMS.md) ----

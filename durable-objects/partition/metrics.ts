@@ -18,6 +18,7 @@
 import type { AppendPlan } from "../../src/partition/core.ts";
 import type { AppendOk, FetchOk, FetchRequest, PartitionMetrics } from "../../src/partition/rpc.ts";
 import type { RpcResult } from "../../src/protocol/errors.ts";
+import type { SubscriptionMetrics } from "../../src/subscriptions/rpc.ts";
 import type { PartitionState } from "./log.ts";
 
 export class PartitionCounters {
@@ -64,8 +65,8 @@ export class PartitionCounters {
     for (let i = 0; i < batches.length; i++) this.bytesOut += batches[i]!.byteLength;
   }
 
-  /** The snapshot `metrics()` answers: the log's bounds now, the counters, the waiters now. */
-  snapshot(s: Readonly<PartitionState>, waiters: number): PartitionMetrics {
+  /** The snapshot `metrics()` answers: the log's bounds now, the counters, the waiters, segments and subscriptions now. */
+  snapshot(s: Readonly<PartitionState>, waiters: number, segments: number, subscriptions: SubscriptionMetrics[]): PartitionMetrics {
     return {
       topic: s.topic,
       partition: s.partition,
@@ -84,6 +85,8 @@ export class PartitionCounters {
       fetchErrors: Object.fromEntries(this.fetchErrors),
       waiters,
       countersSinceMs: this.countersSinceMs,
+      segments,
+      subscriptions,
     };
   }
 }

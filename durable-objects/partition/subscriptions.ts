@@ -55,7 +55,7 @@ import {
   RateMeter,
 } from "../../src/subscriptions/index.ts";
 import { admitConsumer } from "../../src/subscriptions/dispatch.ts";
-import type { CursorTarget, SubscriptionInfo } from "../../src/subscriptions/rpc.ts";
+import type { CursorTarget, SubscriptionInfo, SubscriptionMetrics } from "../../src/subscriptions/rpc.ts";
 import {
   type ClientFrame,
   DELIVER_AT_HEADER,
@@ -995,6 +995,26 @@ export class SubscriptionsRoom {
   list(): RpcResult<{ subscriptions: SubscriptionInfo[] }> {
     if (this.#log.state === null) return errorResult("UNKNOWN_TOPIC_OR_PARTITION", "This partition does not exist.");
     return { ok: true, subscriptions: [...this.#subs.values()].sort((a, b) => (a.name < b.name ? -1 : 1)).map((l) => this.#info(l)) };
+  }
+
+  /** Every subscription's numbers for the partition's `metrics()`, in name order (see {@link SubscriptionMetrics}). */
+  metrics(): SubscriptionMetrics[] {
+    return [...this.#subs.values()]
+      .sort((a, b) => (a.name < b.name ? -1 : 1))
+      .map((live) => {
+        const st = live.sub.stats((lo, hi) => this.#bytesIn(lo, hi));
+        return {
+          subscription: live.name,
+          type: live.sub.type,
+          backlog: st.backlog,
+          backlogBytes: st.backlogBytes ?? 0,
+          unacked: st.unacked,
+          consumers: st.consumers.length,
+          deliveredTotal: live.out.total,
+          redeliveredTotal: live.redelivered.total,
+          deadLetteredTotal: st.deadLetteredTotal,
+        };
+      });
   }
 
   stats(name: string): RpcResult<{ info: SubscriptionInfo }> {

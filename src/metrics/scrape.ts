@@ -10,6 +10,7 @@
  */
 import type { PartitionMetrics } from "../partition/rpc.ts";
 import type { GroupDescription, GroupStateName } from "../protocol/groups.ts";
+import type { SubscriptionMetrics } from "../subscriptions/rpc.ts";
 import type { ExpositionWriter, Sample } from "./exposition.ts";
 
 /** Partition metrics() calls in flight at once during a scrape. */
@@ -93,6 +94,11 @@ export function writePartitionMetrics(w: ExpositionWriter, ps: readonly Partitio
     "Offsets retained: log end offset minus log start offset (the record count unless compacted).",
     each(ps, (m) => m.logEndOffset - m.logStartOffset),
   );
+  w.gauge(
+    "edgelog_partition_segments",
+    "Segments in the partition's segment index, local and tiered (docs/LIFECYCLE.md; Kafka NumLogSegments).",
+    each(ps, (m) => m.segments),
+  );
   w.counter(
     "edgelog_partition_records_in_total",
     "Records appended since the partition object started (Kafka MessagesInPerSec).",
@@ -147,6 +153,57 @@ export function writePartitionMetrics(w: ExpositionWriter, ps: readonly Partitio
     "edgelog_partition_start_time_seconds",
     "When the partition object started, Unix seconds: its counters count from then.",
     each(ps, (m) => m.countersSinceMs / 1000),
+  );
+  writeSubscriptionMetrics(w, ps);
+}
+
+/** One sample per subscription of each partition: labels topic, partition, subscription, type. */
+function perSubscription(ps: readonly PartitionMetrics[], value: (s: SubscriptionMetrics) => number): Sample[] {
+  const out: Sample[] = [];
+  for (const m of ps) for (const s of m.subscriptions) out.push({ labels: { ...partitionLabels(m), subscription: s.subscription, type: s.type }, value: value(s) });
+  return out;
+}
+
+/**
+ * The subscription families (docs/SUBSCRIPTIONS.md), shaped as Pulsar's `pulsar_subscription_*`
+ * (docs/OBSERVABILITY.md gives each one's Pulsar name). Counters count since the partition
+ * object started, as the partition's own.
+ */
+function writeSubscriptionMetrics(w: ExpositionWriter, ps: readonly PartitionMetrics[]): void {
+  w.gauge(
+    "edgelog_subscription_backlog",
+    "Unacknowledged messages between the log start and the log end (Pulsar msgBacklog, pulsar_subscription_back_log).",
+    perSubscription(ps, (s) => s.backlog),
+  );
+  w.gauge(
+    "edgelog_subscription_backlog_bytes",
+    "Stored bytes of the backlog's messages, pro rata over their record batches (Pulsar backlogSize).",
+    perSubscription(ps, (s) => s.backlogBytes),
+  );
+  w.gauge(
+    "edgelog_subscription_unacked_messages",
+    "Messages delivered to consumers and pull leases and not yet acked, nacked or timed out (Pulsar pulsar_subscription_unacked_messages).",
+    perSubscription(ps, (s) => s.unacked),
+  );
+  w.gauge(
+    "edgelog_subscription_consumers",
+    "Consumers connected now, sockets and open pull leases (Pulsar pulsar_subscription_consumers_count).",
+    perSubscription(ps, (s) => s.consumers),
+  );
+  w.counter(
+    "edgelog_subscription_delivered_total",
+    "Messages dispatched, first deliveries and redeliveries, since the partition object started (Pulsar msgOutCounter).",
+    perSubscription(ps, (s) => s.deliveredTotal),
+  );
+  w.counter(
+    "edgelog_subscription_redelivered_total",
+    "Messages dispatched again (redelivery count > 0) since the partition object started (Pulsar msgRateRedeliver, as a counter).",
+    perSubscription(ps, (s) => s.redeliveredTotal),
+  );
+  w.counter(
+    "edgelog_subscription_dead_lettered_total",
+    "Messages copied to the dead-letter topic since the subscription was created (stored: survives restarts).",
+    perSubscription(ps, (s) => s.deadLetteredTotal),
   );
 }
 

@@ -9,6 +9,7 @@
 import type { RpcResult } from "../protocol/errors.ts";
 import type { PartitionDescription, TopicConfigs } from "../protocol/types.ts";
 import type { ListOffsetsSpec } from "./core.ts";
+import type { SubscriptionMetrics } from "../subscriptions/rpc.ts";
 
 /** The name a partition's Durable Object is addressed by. */
 export function partitionObjectName(topicId: string, partition: number): string {
@@ -123,6 +124,10 @@ export interface PartitionMetrics {
   waiters: number;
   /** When the counters started (ms since the epoch): the object's start. */
   countersSinceMs: number;
+  /** Rows of the segment index (`seg_segments`, docs/LIFECYCLE.md), local and tiered. */
+  segments: number;
+  /** Every subscription of the partition, in name order. */
+  subscriptions: SubscriptionMetrics[];
 }
 
 /** The RPC methods of PartitionDO (named so none collides with the DO's HTTP `fetch`). */

@@ -47,6 +47,30 @@ export interface SubscriptionInfo {
   consumers: ConsumerInfo[];
 }
 
+/**
+ * One subscription's numbers for `GET /v1/metrics` (docs/OBSERVABILITY.md), from the partition's
+ * `metrics()`: gauges now, and counters exact since the partition object started (memory only,
+ * reset to 0 on a restart, as the partition's own counters).
+ */
+export interface SubscriptionMetrics {
+  subscription: string;
+  type: SubscriptionType;
+  /** Unacknowledged messages between the log start and the log end (Pulsar's msgBacklog). */
+  backlog: number;
+  /** Stored bytes of those messages (pro rata over their record batches). */
+  backlogBytes: number;
+  /** Messages in flight at the connected consumers and pull leases. */
+  unacked: number;
+  /** Connected consumers (sockets and open pull leases). */
+  consumers: number;
+  /** Messages dispatched, first deliveries and redeliveries, since the object started. */
+  deliveredTotal: number;
+  /** Of those, messages dispatched with a redelivery count > 0. */
+  redeliveredTotal: number;
+  /** Messages copied to the dead-letter topic so far (durable). */
+  deadLetteredTotal: number;
+}
+
 /** Where a subscription is created, or a cursor reset. */
 export type CursorTarget = InitialPosition;
 

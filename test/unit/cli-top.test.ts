@@ -31,6 +31,8 @@ function pm(topic: string, partition: number, o: Partial<PartitionMetrics> = {})
     fetchErrors: {},
     waiters: 0,
     countersSinceMs: 1_000_000,
+    segments: 1,
+    subscriptions: [],
     ...o,
   };
 }

@@ -41,10 +41,12 @@ const partition: PartitionMetrics = {
   fetchErrors: {},
   waiters: 1,
   countersSinceMs: 1_700_000_000_500,
+  segments: 3,
+  subscriptions: [{ subscription: "s1", type: "shared", backlog: 4, backlogBytes: 120, unacked: 2, consumers: 1, deliveredTotal: 6, redeliveredTotal: 1, deadLetteredTotal: 0 }],
 };
 
 describe("scrape families", () => {
-  it("writes one sample per partition, errors by code, the start time in seconds", () => {
+  it("writes one sample per partition, errors by code, the start time in seconds, one sample per subscription", () => {
     const w = new ExpositionWriter();
     writePartitionMetrics(w, [partition]);
     const lines = w
@@ -57,6 +59,7 @@ describe("scrape families", () => {
       'edgelog_partition_high_watermark{topic="t/n/a",partition="1"} 9',
       'edgelog_partition_size_bytes{topic="t/n/a",partition="1"} 700',
       'edgelog_partition_records{topic="t/n/a",partition="1"} 7',
+      'edgelog_partition_segments{topic="t/n/a",partition="1"} 3',
       'edgelog_partition_records_in_total{topic="t/n/a",partition="1"} 7',
       'edgelog_partition_bytes_in_total{topic="t/n/a",partition="1"} 650',
       'edgelog_partition_records_out_total{topic="t/n/a",partition="1"} 3',
@@ -67,6 +70,13 @@ describe("scrape families", () => {
       'edgelog_partition_fetch_requests_total{topic="t/n/a",partition="1"} 5',
       'edgelog_partition_long_poll_waiters{topic="t/n/a",partition="1"} 1',
       'edgelog_partition_start_time_seconds{topic="t/n/a",partition="1"} 1700000000.5',
+      'edgelog_subscription_backlog{topic="t/n/a",partition="1",subscription="s1",type="shared"} 4',
+      'edgelog_subscription_backlog_bytes{topic="t/n/a",partition="1",subscription="s1",type="shared"} 120',
+      'edgelog_subscription_unacked_messages{topic="t/n/a",partition="1",subscription="s1",type="shared"} 2',
+      'edgelog_subscription_consumers{topic="t/n/a",partition="1",subscription="s1",type="shared"} 1',
+      'edgelog_subscription_delivered_total{topic="t/n/a",partition="1",subscription="s1",type="shared"} 6',
+      'edgelog_subscription_redelivered_total{topic="t/n/a",partition="1",subscription="s1",type="shared"} 1',
+      'edgelog_subscription_dead_lettered_total{topic="t/n/a",partition="1",subscription="s1",type="shared"} 0',
     ]);
   });
 

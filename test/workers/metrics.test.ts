@@ -10,6 +10,7 @@ import { partitionObjectName } from "../../src/partition/rpc.ts";
 import type { ConsumerGroupHeartbeatResponse } from "../../src/protocol/index.ts";
 import { authEnv, expectCode, hsToken, makeKeys, request, SUPERUSER } from "./auth-helpers.ts";
 import { call, createTopic, fetchJson, json, produce, randomTopic } from "./helpers.ts";
+import { sleep } from "./subs-helpers.ts";
 
 type Families = ReturnType<typeof parsePrometheusTextFormat>;
 
@@ -112,6 +113,51 @@ suite("GET /v1/metrics", () => {
     const lookups =
       (value(families, "edgelog_gateway_topic_cache_lookups_total", { result: "hit" }) ?? 0) + (value(families, "edgelog_gateway_topic_cache_lookups_total", { result: "miss" }) ?? 0);
     expect(lookups).toBeGreaterThanOrEqual(5);
+  });
+
+  it("after N produced, M acked and the rest redelivered once: the subscription's backlog N - M, unacked, delivered, redelivered, and the segment count", async () => {
+    const topic = randomTopic();
+    const full = `public/default/${topic}`;
+    await createTopic(topic, 1);
+    type Received = { leaseId: string | null; messages: { messageId: string; value: string }[] };
+    const receive = async (body: unknown): Promise<Received> => {
+      const res = await json("POST", `/v1/topics/${topic}/partitions/0/subscriptions/q/receive`, body);
+      const text = await res.text();
+      expect(res.status, text).toBe(200);
+      return JSON.parse(text) as Received;
+    };
+    // The first receive creates the shared subscription at the earliest offset (nothing to deliver yet).
+    expect(await receive({ initialPosition: "earliest" })).toMatchObject({ leaseId: null, messages: [] });
+    // N = 5 produced, all 5 taken under one lease, M = 3 of them acked; the lease expires, so the
+    // other 2 are redelivered (count 1) to a second lease that keeps them in flight.
+    await produce(`/v1/topics/${topic}/partitions/0/records`, { records: ["a", "b", "c", "d", "e"].map((value) => ({ value })) });
+    const lease = await receive({ maxMessages: 10, visibilityTimeoutMs: 3000 });
+    expect(lease.messages.map((m) => m.value)).toEqual(["a", "b", "c", "d", "e"]);
+    const ack = await json("POST", `/v1/topics/${topic}/partitions/0/subscriptions/q/leases/${lease.leaseId}/ack`, {
+      messageIds: lease.messages.slice(0, 3).map((m) => m.messageId),
+    });
+    expect(await ack.json()).toEqual({ leaseId: lease.leaseId, settled: 3, remaining: 2 });
+    let again: Received = { leaseId: null, messages: [] };
+    for (let i = 0; i < 200 && again.messages.length === 0; i++) {
+      await sleep(100);
+      again = await receive({ maxMessages: 10, visibilityTimeoutMs: 60_000 });
+    }
+    expect(again.messages.map((m) => m.value)).toEqual(["d", "e"]);
+
+    const { families } = await scrape();
+    const labels = { topic: full, partition: "0", subscription: "q", type: "shared" };
+    expect({
+      backlog: value(families, "edgelog_subscription_backlog", labels),
+      unacked: value(families, "edgelog_subscription_unacked_messages", labels),
+      consumers: value(families, "edgelog_subscription_consumers", labels),
+      delivered: value(families, "edgelog_subscription_delivered_total", labels),
+      redelivered: value(families, "edgelog_subscription_redelivered_total", labels),
+      deadLettered: value(families, "edgelog_subscription_dead_lettered_total", labels),
+    }).toEqual({ backlog: 2, unacked: 2, consumers: 1, delivered: 7, redelivered: 2, deadLettered: 0 });
+    // The backlog's bytes: the 5-record batch pro rata, 2 of 5 records of it.
+    const size = value(families, "edgelog_partition_size_bytes", { topic: full, partition: "0" })!;
+    expect(value(families, "edgelog_subscription_backlog_bytes", labels)).toBe(Math.round((size * 2) / 5));
+    expect(value(families, "edgelog_partition_segments", { topic: full, partition: "0" })).toBeGreaterThanOrEqual(1);
   });
 
   it("counters restart at 0 when the partition object restarts; bounds do not (they are stored)", async () => {
