@@ -113,11 +113,16 @@ function piped(line: string): Promise<{ code: number | null; stdout: string; std
 /**
  * Runs `line` on a pseudo-terminal (script -q -e -c), answering what the terminal showed.
  * `interruptWhen`: once it holds for what the terminal showed, Ctrl-C is typed (the terminal
- * sends SIGINT to the program, as a user's Ctrl-C does).
+ * sends SIGINT to the program, as a user's Ctrl-C does). The line runs as `exec line` under
+ * /bin/sh: `script` starts `$SHELL -c`, and a shell left waiting in the terminal's process group
+ * would take the same SIGINT and die of it (dash does; CI has no $SHELL), hiding the program's code.
  */
 function onTerminal(line: string, interruptWhen?: (terminal: string) => boolean): Promise<{ code: number | null; terminal: string }> {
   return new Promise((resolve) => {
-    const child = spawn("script", ["-q", "-e", "-c", line, "/dev/null"], { stdio: ["pipe", "pipe", "pipe"] });
+    const child = spawn("script", ["-q", "-e", "-c", `exec ${line}`, "/dev/null"], {
+      stdio: ["pipe", "pipe", "pipe"],
+      env: { ...process.env, SHELL: "/bin/sh" },
+    });
     let terminal = "";
     let interrupted = false;
     child.stdout.on("data", (d: Buffer) => {
