@@ -73,7 +73,8 @@ describe("group answers show only topics the principal may describe", () => {
 });
 
 describe("SCRAM lock-out", () => {
-  it("flooding the failure table with unknown user names does not reset a locked-out user's count", async () => {
+  // Thousands of RPCs and a few PBKDF2 runs: a generous timeout for a loaded machine (not a timing check).
+  it("flooding the failure table with unknown user names does not reset a locked-out user's count", { timeout: 180_000 }, async () => {
     const user = `victim-${id}`;
     const basic = (p: string) => ({ headers: { authorization: `Basic ${btoa(`${user}:${p}`)}` } });
     await expectOk(await request(e, "PUT", `/v1/users/${user}`, { token: admin, body: { password: "right" } }));
