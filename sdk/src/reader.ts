@@ -132,10 +132,7 @@ export class Reader implements AsyncIterable<ReaderMessage> {
         p,
         () => {
           // First connection: the asked start. A reconnect: right after the last message received.
-          const query =
-            state.resumeAt === null
-              ? { ...base, start: startParam, inclusive: String(inclusive) }
-              : { ...base, start: formatMessageId(p, state.resumeAt), inclusive: "true" };
+          const query = state.resumeAt === null ? { ...base, start: startParam, inclusive: String(inclusive) } : { ...base, start: formatMessageId(p, state.resumeAt), inclusive: "true" };
           return this.client.webSocketUrl(`/v1/topics/${encodeURIComponent(this.#topicName)}/partitions/${p}/readers/ws`, query);
         },
         (ms) => this.#push(p, state, epoch, ms),

@@ -159,12 +159,18 @@ describe("createReader over a partitioned topic", () => {
 
 describe("createReader reconnects", () => {
   it("kill -9 mid-read: resumes after the last message received, nothing lost, nothing repeated", async () => {
-    const topic = await topicWith(Array.from({ length: 20 }, (_, i) => `m${i}`), { partitions: 2 });
+    const topic = await topicWith(
+      Array.from({ length: 20 }, (_, i) => `m${i}`),
+      { partitions: 2 },
+    );
     const reader = await createReader(client, { topic, start: "earliest", receiverQueueSize: 4 });
     const first = await take(reader, 10);
     await server.kill();
     await server.restart();
-    await produce(topic, Array.from({ length: 10 }, (_, i) => `n${i}`));
+    await produce(
+      topic,
+      Array.from({ length: 10 }, (_, i) => `n${i}`),
+    );
     const rest = await take(reader, 20);
     const all = [...first, ...rest];
     expect(all.map((m) => toText(m.value)).sort()).toEqual([...Array.from({ length: 20 }, (_, i) => `m${i}`), ...Array.from({ length: 10 }, (_, i) => `n${i}`)].sort());

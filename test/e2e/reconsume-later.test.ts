@@ -6,17 +6,7 @@
  * copy lands in `{topic}-{subscription}-DLQ`; every original is acked.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  Admin,
-  type EdgelogClient,
-  Producer,
-  RETRY_PROPERTIES,
-  type SubscriptionConsumer,
-  type SubscriptionMessage,
-  createReader,
-  subscribe,
-  toText,
-} from "../../sdk/src/index.ts";
+import { Admin, type EdgelogClient, Producer, RETRY_PROPERTIES, type SubscriptionConsumer, type SubscriptionMessage, createReader, subscribe, toText } from "../../sdk/src/index.ts";
 import { randomTopic, startWithClient, type DevServer } from "./dev-server.ts";
 
 let server: DevServer;

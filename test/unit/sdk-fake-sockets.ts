@@ -41,7 +41,9 @@ export class FakeSockets {
   readonly maxInFlight = new Map<string, number>();
   readonly #live = new Set<{ close(code: number, reason: string): void }>();
   readonly #connections = new Map<string, number>();
-  readonly WebSocket: new (url: string) => unknown;
+  readonly WebSocket: new (
+    url: string,
+  ) => unknown;
 
   constructor(server: FakeServer) {
     const sockets = this;

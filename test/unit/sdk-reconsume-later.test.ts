@@ -25,13 +25,19 @@ afterEach(() => {
   vi.unstubAllGlobals();
 });
 
-const headersOf = (topic: string) =>
-  server.log(topic, 0).records.map((r) => r.headers.map((h) => [h.key, text(h.value)]));
+const headersOf = (topic: string) => server.log(topic, 0).records.map((r) => r.headers.map((h) => [h.key, text(h.value)]));
 
 async function retryConsumer(policy?: { maxRedeliverCount: number }): Promise<SubscriptionConsumer> {
   server.addTopic("orders", 1);
   server.append("orders", 0, [{ key: utf8("k1"), value: utf8("pay"), headers: [{ key: "app", value: utf8("billing") }], timestamp: 1000 }]);
-  return subscribe(client, { topic: "orders", subscription: "work", type: "shared", initialPosition: "earliest", retryEnable: true, ...(policy === undefined ? {} : { deadLetterPolicy: policy }) });
+  return subscribe(client, {
+    topic: "orders",
+    subscription: "work",
+    type: "shared",
+    initialPosition: "earliest",
+    retryEnable: true,
+    ...(policy === undefined ? {} : { deadLetterPolicy: policy }),
+  });
 }
 
 describe("reconsumeLater", () => {
@@ -39,7 +45,9 @@ describe("reconsumeLater", () => {
     const consumer = await retryConsumer();
     expect(consumer.retryLetterTopic).toBe("public/default/orders-work-RETRY");
     expect(server.topics.get("orders-work-RETRY")?.partitions.length).toBe(1);
-    expect(sockets.opened.map((u) => [decodeURIComponent(u.pathname), u.searchParams.get("initialPosition"), u.searchParams.get("maxRedeliverCount"), u.searchParams.get("deadLetterTopic")])).toEqual([
+    expect(
+      sockets.opened.map((u) => [decodeURIComponent(u.pathname), u.searchParams.get("initialPosition"), u.searchParams.get("maxRedeliverCount"), u.searchParams.get("deadLetterTopic")]),
+    ).toEqual([
       ["/v1/topics/public/default/orders/partitions/0/subscriptions/work/ws", "earliest", "16", "public/default/orders-work-DLQ"],
       ["/v1/topics/public/default/orders-work-RETRY/partitions/0/subscriptions/work/ws", "earliest", "16", "public/default/orders-work-DLQ"],
     ]);
