@@ -9,6 +9,7 @@
  * Uses the standard `WebSocket` (Node 22+, browsers, Workers); no dependency.
  */
 import { EdgelogError, type ErrorCode } from "../../src/protocol/errors.ts";
+import { DELIVER_AT_HEADER } from "../../src/subscriptions/wire.ts";
 import type { EdgelogClient } from "./client.ts";
 import { EdgelogClientError } from "./errors.ts";
 import { Producer } from "./producer.ts";
@@ -235,8 +236,6 @@ export const RETRY_PROPERTIES = {
   realSubscription: "REAL_SUBSCRIPTION",
 } as const;
 
-const DELIVER_AT = "edgelog-deliver-at";
-
 interface RetrySetup {
   retryTopic: string;
   deadLetterTopic: string;
@@ -436,7 +435,7 @@ export class SubscriptionConsumer implements AsyncIterable<SubscriptionMessage> 
     this.#socketOf(m);
     const previous = Number(headerText(m, RETRY_PROPERTIES.reconsumeTimes) ?? "0");
     const times = (Number.isSafeInteger(previous) && previous > 0 ? previous : 0) + 1;
-    const replaced = new Set<string>([RETRY_PROPERTIES.reconsumeTimes, RETRY_PROPERTIES.delayTime, DELIVER_AT]);
+    const replaced = new Set<string>([RETRY_PROPERTIES.reconsumeTimes, RETRY_PROPERTIES.delayTime, DELIVER_AT_HEADER]);
     const headers: { key: string; value: Uint8Array | null }[] = m.headers.filter((h) => !replaced.has(h.key));
     const putIfAbsent = (key: string, value: string) => {
       if (!headers.some((h) => h.key === key)) headers.push({ key, value: utf8(value) });
