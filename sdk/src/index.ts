@@ -76,8 +76,10 @@ export type {
 } from "../../src/protocol/index.ts";
 
 // ---- subscriptions (Pulsar-style, over the native WebSocket API) ----
-export { SubscriptionConsumer, subscribe } from "./subscription.ts";
+export { DEFAULT_MAX_RECONSUME_TIMES, RETRY_PROPERTIES, SubscriptionConsumer, subscribe } from "./subscription.ts";
 export type { SubscribeOptions as SubscriptionOptions, SubscriptionMessage, SubscriptionType } from "./subscription.ts";
+export { Reader, createReader } from "./reader.ts";
+export type { ReaderMessage, ReaderOptions, ReaderStart } from "./reader.ts";
 // ---- instrumentation (kafkajs-style events: client.on("request", ...)) ----
 export { Emitter, apiOf } from "./instrumentation.ts";
 export type { BatchEvent, FetchEvent, Instrumentation, InstrumentationEvents, RequestEvent, RequestRetryEvent, ThrottleEvent } from "./instrumentation.ts";

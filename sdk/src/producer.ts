@@ -15,6 +15,7 @@
  *   partition's sequence restarts at 0 and the batch is resent once (in the spirit of KIP-360).
  */
 import { MAX_RECORDS_PER_REQUEST, MAX_REQUEST_BYTES, type InitProducerResponse } from "../../src/protocol/index.ts";
+import { DELIVER_AT_HEADER } from "../../src/subscriptions/wire.ts";
 import {
   BATCH_HEADER_BYTES,
   BatchBuilder,
@@ -48,6 +49,14 @@ export interface Message {
   partition?: number;
   /** CreateTime in ms since the epoch. @default Date.now() at send() */
   timestamp?: number;
+  /**
+   * Delayed delivery to subscriptions (Pulsar's `deliverAt`, PIP-26), ms since the epoch: sent
+   * as the record header `edgelog-deliver-at` (docs/PROTOCOL.md "Produce"); a subscription never
+   * delivers the record before it, a past time means at once. Fetch and readers ignore it.
+   */
+  deliverAt?: number;
+  /** Delayed delivery this many ms after send() (this client's clock; Pulsar's `deliverAfter`). At most one of the two. */
+  deliverAfterMs?: number;
 }
 
 /** Argument of {@link Producer.send}. */
@@ -686,14 +695,22 @@ function toProducerRecord(m: Message, nowMs: number): { record: ProducerRecord; 
   if (!(Number.isSafeInteger(timestamp) && timestamp >= 0)) {
     throw new RangeError(`timestamp must be a non-negative integer of ms, got ${m.timestamp}`);
   }
+  let deliverAt: number | undefined;
+  if (m.deliverAt !== undefined || m.deliverAfterMs !== undefined) {
+    if (m.deliverAt !== undefined && m.deliverAfterMs !== undefined) throw new RangeError("give deliverAt or deliverAfterMs, not both");
+    const v = m.deliverAt ?? m.deliverAfterMs!;
+    if (!(Number.isSafeInteger(v) && v >= 0)) throw new RangeError(`${m.deliverAt !== undefined ? "deliverAt" : "deliverAfterMs"} must be a non-negative integer of ms, got ${v}`);
+    deliverAt = m.deliverAt ?? nowMs + v;
+  }
   // No headers (the common case): one shared, frozen empty list instead of one per record.
-  if (m.headers === undefined) return { record: { key: toBytes(m.key), value: toBytes(m.value), headers: NO_HEADERS, timestamp }, partition: m.partition };
+  if (m.headers === undefined && deliverAt === undefined) return { record: { key: toBytes(m.key), value: toBytes(m.value), headers: NO_HEADERS, timestamp }, partition: m.partition };
   const headers: RecordHeader[] = [];
   if (Array.isArray(m.headers)) {
     for (const h of m.headers as ReadonlyArray<{ key: string; value: Bytes }>) headers.push({ key: String(h.key), value: toBytes(h.value) });
   } else if (m.headers !== undefined) {
     for (const [key, value] of Object.entries(m.headers)) headers.push({ key, value: toBytes(value) });
   }
+  if (deliverAt !== undefined) headers.push({ key: DELIVER_AT_HEADER, value: toBytes(String(deliverAt)) });
   return { record: { key: toBytes(m.key), value: toBytes(m.value), headers, timestamp }, partition: m.partition };
 }
 

@@ -9,8 +9,10 @@
  * Uses the standard `WebSocket` (Node 22+, browsers, Workers); no dependency.
  */
 import { EdgelogError, type ErrorCode } from "../../src/protocol/errors.ts";
+import { DELIVER_AT_HEADER } from "../../src/subscriptions/wire.ts";
 import type { EdgelogClient } from "./client.ts";
 import { EdgelogClientError } from "./errors.ts";
+import { Producer } from "./producer.ts";
 
 /** Pulsar's subscription types, in Edgelog's spelling. */
 export type SubscriptionType = "exclusive" | "failover" | "shared" | "key_shared";
@@ -26,8 +28,20 @@ export interface SubscribeOptions {
   ackTimeoutMs?: number;
   /** Delay before a nacked message comes back. @default 60000 */
   negativeAckRedeliveryDelayMs?: number;
-  /** After `maxRedeliverCount` redeliveries, one copy goes to `deadLetterTopic` (default `{topic}-{subscription}-DLQ`). */
-  deadLetterPolicy?: { maxRedeliverCount: number; deadLetterTopic?: string };
+  /**
+   * After `maxRedeliverCount` redeliveries, one copy goes to `deadLetterTopic` (default
+   * `{topic}-{subscription}-DLQ`). With `retryEnable`, `reconsumeLater` copies go to
+   * `retryLetterTopic` (default `{topic}-{subscription}-RETRY`), and to the dead-letter topic
+   * once a message was reconsumed `maxRedeliverCount` times.
+   */
+  deadLetterPolicy?: { maxRedeliverCount: number; deadLetterTopic?: string; retryLetterTopic?: string };
+  /**
+   * Pulsar's `enableRetry`: also subscribe to the retry-letter topic (same subscription name and
+   * type, created with one partition when missing; a new subscription there starts at earliest)
+   * and allow {@link SubscriptionConsumer.reconsumeLater}. Without a `deadLetterPolicy`,
+   * `maxRedeliverCount` is {@link DEFAULT_MAX_RECONSUME_TIMES}. @default false
+   */
+  retryEnable?: boolean;
   /** Permits per partition: messages held unacked at once. @default 1000 */
   receiverQueueSize?: number;
   consumerName?: string;
@@ -36,6 +50,8 @@ export interface SubscribeOptions {
 
 /** A received message. Key, value and header values are bytes (null stays null). */
 export interface SubscriptionMessage {
+  /** The full name (`tenant/namespace/topic`) of the topic it came from: the subscribed topic, or its retry-letter topic. */
+  topic: string;
   /** Opaque, ordered within a partition, stable across restarts. */
   messageId: string;
   partition: number;
@@ -53,7 +69,8 @@ const FINAL_CLOSE_CODES = new Set([4001, 4003, 4004, 4005]);
 const RECONNECT_MIN_MS = 100;
 const RECONNECT_MAX_MS = 5000;
 
-interface WireMessage {
+/** @internal A message as the server sends it (keys, values and header values in base64). */
+export interface WireMessage {
   messageId: string;
   partition: number;
   offset: number;
@@ -65,12 +82,14 @@ interface WireMessage {
 }
 
 type Frame =
-  | { type: "connected" | "active" | "pong" | "reader" }
+  | { type: "connected" | "active" | "pong" }
+  | { type: "reader"; partition: number; startOffset: number }
   | { type: "messages"; messages: WireMessage[] }
   | { type: "acked" | "nacked"; requestId: string }
   | { type: "error"; code: string; message: string; requestId: string | null };
 
-function fromBase64(s: string | null): Uint8Array | null {
+/** @internal */
+export function fromBase64(s: string | null): Uint8Array | null {
   if (s === null) return null;
   const bin = atob(s);
   const out = new Uint8Array(bin.length);
@@ -84,8 +103,12 @@ function partitionOf(messageId: string): number {
   return p;
 }
 
-/** One partition's socket, reopened after a drop. */
-class PartitionSocket {
+/**
+ * @internal One partition's socket, reopened after a drop: a consumer's (ready on the
+ * `connected` frame) or a reader's (ready on the `reader` frame, handed to `onReady`). `url` is
+ * called for every (re)connection, so a reader can resume from where it got to.
+ */
+export class PartitionSocket {
   #ws: WebSocket | null = null;
   #closed = false;
   #attempt = 0;
@@ -95,12 +118,20 @@ class PartitionSocket {
   private readonly url: () => Promise<string>;
   private readonly onMessages: (ms: WireMessage[]) => void;
   private readonly onFatal: (e: Error) => void;
+  private readonly ready: { type: "connected" | "reader"; onReady?: (startOffset: number) => void };
 
-  constructor(partition: number, url: () => Promise<string>, onMessages: (ms: WireMessage[]) => void, onFatal: (e: Error) => void) {
+  constructor(
+    partition: number,
+    url: () => Promise<string>,
+    onMessages: (ms: WireMessage[]) => void,
+    onFatal: (e: Error) => void,
+    ready: { type: "connected" | "reader"; onReady?: (startOffset: number) => void } = { type: "connected" },
+  ) {
     this.partition = partition;
     this.url = url;
     this.onMessages = onMessages;
     this.onFatal = onFatal;
+    this.ready = ready;
   }
 
   /** Opens the socket; resolves on the server's `connected` frame, rejects on a refused upgrade. */
@@ -111,9 +142,10 @@ class PartitionSocket {
       let connected = false;
       ws.addEventListener("message", (e) => {
         const f = JSON.parse(String(e.data)) as Frame;
-        if (f.type === "connected") {
+        if (f.type === this.ready.type) {
           connected = true;
           this.#attempt = 0;
+          this.ready.onReady?.(f.type === "reader" ? f.startOffset : 0);
           resolve();
         } else if (f.type === "messages") this.onMessages(f.messages);
         else if ((f.type === "acked" || f.type === "nacked" || f.type === "error") && f.requestId !== null) {
@@ -130,7 +162,7 @@ class PartitionSocket {
           reject(
             new EdgelogClientError(
               e.code === 4005 ? "CONSUMER_BUSY" : "UNAVAILABLE",
-              `Subscribing to partition ${this.partition} failed (close ${e.code} ${e.reason}); a refused upgrade answers a JSON error such as CONSUMER_BUSY, which a WebSocket client cannot read.`,
+              `${this.ready.type === "reader" ? "Reading" : "Subscribing to"} partition ${this.partition} failed (close ${e.code} ${e.reason}); a refused upgrade answers a JSON error such as CONSUMER_BUSY, which a WebSocket client cannot read.`,
               { httpStatus: 0 },
             ),
           );
@@ -158,6 +190,14 @@ class PartitionSocket {
     }
   }
 
+  /** Sends a frame that has no answer (a reader's acks); false when the socket is not open (a reconnect starts afresh). */
+  send(frame: Record<string, unknown>): boolean {
+    const ws = this.#ws;
+    if (ws === null || ws.readyState !== WebSocket.OPEN) return false;
+    ws.send(JSON.stringify(frame));
+    return true;
+  }
+
   /** Sends a frame that the server confirms after its durable commit. */
   request(frame: Record<string, unknown>): Promise<void> {
     const ws = this.#ws;
@@ -179,14 +219,51 @@ class PartitionSocket {
   }
 }
 
+/** Pulsar's `RetryMessageUtil.MAX_RECONSUMETIMES`: `maxRedeliverCount` of a retry-enabled consumer without a dead-letter policy. */
+export const DEFAULT_MAX_RECONSUME_TIMES = 16;
+
 /**
- * A consumer of one subscription over every partition of a topic. Create with
- * {@link subscribe}. Iterate it (`for await (const m of consumer)`) or call `receive()`.
+ * The properties (record headers) of a retry-letter copy, as Pulsar's client sets them
+ * (`RetryMessageUtil`): `RECONSUMETIMES` (1, then + 1 per reconsume), `DELAY_TIME` (ms),
+ * `REAL_TOPIC` and `ORIGIN_MESSAGE_ID` (of the first delivery, kept through every retry), plus
+ * `REAL_SUBSCRIPTION` as on Edgelog's server-side dead-letter copies.
+ */
+export const RETRY_PROPERTIES = {
+  reconsumeTimes: "RECONSUMETIMES",
+  delayTime: "DELAY_TIME",
+  realTopic: "REAL_TOPIC",
+  originMessageId: "ORIGIN_MESSAGE_ID",
+  realSubscription: "REAL_SUBSCRIPTION",
+} as const;
+
+interface RetrySetup {
+  retryTopic: string;
+  deadLetterTopic: string;
+  maxReconsumeTimes: number;
+}
+
+function utf8(s: string): Uint8Array {
+  return new TextEncoder().encode(s);
+}
+
+function headerText(m: SubscriptionMessage, key: string): string | undefined {
+  const h = m.headers.find((x) => x.key === key);
+  return h?.value == null ? undefined : new TextDecoder().decode(h.value);
+}
+
+/**
+ * A consumer of one subscription over every partition of a topic (and of its retry-letter topic
+ * with `retryEnable`). Create with {@link subscribe}. Iterate it (`for await (const m of
+ * consumer)`) or call `receive()`.
  */
 export class SubscriptionConsumer implements AsyncIterable<SubscriptionMessage> {
   readonly #queue: SubscriptionMessage[] = [];
   readonly #waiting: { resolve(m: SubscriptionMessage): void; reject(e: Error): void }[] = [];
-  readonly #sockets = new Map<number, PartitionSocket>();
+  /** Sockets by topic full name, then partition. */
+  readonly #sockets = new Map<string, Map<number, PartitionSocket>>();
+  #topicName = "";
+  #retry: RetrySetup | null = null;
+  #producer: Producer | null = null;
   #error: Error | null = null;
   #closed = false;
 
@@ -198,32 +275,41 @@ export class SubscriptionConsumer implements AsyncIterable<SubscriptionMessage> 
     this.options = options;
   }
 
-  /** @internal Opens one socket per partition. */
+  /** @internal Opens one socket per partition (of the topic, then of its retry-letter topic). */
   static async open(client: EdgelogClient, options: SubscribeOptions): Promise<SubscriptionConsumer> {
     const c = new SubscriptionConsumer(client, options);
     const topic = await client.describeTopic(options.topic);
+    c.#topicName = topic.name;
     const query: Record<string, string> = { type: options.type ?? "exclusive", encoding: "base64" };
     const ip = options.initialPosition ?? "latest";
     query.initialPosition = typeof ip === "string" ? ip : `timestamp:${ip.timestamp}`;
     if (options.ackTimeoutMs !== undefined) query.ackTimeoutMs = String(options.ackTimeoutMs);
     if (options.negativeAckRedeliveryDelayMs !== undefined) query.negativeAckRedeliveryDelayMs = String(options.negativeAckRedeliveryDelayMs);
-    if (options.deadLetterPolicy !== undefined) {
-      query.maxRedeliverCount = String(options.deadLetterPolicy.maxRedeliverCount);
-      if (options.deadLetterPolicy.deadLetterTopic !== undefined) query.deadLetterTopic = options.deadLetterPolicy.deadLetterTopic;
+    const policy = options.deadLetterPolicy;
+    if (options.retryEnable === true) {
+      // Pulsar's ConsumerImpl: `{topic}-{subscription}-RETRY` and `-DLQ`, 16 reconsumes without a policy.
+      c.#retry = {
+        retryTopic: policy?.retryLetterTopic ?? `${topic.name}-${options.subscription}-RETRY`,
+        deadLetterTopic: policy?.deadLetterTopic ?? `${topic.name}-${options.subscription}-DLQ`,
+        maxReconsumeTimes: policy?.maxRedeliverCount ?? DEFAULT_MAX_RECONSUME_TIMES,
+      };
+      // The retry topic's nacks dead-letter to the same topic as the main topic's.
+      query.maxRedeliverCount = String(c.#retry.maxReconsumeTimes);
+      query.deadLetterTopic = c.#retry.deadLetterTopic;
+    } else if (policy !== undefined) {
+      query.maxRedeliverCount = String(policy.maxRedeliverCount);
+      if (policy.deadLetterTopic !== undefined) query.deadLetterTopic = policy.deadLetterTopic;
     }
     if (options.receiverQueueSize !== undefined) query.receiverQueueSize = String(options.receiverQueueSize);
     if (options.consumerName !== undefined) query.consumerName = options.consumerName;
     if (options.priorityLevel !== undefined) query.priorityLevel = String(options.priorityLevel);
     try {
-      for (let p = 0; p < topic.partitions; p++) {
-        const s = new PartitionSocket(
-          p,
-          () => client.webSocketUrl(`/v1/topics/${encodeURIComponent(topic.name)}/partitions/${p}/subscriptions/${encodeURIComponent(options.subscription)}/ws`, query),
-          (ms) => c.#push(ms),
-          (e) => c.#fail(e),
-        );
-        c.#sockets.set(p, s);
-        await s.open();
+      await c.#openTopic(topic.name, topic.partitions, query);
+      if (c.#retry !== null) {
+        const retry = await ensureTopic(client, c.#retry.retryTopic);
+        c.#retry.retryTopic = retry.name;
+        // A retry topic holds only this subscription's retries: a new subscription there reads all of it.
+        await c.#openTopic(retry.name, retry.partitions, { ...query, initialPosition: "earliest" });
       }
     } catch (e) {
       c.close();
@@ -232,9 +318,35 @@ export class SubscriptionConsumer implements AsyncIterable<SubscriptionMessage> 
     return c;
   }
 
-  #push(ms: WireMessage[]): void {
+  async #openTopic(name: string, partitions: number, query: Record<string, string>): Promise<void> {
+    const sockets = new Map<number, PartitionSocket>();
+    this.#sockets.set(name, sockets);
+    for (let p = 0; p < partitions; p++) {
+      const s = new PartitionSocket(
+        p,
+        () => this.client.webSocketUrl(`/v1/topics/${encodeURIComponent(name)}/partitions/${p}/subscriptions/${encodeURIComponent(this.options.subscription)}/ws`, query),
+        (ms) => this.#push(name, ms),
+        (e) => this.#fail(e),
+      );
+      sockets.set(p, s);
+      await s.open();
+    }
+  }
+
+  /** The subscribed topic's full name (`tenant/namespace/topic`). */
+  get topic(): string {
+    return this.#topicName;
+  }
+
+  /** The retry-letter topic's full name with `retryEnable`, else null. */
+  get retryLetterTopic(): string | null {
+    return this.#retry?.retryTopic ?? null;
+  }
+
+  #push(topic: string, ms: WireMessage[]): void {
     for (const m of ms) {
       const msg: SubscriptionMessage = {
+        topic,
         messageId: m.messageId,
         partition: m.partition,
         offset: m.offset,
@@ -275,44 +387,107 @@ export class SubscriptionConsumer implements AsyncIterable<SubscriptionMessage> 
     }
   }
 
-  #socketOf(id: string): PartitionSocket {
-    const s = this.#sockets.get(partitionOf(id));
+  /** The socket of a message: a message object names its topic; a bare id is of the subscribed topic. */
+  #socketOf(m: SubscriptionMessage | string): { socket: PartitionSocket; id: string } {
+    const id = typeof m === "string" ? m : m.messageId;
+    const topic = typeof m === "string" ? this.#topicName : m.topic;
+    const s = this.#sockets.get(topic)?.get(partitionOf(id));
     if (s === undefined) throw new EdgelogClientError("INVALID_MESSAGE_ID", `${id} is of no partition of this consumer.`, { httpStatus: 0 });
-    return s;
+    return { socket: s, id };
   }
 
-  /** Acks one message; resolves after the server's durable commit. */
+  /**
+   * Acks one message; resolves after the server's durable commit. Pass the message (not its id)
+   * for a message of the retry-letter topic: a bare id is taken as the subscribed topic's.
+   */
   acknowledge(m: SubscriptionMessage | string): Promise<void> {
-    const id = typeof m === "string" ? m : m.messageId;
-    return this.#socketOf(id).request({ type: "ack", messageIds: [id] });
+    const { socket, id } = this.#socketOf(m);
+    return socket.request({ type: "ack", messageIds: [id] });
   }
 
   /** Acks every message of its partition up to this one (exclusive and failover only: else NOT_ALLOWED). */
   acknowledgeCumulative(m: SubscriptionMessage | string): Promise<void> {
-    const id = typeof m === "string" ? m : m.messageId;
-    return this.#socketOf(id).request({ type: "ackCumulative", messageId: id });
+    const { socket, id } = this.#socketOf(m);
+    return socket.request({ type: "ackCumulative", messageId: id });
   }
 
   /** Asks for a redelivery after the subscription's nack delay (redelivery count + 1). */
   negativeAcknowledge(m: SubscriptionMessage | string): Promise<void> {
-    const id = typeof m === "string" ? m : m.messageId;
-    return this.#socketOf(id).request({ type: "nack", messageIds: [id] });
+    const { socket, id } = this.#socketOf(m);
+    return socket.request({ type: "nack", messageIds: [id] });
+  }
+
+  /**
+   * Pulsar's `reconsumeLater` (PIP-58), client-side as Pulsar's client does it: produces a copy
+   * of `m` (key, value, headers) to the retry-letter topic, delivered `delayMs` later (header
+   * `edgelog-deliver-at`), with `RECONSUMETIMES` + 1 and the other {@link RETRY_PROPERTIES};
+   * once `RECONSUMETIMES` would exceed `maxRedeliverCount`, the copy goes to the dead-letter
+   * topic instead (at once). THEN acks `m`. The copy is sent by an idempotent producer (its
+   * retries are deduplicated); a crash or a lost ack after the copy and before the ack's commit
+   * delivers `m` again, so it may be reconsumed twice (docs/SUBSCRIPTIONS.md).
+   * Resolves after the ack's durable commit.
+   * @throws EdgelogError INVALID_REQUEST without `retryEnable` or for a bad delay; EdgelogClientError from the produce or the ack.
+   */
+  async reconsumeLater(m: SubscriptionMessage, delayMs: number): Promise<void> {
+    const retry = this.#retry;
+    if (retry === null) throw new EdgelogError("INVALID_REQUEST", "reconsumeLater needs a consumer subscribed with retryEnable: true.");
+    if (!(Number.isSafeInteger(delayMs) && delayMs >= 0)) throw new EdgelogError("INVALID_REQUEST", `delayMs must be a non-negative integer of ms, got ${delayMs}.`);
+    this.#socketOf(m);
+    const previous = Number(headerText(m, RETRY_PROPERTIES.reconsumeTimes) ?? "0");
+    const times = (Number.isSafeInteger(previous) && previous > 0 ? previous : 0) + 1;
+    const replaced = new Set<string>([RETRY_PROPERTIES.reconsumeTimes, RETRY_PROPERTIES.delayTime, DELIVER_AT_HEADER]);
+    const headers: { key: string; value: Uint8Array | null }[] = m.headers.filter((h) => !replaced.has(h.key));
+    const putIfAbsent = (key: string, value: string) => {
+      if (!headers.some((h) => h.key === key)) headers.push({ key, value: utf8(value) });
+    };
+    putIfAbsent(RETRY_PROPERTIES.realTopic, this.#topicName);
+    putIfAbsent(RETRY_PROPERTIES.originMessageId, m.messageId);
+    putIfAbsent(RETRY_PROPERTIES.realSubscription, this.options.subscription);
+    headers.push({ key: RETRY_PROPERTIES.reconsumeTimes, value: utf8(String(times)) }, { key: RETRY_PROPERTIES.delayTime, value: utf8(String(delayMs)) });
+    const toDeadLetter = times > retry.maxReconsumeTimes;
+    const target = toDeadLetter ? retry.deadLetterTopic : retry.retryTopic;
+    if (toDeadLetter) await ensureTopic(this.client, target);
+    this.#producer ??= new Producer(this.client, { lingerMs: 0 });
+    await this.#producer.send({
+      topic: target,
+      messages: [{ key: m.key, value: m.value, headers, ...(toDeadLetter || delayMs === 0 ? {} : { deliverAfterMs: delayMs }) }],
+    });
+    await this.acknowledge(m);
   }
 
   /**
    * Resets the subscription's cursor (every partition for a timestamp, one partition for a
    * message id). The server closes the sockets with 4002; they reopen at the new position.
+   * With `retryEnable`, a timestamp also resets the retry-letter topic's cursor.
    */
   async seek(target: { timestamp: number } | { messageId: string }): Promise<void> {
     this.#queue.length = 0;
-    await this.client.seekSubscription(this.options.topic, this.options.subscription, target);
+    await this.client.seekSubscription(this.#topicName, this.options.subscription, target);
+    if (this.#retry !== null && "timestamp" in target) await this.client.seekSubscription(this.#retry.retryTopic, this.options.subscription, target);
   }
 
   /** Closes every socket; unacked messages go to the subscription's other consumers. */
   close(): void {
     this.#closed = true;
-    for (const s of this.#sockets.values()) s.close();
+    for (const sockets of this.#sockets.values()) for (const s of sockets.values()) s.close();
     for (const w of this.#waiting.splice(0)) w.reject(new EdgelogClientError("UNAVAILABLE", "The consumer is closed.", { httpStatus: 0 }));
+    // Every reconsumeLater awaited its copy before acking: nothing is left to flush.
+    void this.#producer?.close().catch(() => {});
+  }
+}
+
+/** Describes `name`, creating it with one partition when missing (as the server does for dead-letter topics). */
+async function ensureTopic(client: EdgelogClient, name: string): Promise<{ name: string; partitions: number }> {
+  try {
+    return await client.describeTopic(name);
+  } catch (e) {
+    if (!(e instanceof EdgelogError && e.code === "UNKNOWN_TOPIC_OR_PARTITION")) throw e;
+  }
+  try {
+    return await client.createTopic({ name, partitions: 1 });
+  } catch (e) {
+    if (!(e instanceof EdgelogError && e.code === "TOPIC_ALREADY_EXISTS")) throw e;
+    return await client.describeTopic(name);
   }
 }
 

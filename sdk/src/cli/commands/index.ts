@@ -9,6 +9,7 @@ import { type GroupsCommand, groupsDelete, groupsDescribe, groupsList, groupsRes
 import { type KafkaBridgeCommand, kafkaBridge } from "./kafka-bridge.ts";
 import { type MetadataCommand, metadata } from "./metadata.ts";
 import { type ProduceCommand, produce } from "./produce.ts";
+import { type ReadCommand, read } from "./read.ts";
 import { aclsAdd, aclsList, aclsRemove, quotasAlter, quotasList, type SecurityCommand, tokenIssue, usersCreate, usersDelete, usersList } from "./security.ts";
 import {
   namespacesCreate,
@@ -47,6 +48,7 @@ export type Command =
   | ConsumeCommand
   | GroupsCommand
   | SubscriptionsCommand
+  | ReadCommand
   | SecurityCommand
   | KafkaBridgeCommand
   | TopCommand;
@@ -78,6 +80,7 @@ export const COMMANDS: readonly CliCommand<Command>[] = [
   groupsResetOffsets,
   groupsDelete,
   subscribe,
+  read,
   subscriptionsList,
   subscriptionsCreate,
   subscriptionsStats,
