@@ -36,8 +36,8 @@ export async function completeLifecycleTask(ns: Env["PARTITION"], task: Lifecycl
 
 /**
  * The partition calls of a task, all idempotent. `sync`: init [initFrom, partitions) with the
- * task's configs, then (pushConfigs) `updateConfigs` on [0, initFrom). `destroy`: destroy
- * [0, partitions).
+ * task's configs and (pushConfigs) `updateConfigs` on [0, initFrom); a partition already
+ * destroyed is skipped. `destroy`: destroy [0, partitions).
  * @throws Error naming the first partition call that failed.
  */
 export async function runLifecycleTask(ns: Env["PARTITION"], task: LifecycleTask): Promise<void> {
@@ -51,6 +51,9 @@ export async function runLifecycleTask(ns: Env["PARTITION"], task: LifecycleTask
   const inits = all.slice(task.initFrom).map((partition) => partitionStub(ns, task.topicId, partition).init({ topic: task.name, topicId: task.topicId, partition, configs: task.configs }));
   const pushes = task.pushConfigs ? all.slice(0, task.initFrom).map((p) => partitionStub(ns, task.topicId, p).updateConfigs(task.configs)) : [];
   const results = await Promise.all([...inits, ...pushes]);
-  const failed = results.find((r) => !r.ok);
+  // UNKNOWN_TOPIC_OR_PARTITION: the partition was destroyed (the topic was deleted after this
+  // task was read). Not a failure: the done record answers `topicExists: false` and the caller
+  // destroys again.
+  const failed = results.find((r) => !r.ok && r.code !== "UNKNOWN_TOPIC_OR_PARTITION");
   if (failed !== undefined && !failed.ok) throw new Error(`initialising or configuring a partition of ${task.name} failed: ${failed.code}`);
 }

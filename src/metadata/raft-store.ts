@@ -137,19 +137,23 @@ export class RaftMetadataStore implements TopicMetadataStore {
   async getTopic(name: string): Promise<RpcResult<{ topic: TopicSummary; metadataOffset?: number }>> {
     return guarded(async () => {
       const full = parseTopicName(name).full;
-      const r = await this.#query({ type: "getTopic", name: full });
-      if (!r.ok) return r;
-      const a = r.result as MetadataAnswer;
-      if (!a.ok) return toError(a);
-      if (a.task?.action === "sync") {
-        // Partitions a committed record created or re-configured and nobody finished yet.
+      // A pending `sync` task: partitions a committed record created or re-configured and
+      // nobody finished yet. Completed here, then read again (the done record is a newer
+      // offset: the answer is tagged with an offset after it). Bounded: a topic altered
+      // faster than this loop answers UNAVAILABLE (retriable).
+      for (let attempt = 0; attempt < 3; attempt++) {
+        const r = await this.#query({ type: "getTopic", name: full });
+        if (!r.ok) return r;
+        const a = r.result as MetadataAnswer;
+        if (!a.ok) return toError(a);
+        if (a.task?.action !== "sync") return { ok: true, topic: a.topic!, metadataOffset: r.index };
         try {
           await this.completeLifecycle(a.task);
         } catch (err) {
           return errorResult("UNAVAILABLE", `The partitions of ${full} are not initialised yet: ${String(err)}`, { topic: full });
         }
       }
-      return { ok: true, topic: a.topic!, metadataOffset: r.index };
+      return errorResult("UNAVAILABLE", `The partitions of ${full} are still being updated; retry.`, { topic: full });
     });
   }
 
