@@ -101,6 +101,8 @@ export class RaftMetadataStore implements TopicMetadataStore {
   async createTopic(req: CreateTopicInput): Promise<RpcResult<{ topic: TopicDescription; metadataOffset?: number }>> {
     return guarded(async () => {
       const name = parseTopicName(req.name);
+      const refused = policiesRefused(req.policies);
+      if (refused !== null) return refused;
       const partitions = checkPartitions(req.partitions ?? 1);
       const configs = mergeTopicConfigs(DEFAULT_TOPIC_CONFIGS, req.configs);
       // Known already? Answer before creating partition objects for nothing.
@@ -165,6 +167,8 @@ export class RaftMetadataStore implements TopicMetadataStore {
 
   async alterTopic(name: string, req: AlterTopicInput): Promise<RpcResult<{ topic: TopicDescription; metadataOffset?: number }>> {
     return guarded(async () => {
+      const refused = policiesRefused(req.policies);
+      if (refused !== null) return refused;
       const cur = await this.getTopic(name);
       if (!cur.ok) return cur;
       const current = cur.topic;
@@ -327,6 +331,18 @@ async function guarded<T extends { ok: true }>(body: () => Promise<T | ErrorResu
     if (err instanceof EdgelogError) return errorResult(err.code, err.message, err.details);
     throw err;
   }
+}
+
+/**
+ * Topic policies (docs/TENANTS.md) are not in the quorum's state machine yet (docs/RAFT.md):
+ * a request that sets them is refused rather than half-applied.
+ */
+function policiesRefused(policies: unknown): ErrorResult | null {
+  if (policies === undefined) return null;
+  return errorResult("INVALID_REQUEST", "Topic policies are not supported with the metadata quorum on (EDGELOG_METADATA_QUORUM) yet: docs/RAFT.md.", {
+    field: "policies",
+    reason: "metadata_quorum",
+  });
 }
 
 function toError(a: MetadataAnswer & { ok: false }): ErrorResult {

@@ -118,6 +118,9 @@ describe("the metadata quorum (3 members)", () => {
     expect(got.ok && { name: got.topic.name, partitions: got.topic.partitions }).toEqual({ name: `public/default/${prefix}-0`, partitions: 2 });
     expect(got.ok && got.metadataOffset! >= offsets[4]!).toBe(true);
     expect(await store.createTopic({ name: `${prefix}-0` })).toMatchObject({ ok: false, code: "TOPIC_ALREADY_EXISTS" });
+    // Topic policies are not in the quorum yet: refused, not silently dropped.
+    expect(await store.createTopic({ name: `${prefix}-p`, policies: { maxProducersPerTopic: 1 } })).toMatchObject({ ok: false, code: "INVALID_REQUEST", details: { field: "policies" } });
+    expect(await store.alterTopic(`${prefix}-0`, { policies: { maxProducersPerTopic: 1 } })).toMatchObject({ ok: false, code: "INVALID_REQUEST", details: { field: "policies" } });
     const altered = await store.alterTopic(`${prefix}-1`, { partitions: 3, configs: { "retention.ms": 60_000 } });
     expect(altered.ok && { partitions: altered.topic.partitions, retention: altered.topic.configs["retention.ms"], details: altered.topic.partitionDetails.length }).toEqual({
       partitions: 3,
@@ -309,7 +312,7 @@ describe("the gateway with EDGELOG_METADATA_QUORUM = 1", () => {
     // so this isolate has not seen its offset, and its entry stays in use (the TTL bound).
     const m1 = member("metadata", "m1");
     const cur = await m1.localRead({ type: "getTopic", name: full });
-    const summary = (cur.ok ? (cur.result as MetadataAnswer) : null)?.topic;
+    const summary = (cur.ok ? (cur.result as unknown as MetadataAnswer & { ok: true }) : null)?.topic;
     expect(summary?.partitions).toBe(1);
     const altered = await m1.propose(encodeMetadataCommand({ type: "alterTopic", name: full, topicId: summary!.topicId, partitions: 2, configs: summary!.configs }));
     expect(altered.ok && (altered.result as MetadataAnswer).ok).toBe(true);
