@@ -232,6 +232,17 @@ describe("partition lifecycle from committed metadata records", () => {
     const p2 = await partitionStub(env.PARTITION, c.topicId, 2).describe();
     expect(p0.ok && p2.ok).toBe(true);
 
+    // The proposer dies after the commit AND the leader crashes before its sweep: the task is
+    // replicated state, so the new leader's sweep completes it.
+    expect((await crashing.createTopic({ name: `${prefix}-e`, partitions: 1 })).ok).toBe(true);
+    const e = await topicNamed(`${prefix}-e`);
+    const oldLeader = await leaderOf(groupId, ids);
+    expect((await member(groupId, oldLeader).setFaults({ crashed: true })).ok).toBe(true);
+    const alive = ids.filter((id) => id !== oldLeader);
+    await eventually("the new leader's sweep initialises e's partition", async () => partitionExists(e.topicId, 0));
+    await eventually("e's task is recorded done", async () => (await pendingTasks(groupId, alive)).length === 0);
+    expect(await leaderOf(groupId, alive)).not.toBe(oldLeader);
+
     // A reader that meets a pending create completes it before answering: no caller routes to
     // a partition before its init, whether or not the sweep got there.
     expect((await crashing.createTopic({ name: `${prefix}-d`, partitions: 1 })).ok).toBe(true);
