@@ -150,6 +150,7 @@ export function metadataStateMachine(sql: Sql): ReplicatedStateMachine {
         return { ok: true, topic: toSummary(r), task };
       }
       case "lifecycleDone": {
+        if (typeof c.topicId !== "string" || !Number.isSafeInteger(c.throughIndex)) return { ok: false, code: "INVALID_REQUEST", message: "lifecycleDone needs {topicId, throughIndex}." };
         sql.run("DELETE FROM rsm_lifecycle WHERE topic_id = ? AND record_index <= ?", c.topicId, c.throughIndex);
         const exists = sql.first<{ n: number }>("SELECT count(*) AS n FROM rsm_topics WHERE topic_id = ?", c.topicId)!.n > 0;
         return { ok: true, topicExists: exists };
