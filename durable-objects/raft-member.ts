@@ -24,6 +24,9 @@
  *   `requestTimeoutMs` answers REQUEST_TIMED_OUT: its outcome is unknown.
  * - **Reads** (`read`) are linearizable through ReadIndex: served once this member has applied
  *   the read's index.
+ * - **Sweeps**: a state machine with side effects driven by committed state (`sweep`, the
+ *   metadata machine's partition lifecycle) has them run by the leader every
+ *   {@link SWEEP_EVERY_TICKS} ticks, one sweep at a time.
  * - **Fault injection** (dev and test builds only: durable-objects/raft/faults.ts).
  *
  * Start-up (the base's guarded start-up): a bootstrapped member rebuilds its node from the
@@ -66,6 +69,9 @@ interface ReadWaiter {
 
 type MemberStub = DurableObjectStub<Rpc.DurableObjectBranded & RaftMemberRpc>;
 
+/** Ticks between two sweeps of the leader's state machine (2 s at the default 100 ms tick). */
+export const SWEEP_EVERY_TICKS = 20;
+
 export class RaftMemberDO extends SqliteDurableObject<Env> implements RaftMemberRpc {
   readonly #journal = new RaftJournal(this.sql);
   readonly #machines = new Map<string, ReplicatedStateMachine>(STATE_MACHINES.map((f) => f(this.sql)).map((m) => [m.name, m]));
@@ -80,6 +86,9 @@ export class RaftMemberDO extends SqliteDurableObject<Env> implements RaftMember
   readonly #proposals = new Map<number, ProposalWaiter[]>();
   readonly #reads = new Map<string, ReadWaiter>();
   readonly #stubs = new Map<NodeId, MemberStub>();
+  /** Ticks since the last sweep started; whether one is running. */
+  #ticksSinceSweep = 0;
+  #sweeping = false;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -273,6 +282,22 @@ export class RaftMemberDO extends SqliteDurableObject<Env> implements RaftMember
     if (node === null || this.#faults.paused === true) return;
     node.tick();
     this.#drain();
+    this.#maybeSweep(node);
+  }
+
+  /** Starts the state machine's sweep (if it has one) on the leader, every SWEEP_EVERY_TICKS ticks, one at a time. */
+  #maybeSweep(node: RaftNode): void {
+    const machine = this.#machine;
+    if (machine?.sweep === undefined || node.role !== "leader" || this.#sweeping || ++this.#ticksSinceSweep < SWEEP_EVERY_TICKS) return;
+    this.#ticksSinceSweep = 0;
+    this.#sweeping = true;
+    // Not awaited by the alarm: a sweep calls other objects and proposes, which needs ticks.
+    void machine
+      .sweep({ env: this.env, propose: (data) => this.propose(data) })
+      .catch((err: unknown) => console.warn(`Raft member ${this.#memberId} of group ${this.#config?.groupId}: the sweep failed`, err))
+      .finally(() => {
+        this.#sweeping = false;
+      });
   }
 
   // =====================================================================================

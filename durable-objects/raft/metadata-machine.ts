@@ -4,16 +4,20 @@
  * producer-id block counter. Commands and answers: src/metadata/commands.ts. The applied index
  * of an answer is the metadata offset it reflects.
  *
- * Room `raft-metadata`: `rsm_topics` (the columns of MetadataDO's `topics`) and
- * `rsm_counters(name PK, value)` (`next_producer_id`).
+ * Room `raft-metadata`: `rsm_topics` (the columns of MetadataDO's `topics`),
+ * `rsm_counters(name PK, value)` (`next_producer_id`) and `rsm_lifecycle(topic_id PK, task,
+ * record_index)`: the partition work committed records left to do (a {@link LifecycleTask} as
+ * JSON; docs/RAFT.md, "Partition lifecycle"). The leader's sweep (`sweep`) completes what the
+ * proposer did not.
  */
 import { resolvePolicies } from "../../src/protocol/policies.ts";
-import type { MetadataAnswer, MetadataCommand, MetadataQuery } from "../../src/metadata/commands.ts";
+import { encodeMetadataCommand, type LifecycleTask, type MetadataAnswer, type MetadataCommand, type MetadataQuery } from "../../src/metadata/commands.ts";
+import { completeLifecycleTask } from "../../src/metadata/lifecycle.ts";
 import { DEFAULT_TOPIC_CONFIGS } from "../../src/protocol/config.ts";
 import type { TopicConfigs, TopicSummary } from "../../src/protocol/types.ts";
 import type { JsonValue } from "../../src/raft/group.ts";
 import type { Migration, Sql } from "../base.ts";
-import type { CommittedCommand, ReplicatedStateMachine } from "./state-machine.ts";
+import type { CommittedCommand, ReplicatedStateMachine, SweepContext } from "./state-machine.ts";
 
 const MIGRATIONS: readonly Migration[] = [
   {
@@ -29,7 +33,16 @@ const MIGRATIONS: readonly Migration[] = [
       `);
     },
   },
+  {
+    version: 2,
+    name: "lifecycle",
+    up(sql) {
+      sql.run("CREATE TABLE rsm_lifecycle (topic_id TEXT PRIMARY KEY, task TEXT NOT NULL, record_index INTEGER NOT NULL) WITHOUT ROWID");
+    },
+  },
 ];
+
+type LifecycleRow = { topic_id: string; task: string; record_index: number };
 
 type TopicRow = { name: string; tenant: string; namespace: string; topic: string; topic_id: string; partitions: number; configs: string; created_at: number };
 
@@ -54,6 +67,9 @@ function toSummary(r: TopicRow): TopicSummary {
 const unknownTopic = (name: string): MetadataAnswer => ({ ok: false, code: "UNKNOWN_TOPIC_OR_PARTITION", message: `Topic ${name} does not exist.`, details: { topic: name } });
 
 export function metadataStateMachine(sql: Sql): ReplicatedStateMachine {
+  /** Tasks pending at the last sweep (`${topicId}@${recordIndex}`), in memory: a new leader waits one sweep period first. */
+  let sweepSeen = new Set<string>();
+  const pendingTasks = (): LifecycleTask[] => sql.all<LifecycleRow>("SELECT * FROM rsm_lifecycle ORDER BY record_index").map((r) => JSON.parse(r.task) as LifecycleTask);
   const row = (name: string) => sql.first<TopicRow>("SELECT * FROM rsm_topics WHERE name = ?", name);
   const insert = (t: TopicSummary) =>
     sql.run(
@@ -68,17 +84,39 @@ export function metadataStateMachine(sql: Sql): ReplicatedStateMachine {
       t.createdAt,
     );
 
-  function apply(c: MetadataCommand): MetadataAnswer {
+  const taskOf = (topicId: string): LifecycleTask | undefined => {
+    const r = sql.first<LifecycleRow>("SELECT * FROM rsm_lifecycle WHERE topic_id = ?", topicId);
+    return r === undefined ? undefined : (JSON.parse(r.task) as LifecycleTask);
+  };
+  const setTask = (t: LifecycleTask): LifecycleTask => {
+    sql.run(
+      "INSERT INTO rsm_lifecycle (topic_id, task, record_index) VALUES (?, ?, ?) ON CONFLICT (topic_id) DO UPDATE SET task = excluded.task, record_index = excluded.record_index",
+      t.topicId,
+      JSON.stringify(t),
+      t.recordIndex,
+    );
+    return t;
+  };
+  /** The topic's answer with its pending task, if any. */
+  const withTask = (r: TopicRow): MetadataAnswer => {
+    const task = taskOf(r.topic_id);
+    return task === undefined ? { ok: true, topic: toSummary(r) } : { ok: true, topic: toSummary(r), task };
+  };
+
+  function apply(c: MetadataCommand, index: number): MetadataAnswer {
     switch (c.type) {
       case "createTopic": {
         const existing = row(c.topic.name);
         if (existing !== undefined) {
           // The same create again (a retry after an unknown outcome) is answered as it was.
-          if (existing.topic_id === c.topic.topicId) return { ok: true, topic: toSummary(existing) };
+          if (existing.topic_id === c.topic.topicId) return withTask(existing);
           return { ok: false, code: "TOPIC_ALREADY_EXISTS", message: `Topic ${c.topic.name} already exists.`, details: { topic: c.topic.name } };
         }
         insert(c.topic);
-        return { ok: true, topic: toSummary(row(c.topic.name)!) };
+        // The record leaves its partitions to initialise: the durable marker, in the same apply.
+        const t = c.topic;
+        const task = setTask({ action: "sync", topicId: t.topicId, name: t.name, initFrom: 0, pushConfigs: false, partitions: t.partitions, configs: t.configs, recordIndex: index });
+        return { ok: true, topic: toSummary(row(t.name)!), task };
       }
       case "alterTopic": {
         const r = row(c.name);
@@ -91,14 +129,31 @@ export function metadataStateMachine(sql: Sql): ReplicatedStateMachine {
             details: { partitions: r.partitions },
           };
         }
-        sql.run("UPDATE rsm_topics SET partitions = ?, configs = ? WHERE name = ?", c.partitions, JSON.stringify(c.configs), c.name);
-        return { ok: true, topic: toSummary(row(c.name)!) };
+        const configs = JSON.stringify(c.configs);
+        sql.run("UPDATE rsm_topics SET partitions = ?, configs = ? WHERE name = ?", c.partitions, configs, c.name);
+        // New partitions to initialise and/or new configs to push; merged with a task an
+        // earlier record left unfinished (the union of both, at the newest values).
+        const prev = taskOf(r.topic_id);
+        const pending = prev?.action === "sync" ? prev : undefined;
+        const initFrom = Math.min(pending?.initFrom ?? r.partitions, r.partitions);
+        const pushConfigs = (pending?.pushConfigs ?? false) || configs !== r.configs;
+        if (pending === undefined && initFrom === c.partitions && !pushConfigs) return { ok: true, topic: toSummary(row(c.name)!) };
+        const task = setTask({ action: "sync", topicId: r.topic_id, name: c.name, initFrom, pushConfigs, partitions: c.partitions, configs: c.configs, recordIndex: index });
+        return { ok: true, topic: toSummary(row(c.name)!), task };
       }
       case "deleteTopic": {
         const r = row(c.name);
         if (r === undefined || (c.topicId !== null && r.topic_id !== c.topicId)) return unknownTopic(c.name);
         sql.run("DELETE FROM rsm_topics WHERE name = ?", c.name);
-        return { ok: true, topic: toSummary(r) };
+        // Replaces an unfinished sync of the topic: destroying every partition covers it.
+        const task = setTask({ action: "destroy", topicId: r.topic_id, name: r.name, partitions: r.partitions, recordIndex: index });
+        return { ok: true, topic: toSummary(r), task };
+      }
+      case "lifecycleDone": {
+        if (typeof c.topicId !== "string" || !Number.isSafeInteger(c.throughIndex)) return { ok: false, code: "INVALID_REQUEST", message: "lifecycleDone needs {topicId, throughIndex}." };
+        sql.run("DELETE FROM rsm_lifecycle WHERE topic_id = ? AND record_index <= ?", c.topicId, c.throughIndex);
+        const exists = sql.first<{ n: number }>("SELECT count(*) AS n FROM rsm_topics WHERE topic_id = ?", c.topicId)!.n > 0;
+        return { ok: true, topicExists: exists };
       }
       case "allocateProducerIds": {
         const first = sql.first<{ value: number }>("SELECT value FROM rsm_counters WHERE name = 'next_producer_id'")?.value ?? 0;
@@ -118,20 +173,24 @@ export function metadataStateMachine(sql: Sql): ReplicatedStateMachine {
       } catch {
         return { ok: false, code: "INVALID_REQUEST", message: "The metadata record is not JSON." };
       }
-      const known = ["createTopic", "alterTopic", "deleteTopic", "allocateProducerIds"];
+      const known = ["createTopic", "alterTopic", "deleteTopic", "allocateProducerIds", "lifecycleDone"];
       if (typeof c !== "object" || c === null || !known.includes(c.type)) return { ok: false, code: "INVALID_REQUEST", message: "Unknown metadata record type." };
-      return apply(c) as JsonValue;
+      return apply(c, cmd.index) as JsonValue;
     },
     snapshot(): Uint8Array {
       const topics = sql.all<TopicRow>("SELECT * FROM rsm_topics ORDER BY name");
       const counters = sql.all<{ name: string; value: number }>("SELECT name, value FROM rsm_counters ORDER BY name");
-      return enc.encode(JSON.stringify({ topics, counters }));
+      const lifecycle = sql.all<LifecycleRow>("SELECT * FROM rsm_lifecycle ORDER BY topic_id");
+      return enc.encode(JSON.stringify({ topics, counters, lifecycle }));
     },
     restore(image: Uint8Array): void {
       sql.run("DELETE FROM rsm_topics");
       sql.run("DELETE FROM rsm_counters");
+      sql.run("DELETE FROM rsm_lifecycle");
       if (image.byteLength === 0) return;
-      const { topics, counters } = JSON.parse(dec.decode(image)) as { topics: TopicRow[]; counters: { name: string; value: number }[] };
+      const { topics, counters, lifecycle } = JSON.parse(dec.decode(image)) as { topics: TopicRow[]; counters: { name: string; value: number }[]; lifecycle?: LifecycleRow[] };
+      // (An image from before the lifecycle table has none.)
+      for (const l of lifecycle ?? []) sql.run("INSERT INTO rsm_lifecycle (topic_id, task, record_index) VALUES (?, ?, ?)", l.topic_id, l.task, l.record_index);
       for (const t of topics) {
         sql.run(
           "INSERT INTO rsm_topics (name, tenant, namespace, topic, topic_id, partitions, configs, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -151,9 +210,34 @@ export function metadataStateMachine(sql: Sql): ReplicatedStateMachine {
       const query = q as MetadataQuery;
       if (query?.type === "getTopic") {
         const r = row(query.name);
-        return (r === undefined ? unknownTopic(query.name) : { ok: true, topic: toSummary(r) }) as JsonValue;
+        return (r === undefined ? unknownTopic(query.name) : withTask(r)) as JsonValue;
       }
+      if (query?.type === "pendingLifecycle") return { ok: true, tasks: pendingTasks() } as unknown as JsonValue;
       return { ok: true, topics: sql.all<TopicRow>("SELECT * FROM rsm_topics ORDER BY name").map(toSummary) } as unknown as JsonValue;
+    },
+    /**
+     * The leader's sweep: completes every task that was already pending at the previous sweep
+     * (so the proposer, which runs its task right after the commit, normally gets there first;
+     * a task is still run twice at worst, which its idempotence allows). One task at a time:
+     * a sweep is a background slice, not a burst of RPCs. A failure leaves the task for the next sweep.
+     */
+    async sweep(ctx: SweepContext): Promise<void> {
+      const seen = sweepSeen;
+      sweepSeen = new Set();
+      for (const task of pendingTasks()) {
+        const key = `${task.topicId}@${task.recordIndex}`;
+        sweepSeen.add(key);
+        if (!seen.has(key)) continue;
+        try {
+          await completeLifecycleTask(ctx.env.PARTITION, task, async (c) => {
+            const r = await ctx.propose(encodeMetadataCommand(c));
+            return r.ok ? (r.result as MetadataAnswer) : { ok: false, code: r.code, message: r.message ?? r.code };
+          });
+          sweepSeen.delete(key);
+        } catch (err) {
+          console.warn(`metadata sweep: the partition task of ${task.name} (topic id ${task.topicId}, record ${task.recordIndex}) failed; retried at the next sweep`, err);
+        }
+      }
     },
   };
 }

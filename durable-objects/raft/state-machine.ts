@@ -13,6 +13,8 @@
  *   result and no change), never thrown on: a throw would stop every member at that entry.
  * - `snapshot()` is the image at the applied index; `restore(image)` replaces all state with it.
  */
+import type { Env } from "../../src/env.ts";
+import type { RpcResult } from "../../src/protocol/errors.ts";
 import type { ApplyResult, JsonValue } from "../../src/raft/group.ts";
 import type { RoomSchema, Sql } from "../base.ts";
 import { metadataStateMachine } from "./metadata-machine.ts";
@@ -40,6 +42,21 @@ export interface ReplicatedStateMachine {
   restore(image: Uint8Array): void;
   /** Answers a read from the applied state; writes nothing. */
   query(q: JsonValue): JsonValue;
+  /**
+   * Optional side effects driven by committed state (the metadata machine's partition
+   * lifecycle; docs/RAFT.md): run by the leader every `SWEEP_EVERY_TICKS` ticks, never two at
+   * once, outside any transaction. It may call other objects and propose commands; it writes
+   * no SQL itself (its effects on this state machine are commands). Must be idempotent: a new
+   * leader runs it again.
+   */
+  sweep?(ctx: SweepContext): Promise<void>;
+}
+
+/** What a sweep gets from its member. */
+export interface SweepContext {
+  env: Env;
+  /** Proposes a command at this member (NOT_LEADER if it lost leadership meanwhile). */
+  propose(data: Uint8Array): Promise<RpcResult<{ index: number; term: number; result: ApplyResult }>>;
 }
 
 /** Builds a state machine over a member's SQLite storage. */

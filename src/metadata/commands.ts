@@ -22,13 +22,54 @@ export type MetadataCommand =
   /** Removes the topic (of this id, when given). */
   | { type: "deleteTopic"; name: string; topicId: string | null }
   /** Hands out the next block of `count` producer ids (KIP-730's ProducerIdsRecord). */
-  | { type: "allocateProducerIds"; count: number };
+  | { type: "allocateProducerIds"; count: number }
+  /**
+   * The partitions of topic `topicId` were brought to the state of record `throughIndex`
+   * (the {@link LifecycleTask} of that record or an earlier one): removes the topic's task if
+   * no later record replaced it.
+   */
+  | { type: "lifecycleDone"; topicId: string; throughIndex: number };
 
-export type MetadataQuery = { type: "getTopic"; name: string } | { type: "listTopics" };
+export type MetadataQuery = { type: "getTopic"; name: string } | { type: "listTopics" } | { type: "pendingLifecycle" };
 
-/** A command's answer: the topic (create, alter), the removed topic (delete), the block (allocate), or a typed error. */
+/**
+ * The partition work a committed record leaves to do (docs/RAFT.md, "Partition lifecycle"):
+ * the durable "pending" marker of the metadata log, one per topic id, replaced by each later
+ * record of the topic and removed by {@link MetadataCommand} `lifecycleDone`. Every step is
+ * idempotent (a partition's `init` of the same topic id is a no-op, `updateConfigs` sets
+ * absolute values, `destroy` of a destroyed partition is a no-op), so whoever runs the task
+ * (the proposer right after the commit, a reader that meets it, the leader's sweep) may run
+ * it again after a crash half-way.
+ */
+export type LifecycleTask =
+  | {
+      /** Initialise partitions [initFrom, partitions) and, when pushConfigs, set `configs` on [0, initFrom). */
+      action: "sync";
+      topicId: string;
+      name: string;
+      initFrom: number;
+      pushConfigs: boolean;
+      partitions: number;
+      configs: TopicConfigs;
+      /** Index of the last record that set this task (the metadata offset). */
+      recordIndex: number;
+    }
+  | {
+      /** Destroy partitions [0, partitions) of the removed topic. */
+      action: "destroy";
+      topicId: string;
+      name: string;
+      partitions: number;
+      recordIndex: number;
+    };
+
+/**
+ * A command's answer: the topic (create, alter), the removed topic (delete), the block
+ * (allocate), the task the record left (create, alter, delete; getTopic too while one is
+ * pending), `topicExists` (lifecycleDone), or a typed error.
+ */
 export type MetadataAnswer =
-  | { ok: true; topic?: TopicSummary; firstProducerId?: number; count?: number }
+  | { ok: true; topic?: TopicSummary; firstProducerId?: number; count?: number; task?: LifecycleTask; topicExists?: boolean }
   | { ok: false; code: ErrorCode; message: string; details?: { [key: string]: string | number } };
 
 const enc = new TextEncoder();

@@ -13,23 +13,26 @@
  * (ReadIndex at the leader). Every answer carries `metadataOffset`: the Raft index of the
  * metadata log it reflects.
  *
- * Side effects on partitions stay where MetadataDO has them: create initialises the partition
- * objects before the topic record is proposed (a failure leaves only unreachable objects);
- * delete destroys them after the removal is committed. Where this differs from KRaft: there,
- * brokers replay the metadata log and act on it; here the proposer acts, as MetadataDO does,
- * and a crash between the record and the partitions' destroy leaves unreachable objects (the
- * same bound as today; a sweep driven by the metadata log is later work).
+ * Partition lifecycle is driven from committed records (src/metadata/lifecycle.ts): a create,
+ * alter or delete record leaves a durable task in the metadata state (initialise, push configs
+ * to, or destroy the topic's partition objects); this client runs it right after the commit
+ * and records `lifecycleDone`; `getTopic` runs a pending `sync` task it meets before answering
+ * (so no caller routes to a partition before its init); and the metadata leader's sweep runs
+ * whatever a crashed proposer left. Every answer is noted in the isolate's metadata offset
+ * watermark (src/metadata/offsets.ts), which the gateway's topic cache follows.
  */
 import { resolvePolicies } from "../protocol/policies.ts";
 import type { Env } from "../env.ts";
 import { partitionStub } from "../partition/rpc.ts";
+import { completeLifecycleTask } from "./lifecycle.ts";
+import { noteMetadataOffset } from "./offsets.ts";
 import { DEFAULT_TOPIC_CONFIGS, mergeTopicConfigs } from "../protocol/config.ts";
 import { EdgelogError, errorResult, type ErrorResult, type RpcResult } from "../protocol/errors.ts";
 import { MAX_PARTITIONS } from "../protocol/limits.ts";
 import { parseTopicName } from "../protocol/names.ts";
 import type { InitProducerResponse, PartitionDescription, TopicDescription, TopicSummary } from "../protocol/types.ts";
 import { LOCATION_HINTS, type LocationHint, type RaftGroupConfig, type RaftMemberRpc, type RaftMemberSpec, raftMemberName } from "../raft/group.ts";
-import { encodeMetadataCommand, PRODUCER_ID_BLOCK, type MetadataAnswer, type MetadataCommand, type MetadataQuery } from "./commands.ts";
+import { encodeMetadataCommand, PRODUCER_ID_BLOCK, type LifecycleTask, type MetadataAnswer, type MetadataCommand, type MetadataQuery } from "./commands.ts";
 import type { AlterTopicInput, CreateTopicInput, TopicMetadataStore } from "./store.ts";
 
 /** The bindings the store needs. */
@@ -98,6 +101,8 @@ export class RaftMetadataStore implements TopicMetadataStore {
   async createTopic(req: CreateTopicInput): Promise<RpcResult<{ topic: TopicDescription; metadataOffset?: number }>> {
     return guarded(async () => {
       const name = parseTopicName(req.name);
+      const refused = policiesRefused(req.policies);
+      if (refused !== null) return refused;
       const partitions = checkPartitions(req.partitions ?? 1);
       const configs = mergeTopicConfigs(DEFAULT_TOPIC_CONFIGS, req.configs);
       // Known already? Answer before creating partition objects for nothing.
@@ -105,7 +110,6 @@ export class RaftMetadataStore implements TopicMetadataStore {
       if (!seen.ok) return seen;
       if ((seen.result as MetadataAnswer).ok) return errorResult("TOPIC_ALREADY_EXISTS", `Topic ${name.full} already exists.`, { topic: name.full });
       const topicId = crypto.randomUUID();
-      await this.#initPartitions(name.full, topicId, 0, partitions, configs);
       const topic: TopicSummary = {
         name: name.full,
         tenant: name.tenant,
@@ -119,6 +123,9 @@ export class RaftMetadataStore implements TopicMetadataStore {
       };
       const r = await this.#propose({ type: "createTopic", topic });
       if (!r.ok) return r;
+      // The record is committed: the topic exists. Its partitions are initialised now; if that
+      // fails (or this isolate dies first), the first getTopic or the leader's sweep does it.
+      await this.#completeQuietly(r.answer.task);
       return { ok: true, topic: { ...r.answer.topic!, partitionDetails: emptyPartitions(partitions) }, metadataOffset: r.index };
     });
   }
@@ -132,10 +139,23 @@ export class RaftMetadataStore implements TopicMetadataStore {
   async getTopic(name: string): Promise<RpcResult<{ topic: TopicSummary; metadataOffset?: number }>> {
     return guarded(async () => {
       const full = parseTopicName(name).full;
-      const r = await this.#query({ type: "getTopic", name: full });
-      if (!r.ok) return r;
-      const a = r.result as MetadataAnswer;
-      return a.ok ? { ok: true, topic: a.topic!, metadataOffset: r.index } : toError(a);
+      // A pending `sync` task: partitions a committed record created or re-configured and
+      // nobody finished yet. Completed here, then read again (the done record is a newer
+      // offset: the answer is tagged with an offset after it). Bounded: a topic altered
+      // faster than this loop answers UNAVAILABLE (retriable).
+      for (let attempt = 0; attempt < 3; attempt++) {
+        const r = await this.#query({ type: "getTopic", name: full });
+        if (!r.ok) return r;
+        const a = r.result as MetadataAnswer;
+        if (!a.ok) return toError(a);
+        if (a.task?.action !== "sync") return { ok: true, topic: a.topic!, metadataOffset: r.index };
+        try {
+          await this.completeLifecycle(a.task);
+        } catch (err) {
+          return errorResult("UNAVAILABLE", `The partitions of ${full} are not initialised yet: ${String(err)}`, { topic: full });
+        }
+      }
+      return errorResult("UNAVAILABLE", `The partitions of ${full} are still being updated; retry.`, { topic: full });
     });
   }
 
@@ -147,6 +167,8 @@ export class RaftMetadataStore implements TopicMetadataStore {
 
   async alterTopic(name: string, req: AlterTopicInput): Promise<RpcResult<{ topic: TopicDescription; metadataOffset?: number }>> {
     return guarded(async () => {
+      const refused = policiesRefused(req.policies);
+      if (refused !== null) return refused;
       const cur = await this.getTopic(name);
       if (!cur.ok) return cur;
       const current = cur.topic;
@@ -155,14 +177,18 @@ export class RaftMetadataStore implements TopicMetadataStore {
       if (partitions < current.partitions) {
         return errorResult("PARTITION_DECREASE_NOT_ALLOWED", `Topic ${current.name} has ${current.partitions} partitions; the count can only grow.`, { partitions: current.partitions });
       }
-      await this.#initPartitions(current.name, current.topicId, current.partitions, partitions, configs);
       const r = await this.#propose({ type: "alterTopic", name: current.name, topicId: current.topicId, partitions, configs });
       if (!r.ok) return r;
-      const pushConfigs = req.configs !== undefined || JSON.stringify(configs) !== JSON.stringify(current.configs);
-      if (pushConfigs) {
-        const results = await Promise.all(range(0, current.partitions).map((p) => partitionStub(this.#env.PARTITION, current.topicId, p).updateConfigs(configs)));
-        const failed = results.find((x) => !x.ok);
-        if (failed !== undefined) return failed;
+      // New partitions and new configs reach the partition objects from the record's task.
+      if (r.answer.task !== undefined) {
+        try {
+          await this.completeLifecycle(r.answer.task);
+        } catch (err) {
+          return errorResult("UNAVAILABLE", `The change of ${current.name} is committed; its partitions are not all updated yet (the metadata leader completes it): ${String(err)}`, {
+            topic: current.name,
+            metadataOffset: r.index,
+          });
+        }
       }
       return this.#describe(r.answer.topic!, r.index);
     });
@@ -173,8 +199,8 @@ export class RaftMetadataStore implements TopicMetadataStore {
       const full = parseTopicName(name).full;
       const r = await this.#propose({ type: "deleteTopic", name: full, topicId: topicId ?? null });
       if (!r.ok) return r;
-      const gone = r.answer.topic!;
-      await Promise.all(range(0, gone.partitions).map((p) => partitionStub(this.#env.PARTITION, gone.topicId, p).destroy()));
+      // The topic is gone from the metadata; its partitions' data goes now, or by the sweep.
+      await this.#completeQuietly(r.answer.task);
       return { ok: true, metadataOffset: r.index };
     });
   }
@@ -189,6 +215,31 @@ export class RaftMetadataStore implements TopicMetadataStore {
       producerIdBlocks.set(key, block);
     }
     return { ok: true, producerId: block.next++, producerEpoch: 0 };
+  }
+
+  // ---- partition lifecycle ----
+
+  /**
+   * Runs a committed record's partition task and records it done (src/metadata/lifecycle.ts).
+   * Protected so a test can inject a crash between the record's commit and the partitions'
+   * init or destroy (test/workers/metadata-quorum.test.ts).
+   * @throws Error when a partition call or the done record fails: the task stays pending.
+   */
+  protected async completeLifecycle(task: LifecycleTask): Promise<void> {
+    await completeLifecycleTask(this.#env.PARTITION, task, async (c) => {
+      const r = await this.#propose(c);
+      return r.ok ? r.answer : { ok: false, code: r.code, message: r.message ?? r.code };
+    });
+  }
+
+  /** {@link completeLifecycle} where the record's answer does not depend on it: a failure is left to the sweep. */
+  async #completeQuietly(task: LifecycleTask | undefined): Promise<void> {
+    if (task === undefined) return;
+    try {
+      await this.completeLifecycle(task);
+    } catch (err) {
+      console.warn(`metadata quorum: the partition task of ${task.name} (record ${task.recordIndex}) is left to the leader's sweep`, err);
+    }
   }
 
   // ---- the Raft client ----
@@ -221,6 +272,8 @@ export class RaftMetadataStore implements TopicMetadataStore {
       }
       if (r?.ok) {
         knownLeaders.set(group, target);
+        const index = (r as { index?: unknown }).index;
+        if (typeof index === "number") noteMetadataOffset(group, index);
         return r;
       }
       const notBootstrapped = r !== null && r.code === "INVALID_REQUEST" && r.details?.bootstrapped === false;
@@ -259,12 +312,6 @@ export class RaftMetadataStore implements TopicMetadataStore {
     return (hint === undefined ? ns.get(oid) : ns.get(oid, { locationHint: hint })) as unknown as RaftMemberRpc;
   }
 
-  async #initPartitions(topic: string, topicId: string, from: number, to: number, configs: TopicSummary["configs"]): Promise<void> {
-    const results = await Promise.all(range(from, to).map((partition) => partitionStub(this.#env.PARTITION, topicId, partition).init({ topic, topicId, partition, configs })));
-    const failed = results.find((r) => !r.ok);
-    if (failed !== undefined && !failed.ok) throw new EdgelogError("UNAVAILABLE", `Initialising a partition of ${topic} failed: ${failed.code}.`);
-  }
-
   async #describe(summary: TopicSummary, metadataOffset: number | undefined): Promise<RpcResult<{ topic: TopicDescription; metadataOffset?: number }>> {
     const results = await Promise.all(range(0, summary.partitions).map((p) => partitionStub(this.#env.PARTITION, summary.topicId, p).describe()));
     const partitionDetails: PartitionDescription[] = [];
@@ -284,6 +331,18 @@ async function guarded<T extends { ok: true }>(body: () => Promise<T | ErrorResu
     if (err instanceof EdgelogError) return errorResult(err.code, err.message, err.details);
     throw err;
   }
+}
+
+/**
+ * Topic policies (docs/TENANTS.md) are not in the quorum's state machine yet (docs/RAFT.md):
+ * a request that sets them is refused rather than half-applied.
+ */
+function policiesRefused(policies: unknown): ErrorResult | null {
+  if (policies === undefined) return null;
+  return errorResult("INVALID_REQUEST", "Topic policies are not supported with the metadata quorum on (EDGELOG_METADATA_QUORUM) yet: docs/RAFT.md.", {
+    field: "policies",
+    reason: "metadata_quorum",
+  });
 }
 
 function toError(a: MetadataAnswer & { ok: false }): ErrorResult {
