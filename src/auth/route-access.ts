@@ -175,6 +175,11 @@ export const ROUTE_ACCESS: Readonly<Record<string, RouteAccess>> = Object.fromEn
   ...topicForms("POST", "/subscriptions/:subscription/clear-backlog", onTopic("read")),
   ...topicForms("DELETE", "/subscriptions/:subscription", onTopic("read")),
 
+  // ---- Pulsar's WebSocket API (src/routes/compat/pulsar-ws.ts): Pulsar's produce and consume permissions ----
+  ["GET /ws/v2/producer/persistent/:tenant/:namespace/:topic", onTopic("write")],
+  ["GET /ws/v2/consumer/persistent/:tenant/:namespace/:topic/:subscription", onTopic("read")],
+  ["GET /ws/v2/reader/persistent/:tenant/:namespace/:topic", onTopic("read")],
+
   // ---- topic admin ----
   [
     "POST /v1/topics",
