@@ -137,7 +137,8 @@ export class PulsarFanIn {
         const { partition, offset } = f.position;
         const ws = this.#parts[partition];
         if (ws === undefined) return this.#refuse({ code: "INVALID_MESSAGE_ID", message: `The message id names partition ${partition}; the topic has ${this.#parts.length}.` });
-        if (f.type === "negativeAcknowledge" && this.#mode.kind === "push" && this.#mode.reader) return this.#refuse({ code: "NOT_ALLOWED", message: "A reader does not negatively acknowledge." });
+        if (f.type === "negativeAcknowledge" && this.#mode.kind === "push" && this.#mode.reader)
+          return this.#refuse({ code: "NOT_ALLOWED", message: "A reader does not negatively acknowledge." });
         const id = formatMessageId(partition, offset);
         sendQuietly(ws, { type: f.type === "ack" ? "ack" : "nack", messageIds: [id] });
         // The message left the client's hands: its place in the push window is free.

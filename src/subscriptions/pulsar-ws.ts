@@ -108,7 +108,8 @@ export function parsePulsarConsumerQuery(subscription: string, q: URLSearchParam
   const pos = q.get("subscriptionInitialPosition");
   if (pos !== null) {
     const p = pos.toLowerCase();
-    if (p !== "earliest" && p !== "latest") return errorResult("INVALID_REQUEST", `subscriptionInitialPosition must be Earliest or Latest, got ${JSON.stringify(pos)}.`, { field: "subscriptionInitialPosition" });
+    if (p !== "earliest" && p !== "latest")
+      return errorResult("INVALID_REQUEST", `subscriptionInitialPosition must be Earliest or Latest, got ${JSON.stringify(pos)}.`, { field: "subscriptionInitialPosition" });
     native.set("initialPosition", p);
   }
   if (!native.has("consumerName")) native.set("consumerName", defaultConsumerName);
@@ -151,7 +152,8 @@ export function parsePulsarReaderQuery(q: URLSearchParams, maxReceiverQueueSize:
   let receiverQueueSize = 1000;
   if (rq !== null) {
     const n = /^(0|[1-9][0-9]{0,8})$/.test(rq) ? Number(rq) : Number.NaN;
-    if (!(n >= 1 && n <= maxReceiverQueueSize)) return errorResult("INVALID_REQUEST", `receiverQueueSize must be 1..${maxReceiverQueueSize}, got ${JSON.stringify(rq)}.`, { field: "receiverQueueSize" });
+    if (!(n >= 1 && n <= maxReceiverQueueSize))
+      return errorResult("INVALID_REQUEST", `receiverQueueSize must be 1..${maxReceiverQueueSize}, got ${JSON.stringify(rq)}.`, { field: "receiverQueueSize" });
     receiverQueueSize = n;
   }
   return { start, receiverQueueSize };
@@ -210,7 +212,8 @@ export function parsePulsarConsumerFrame(data: string | ArrayBuffer): PulsarCons
     }
     case "permit": {
       const n = o.permitMessages;
-      if (typeof n !== "number" || !Number.isSafeInteger(n) || n < 1 || n > MAX_CREDIT_PERMITS) return frameError("INVALID_REQUEST", `permitMessages must be an integer 1..${MAX_CREDIT_PERMITS}.`);
+      if (typeof n !== "number" || !Number.isSafeInteger(n) || n < 1 || n > MAX_CREDIT_PERMITS)
+        return frameError("INVALID_REQUEST", `permitMessages must be an integer 1..${MAX_CREDIT_PERMITS}.`);
       return { type: "permit", permits: n };
     }
     case "isEndOfTopic":
@@ -229,7 +232,18 @@ export interface PulsarProducerMessage {
 }
 
 /** Fields of Pulsar's producer message; the last four are accepted and ignored (see docs/PROTOCOL.md). */
-const PRODUCER_FIELDS: ReadonlySet<string> = new Set(["payload", "properties", "context", "key", "deliverAt", "deliverAfterMs", "replicationClusters", "disableReplication", "eventTime", "sequenceId"]);
+const PRODUCER_FIELDS: ReadonlySet<string> = new Set([
+  "payload",
+  "properties",
+  "context",
+  "key",
+  "deliverAt",
+  "deliverAfterMs",
+  "replicationClusters",
+  "disableReplication",
+  "eventTime",
+  "sequenceId",
+]);
 
 /**
  * Parses a producer's frame `{payload (base64), properties?, context?, key?, deliverAt?,
@@ -278,6 +292,31 @@ function textOfBase64(b64: string): string {
   return latin1.decode(decodeBase64Strict(b64) ?? new Uint8Array());
 }
 
+const pad = (n: number, w: number) => String(n).padStart(w, "0");
+
+/**
+ * `YYYY-MM-DDTHH:MM:SS.mmmZ` of a non-negative epoch time in ms (UTC; the civil-from-days
+ * algorithm of H. Hinnant's "chrono-compatible low-level date algorithms"). Pure: this module
+ * uses no clock, not even `Date` objects (test/unit/subscriptions-layering.test.ts).
+ */
+export function isoTime(ms: number): string {
+  const days = Math.floor(ms / 86_400_000);
+  const inDay = ms - days * 86_400_000;
+  const z = days + 719_468;
+  const era = Math.floor(z / 146_097);
+  const doe = z - era * 146_097;
+  const yoe = Math.floor((doe - Math.floor(doe / 1460) + Math.floor(doe / 36_524) - Math.floor(doe / 146_096)) / 365);
+  const doy = doe - (365 * yoe + Math.floor(yoe / 4) - Math.floor(yoe / 100));
+  const mp = Math.floor((5 * doy + 2) / 153);
+  const day = doy - Math.floor((153 * mp + 2) / 5) + 1;
+  const month = mp < 10 ? mp + 3 : mp - 9;
+  const year = yoe + era * 400 + (month <= 2 ? 1 : 0);
+  const h = Math.floor(inDay / 3_600_000);
+  const mi = Math.floor((inDay % 3_600_000) / 60_000);
+  const sec = Math.floor((inDay % 60_000) / 1000);
+  return `${pad(year, 4)}-${pad(month, 2)}-${pad(day, 2)}T${pad(h, 2)}:${pad(mi, 2)}:${pad(sec, 2)}.${pad(inDay % 1000, 3)}Z`;
+}
+
 /**
  * A native message (received with `encoding=base64`) as Pulsar's consumer and reader push it:
  * `{messageId, payload, properties, publishTime, redeliveryCount, key?}`. Properties are the
@@ -291,7 +330,7 @@ export function toPulsarMessage(m: WireMessage): Record<string, unknown> {
     messageId: pulsarMessageIdOf(m.partition, m.offset),
     payload: m.value ?? "",
     properties,
-    publishTime: new Date(m.timestamp).toISOString(),
+    publishTime: isoTime(m.timestamp),
     redeliveryCount: m.redeliveryCount,
   };
   if (m.key !== null) out.key = textOfBase64(m.key);

@@ -49,7 +49,11 @@ function open(path: string): Promise<Socket> {
 describe("Pulsar WebSocket API examples on the dev server", () => {
   it("the documented producer, consumer and reader exchange, over a 4-partition topic", async () => {
     const topic = randomTopic("my-topic");
-    const created = await fetch(`${server.baseUrl}/v1/topics`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ name: `public/default/${topic}`, partitions: 4 }) });
+    const created = await fetch(`${server.baseUrl}/v1/topics`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ name: `public/default/${topic}`, partitions: 4 }),
+    });
     expect(created.status).toBe(201);
 
     // The consumer and reader examples: no query options (Exclusive, latest).

@@ -165,8 +165,8 @@ describe("a 4-partition topic on one socket", () => {
     for (let p = 0; p < 4; p++) {
       const offsets = got.filter((m) => partitionOf(m.messageId) === p).map((m) => offsetOf(m.messageId));
       expect(offsets).toEqual([...offsets].sort((a, b) => a - b));
-      // Per key, the order of production.
     }
+    // Per key, the order of production.
     for (let k = 0; k < 8; k++) {
       const order = got.filter((m) => m.key === `k${k}`).map((m) => unb64(m.payload));
       expect(order).toEqual(msgs.filter((_, i) => i % 8 === k).map((_, j) => `m${k + 8 * j}`));

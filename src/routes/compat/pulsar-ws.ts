@@ -50,7 +50,14 @@ async function producer(c: AppContext): Promise<Response> {
   // Unknown topics are refused before the upgrade (Edgelog does not create topics on produce).
   await withTopic(c.env, name, async (t) => t);
   const { client, server } = pair();
-  new PulsarProducer(server, c.env, name, (p) => c.executionCtx.waitUntil(p)).start();
+  const waitUntil = (p: Promise<unknown>) => {
+    try {
+      c.executionCtx.waitUntil(p);
+    } catch {
+      // No execution context to extend (the socket's own events keep the session running).
+    }
+  };
+  new PulsarProducer(server, c.env, name, waitUntil).start();
   return new Response(null, { status: 101, webSocket: client });
 }
 
@@ -78,12 +85,17 @@ async function reader(c: AppContext): Promise<Response> {
   return withTopic(c.env, name, async (topic) => {
     if (o.start.kind === "id" && topic.partitions > 1) {
       // As Pulsar's clients: a reader of a partitioned topic starts at earliest or latest only.
-      throw new EdgelogError("INVALID_REQUEST", `Topic ${topic.name} has ${topic.partitions} partitions: a reader of a partitioned topic starts at earliest or latest, not at a message id.`, {
-        field: "messageId",
-      });
+      throw new EdgelogError(
+        "INVALID_REQUEST",
+        `Topic ${topic.name} has ${topic.partitions} partitions: a reader of a partitioned topic starts at earliest or latest, not at a message id.`,
+        {
+          field: "messageId",
+        },
+      );
     }
     const start = o.start;
-    if (start.kind === "id" && start.position.partition >= topic.partitions) throw new EdgelogError("INVALID_MESSAGE_ID", "The message id names a partition the topic does not have.", { field: "messageId" });
+    if (start.kind === "id" && start.position.partition >= topic.partitions)
+      throw new EdgelogError("INVALID_MESSAGE_ID", "The message id names a partition the topic does not have.", { field: "messageId" });
     const nativeQuery = () => {
       const nq = new URLSearchParams({ receiverQueueSize: String(o.receiverQueueSize), encoding: "base64" });
       nq.set("start", start.kind === "id" ? formatMessageId(start.position.partition, start.position.offset) : start.kind);
