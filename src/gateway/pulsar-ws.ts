@@ -114,9 +114,8 @@ export class PulsarFanIn {
   #closeAll(code: number, reason: string, from: number | null): void {
     if (this.#closed) return;
     this.#closed = true;
-    this.#parts.forEach((ws, p) => {
-      if (p !== from) closeQuietly(ws, 1000, "session closed");
-    });
+    // Also the socket that closed first: closing it answers its close frame.
+    for (const ws of this.#parts) closeQuietly(ws, 1000, "session closed");
     if (from !== null) closeQuietly(this.#client, code, reason);
     else closeQuietly(this.#client, 1000, "");
     this.#buffer.clear();
@@ -187,7 +186,7 @@ export class PulsarFanIn {
           sendQuietly(this.#client, toPulsarMessage(m));
           continue;
         }
-        this.#buffer.delete(id);
+        // A redelivery of a message still waiting here replaces it in its place.
         this.#buffer.set(id, m);
       }
       this.#drain();

@@ -105,6 +105,12 @@ export function parsePulsarConsumerQuery(subscription: string, q: URLSearchParam
     const v = q.get(pulsar);
     if (v !== null) native.set(edgelog, pulsar === "subscriptionType" ? (SUBSCRIPTION_TYPE_NAMES[v] ?? v) : v);
   }
+  // Pulsar users write the dead-letter topic's full name, `persistent://tenant/ns/topic`.
+  const dlq = native.get("deadLetterTopic");
+  if (dlq !== null && dlq.includes("://")) {
+    if (!dlq.startsWith("persistent://")) return errorResult("INVALID_REQUEST", `deadLetterTopic must be a persistent topic, got ${JSON.stringify(dlq)}.`, { field: "deadLetterTopic" });
+    native.set("deadLetterTopic", dlq.slice("persistent://".length));
+  }
   const pos = q.get("subscriptionInitialPosition");
   if (pos !== null) {
     const p = pos.toLowerCase();

@@ -78,6 +78,12 @@ describe("consumer options", () => {
     expect("ok" in e ? null : e.options.initialPosition).toEqual({ kind: "earliest" });
   });
 
+  it("takes the dead-letter topic's persistent:// name", () => {
+    const o = parsePulsarConsumerQuery("s", q("deadLetterTopic=persistent://t1/ns1/dlq"), "n");
+    expect("ok" in o ? null : o.options.deadLetterTopic).toBe("t1/ns1/dlq");
+    expect(parsePulsarConsumerQuery("s", q("deadLetterTopic=non-persistent://t1/ns1/dlq"), "n")).toMatchObject({ ok: false, code: "INVALID_REQUEST", details: { field: "deadLetterTopic" } });
+  });
+
   it("refusals name Pulsar's parameter", () => {
     for (const [query, field] of [
       ["subscriptionType=Bogus", "subscriptionType"],

@@ -218,6 +218,40 @@ describe("negative acknowledgement", () => {
   });
 });
 
+describe("dead-letter topic and server-side closes", () => {
+  it("maxRedeliverCount 1 with a persistent:// dead-letter topic: counts 0, 1, then exactly one copy", async () => {
+    const t = await pulsarTopic();
+    const dlq = await pulsarTopic();
+    const q = `?subscriptionType=Shared&negativeAckRedeliveryDelay=100&maxRedeliverCount=1&deadLetterTopic=${encodeURIComponent(`persistent://${dlq}`)}`;
+    const consumer = await open(consumerPath(t, "s", q));
+    const producer = await open(producerPath(t));
+    const [r] = await produce(producer, [{ payload: b64("poison"), properties: { p: "1" } }]);
+    for (let n = 1; n <= 2; n++) {
+      await consumer.until(() => consumer.messages().length === n, `delivery ${n}`);
+      expect(consumer.messages()[n - 1]).toMatchObject({ messageId: r!.messageId, redeliveryCount: n - 1 });
+      consumer.send({ type: "negativeAcknowledge", messageId: r!.messageId });
+    }
+    const dead = await open(readerPath(dlq, "?messageId=earliest"));
+    await dead.until(() => dead.messages().length === 1, "the dead-letter copy");
+    expect(dead.messages()[0]).toMatchObject({ payload: b64("poison"), properties: { p: "1", REAL_TOPIC: t, REAL_SUBSCRIPTION: "s" } });
+    await sleep(500);
+    expect([consumer.messages().length, dead.messages().length]).toEqual([2, 1]);
+    await Promise.all([consumer.close(), producer.close(), dead.close()]);
+  });
+
+  it("a seek closes the client's socket with the partition's code 4002; deleting the topic with 4003", async () => {
+    const t = await pulsarTopic(2);
+    const consumer = await open(consumerPath(t, "s", "?subscriptionType=Failover"));
+    const seek = await call(`/v1/topics/${t}/subscriptions/s/seek`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ position: "earliest" }) });
+    expect(seek.status).toBe(200);
+    expect((await consumer.closed).code).toBe(4002);
+    const again = await open(consumerPath(t, "s", "?subscriptionType=Failover"));
+    const del = await call(`/v1/topics/${t}`, { method: "DELETE" });
+    expect(del.status).toBe(204);
+    expect((await again.closed).code).toBe(4003);
+  });
+});
+
 describe("pull mode (field case A7)", () => {
   it("permits 1 then 2; acks on another connection; closing redelivers nothing that was never pushed", async () => {
     const t = await pulsarTopic();
