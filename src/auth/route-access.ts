@@ -155,6 +155,8 @@ export const ROUTE_ACCESS: Readonly<Record<string, RouteAccess>> = Object.fromEn
   // ---- native data path ----
   ...topicForms("POST", "/partitions/:partition/records", onTopic("write", "produce")),
   ...topicForms("POST", "/records", onTopic("write", "produce")),
+  // Produce over a WebSocket: WRITE at the upgrade (the quota's request bytes are the upgrade's, none).
+  ...topicForms("GET", "/produce/ws", onTopic("write")),
   ...topicForms("GET", "/partitions/:partition/records", onTopic("read", "fetch")),
   ...topicForms("GET", "/partitions/:partition/offsets", onTopic("describe")),
   // Kafka's DeleteRecords needs DELETE on the topic (KIP-107).

@@ -11,17 +11,10 @@
  *   nacked by the client; in pull mode exactly the messages the client's `permit` frames allow.
  *   What the partitions deliver beyond that waits in the session's buffer (in flight at the
  *   partition, as Pulsar's WebSocket service prefetches into its internal consumer's queue).
- * - a **producer** session appends through the gateway's produce path (src/gateway/produce.ts:
- *   key partitioning, coalesced appends, answers after the durable commit). Frames are taken in
- *   arrival order; while one append is in flight the next frames queue and go together as one
- *   produce request, so receipts come back in the order of the frames and a key's messages keep
- *   their order.
+ * - a **producer** is the socket-produce engine of src/gateway/ws-produce.ts (the gateway's
+ *   produce path; receipts in frame order after the durable commit) with Pulsar's frames.
  */
-import type { Env } from "../env.ts";
-import { log } from "../log/logger.ts";
-import { EdgelogError, type ErrorCode } from "../protocol/errors.ts";
-import { toEdgelogErrorResponse as toEdgelogError } from "./errors.ts";
-import { MAX_RECORDS_PER_REQUEST } from "../protocol/limits.ts";
+import type { ErrorCode } from "../protocol/errors.ts";
 import { formatMessageId } from "../subscriptions/message-id.ts";
 import { MAX_CREDIT_PERMITS } from "../subscriptions/permits.ts";
 import {
@@ -37,9 +30,7 @@ import {
 } from "../subscriptions/pulsar-ws.ts";
 import type { ServerFrame, WireMessage } from "../subscriptions/wire.ts";
 import { SUB_CLOSE } from "../subscriptions/wire.ts";
-import { produceToTopic } from "./produce.ts";
-import { checkRecordSizes, type ParsedProduceRequest, parseProduceRequest } from "./produce-request.ts";
-import { withTopic } from "./topics.ts";
+import { parseRecords, type ProducerFlavor } from "./ws-produce.ts";
 
 /** Refused frames after which a session closes the client socket with 4004 (as the native endpoint). */
 export const MAX_FRAME_ERRORS = 100;
@@ -214,125 +205,23 @@ export class PulsarFanIn {
 
 // ---- producer ----
 
-/** Most messages one produce request of a producer session carries. */
-export const MAX_PRODUCER_BATCH_MESSAGES = Math.min(1000, MAX_RECORDS_PER_REQUEST);
-/** A producer session's batch is cut once its payloads pass this many base64 characters (the request limit is 8 MiB). */
-export const MAX_PRODUCER_BATCH_CHARS = 4 * 1024 * 1024;
-/** Most frames a producer session queues; beyond it, frames are refused at once (Pulsar's maxPendingMessages default). */
-export const MAX_PRODUCER_PENDING = 10_000;
-
-type Pending = { context: string | null; parsed: ParsedProduceRequest; chars: number } | { context: string | null; error: PulsarFrameError };
-
-/** A Pulsar producer: frames in, one receipt per frame, in order. */
-export class PulsarProducer {
-  readonly #client: WebSocket;
-  readonly #env: Env;
-  readonly #topic: string;
-  readonly #waitUntil: (p: Promise<unknown>) => void;
-  readonly #queue: Pending[] = [];
-  #busy = false;
-  #closed = false;
-
-  constructor(client: WebSocket, env: Env, topic: string, waitUntil: (p: Promise<unknown>) => void) {
-    this.#client = client;
-    this.#env = env;
-    this.#topic = topic;
-    this.#waitUntil = waitUntil;
-  }
-
-  start(): void {
-    this.#client.addEventListener("message", (e) => this.#onFrame(e.data as string | ArrayBuffer));
-    this.#client.addEventListener("close", (e) => {
-      this.#closed = true;
-      closeQuietly(this.#client, e.code === 1005 ? 1000 : e.code, "");
-    });
-    this.#client.addEventListener("error", () => {
-      this.#closed = true;
-    });
-  }
-
-  #onFrame(data: string | ArrayBuffer): void {
-    if (this.#closed) return;
+/**
+ * Pulsar's producer on the socket-produce engine (src/gateway/ws-produce.ts): a frame is one
+ * message (src/subscriptions/pulsar-ws.ts parses it into a record with a base64 value); the
+ * receipt is `{result: "ok", messageId, context}` or `{result: "send-error:<n>", errorMsg,
+ * errorCode, context}`. The tag is the frame's context.
+ */
+export const PULSAR_PRODUCER: ProducerFlavor<string | null> = {
+  parse(data, nowMs) {
     const f = parsePulsarProducerFrame(data);
-    if (isPulsarFrameError(f)) {
-      this.#queue.push({ context: f.context, error: f });
-    } else if (this.#queue.length >= MAX_PRODUCER_PENDING) {
-      this.#queue.push({ context: f.context, error: { code: "UNAVAILABLE", message: `More than ${MAX_PRODUCER_PENDING} messages are waiting for their receipts: slow down.` } });
-    } else {
-      try {
-        // Parsed now, so that deliverAfterMs counts from the frame's arrival.
-        const parsed = parseProduceRequest({ keyEncoding: "string", valueEncoding: "base64", records: [f.record] }, { nowMs: Date.now(), allowProducer: false });
-        this.#queue.push({ context: f.context, parsed, chars: f.record.value.length });
-      } catch (err) {
-        const e = toEdgelogError(err);
-        this.#queue.push({ context: f.context, error: { code: e.code, message: e.message } });
-      }
-    }
-    if (!this.#busy) {
-      this.#busy = true;
-      this.#waitUntil(this.#pump());
-    }
-  }
-
-  async #pump(): Promise<void> {
-    try {
-      while (this.#queue.length > 0 && !this.#closed) {
-        let chars = 0;
-        let n = 0;
-        while (n < this.#queue.length && n < MAX_PRODUCER_BATCH_MESSAGES) {
-          const e = this.#queue[n]!;
-          if ("parsed" in e) {
-            if (n > 0 && chars + e.chars > MAX_PRODUCER_BATCH_CHARS) break;
-            chars += e.chars;
-          }
-          n++;
-        }
-        await this.#send(this.#queue.splice(0, n));
-      }
-    } catch (err) {
-      log.error("edgelog.pulsar_ws.producer_failed", { topic: this.#topic, error: err });
-      closeQuietly(this.#client, SUB_CLOSE.internalError, "server error");
-    } finally {
-      this.#busy = false;
-    }
-  }
-
-  /** Appends the batch's valid messages as one produce request and answers every frame, in order. */
-  async #send(batch: Pending[]): Promise<void> {
-    const receipts = new Array<Record<string, unknown>>(batch.length);
-    const index: number[] = [];
-    const req: ParsedProduceRequest = { records: [], partitions: [], producer: null };
-    try {
-      await withTopic(this.#env, this.#topic, async (topic) => {
-        batch.forEach((e, i) => {
-          if ("error" in e) return;
-          try {
-            checkRecordSizes(e.parsed.records, topic.configs["max.message.bytes"]);
-          } catch (err) {
-            const x = toEdgelogError(err);
-            receipts[i] = pulsarSendError({ code: x.code, message: x.message }, e.context);
-            return;
-          }
-          index.push(i);
-          req.records.push(...e.parsed.records);
-          req.partitions.push(...e.parsed.partitions);
-        });
-      });
-      if (req.records.length > 0) {
-        const out = await produceToTopic({ env: this.#env, waitUntil: this.#waitUntil, acks: "all", summary: false }, this.#topic, req);
-        if (out.kind !== "records") throw new EdgelogError("INTERNAL", "The produce path answered without offsets.");
-        out.body.records.forEach((r, k) => {
-          const i = index[k]!;
-          receipts[i] = pulsarSendOk(pulsarMessageIdOf(r.partition, r.offset), batch[i]!.context);
-        });
-      }
-    } catch (err) {
-      const x = toEdgelogError(err);
-      for (const i of index) receipts[i] = pulsarSendError({ code: x.code, message: x.message }, batch[i]!.context);
-    }
-    batch.forEach((e, i) => {
-      if ("error" in e) receipts[i] = pulsarSendError(e.error, e.context);
-      sendQuietly(this.#client, receipts[i]);
-    });
-  }
-}
+    if (isPulsarFrameError(f)) return { tag: f.context, error: { code: f.code, message: f.message } };
+    const r = parseRecords({ keyEncoding: "string", valueEncoding: "base64", records: [f.record] }, nowMs, f.record.value.length);
+    return "error" in r ? { tag: f.context, error: r.error } : { tag: f.context, ...r };
+  },
+  ok(context, records) {
+    const r = records[0];
+    if (records.length !== 1 || r === undefined) throw new Error(`a Pulsar message is one record, got ${records.length}`);
+    return pulsarSendOk(pulsarMessageIdOf(r.partition, r.offset), context);
+  },
+  fail: (context, e) => pulsarSendError(e, context),
+};

@@ -25,6 +25,7 @@ export const API_INDEX: ApiIndex = {
     { methods: ["GET", "PATCH", "DELETE"], path: "/v1/topics/{topic}", docs: "docs/PROTOCOL.md#topics-admin" },
     { methods: ["POST"], path: "/v1/topics/{topic}/records", docs: "docs/PROTOCOL.md#produce" },
     { methods: ["POST"], path: "/v1/topics/{topic}/partitions/{partition}/records", docs: "docs/PROTOCOL.md#produce" },
+    { methods: ["GET"], path: "/v1/topics/{topic}/produce/ws", docs: "docs/PROTOCOL.md#produce-over-websocket" },
     { methods: ["GET"], path: "/v1/topics/{topic}/partitions/{partition}/records", docs: "docs/PROTOCOL.md#fetch" },
     { methods: ["GET"], path: "/v1/topics/{topic}/partitions/{partition}/offsets", docs: "docs/PROTOCOL.md#listoffsets" },
     { methods: ["POST"], path: "/v1/producers", docs: "docs/PROTOCOL.md#idempotent-producers-kip-98" },

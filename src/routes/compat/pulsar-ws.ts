@@ -11,7 +11,8 @@
  */
 import type { Hono } from "hono";
 import type { AppContext, AppEnv } from "../../gateway/context.ts";
-import { PulsarFanIn, PulsarProducer } from "../../gateway/pulsar-ws.ts";
+import { PULSAR_PRODUCER, PulsarFanIn } from "../../gateway/pulsar-ws.ts";
+import { acceptProducerSocket } from "../../gateway/ws-produce.ts";
 import { StaleTopicError, withTopic } from "../../gateway/topics.ts";
 import { partitionObjectName } from "../../partition/rpc.ts";
 import { EdgelogError, type ErrorBody, toEdgelogError } from "../../protocol/errors.ts";
@@ -49,16 +50,7 @@ async function producer(c: AppContext): Promise<Response> {
   const name = topicName(c);
   // Unknown topics are refused before the upgrade (Edgelog does not create topics on produce).
   await withTopic(c.env, name, async (t) => t);
-  const { client, server } = pair();
-  const waitUntil = (p: Promise<unknown>) => {
-    try {
-      c.executionCtx.waitUntil(p);
-    } catch {
-      // No execution context to extend (the socket's own events keep the session running).
-    }
-  };
-  new PulsarProducer(server, c.env, name, waitUntil).start();
-  return new Response(null, { status: 101, webSocket: client });
+  return acceptProducerSocket(c.env, name, PULSAR_PRODUCER, c.executionCtx);
 }
 
 async function consumer(c: AppContext): Promise<Response> {
