@@ -12,6 +12,8 @@
  * one key keep their order. A frame refused by validation fails only itself; a failure of the
  * append fails every frame of that batch.
  */
+import type { QuotaAnswer } from "../auth/quota-rpc.ts";
+import type { ResolvedQuota } from "../auth/quotas.ts";
 import type { Env } from "../env.ts";
 import { log } from "../log/logger.ts";
 import { EdgelogError, type ErrorCode } from "../protocol/errors.ts";
@@ -80,16 +82,19 @@ export class SocketProducer<Tag> {
   readonly #topic: string;
   readonly #flavor: ProducerFlavor<Tag>;
   readonly #waitUntil: (p: Promise<unknown>) => void;
+  /** Charges a batch's bytes to the client quota of the upgrade (null: no quota applies). */
+  readonly #charge: ((bytes: number) => Promise<QuotaAnswer>) | null;
   readonly #queue: ParsedFrame<Tag>[] = [];
   #busy = false;
   #closed = false;
 
-  constructor(client: WebSocket, env: Env, topic: string, flavor: ProducerFlavor<Tag>, waitUntil: (p: Promise<unknown>) => void) {
+  constructor(client: WebSocket, env: Env, topic: string, flavor: ProducerFlavor<Tag>, waitUntil: (p: Promise<unknown>) => void, quota: ResolvedQuota | null = null) {
     this.#client = client;
     this.#env = env;
     this.#topic = topic;
     this.#flavor = flavor;
     this.#waitUntil = waitUntil;
+    this.#charge = quota === null ? null : (bytes) => env.QUOTA.getByName(quota.bucketKey).admit(quota.rates, bytes, false);
   }
 
   start(): void {
@@ -168,6 +173,14 @@ export class SocketProducer<Tag> {
           req.partitions.push(...e.parsed.partitions);
         });
       });
+      if (req.records.length > 0 && this.#charge !== null) {
+        // The producer byte quota, as for an HTTP produce: each batch is one request of its frames' characters.
+        const answer = await this.#charge(taken.reduce((a, i) => a + (batch[i] as { chars: number }).chars, 0));
+        if (!answer.admitted) {
+          const ms = Math.max(1, Math.ceil(answer.throttleTimeMs));
+          throw new EdgelogError("THROTTLED", `Quota exceeded: retry in ${ms} ms.`, { throttleTimeMs: ms });
+        }
+      }
       if (req.records.length > 0) {
         const out = await produceToTopic({ env: this.#env, waitUntil: this.#waitUntil, acks: "all", summary: false }, this.#topic, req);
         if (out.kind !== "records") throw new EdgelogError("INTERNAL", "The produce path answered without offsets.");
@@ -235,10 +248,12 @@ export const NATIVE_PRODUCER: ProducerFlavor<string | null> = {
 
 /**
  * Accepts a producer socket in this Worker (a `WebSocketPair`) and starts its session; the
- * caller checked the upgrade header, the topic and the permissions. The session's appends are
+ * caller checked the upgrade header, the topic and the permissions. `quota` is the client quota
+ * of the upgrade (`c.get("quota")`): each batch is charged to it like an HTTP produce, and a
+ * batch over it fails with THROTTLED (retriable) and appends nothing. The session's appends are
  * kept running by the request's `waitUntil` (and by the open socket itself).
  */
-export function acceptProducerSocket<Tag>(env: Env, topic: string, flavor: ProducerFlavor<Tag>, ctx: { waitUntil(p: Promise<unknown>): void }): Response {
+export function acceptProducerSocket<Tag>(env: Env, topic: string, flavor: ProducerFlavor<Tag>, ctx: { waitUntil(p: Promise<unknown>): void }, quota: ResolvedQuota | null): Response {
   const [client, server] = Object.values(new WebSocketPair()) as [WebSocket, WebSocket];
   server.accept();
   const waitUntil = (p: Promise<unknown>) => {
@@ -248,6 +263,6 @@ export function acceptProducerSocket<Tag>(env: Env, topic: string, flavor: Produ
       // No execution context to extend: the socket's own events keep the session running.
     }
   };
-  new SocketProducer(server, env, topic, flavor, waitUntil).start();
+  new SocketProducer(server, env, topic, flavor, waitUntil, quota).start();
   return new Response(null, { status: 101, webSocket: client });
 }

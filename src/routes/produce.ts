@@ -37,7 +37,7 @@ export function produceRoutes(app: Hono<AppEnv>): void {
 async function produceSocket(c: AppContext, name: string): Promise<Response> {
   if (c.req.header("upgrade")?.toLowerCase() !== "websocket") throw new EdgelogError("UPGRADE_REQUIRED", "This endpoint serves WebSocket upgrades only: send Upgrade: websocket.");
   await withTopic(c.env, name, async (t) => t);
-  return acceptProducerSocket(c.env, name, NATIVE_PRODUCER, c.executionCtx);
+  return acceptProducerSocket(c.env, name, NATIVE_PRODUCER, c.executionCtx, c.get("quota") ?? null);
 }
 
 async function produceTopic(c: AppContext, name: string): Promise<Response> {

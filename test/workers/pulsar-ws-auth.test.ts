@@ -51,6 +51,35 @@ describe("Pulsar WebSocket API with auth on", () => {
     ws.close(1000, "done");
   });
 
+  it("a client quota applies to every batch of a producer socket: past it, send-error THROTTLED, nothing appended", async () => {
+    const user = `quota-${id}`;
+    const qtopic = `pulsar-quota-${id}`;
+    await expectOk(await request(e, "POST", "/v1/topics", { token: admin, body: { name: qtopic, partitions: 1 } }), 201);
+    await expectOk(
+      await request(e, "POST", "/v1/acls", { token: admin, body: { principal: user, resourceType: "topic", resourceName: `public/default/${qtopic}`, operation: "write" } }),
+      201,
+    );
+    await expectOk(await request(e, "PUT", "/v1/quotas", { token: admin, body: { user, request_rate: 1 } }));
+    const res = await request(e, "GET", `/ws/v2/producer/persistent/public/default/${qtopic}?token=${await hsToken(user)}`, { headers: upgrade });
+    expect(res.status).toBe(101);
+    const ws = res.webSocket as WebSocket;
+    ws.accept();
+    const receipts: Record<string, unknown>[] = [];
+    for (let i = 0; i < 5; i++) {
+      const next = firstFrame(ws);
+      ws.send(JSON.stringify({ payload: "eA==", context: `c${i}` }));
+      receipts.push(await next);
+    }
+    ws.close(1000, "done");
+    const ok = receipts.filter((r) => r.result === "ok").length;
+    const throttled = receipts.filter((r) => r.result === "send-error:8" && r.errorCode === "THROTTLED");
+    expect(ok + throttled.length).toBe(5);
+    expect(throttled.length).toBeGreaterThan(0);
+    const t = (await expectOk(await request(e, "GET", `/v1/topics/${qtopic}`, { token: admin }))) as { partitionDetails: { highWatermark: number }[] };
+    expect(t.partitionDetails[0]!.highWatermark).toBe(ok);
+    await expectOk(await request(e, "PUT", "/v1/quotas", { token: admin, body: { user, request_rate: null } }));
+  });
+
   it("consumer and reader: 403 with write only, 101 with read; a refused consumer creates no subscription", async () => {
     const consumer = `/ws/v2/consumer/persistent/public/default/${topic}/s?subscriptionType=Shared&subscriptionInitialPosition=Earliest`;
     const reader = `/ws/v2/reader/persistent/public/default/${topic}?messageId=earliest`;

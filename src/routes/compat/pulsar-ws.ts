@@ -50,7 +50,7 @@ async function producer(c: AppContext): Promise<Response> {
   const name = topicName(c);
   // Unknown topics are refused before the upgrade (Edgelog does not create topics on produce).
   await withTopic(c.env, name, async (t) => t);
-  return acceptProducerSocket(c.env, name, PULSAR_PRODUCER, c.executionCtx);
+  return acceptProducerSocket(c.env, name, PULSAR_PRODUCER, c.executionCtx, c.get("quota") ?? null);
 }
 
 async function consumer(c: AppContext): Promise<Response> {
