@@ -120,15 +120,23 @@ export class PulsarFanIn {
   #onClientFrame(data: string | ArrayBuffer): void {
     if (this.#closed) return;
     const f = parsePulsarConsumerFrame(data);
-    if (isPulsarFrameError(f)) return this.#refuse(f);
+    if (isPulsarFrameError(f)) {
+      this.#refuse(f);
+      return;
+    }
     switch (f.type) {
       case "ack":
       case "negativeAcknowledge": {
         const { partition, offset } = f.position;
         const ws = this.#parts[partition];
-        if (ws === undefined) return this.#refuse({ code: "INVALID_MESSAGE_ID", message: `The message id names partition ${partition}; the topic has ${this.#parts.length}.` });
-        if (f.type === "negativeAcknowledge" && this.#mode.kind === "push" && this.#mode.reader)
-          return this.#refuse({ code: "NOT_ALLOWED", message: "A reader does not negatively acknowledge." });
+        if (ws === undefined) {
+          this.#refuse({ code: "INVALID_MESSAGE_ID", message: `The message id names partition ${partition}; the topic has ${this.#parts.length}.` });
+          return;
+        }
+        if (f.type === "negativeAcknowledge" && this.#mode.kind === "push" && this.#mode.reader) {
+          this.#refuse({ code: "NOT_ALLOWED", message: "A reader does not negatively acknowledge." });
+          return;
+        }
         const id = formatMessageId(partition, offset);
         sendQuietly(ws, { type: f.type === "ack" ? "ack" : "nack", messageIds: [id] });
         // The message left the client's hands: its place in the push window is free.
@@ -136,7 +144,10 @@ export class PulsarFanIn {
         return;
       }
       case "permit":
-        if (this.#mode.kind !== "pull") return this.#refuse({ code: "INVALID_REQUEST", message: "permit frames are for consumers with pullMode=true." });
+        if (this.#mode.kind !== "pull") {
+          this.#refuse({ code: "INVALID_REQUEST", message: "permit frames are for consumers with pullMode=true." });
+          return;
+        }
         this.#credit = Math.min(this.#credit + f.permits, Number.MAX_SAFE_INTEGER);
         this.#drain();
         this.#grant();

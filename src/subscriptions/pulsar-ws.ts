@@ -107,7 +107,7 @@ export function parsePulsarConsumerQuery(subscription: string, q: URLSearchParam
   }
   // Pulsar users write the dead-letter topic's full name, `persistent://tenant/ns/topic`.
   const dlq = native.get("deadLetterTopic");
-  if (dlq !== null && dlq.includes("://")) {
+  if (dlq?.includes("://")) {
     if (!dlq.startsWith("persistent://")) return errorResult("INVALID_REQUEST", `deadLetterTopic must be a persistent topic, got ${JSON.stringify(dlq)}.`, { field: "deadLetterTopic" });
     native.set("deadLetterTopic", dlq.slice("persistent://".length));
   }
