@@ -203,6 +203,55 @@ describe("a 4-partition topic on one socket", () => {
   });
 });
 
+describe("subscription types over the fan-in", () => {
+  it("Failover on 2 partitions: partition i goes to the i-th consumer by name; when one leaves, the other takes its partition from the first unacked", async () => {
+    const t = await pulsarTopic(2);
+    const a = await open(consumerPath(t, "fo", "?subscriptionType=Failover&consumerName=a"));
+    const b = await open(consumerPath(t, "fo", "?subscriptionType=Failover&consumerName=b"));
+    const producer = await open(producerPath(t));
+    const receipts = await produce(
+      producer,
+      Array.from({ length: 12 }, (_, i) => ({ payload: b64(`m${i}`), key: `key-${i}` })),
+    );
+    const onP = (p: number) => receipts.filter((r) => partitionOf(r.messageId) === p).map((r) => r.messageId);
+    expect(onP(0).length).toBeGreaterThan(0);
+    expect(onP(1).length).toBeGreaterThan(0);
+    await a.until(() => a.messages().length === onP(0).length, "partition 0 at a");
+    await b.until(() => b.messages().length === onP(1).length, "partition 1 at b");
+    expect(a.messages().map((m) => m.messageId)).toEqual(onP(0));
+    expect(b.messages().map((m) => m.messageId)).toEqual(onP(1));
+    // a acks its first message only, then leaves: b takes partition 0 from the first unacked.
+    a.send({ messageId: onP(0)[0] });
+    for (let i = 0; i < 50 && (await subStats(t, "fo")).partitions[0]!.markDeletePosition !== offsetOf(onP(0)[0]); i++) await sleep(100);
+    await a.close();
+    await b.until(() => b.messages().length === onP(1).length + onP(0).length - 1, "partition 0's unacked at b");
+    expect(
+      b
+        .messages()
+        .slice(onP(1).length)
+        .map((m) => m.messageId),
+    ).toEqual(onP(0).slice(1));
+    await Promise.all([b.close(), producer.close()]);
+  });
+
+  it("ack timeout: an unacked message comes back with redeliveryCount 1 and keeps one place in the push window", async () => {
+    const t = await pulsarTopic();
+    const c = await open(consumerPath(t, "s", "?subscriptionType=Shared&ackTimeoutMillis=1000&receiverQueueSize=1"));
+    const producer = await open(producerPath(t));
+    const [r0, r1] = await produce(producer, [{ payload: b64("m0") }, { payload: b64("m1") }]);
+    await c.until(() => c.messages().length === 2, "m0 twice", 10_000);
+    expect(c.messages().map((m) => [m.messageId, m.redeliveryCount])).toEqual([
+      [r0!.messageId, 0],
+      [r0!.messageId, 1],
+    ]);
+    c.send({ messageId: r0!.messageId });
+    await c.until(() => c.messages().length === 3, "m1");
+    expect(c.messages()[2]).toMatchObject({ messageId: r1!.messageId, redeliveryCount: 0 });
+    c.send({ messageId: r1!.messageId });
+    await Promise.all([c.close(), producer.close()]);
+  });
+});
+
 describe("negative acknowledgement", () => {
   it("redelivers after negativeAckRedeliveryDelay with redeliveryCount 1 (field case A6: no dead-letter topic needed)", async () => {
     const t = await pulsarTopic();
