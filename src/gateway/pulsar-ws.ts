@@ -83,11 +83,15 @@ export class PulsarFanIn {
   #errors = 0;
   #closed = false;
 
-  constructor(client: WebSocket, parts: WebSocket[], mode: FanInMode) {
+  /** Deletes the subscription for an `unsubscribe` frame (null for readers); resolves to the refusal, or null when done. */
+  readonly #unsubscribe: (() => Promise<PulsarFrameError | null>) | null;
+
+  constructor(client: WebSocket, parts: WebSocket[], mode: FanInMode, unsubscribe: (() => Promise<PulsarFrameError | null>) | null = null) {
     this.#client = client;
     this.#parts = parts;
     this.#mode = mode;
     this.#outstanding = parts.map(() => 0);
+    this.#unsubscribe = unsubscribe;
   }
 
   start(): void {
@@ -152,6 +156,21 @@ export class PulsarFanIn {
         this.#drain();
         this.#grant();
         return;
+      case "unsubscribe": {
+        const unsubscribe = this.#unsubscribe;
+        if (unsubscribe === null) {
+          this.#refuse({ code: "NOT_ALLOWED", message: "A reader has no subscription to unsubscribe." });
+          return;
+        }
+        // Done: the partitions close this session's sockets with 4001 (subscription deleted), and the client's with it.
+        void unsubscribe().then(
+          (refused) => {
+            if (refused !== null) this.#refuse(refused);
+          },
+          () => this.#refuse({ code: "UNAVAILABLE", message: "The subscription could not be deleted: retry." }),
+        );
+        return;
+      }
       case "isEndOfTopic":
         // Edgelog topics are never terminated (Pulsar's `terminate`): more messages may always come.
         sendQuietly(this.#client, { endOfTopic: false });

@@ -175,7 +175,8 @@ export type PulsarConsumerFrame =
   | { type: "ack"; position: MessagePosition }
   | { type: "negativeAcknowledge"; position: MessagePosition }
   | { type: "permit"; permits: number }
-  | { type: "isEndOfTopic" };
+  | { type: "isEndOfTopic" }
+  | { type: "unsubscribe" };
 
 /** An error to answer on an open socket: `{result: "error:<n>" | "send-error:<n>", errorCode, errorMsg, ...}`. */
 export interface PulsarFrameError {
@@ -203,7 +204,7 @@ const isFrameError = (v: unknown): v is PulsarFrameError => typeof v === "object
 /**
  * Parses a consumer's (or reader's) frame: `{messageId}` (an ack; also with `type: "ack"`),
  * `{type: "negativeAcknowledge", messageId}`, `{type: "permit", permitMessages}`,
- * `{type: "isEndOfTopic"}`.
+ * `{type: "isEndOfTopic"}`, `{type: "unsubscribe"}`.
  */
 export function parsePulsarConsumerFrame(data: string | ArrayBuffer): PulsarConsumerFrame | PulsarFrameError {
   const o = parseJsonObject(data);
@@ -224,8 +225,10 @@ export function parsePulsarConsumerFrame(data: string | ArrayBuffer): PulsarCons
     }
     case "isEndOfTopic":
       return { type: "isEndOfTopic" };
+    case "unsubscribe":
+      return { type: "unsubscribe" };
     default:
-      return frameError("INVALID_REQUEST", `Unknown frame type ${JSON.stringify(type)}: an ack ({messageId}), negativeAcknowledge, permit or isEndOfTopic.`);
+      return frameError("INVALID_REQUEST", `Unknown frame type ${JSON.stringify(type)}: an ack ({messageId}), negativeAcknowledge, permit, isEndOfTopic or unsubscribe.`);
   }
 }
 

@@ -118,6 +118,7 @@ describe("consumer frames", () => {
     expect(parsePulsarConsumerFrame(JSON.stringify({ type: "negativeAcknowledge", messageId: id }))).toEqual({ type: "negativeAcknowledge", position: { partition: 3, offset: 9 } });
     expect(parsePulsarConsumerFrame(JSON.stringify({ type: "permit", permitMessages: 100 }))).toEqual({ type: "permit", permits: 100 });
     expect(parsePulsarConsumerFrame(JSON.stringify({ type: "isEndOfTopic" }))).toEqual({ type: "isEndOfTopic" });
+    expect(parsePulsarConsumerFrame(JSON.stringify({ type: "unsubscribe" }))).toEqual({ type: "unsubscribe" });
   });
 
   it("refuses the rest with a code", () => {
@@ -127,7 +128,7 @@ describe("consumer frames", () => {
       [JSON.stringify({ messageId: "CAAQAw==" }), "INVALID_MESSAGE_ID"],
       [JSON.stringify({ type: "permit", permitMessages: 0 }), "INVALID_REQUEST"],
       [JSON.stringify({ type: "permit", permitMessages: "5" }), "INVALID_REQUEST"],
-      [JSON.stringify({ type: "unsubscribe" }), "INVALID_REQUEST"],
+      [JSON.stringify({ type: "close" }), "INVALID_REQUEST"],
     ] as const) {
       const f = parsePulsarConsumerFrame(frame);
       expect(isPulsarFrameError(f) ? f.code : null, frame).toBe(code);

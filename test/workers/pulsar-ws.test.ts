@@ -301,6 +301,23 @@ describe("dead-letter topic and server-side closes", () => {
   });
 });
 
+describe("unsubscribe", () => {
+  it("is refused while another consumer is connected; then deletes the subscription on every partition and closes with 4001", async () => {
+    const t = await pulsarTopic(2);
+    const a = await open(consumerPath(t, "gone", "?subscriptionType=Shared"));
+    const b = await open(consumerPath(t, "gone", "?subscriptionType=Shared"));
+    a.send({ type: "unsubscribe" });
+    await a.until(() => a.frames.length === 1, "the refusal");
+    expect(a.frames[0]).toMatchObject({ result: "error:8", errorCode: "SUBSCRIPTION_HAS_CONSUMERS" });
+    expect((await subStats(t, "gone")).partitions.length).toBe(2);
+    await b.close();
+    for (let i = 0; i < 50 && (await subStats(t, "gone")).partitions.reduce((n, p) => n + p.consumers.length, 0) !== 2; i++) await sleep(100);
+    a.send({ type: "unsubscribe" });
+    expect((await a.closed).code).toBe(4001);
+    await expectError(await call(`/v1/topics/${t}/subscriptions/gone`), "SUBSCRIPTION_NOT_FOUND", 404);
+  });
+});
+
 describe("pull mode (field case A7)", () => {
   it("permits 1 then 2; acks on another connection; closing redelivers nothing that was never pushed", async () => {
     const t = await pulsarTopic();

@@ -19,7 +19,8 @@ import { EdgelogError, type ErrorBody, toEdgelogError } from "../../protocol/err
 import type { TopicSummary } from "../../protocol/types.ts";
 import { formatMessageId } from "../../subscriptions/message-id.ts";
 import { MAX_RECEIVER_QUEUE_SIZE } from "../../subscriptions/permits.ts";
-import { parsePulsarConsumerQuery, parsePulsarReaderQuery } from "../../subscriptions/pulsar-ws.ts";
+import { type PulsarFrameError, parsePulsarConsumerQuery, parsePulsarReaderQuery } from "../../subscriptions/pulsar-ws.ts";
+import type { SubscriptionRpc } from "../../subscriptions/rpc.ts";
 
 /** The path prefix of Pulsar's WebSocket API (persistent topics only: Edgelog has no non-persistent ones). */
 export const PULSAR_WS_PREFIX = "/ws/v2";
@@ -64,7 +65,8 @@ async function consumer(c: AppContext): Promise<Response> {
     const parts = await openPartitions(c, topic, "consumer", subscription, () => o.nativeQuery);
     if (parts instanceof Response) return parts;
     const { client, server } = pair();
-    new PulsarFanIn(server, parts, o.options.pullMode ? { kind: "pull" } : { kind: "push", window: o.options.receiverQueueSize, reader: false }).start();
+    const mode = o.options.pullMode ? ({ kind: "pull" } as const) : ({ kind: "push", window: o.options.receiverQueueSize, reader: false } as const);
+    new PulsarFanIn(server, parts, mode, () => unsubscribe(c, topic, subscription)).start();
     return new Response(null, { status: 101, webSocket: client });
   });
 }
@@ -99,6 +101,25 @@ async function reader(c: AppContext): Promise<Response> {
     new PulsarFanIn(server, parts, { kind: "push", window: o.receiverQueueSize, reader: true }).start();
     return new Response(null, { status: 101, webSocket: client });
   });
+}
+
+/**
+ * Pulsar's `unsubscribe` frame: deletes the subscription on every partition, refused with
+ * SUBSCRIPTION_HAS_CONSUMERS while consumers other than this session's (one per partition)
+ * are connected, as Pulsar refuses to unsubscribe a subscription with other consumers. The
+ * delete closes this session's partition sockets with 4001, and the client's with them.
+ */
+async function unsubscribe(c: AppContext, topic: TopicSummary, subscription: string): Promise<PulsarFrameError | null> {
+  const stubs = Array.from({ length: topic.partitions }, (_, p) => c.env.PARTITION.getByName(partitionObjectName(topic.topicId, p)) as unknown as SubscriptionRpc);
+  let consumers = 0;
+  for (const r of await Promise.all(stubs.map((s) => s.subStats(subscription)))) {
+    if (!r.ok) return { code: r.code, message: r.message ?? r.code };
+    consumers += r.info.consumers.length;
+  }
+  if (consumers > topic.partitions)
+    return { code: "SUBSCRIPTION_HAS_CONSUMERS", message: `The subscription has ${consumers - topic.partitions} other consumer(s): it cannot be unsubscribed while they are connected.` };
+  for (const r of await Promise.all(stubs.map((s) => s.subDelete(subscription, true)))) if (!r.ok) return { code: r.code, message: r.message ?? r.code };
+  return null;
 }
 
 /**
