@@ -465,6 +465,8 @@ describe("bad input", () => {
     await expectError(await call(consumerPath(t, "s", "?pullMode=maybe"), up), "INVALID_REQUEST", 400);
     await expectError(await call(readerPath(t, "?messageId=CAAQAw=="), up), "INVALID_MESSAGE_ID", 400);
     await expectError(await call(consumerPath(t, "s")), "UPGRADE_REQUIRED", 426);
+    // Edgelog has persistent topics only.
+    await expectError(await call(`/ws/v2/producer/non-persistent/${t}`, up), "NOT_FOUND", 404);
     // No subscription was created by the refused consumers.
     await expectError(await call(`/v1/topics/${t}/subscriptions/s`), "SUBSCRIPTION_NOT_FOUND", 404);
     // An exclusive subscription refuses a second consumer before the upgrade.
