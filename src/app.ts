@@ -35,6 +35,7 @@ import { fetchRoutes } from "./routes/fetch.ts";
 import { groupRoutes } from "./routes/groups.ts";
 import { healthRoutes } from "./routes/health.ts";
 import { metricsRoutes } from "./routes/metrics.ts";
+import { pulsarWsRoutes } from "./routes/compat/pulsar-ws.ts";
 import { produceRoutes } from "./routes/produce.ts";
 import { producerRoutes } from "./routes/producers.ts";
 import { securityRoutes } from "./routes/security.ts";
@@ -68,6 +69,7 @@ export function createApp(): Hono<AppEnv> {
   groupRoutes(app);
   benchRoutes(app);
   durableStreamsRoutes(app);
+  pulsarWsRoutes(app);
   securityRoutes(app);
   tenantRoutes(app);
   metricsRoutes(app);

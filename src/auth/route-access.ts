@@ -155,6 +155,8 @@ export const ROUTE_ACCESS: Readonly<Record<string, RouteAccess>> = Object.fromEn
   // ---- native data path ----
   ...topicForms("POST", "/partitions/:partition/records", onTopic("write", "produce")),
   ...topicForms("POST", "/records", onTopic("write", "produce")),
+  // Produce over a WebSocket: WRITE at the upgrade (the quota's request bytes are the upgrade's, none).
+  ...topicForms("GET", "/produce/ws", onTopic("write")),
   ...topicForms("GET", "/partitions/:partition/records", onTopic("read", "fetch")),
   ...topicForms("GET", "/partitions/:partition/offsets", onTopic("describe")),
   // Kafka's DeleteRecords needs DELETE on the topic (KIP-107).
@@ -174,6 +176,11 @@ export const ROUTE_ACCESS: Readonly<Record<string, RouteAccess>> = Object.fromEn
   ...topicForms("POST", "/subscriptions/:subscription/skip", onTopic("read")),
   ...topicForms("POST", "/subscriptions/:subscription/clear-backlog", onTopic("read")),
   ...topicForms("DELETE", "/subscriptions/:subscription", onTopic("read")),
+
+  // ---- Pulsar's WebSocket API (src/routes/compat/pulsar-ws.ts): Pulsar's produce and consume permissions ----
+  ["GET /ws/v2/producer/persistent/:tenant/:namespace/:topic", onTopic("write")],
+  ["GET /ws/v2/consumer/persistent/:tenant/:namespace/:topic/:subscription", onTopic("read")],
+  ["GET /ws/v2/reader/persistent/:tenant/:namespace/:topic", onTopic("read")],
 
   // ---- topic admin ----
   [

@@ -4,6 +4,7 @@
 import type { Context } from "hono";
 import type { Env } from "../env.ts";
 import type { RequestAuth } from "../auth/authorizer.ts";
+import type { ResolvedQuota } from "../auth/quotas.ts";
 
 export interface AppEnv {
   Bindings: Env;
@@ -14,6 +15,8 @@ export interface AppEnv {
     auth: RequestAuth;
     /** The (resource, operation) checks the auth middleware evaluated, for the request log. */
     accessChecks: readonly { type: string; name: string; operation: string }[];
+    /** The client quota that applies to the request (auth middleware), if any: WebSocket produce sessions charge their batches to it. */
+    quota: ResolvedQuota | null;
     /** A refusal's event and details for the request's one log line (src/middleware/request-log.ts). */
     logNote: { event: string; fields: Record<string, unknown> };
   };

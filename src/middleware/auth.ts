@@ -198,6 +198,8 @@ export function authMiddleware(o: AuthOptions): MiddlewareHandler<AppEnv> {
 
     // ---- quotas ----
     const quota = resolveQuota(sec.snapshot.quotas, principal, c.req.header(CLIENT_ID_HEADER) ?? null);
+    // A WebSocket produce session charges each batch to it (src/gateway/ws-produce.ts).
+    c.set("quota", quota);
     if (quota === null) return next();
     const kind = rule.access === "acl" ? rule.quota : undefined;
     const now = Date.now();

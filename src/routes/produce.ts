@@ -2,7 +2,8 @@
  * Produce:
  * - `POST /v1/topics/{topic}/partitions/{p}/records`: JSON or binary (one record batch), one
  *   partition, idempotent producers allowed;
- * - `POST /v1/topics/{topic}/records`: JSON, partitioned by the server.
+ * - `POST /v1/topics/{topic}/records`: JSON, partitioned by the server;
+ * - `GET /v1/topics/{topic}/produce/ws`: the same JSON over a WebSocket, a receipt per frame.
  *
  * The routes parse the request (shape, encodings, the `acks` and `Accept` parameters) and
  * hand it to the produce policy (src/gateway/produce.ts: validation against the topic,
@@ -15,13 +16,28 @@ import type { AppContext, AppEnv } from "../gateway/context.ts";
 import { acceptsMediaType, jsonBody, mediaType, partitionParam, topicRoute } from "../gateway/http.ts";
 import { produceBatch, produceToPartition, produceToTopic, type ProduceAcks, type ProduceContext, type ProduceOutcome } from "../gateway/produce.ts";
 import { parseProduceRequest } from "../gateway/produce-request.ts";
+import { withTopic } from "../gateway/topics.ts";
+import { acceptProducerSocket, NATIVE_PRODUCER } from "../gateway/ws-produce.ts";
 import { EdgelogError } from "../protocol/errors.ts";
 import { BATCH_MEDIA_TYPE, PRODUCE_SUMMARY_MEDIA_TYPE } from "../protocol/types.ts";
 
 export function produceRoutes(app: Hono<AppEnv>): void {
+  // Before any GET of the long topic form: `/v1/topics/a/produce/ws` also matches `{tenant}/{namespace}/{topic}`.
+  topicRoute(app, "GET", "/produce/ws", produceSocket);
   // The partition route first: see topicRoute on the ambiguous `a/partitions/0/records`.
   topicRoute(app, "POST", "/partitions/:partition/records", producePartition);
   topicRoute(app, "POST", "/records", produceTopic);
+}
+
+/**
+ * `GET /v1/topics/{topic}/produce/ws` (WebSocket upgrade): produce with one receipt per frame
+ * (docs/PROTOCOL.md "Produce over WebSocket"; src/gateway/ws-produce.ts). An unknown topic is
+ * refused before the upgrade.
+ */
+async function produceSocket(c: AppContext, name: string): Promise<Response> {
+  if (c.req.header("upgrade")?.toLowerCase() !== "websocket") throw new EdgelogError("UPGRADE_REQUIRED", "This endpoint serves WebSocket upgrades only: send Upgrade: websocket.");
+  await withTopic(c.env, name, async (t) => t);
+  return acceptProducerSocket(c.env, name, NATIVE_PRODUCER, c.executionCtx, c.get("quota") ?? null);
 }
 
 async function produceTopic(c: AppContext, name: string): Promise<Response> {
