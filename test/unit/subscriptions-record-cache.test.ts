@@ -80,15 +80,19 @@ describe("RecordCache", () => {
   it("decodes a batch once, evicts the oldest inserted, and holds an offset only inside a batch's records", () => {
     const cache = new RecordCache(2);
     let decodes = 0;
+    const counted = (records: LogRecord[]) => () => {
+      decodes++;
+      return records;
+    };
     const a = [rec(0), rec(1)];
     const b = [rec(2), rec(4)];
     const c = [rec(5)];
-    cache.batch(0, () => (decodes++, a));
-    cache.batch(0, () => (decodes++, a));
-    cache.batch(2, () => (decodes++, b));
+    cache.batch(0, counted(a));
+    cache.batch(0, counted(a));
+    cache.batch(2, counted(b));
     expect(decodes).toBe(2);
     expect([cache.holding(1), cache.holding(3), cache.holding(4)]).toEqual([a, b, b]);
-    cache.batch(5, () => (decodes++, c));
+    cache.batch(5, counted(c));
     expect([cache.size, cache.holding(0), cache.holding(5)]).toEqual([2, undefined, c]);
     expect(cache.read(2, 6, 10)?.map((r) => r.offset)).toEqual([2, 4, 5]);
     expect(cache.read(0, 6, 10)).toBeNull();
