@@ -12,6 +12,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Admin, type EdgelogClient, subscribe, type SubscriptionConsumer } from "../../sdk/src/index.ts";
+import { formatMessageId } from "../../src/subscriptions/message-id.ts";
 import { randomTopic, readAll, startWithClient, type DevServer } from "./dev-server.ts";
 
 let server: DevServer;
@@ -112,7 +113,7 @@ describe("kill -9 of the dev server mid-stream (subscriptions)", () => {
     const log = await readAll(client, topic, PARTITIONS);
     const stored = new Set(log.map((r) => new TextDecoder().decode(r.key ?? new Uint8Array())));
     expect([...acked].filter((v) => !stored.has(v))).toEqual([]);
-    const ids = log.map((r) => `${String(r.partition).padStart(4, "0")}:${String(r.offset).padStart(16, "0")}`);
+    const ids = log.map((r) => formatMessageId(r.partition, r.offset));
     const stats = async (sub: string) => (await (await fetch(`${server.baseUrl}/v1/topics/${topic}/subscriptions/${sub}`)).json()) as { backlog: number; unacked: number };
     const waitUntil = async (what: string, done: () => boolean | Promise<boolean>): Promise<void> => {
       const deadline = Date.now() + 120_000;
