@@ -10,6 +10,12 @@
  * with `Upgrade: websocket`). A text message is answered with JSON
  * `{echo, label, connectedMs, messages, instance}` (the socket's attachment after counting the
  * message, and this instance's id, new after every eviction); a binary message is echoed as is.
+ *
+ * Room `broadcast` (no tables): the ceiling of subscription fan-out (bench/subscriptions.ts).
+ * Sockets join with `GET /bench/broadcast/:name` (`Upgrade: websocket`); `broadcast(frame)`
+ * (`POST /bench/broadcast/:name`, the frame as the body) sends that text frame to every one of
+ * them, reading no storage: what sending the same `messages` frames to N sockets costs the
+ * object, without the log read, the cursor and the per-subscriber serialisation.
  */
 import type { BenchRpc, Env } from "../src/env.ts";
 import { errorResult, type ErrorResult, type RpcResult } from "../src/protocol/errors.ts";
@@ -21,6 +27,10 @@ interface EchoState {
   connectedMs: number;
   messages: number;
 }
+/** Hibernation tag of the broadcast room's sockets. */
+const BROADCAST_TAG = "broadcast";
+/** Largest broadcast frame, bytes of UTF-8 (a subscription's `messages` frame is at most about 512 KiB). */
+const MAX_BROADCAST_FRAME_BYTES = 1024 * 1024;
 /** Echo socket labels: long enough that the attachment limit can be reached on purpose. */
 const ECHO_LABEL = /^[A-Za-z0-9._-]{1,4096}$/;
 
@@ -41,6 +51,7 @@ export class BenchDO extends SqliteDurableObject<Env> implements BenchRpc {
       [
         { room: "bench", migrations: MIGRATIONS },
         { room: "echo", migrations: [] },
+        { room: "broadcast", migrations: [] },
       ],
       { adoptLegacy: (v) => ({ bench: v }) },
     );
@@ -52,6 +63,7 @@ export class BenchDO extends SqliteDurableObject<Env> implements BenchRpc {
   protected override onStart(): void {}
 
   protected override onUpgrade(request: Request): SocketAccept | ErrorResult {
+    if (new URL(request.url).pathname.startsWith("/bench/broadcast/")) return { room: "broadcast", state: { connectedMs: Date.now() }, tags: [BROADCAST_TAG] };
     const label = new URL(request.url).searchParams.get("label") ?? "";
     if (!ECHO_LABEL.test(label)) return errorResult("INVALID_REQUEST", "label must be 1-4096 characters of [A-Za-z0-9._-].");
     const state: EchoState = { label, connectedMs: Date.now(), messages: 0 };
@@ -59,6 +71,8 @@ export class BenchDO extends SqliteDurableObject<Env> implements BenchRpc {
   }
 
   protected override onSocket(room: string, ws: WebSocket, attachment: SocketAttachment, event: SocketEvent): void {
+    // Broadcast sockets only listen; what they send is ignored (the base answers their close).
+    if (room === "broadcast") return;
     if (room !== "echo" || attachment.v !== 1) throw new Error(`bench: socket of room ${room} v${attachment.v}`);
     if (event.type !== "message") return;
     const { label, connectedMs, messages } = attachment;
@@ -67,6 +81,26 @@ export class BenchDO extends SqliteDurableObject<Env> implements BenchRpc {
     this.saveAttachment(ws, { room: "echo", state: { ...next } });
     if (typeof event.data === "string") ws.send(JSON.stringify({ echo: event.data, ...next, instance: this.#instance }));
     else ws.send(event.data);
+  }
+
+  /**
+   * Sends `frame` as one text frame to every socket of the broadcast room.
+   * @returns the number of sockets it went to. Errors: INVALID_REQUEST when the frame is empty
+   *   or larger than 1 MiB.
+   */
+  async broadcast(frame: string): Promise<RpcResult<{ sockets: number }>> {
+    const bytes = new TextEncoder().encode(frame).length;
+    if (bytes === 0 || bytes > MAX_BROADCAST_FRAME_BYTES) return errorResult("INVALID_REQUEST", `A broadcast frame is 1..${MAX_BROADCAST_FRAME_BYTES} bytes.`, { bytes });
+    let sockets = 0;
+    for (const ws of this.ctx.getWebSockets(BROADCAST_TAG)) {
+      try {
+        ws.send(frame);
+        sockets++;
+      } catch {
+        // Closing meanwhile: not counted.
+      }
+    }
+    return { ok: true, sockets };
   }
 
   /** Inserts `data` as one row. @returns the row id and the byte count. */

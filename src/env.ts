@@ -22,6 +22,8 @@ export type RpcNamespace<T> = DurableObjectNamespace<Rpc.DurableObjectBranded & 
 export interface BenchRpc {
   /** Inserts `data` as one SQLite row. @returns the row id and the byte count. */
   insert(data: Uint8Array): Promise<RpcResult<{ id: number; bytes: number }>>;
+  /** Sends `frame` to every socket of the broadcast room. @returns how many sockets it went to. */
+  broadcast(frame: string): Promise<RpcResult<{ sockets: number }>>;
 }
 
 /** Auth vars and secrets (EDGELOG_AUTH, EDGELOG_JWT_SECRET, ...): src/auth/config.ts, docs/SECURITY.md. */

@@ -55,6 +55,7 @@ import {
   RateMeter,
 } from "../../src/subscriptions/index.ts";
 import { admitConsumer } from "../../src/subscriptions/dispatch.ts";
+import { RecordCache } from "../../src/subscriptions/record-cache.ts";
 import type { CursorTarget, SubscriptionInfo, SubscriptionMetrics } from "../../src/subscriptions/rpc.ts";
 import {
   type ClientFrame,
@@ -215,7 +216,7 @@ export class SubscriptionsRoom {
   #flushTimer: ReturnType<typeof setTimeout> | null = null;
   /** States computed by apply, installed by publish (nothing changes in memory if the transaction rolls back). */
   #applied = new Map<string, DurableSubscription>();
-  readonly #cache = new Map<number, LogRecord[]>();
+  readonly #cache = new RecordCache(RECORD_CACHE_BATCHES);
   readonly #source: MessageSource & { record(offset: number): LogRecord | undefined };
 
   constructor(ctx: SubsContext, log: LogRoom) {
@@ -672,13 +673,9 @@ export class SubscriptionsRoom {
     const out: (MessageMeta & { record: LogRecord })[] = [];
     const end = this.#log.state?.highWatermark ?? 0;
     if (from >= end) return out;
-    for (const b of this.#log.batchesFrom(from)) {
-      let records = this.#cache.get(b.baseOffset);
-      if (records === undefined) {
-        records = decodeBatch(b.data, 0, { verifyCrc: false }).records;
-        if (this.#cache.size >= RECORD_CACHE_BATCHES) this.#cache.delete(this.#cache.keys().next().value!);
-        this.#cache.set(b.baseOffset, records);
-      }
+    // The cached batches first: one SQL read per batch, not per subscription and delivery (src/subscriptions/record-cache.ts).
+    const cached = from >= (this.#log.state?.logStartOffset ?? 0) ? this.#cache.read(from, end, max) : null;
+    for (const records of cached !== null ? [cached] : this.#storedBatches(from)) {
       for (const r of records) {
         if (r.offset < from || r.offset >= end) continue;
         out.push({ offset: r.offset, key: r.key === null ? null : fromUtf8(r.key), deliverAtMs: deliverAtOf(r.headers), record: r });
@@ -686,6 +683,10 @@ export class SubscriptionsRoom {
       }
     }
     return out;
+  }
+
+  *#storedBatches(from: number): Generator<LogRecord[]> {
+    for (const b of this.#log.batchesFrom(from)) yield this.#cache.batch(b.baseOffset, () => decodeBatch(b.data, 0, { verifyCrc: false }).records);
   }
 
   #bounds(): { logStartOffset: number; logEndOffset: number } {

@@ -320,6 +320,9 @@ export const ROUTE_ACCESS: Readonly<Record<string, RouteAccess>> = Object.fromEn
   ["POST /bench/raw-insert/:name", onCluster("alter")],
   // The base's WebSocket scaffold (echo room); a WebSocket upgrade may carry ?token=.
   ["GET /bench/echo/:name", onCluster("alter")],
+  // The fan-out ceiling of bench/subscriptions.ts: broadcast sockets and the frame sent to them.
+  ["GET /bench/broadcast/:name", onCluster("alter")],
+  ["POST /bench/broadcast/:name", onCluster("alter")],
 ]);
 
 /** A registered route (hono's `app.routes` rows). */
