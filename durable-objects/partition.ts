@@ -112,6 +112,7 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     this.#log.onAppended(this.#waiters.wake);
     this.#streams.onValuesAppended(this.#streamsRead.remember);
     this.#log.onAppended(this.#subs.dispatchAll);
+    this.#log.onRewritten(this.#subs.forgetRecords);
     // Pings are answered by the platform without waking a hibernated object.
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair(PING_FRAME, PONG_FRAME));
     this.startUp(PARTITION_ROOMS, { adoptLegacy });

@@ -129,6 +129,7 @@ export class LogRoom {
   /** null: never initialised (or destroyed): every call answers UNKNOWN_TOPIC_OR_PARTITION. */
   #state: PartitionState | null = null;
   readonly #appended: (() => void)[] = [];
+  readonly #rewritten: (() => void)[] = [];
 
   constructor(sql: Sql) {
     this.#sql = sql;
@@ -142,6 +143,15 @@ export class LogRoom {
   /** Registers a listener called after each committed append. Wired in the switchboard's constructor. */
   onAppended(listener: () => void): void {
     this.#appended.push(listener);
+  }
+
+  /**
+   * Registers a listener called after each committed compaction rewrite (batches given new
+   * contents or deleted): whoever keeps decoded batches in memory drops them. Wired in the
+   * switchboard's constructor.
+   */
+  onRewritten(listener: () => void): void {
+    this.#rewritten.push(listener);
   }
 
   load(): void {
@@ -331,6 +341,7 @@ export class LogRoom {
   publish(cmd: LogCommand): void {
     const c = cmd.log;
     if (c !== null) this.#publishChange(c);
+    if (c?.op === "rewrite") for (const listener of this.#rewritten) listener();
     const p = cmd.append;
     if (p === null) return;
     const s = this.#state!;

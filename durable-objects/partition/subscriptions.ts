@@ -267,6 +267,14 @@ export class SubscriptionsRoom {
     }
   }
 
+  /**
+   * Compaction rewrote batches (log.onRewritten): the cached decoded batches may hold records it
+   * removed, so they are dropped and read again from the log.
+   */
+  readonly forgetRecords = (): void => {
+    this.#cache.clear();
+  };
+
   /** The object's storage was deleted (topic deleted): every socket is closed with 4003. */
   reset(): void {
     for (const ws of this.#ctx.sockets(SUBS_TAG)) closeQuietly(ws, SUB_CLOSE.topicDeleted, "topic deleted");

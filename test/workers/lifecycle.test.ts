@@ -14,6 +14,7 @@ import { partitionObjectName } from "../../src/partition/rpc.ts";
 import type { OffsetFetchResponse } from "../../src/protocol/groups.ts";
 import { utf8, type DeleteRecordsResponse } from "../../src/protocol/index.ts";
 import { call, createTopic, expectError, fetchJson, json, partitionObject, produce, randomTopic } from "./helpers.ts";
+import { connect } from "./subs-helpers.ts";
 
 const DAY = 86_400_000;
 const MiB = 1024 * 1024;
@@ -299,6 +300,28 @@ suite("compaction (cleanup.policy=compact)", () => {
     const d = (await (await call(`/v1/topics/${topic}`)).json()) as { partitionDetails: { bytes: number; logEndOffset: number }[] };
     const stored = await runInDurableObject(stub(t.topicId), (_o, state) => state.storage.sql.exec<{ n: number }>("SELECT SUM(size_bytes) AS n FROM batches").one().n);
     expect([d.partitionDetails[0]!.bytes, d.partitionDetails[0]!.logEndOffset]).toEqual([stored, 3]);
+  });
+
+  it("a subscription is never delivered a record compaction removed after its batch was read (the decoded-batch cache is dropped)", async () => {
+    const topic = randomTopic();
+    const t = await createTopic(topic, 1, { "cleanup.policy": "compact" });
+    // One batch [b=b1@0, a=a1@1], then a=a2@2: compaction removes a1 from the first batch.
+    await produceTo(topic, [
+      { key: "b", value: "b1" },
+      { key: "a", value: "a1" },
+    ]);
+    await produceTo(topic, [{ key: "a", value: "a2" }]);
+    const c = await connect(topic, "s", { initialPosition: "earliest", pullMode: true });
+    c.send({ type: "permit", permits: 1 });
+    const [first] = await c.waitMessages(1);
+    expect([first!.offset, first!.value]).toEqual([0, "b1"]); // the first batch is now decoded in memory
+    await rollAndSettle(topic, t.topicId);
+    expect(await keyed(topic)).toEqual({ records: ['b="b1"@0', 'a="a2"@2'], nextOffset: 3 });
+    await c.ack([first!.messageId]);
+    c.send({ type: "permit", permits: 2 });
+    await c.until(() => c.messages.some((m) => m.offset === 2), "the message at offset 2");
+    expect(c.messages.map((m) => `${m.key}=${m.value}@${m.offset}`)).toEqual(["b=b1@0", "a=a2@2"]);
+    await c.close();
   });
 
   it("a topic of tombstones only compacts, after the window, to an empty read whose nextOffset is the log end offset", async () => {
