@@ -391,7 +391,7 @@ export class SubscriptionsRoom {
     const partitioned = request.headers.get("edgelog-partitioned") === "1";
     const base64 = q.get("encoding") === "base64";
     if (request.headers.get("edgelog-socket") === "reader") {
-      const o = parseReaderQuery(q);
+      const o = parseReaderQuery(q, s.partition);
       if ("ok" in o) return o;
       const start = readerStartOffset(o.start, o.inclusive, { ...this.#bounds(), offsetForTimestamp: (t) => this.#offsetForTimestamp(t) });
       const state: ReaderAttachment = { k: "r", o: start, f: 0, q: o.receiverQueueSize, b: base64 };
@@ -511,7 +511,7 @@ export class SubscriptionsRoom {
     const partition = this.#log.state?.partition ?? 0;
     const f = parseClientFrame(event.data, partition);
     if ("ok" in f) {
-      this.#frameError(ws, f, null);
+      this.#frameError(ws, f, f.requestId);
       return;
     }
     this.#onFrame(ws, live, a, f);
@@ -708,7 +708,7 @@ export class SubscriptionsRoom {
     if (event.type !== "message") return;
     const f = parseClientFrame(event.data, this.#log.state?.partition ?? 0);
     if ("ok" in f) {
-      this.#frameError(ws, f, null);
+      this.#frameError(ws, f, f.requestId);
       return;
     }
     if (f.type === "ping") {

@@ -9,7 +9,7 @@
  * Uses the standard `WebSocket` (Node 22+, browsers, Workers); no dependency.
  */
 import { EdgelogError, type ErrorCode } from "../../src/protocol/errors.ts";
-import { DELIVER_AT_HEADER } from "../../src/subscriptions/wire.ts";
+import { DELIVER_AT_HEADER, parseSubscribeQuery } from "../../src/subscriptions/wire.ts";
 import type { EdgelogClient } from "./client.ts";
 import { EdgelogClientError } from "./errors.ts";
 import { Producer } from "./producer.ts";
@@ -303,6 +303,10 @@ export class SubscriptionConsumer implements AsyncIterable<SubscriptionMessage> 
     if (options.receiverQueueSize !== undefined) query.receiverQueueSize = String(options.receiverQueueSize);
     if (options.consumerName !== undefined) query.consumerName = options.consumerName;
     if (options.priorityLevel !== undefined) query.priorityLevel = String(options.priorityLevel);
+    // The server's own check, here: a refused upgrade reaches a WebSocket client only as a
+    // close without the JSON error, so a bad option would surface as UNAVAILABLE.
+    const bad = parseSubscribeQuery(options.subscription, new URLSearchParams(query));
+    if ("ok" in bad) throw new EdgelogClientError(bad.code, bad.message, { httpStatus: 0, ...(bad.details === undefined ? {} : { details: bad.details }) });
     try {
       await c.#openTopic(topic.name, topic.partitions, query);
       if (c.#retry !== null) {
