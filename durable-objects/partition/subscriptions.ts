@@ -716,7 +716,7 @@ export class SubscriptionsRoom {
       return;
     }
     if (f.type !== "ack") {
-      this.#frameError(ws, errorResult("NOT_ALLOWED", "A reader only acks (to give permits back) and pings."), null);
+      this.#frameError(ws, errorResult("NOT_ALLOWED", "A reader only acks (to give permits back) and pings."), "requestId" in f ? f.requestId : null);
       return;
     }
     this.#ctx.saveAttachment(ws, { ...a, f: Math.max(0, a.f - f.offsets.length) });

@@ -49,6 +49,23 @@ describe("consumer socket refusals", () => {
     expect(r.frames[0]).toEqual({ type: "reader", partition: 1, startOffset: 0 });
     await r.close();
   });
+
+  it("a reader's refused nack keeps its requestId (NOT_ALLOWED)", async () => {
+    const topic = randomTopic();
+    await createTopic(topic);
+    await produceValues(topic, ["m0"]);
+    const r = await connectReader(topic, { start: "earliest" });
+    const [m0] = await r.waitMessages(1);
+    r.send({ type: "nack", messageIds: [m0!.messageId], requestId: "reader-nack" });
+    await r.until(() => r.frames.some((f) => f.type === "error"), "error frame");
+    expect(r.frames.find((f) => f.type === "error")).toEqual({
+      type: "error",
+      code: "NOT_ALLOWED",
+      message: "A reader only acks (to give permits back) and pings.",
+      requestId: "reader-nack",
+    });
+    await r.close();
+  });
 });
 
 describe("subscription admin refusals", () => {
