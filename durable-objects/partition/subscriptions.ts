@@ -873,6 +873,10 @@ export class SubscriptionsRoom {
       if (!r.ok) return r;
       live = this.#subs.get(req.subscription)!;
     }
+    // Shared only: a lease joining an idle subscription of another type would turn it shared
+    // in memory while its stored type stays (docs/PROTOCOL.md "HTTP pull (leases)").
+    if (live.sub.type !== "shared")
+      return errorResult("CONSUMER_BUSY", `The subscription is of type ${live.sub.type}; HTTP pull serves shared subscriptions only.`, { subscriptionType: live.sub.type });
     const refused = admitConsumer(live.sub.type, live.sub.stats().consumers.length + (this.#joining.get(req.subscription) ?? 0), "shared");
     if (refused !== null) return refused;
     const id = `L${crypto.randomUUID().replaceAll("-", "").slice(0, 20)}`;

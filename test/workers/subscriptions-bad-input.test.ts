@@ -107,3 +107,18 @@ describe("subscription admin refusals", () => {
     expect([st.backlog, st.partitions[0]!.markDeletePosition]).toEqual([3, -1]);
   });
 });
+
+describe("HTTP pull refusals", () => {
+  it("a receive on an exclusive or failover subscription without consumers is refused (CONSUMER_BUSY) and leaves its type", async () => {
+    const topic = randomTopic();
+    await createTopic(topic);
+    await produceValues(topic, ["a", "b"]);
+    for (const type of ["exclusive", "failover"]) {
+      expect((await json("PUT", `/v1/topics/${topic}/subscriptions/${type}`, { type, initialPosition: "earliest" })).status).toBe(201);
+      const e = await expectError(await json("POST", `/v1/topics/${topic}/partitions/0/subscriptions/${type}/receive`, {}), "CONSUMER_BUSY", 409);
+      expect(e.details).toEqual({ subscriptionType: type });
+      const st = (await subStats(topic, type)) as Awaited<ReturnType<typeof subStats>> & { type: string };
+      expect([st.type, st.backlog, st.unacked]).toEqual([type, 2, 0]);
+    }
+  });
+});
