@@ -8,7 +8,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { EdgelogClient } from "../../sdk/src/client.ts";
 import { EdgelogClientError } from "../../sdk/src/errors.ts";
 import { subscribe } from "../../sdk/src/subscription.ts";
-import { FakeServer } from "./sdk-fake-server.ts";
+import { FakeServer, text, utf8 } from "./sdk-fake-server.ts";
 import { FakeSockets } from "./sdk-fake-sockets.ts";
 
 let server: FakeServer;
@@ -48,5 +48,17 @@ describe("subscribe() option checks", () => {
     const c = await subscribe(client, { topic: "orders", subscription: "s", deadLetterPolicy: { maxRedeliverCount: 1, deadLetterTopic: "acme/orders/dlq" } });
     expect(sockets.opened.map((u) => u.searchParams.get("deadLetterTopic"))).toEqual(["acme/orders/dlq", "acme/orders/dlq"]);
     c.close();
+  });
+});
+
+describe("receive(timeoutMs)", () => {
+  it("rejects with REQUEST_TIMED_OUT and takes no message with it: the next one goes to the next receive", async () => {
+    const c = await subscribe(client, { topic: "orders", subscription: "s", initialPosition: "earliest" });
+    await expect(c.receive(20)).rejects.toMatchObject({ code: "REQUEST_TIMED_OUT" });
+    server.append("orders", 0, [{ key: null, value: utf8("late"), headers: [], timestamp: 1000 }]);
+    expect(text((await c.receive(5000)).value)).toBe("late");
+    const pending = c.receive();
+    c.close();
+    await expect(pending).rejects.toMatchObject({ code: "UNAVAILABLE" });
   });
 });
