@@ -197,6 +197,10 @@ async function seek(c: AppContext, name: string): Promise<Response> {
     },
     { holding: true, check: messageIdPartitionCheck(body) },
   );
+  // A message id's partition must hold the subscription (the others may not): else nothing moved.
+  const idPartition = body.messageId === undefined ? null : (parseMessageId(body.messageId)?.partition ?? null);
+  if (idPartition !== null && !results.some((r) => r.info.partition === idPartition))
+    throw new EdgelogError("SUBSCRIPTION_NOT_FOUND", `No subscription ${JSON.stringify(subscription)} on partition ${idPartition}.`, { subscription, partition: idPartition });
   return c.json(
     summary(
       topic,

@@ -85,6 +85,7 @@ describe("subscription admin refusals", () => {
     const skipped = (await (await json("POST", `/v1/topics/${topic}/subscriptions/one/skip`, { count: 1 })).json()) as { skipped: number; backlog: number };
     expect([skipped.skipped, skipped.backlog]).toEqual([1, 1]);
     await expectError(await json("POST", `/v1/topics/${topic}/subscriptions/one/skip`, { count: 1, partition: 1 }), "SUBSCRIPTION_NOT_FOUND", 404);
+    await expectError(await json("POST", `/v1/topics/${topic}/subscriptions/one/seek`, { messageId: "0001:0000000000000000" }), "SUBSCRIPTION_NOT_FOUND", 404);
     const cleared = (await (await json("POST", `/v1/topics/${topic}/subscriptions/one/clear-backlog`, {})).json()) as { cleared: number; backlog: number };
     expect([cleared.cleared, cleared.backlog]).toEqual([1, 0]);
     expect((await call(`/v1/topics/${topic}/subscriptions/one`, { method: "DELETE" })).status).toBe(200);
