@@ -400,7 +400,7 @@ export class SubscriptionsRoom {
     const partitioned = request.headers.get("edgelog-partitioned") === "1";
     const base64 = q.get("encoding") === "base64";
     if (request.headers.get("edgelog-socket") === "reader") {
-      const o = parseReaderQuery(q);
+      const o = parseReaderQuery(q, s.partition);
       if ("ok" in o) return o;
       const start = readerStartOffset(o.start, o.inclusive, { ...this.#bounds(), offsetForTimestamp: (t) => this.#offsetForTimestamp(t) });
       const state: ReaderAttachment = { k: "r", o: start, f: 0, q: o.receiverQueueSize, b: base64 };
@@ -520,7 +520,7 @@ export class SubscriptionsRoom {
     const partition = this.#log.state?.partition ?? 0;
     const f = parseClientFrame(event.data, partition);
     if ("ok" in f) {
-      this.#frameError(ws, f, null);
+      this.#frameError(ws, f, f.requestId);
       return;
     }
     this.#onFrame(ws, live, a, f);
@@ -717,7 +717,7 @@ export class SubscriptionsRoom {
     if (event.type !== "message") return;
     const f = parseClientFrame(event.data, this.#log.state?.partition ?? 0);
     if ("ok" in f) {
-      this.#frameError(ws, f, null);
+      this.#frameError(ws, f, f.requestId);
       return;
     }
     if (f.type === "ping") {
@@ -725,7 +725,7 @@ export class SubscriptionsRoom {
       return;
     }
     if (f.type !== "ack") {
-      this.#frameError(ws, errorResult("NOT_ALLOWED", "A reader only acks (to give permits back) and pings."), null);
+      this.#frameError(ws, errorResult("NOT_ALLOWED", "A reader only acks (to give permits back) and pings."), "requestId" in f ? f.requestId : null);
       return;
     }
     this.#ctx.saveAttachment(ws, { ...a, f: Math.max(0, a.f - f.offsets.length) });
@@ -882,6 +882,10 @@ export class SubscriptionsRoom {
       if (!r.ok) return r;
       live = this.#subs.get(req.subscription)!;
     }
+    // Shared only: a lease joining an idle subscription of another type would turn it shared
+    // in memory while its stored type stays (docs/PROTOCOL.md "HTTP pull (leases)").
+    if (live.sub.type !== "shared")
+      return errorResult("CONSUMER_BUSY", `The subscription is of type ${live.sub.type}; HTTP pull serves shared subscriptions only.`, { subscriptionType: live.sub.type });
     const refused = admitConsumer(live.sub.type, live.sub.stats().consumers.length + (this.#joining.get(req.subscription) ?? 0), "shared");
     if (refused !== null) return refused;
     const id = `L${crypto.randomUUID().replaceAll("-", "").slice(0, 20)}`;

@@ -16,6 +16,7 @@
  */
 import { EdgelogError } from "../../src/protocol/errors.ts";
 import { formatMessageId, parseMessageId } from "../../src/subscriptions/message-id.ts";
+import { MAX_RECEIVER_QUEUE_SIZE } from "../../src/subscriptions/permits.ts";
 import type { EdgelogClient } from "./client.ts";
 import { EdgelogClientError } from "./errors.ts";
 import { fromBase64, PartitionSocket, type SubscriptionMessage, type WireMessage } from "./subscription.ts";
@@ -291,12 +292,16 @@ function startOf(options: ReaderOptions): ReaderStart {
   if (options.start !== undefined && options.startMessageId !== undefined) throw new EdgelogError("INVALID_REQUEST", "Give start or startMessageId, not both.");
   const start = options.start ?? options.startMessageId ?? "latest";
   checkStart(start);
+  // The server's bound: a refused upgrade reaches a WebSocket client as a bare close (UNAVAILABLE).
+  const q = options.receiverQueueSize;
+  if (q !== undefined && !(Number.isSafeInteger(q) && q >= 1 && q <= MAX_RECEIVER_QUEUE_SIZE))
+    throw new EdgelogError("INVALID_REQUEST", `receiverQueueSize must be an integer 1..${MAX_RECEIVER_QUEUE_SIZE}, got ${q}.`, { field: "receiverQueueSize" });
   return start;
 }
 
 /**
  * Creates a reader (see {@link ReaderOptions}); resolves once every partition's socket is open.
- * @throws EdgelogError INVALID_REQUEST or INVALID_MESSAGE_ID for a bad start (before any request);
+ * @throws EdgelogError INVALID_REQUEST or INVALID_MESSAGE_ID for a bad start or receiverQueueSize (before any request);
  *   EdgelogClientError UNKNOWN_TOPIC_OR_PARTITION, UNAVAILABLE.
  */
 export async function createReader(client: EdgelogClient, options: ReaderOptions): Promise<Reader> {

@@ -9,7 +9,7 @@
  * Uses the standard `WebSocket` (Node 22+, browsers, Workers); no dependency.
  */
 import { EdgelogError, type ErrorCode } from "../../src/protocol/errors.ts";
-import { DELIVER_AT_HEADER } from "../../src/subscriptions/wire.ts";
+import { DELIVER_AT_HEADER, parseSubscribeQuery } from "../../src/subscriptions/wire.ts";
 import type { EdgelogClient } from "./client.ts";
 import { EdgelogClientError } from "./errors.ts";
 import { Producer } from "./producer.ts";
@@ -303,6 +303,10 @@ export class SubscriptionConsumer implements AsyncIterable<SubscriptionMessage> 
     if (options.receiverQueueSize !== undefined) query.receiverQueueSize = String(options.receiverQueueSize);
     if (options.consumerName !== undefined) query.consumerName = options.consumerName;
     if (options.priorityLevel !== undefined) query.priorityLevel = String(options.priorityLevel);
+    // The server's own check, here: a refused upgrade reaches a WebSocket client only as a
+    // close without the JSON error, so a bad option would surface as UNAVAILABLE.
+    const bad = parseSubscribeQuery(options.subscription, new URLSearchParams(query));
+    if ("ok" in bad) throw new EdgelogClientError(bad.code, bad.message, { httpStatus: 0, ...(bad.details === undefined ? {} : { details: bad.details }) });
     try {
       await c.#openTopic(topic.name, topic.partitions, query);
       if (c.#retry !== null) {
@@ -367,13 +371,37 @@ export class SubscriptionConsumer implements AsyncIterable<SubscriptionMessage> 
     for (const w of this.#waiting.splice(0)) w.reject(e);
   }
 
-  /** The next message (waits). @throws EdgelogClientError after close or a final server close. */
-  receive(): Promise<SubscriptionMessage> {
+  /**
+   * The next message, waiting at most `timeoutMs` when given (Pulsar's `receive(timeout)`): a
+   * timed-out receive takes no message with it, unlike racing `receive()` against a timer,
+   * whose abandoned call still takes the next message.
+   * @throws EdgelogClientError REQUEST_TIMED_OUT after `timeoutMs`; UNAVAILABLE after close or a final server close.
+   */
+  receive(timeoutMs?: number): Promise<SubscriptionMessage> {
     const m = this.#queue.shift();
     if (m !== undefined) return Promise.resolve(m);
     if (this.#error !== null) return Promise.reject(this.#error);
     if (this.#closed) return Promise.reject(new EdgelogClientError("UNAVAILABLE", "The consumer is closed.", { httpStatus: 0 }));
-    return new Promise((resolve, reject) => this.#waiting.push({ resolve, reject }));
+    return new Promise((resolve, reject) => {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const w = {
+        resolve: (msg: SubscriptionMessage) => {
+          clearTimeout(timer);
+          resolve(msg);
+        },
+        reject: (e: Error) => {
+          clearTimeout(timer);
+          reject(e);
+        },
+      };
+      if (timeoutMs !== undefined)
+        timer = setTimeout(() => {
+          const i = this.#waiting.indexOf(w);
+          if (i >= 0) this.#waiting.splice(i, 1);
+          reject(new EdgelogClientError("REQUEST_TIMED_OUT", `No message within ${timeoutMs} ms.`, { httpStatus: 0 }));
+        }, timeoutMs);
+      this.#waiting.push(w);
+    });
   }
 
   async *[Symbol.asyncIterator](): AsyncIterator<SubscriptionMessage> {

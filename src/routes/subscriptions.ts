@@ -62,15 +62,30 @@ async function upgrade(c: AppContext, name: string, kind: "consumer" | "reader")
   });
 }
 
-/** Calls every partition; the first failure is the answer (UNKNOWN_TOPIC_OR_PARTITION refreshes the topic once). */
-async function each<T>(c: AppContext, name: string, call: (s: SubscriptionRpc, p: number, topic: TopicSummary) => Promise<RpcResult<T>>): Promise<{ topic: TopicSummary; results: T[] }> {
+/**
+ * Calls every partition; the first failure is the answer (UNKNOWN_TOPIC_OR_PARTITION refreshes the topic once).
+ * `check` runs first, with the topic, to refuse a request before any partition is called.
+ * With `holding`, the routes of an existing subscription: a partition without it
+ * (SUBSCRIPTION_NOT_FOUND) is left out, since a consumer of one partition or an HTTP pull lease
+ * creates it on that partition only; SUBSCRIPTION_NOT_FOUND only when no partition has it.
+ */
+async function each<T>(
+  c: AppContext,
+  name: string,
+  call: (s: SubscriptionRpc, p: number, topic: TopicSummary) => Promise<RpcResult<T>>,
+  opts: { holding?: boolean; check?: (topic: TopicSummary) => void } = {},
+): Promise<{ topic: TopicSummary; results: T[] }> {
   return withTopic(c.env, name, async (topic) => {
+    opts.check?.(topic);
     const rs = await Promise.all(Array.from({ length: topic.partitions }, (_, p) => call(stub(c, topic, p), p, topic)));
     const results: T[] = [];
+    let notFound: RpcResult<T> | null = null;
     for (const r of rs) {
-      if (!r.ok) throw partitionError(r);
-      results.push(r as T);
+      if (!r.ok && opts.holding === true && r.code === "SUBSCRIPTION_NOT_FOUND") notFound ??= r;
+      else if (!r.ok) throw partitionError(r);
+      else results.push(r as T);
     }
+    if (results.length === 0 && notFound !== null && !notFound.ok) throw partitionError(notFound);
     return { topic, results };
   });
 }
@@ -107,10 +122,21 @@ function positionOf(v: unknown, field: string): InitialPosition {
   throw new EdgelogError("INVALID_REQUEST", `${field} must be "earliest" or "latest" (or use timestamp / messageId).`, { field });
 }
 
+/** A message id's partition must be one of the topic's (else INVALID_MESSAGE_ID, before any partition is called). */
+function messageIdPartitionCheck(body: Record<string, unknown>): (topic: TopicSummary) => void {
+  return (topic) => {
+    const id = body.messageId === undefined ? null : parseMessageId(body.messageId);
+    if (id !== null && id.partition >= topic.partitions)
+      throw new EdgelogError("INVALID_MESSAGE_ID", `Message id ${String(body.messageId)} names partition ${id.partition}; ${topic.name} has ${topic.partitions}.`, { field: "messageId" });
+  };
+}
+
 /** `{timestamp}` or `{messageId}` or `{position: earliest|latest}`: per partition, the target (null = leave that partition). */
-function targetOf(body: Record<string, unknown>, what: string): (p: number) => InitialPosition | null {
+function targetOf(body: Record<string, unknown>, what: string, required = false): (p: number) => InitialPosition | null {
   const fields = ["timestamp", "messageId", "position"].filter((f) => body[f] !== undefined);
   if (fields.length > 1) throw new EdgelogError("INVALID_REQUEST", `Give one of timestamp, messageId or position for ${what}, not ${fields.join(" and ")}.`, { field: fields[1] });
+  // A seek without a target must not mean "latest": that would skip the whole backlog.
+  if (fields.length === 0 && required) throw new EdgelogError("INVALID_REQUEST", `Give one of timestamp, messageId or position for ${what}.`, { field: "position" });
   if (body.timestamp !== undefined) {
     const t = body.timestamp;
     if (!Number.isSafeInteger(t) || (t as number) < 0) throw new EdgelogError("INVALID_TIMESTAMP", "timestamp must be a non-negative integer of ms.", { field: "timestamp" });
@@ -132,7 +158,9 @@ async function create(c: AppContext, name: string): Promise<Response> {
   const type = (body.type ?? "exclusive") as SubscriptionType;
   if (!SUBSCRIPTION_TYPES.includes(type)) throw new EdgelogError("INVALID_REQUEST", `type must be one of ${SUBSCRIPTION_TYPES.join(", ")}.`, { field: "type" });
   const target = targetOf(body.initialPosition === undefined ? body : { ...body, position: body.initialPosition, initialPosition: undefined }, "the initial position");
-  const { topic, results } = await each(c, name, (s, p, t) => s.subCreate({ subscription, type, position: target(p) ?? { kind: "latest" }, partitioned: t.partitions > 1 }));
+  const { topic, results } = await each(c, name, (s, p, t) => s.subCreate({ subscription, type, position: target(p) ?? { kind: "latest" }, partitioned: t.partitions > 1 }), {
+    check: messageIdPartitionCheck(body),
+  });
   const created = results.some((r) => r.created);
   return c.json(
     summary(
@@ -146,7 +174,7 @@ async function create(c: AppContext, name: string): Promise<Response> {
 
 async function stats(c: AppContext, name: string): Promise<Response> {
   const subscription = subscriptionParam(c);
-  const { topic, results } = await each(c, name, (s) => s.subStats(subscription));
+  const { topic, results } = await each(c, name, (s) => s.subStats(subscription), { holding: true });
   return c.json(
     summary(
       topic,
@@ -158,11 +186,21 @@ async function stats(c: AppContext, name: string): Promise<Response> {
 
 async function seek(c: AppContext, name: string): Promise<Response> {
   const subscription = subscriptionParam(c);
-  const target = targetOf(asObject(jsonBody(c), "body"), "seek");
-  const { topic, results } = await each(c, name, async (s, p) => {
-    const t = target(p);
-    return t === null ? s.subStats(subscription) : s.subSeek(subscription, t);
-  });
+  const body = asObject(jsonBody(c), "body");
+  const target = targetOf(body, "seek", true);
+  const { topic, results } = await each(
+    c,
+    name,
+    async (s, p) => {
+      const t = target(p);
+      return t === null ? s.subStats(subscription) : s.subSeek(subscription, t);
+    },
+    { holding: true, check: messageIdPartitionCheck(body) },
+  );
+  // A message id's partition must hold the subscription (the others may not): else nothing moved.
+  const idPartition = body.messageId === undefined ? null : (parseMessageId(body.messageId)?.partition ?? null);
+  if (idPartition !== null && !results.some((r) => r.info.partition === idPartition))
+    throw new EdgelogError("SUBSCRIPTION_NOT_FOUND", `No subscription ${JSON.stringify(subscription)} on partition ${idPartition}.`, { subscription, partition: idPartition });
   return c.json(
     summary(
       topic,
@@ -182,7 +220,13 @@ async function skip(c: AppContext, name: string): Promise<Response> {
     throw new EdgelogError("INVALID_REQUEST", "partition must be a non-negative integer.", { field: "partition" });
   // Pulsar skips per partition: the given one, else partition 0 (a one-partition topic's only one).
   const only = (partition as number | undefined) ?? 0;
-  const { topic, results } = await each(c, name, async (s, p) => (p === only ? s.subSkip(subscription, n as number) : s.subStats(subscription)));
+  const { topic, results } = await each(c, name, async (s, p) => (p === only ? s.subSkip(subscription, n as number) : s.subStats(subscription)), {
+    holding: true,
+    check: (t) => checkPartition(t, only),
+  });
+  // The partition skipped must hold the subscription (the others may not).
+  if (!results.some((r) => r.info.partition === only))
+    throw new EdgelogError("SUBSCRIPTION_NOT_FOUND", `No subscription ${JSON.stringify(subscription)} on partition ${only}.`, { subscription, partition: only });
   const skipped = results.reduce((a, r) => a + ("skipped" in r ? (r as { skipped: number }).skipped : 0), 0);
   return c.json({
     skipped,
@@ -196,7 +240,7 @@ async function skip(c: AppContext, name: string): Promise<Response> {
 
 async function clearBacklog(c: AppContext, name: string): Promise<Response> {
   const subscription = subscriptionParam(c);
-  const { topic, results } = await each(c, name, (s) => s.subClearBacklog(subscription));
+  const { topic, results } = await each(c, name, (s) => s.subClearBacklog(subscription), { holding: true });
   return c.json({
     cleared: results.reduce((a, r) => a + r.cleared, 0),
     ...summary(
@@ -213,12 +257,12 @@ async function remove(c: AppContext, name: string): Promise<Response> {
   if (force !== undefined && force !== "true" && force !== "false") throw new EdgelogError("INVALID_REQUEST", "force must be true or false.", { field: "force" });
   // Checked on every partition before deleting any, so a refusal changes nothing.
   if (force !== "true") {
-    const { results } = await each(c, name, (s) => s.subStats(subscription));
+    const { results } = await each(c, name, (s) => s.subStats(subscription), { holding: true });
     const connected = results.reduce((a, r) => a + r.info.consumers.length, 0);
     if (connected > 0)
       throw new EdgelogError("SUBSCRIPTION_HAS_CONSUMERS", `The subscription has ${connected} connected consumer(s): close them or delete with force=true.`, { consumers: connected });
   }
-  const { topic } = await each(c, name, (s) => s.subDelete(subscription, force === "true"));
+  const { topic } = await each(c, name, (s) => s.subDelete(subscription, force === "true"), { holding: true });
   return c.json({ topic: topic.name, subscription, deleted: true });
 }
 

@@ -29,7 +29,7 @@ import { AckRangeSet, DEFAULT_MAX_ACK_RANGES_TO_PERSIST } from "./ack-ranges.ts"
 import { type DurableSubscription, decodeDurable, encodeDurable, pruneAcked, type StoredSubscription, type SubscriptionCommand } from "./command.ts";
 import { checkDeliveryPolicy, DEFAULT_DELIVERY_POLICY, type DeliveryPolicy, nackDelayMs, redeliveryDecision } from "./delivery.ts";
 import { admitConsumer, AutoSplitHashRanges, type ConsumerRef, failoverActive, InFlightHashes, keyHash, RoundRobin, type SubscriptionType } from "./dispatch.ts";
-import { type FlowMode, Permits } from "./permits.ts";
+import { type FlowMode, MAX_CREDIT_PERMITS, Permits } from "./permits.ts";
 
 /** What dispatch needs to know of one message of the log. */
 export interface MessageMeta {
@@ -264,7 +264,10 @@ export class Subscription {
     if (!c.permits.grant(n))
       return errorResult(
         "INVALID_REQUEST",
-        c.permits.mode.kind === "window" ? "Permits are managed by the server in push mode." : "permitMessages must be a positive integer within the limit.",
+        c.permits.mode.kind === "window"
+          ? "Permits are managed by the server in push mode."
+          : `permits must be a positive integer, and the consumer's unused permits at most ${MAX_CREDIT_PERMITS}.`,
+        c.permits.mode.kind === "window" ? undefined : { field: "permits" },
       );
     return null;
   }

@@ -9,7 +9,8 @@
  * Edgelog's spelling: camelCase options with units, batched `messages` frames, ack receipts
  * sent after the durable commit.
  */
-import { type ErrorResult, errorResult } from "../protocol/errors.ts";
+import { EdgelogError, type ErrorResult, errorResult } from "../protocol/errors.ts";
+import { parseTopicName } from "../protocol/names.ts";
 import type { InitialPosition, ReaderStart } from "./cursor.ts";
 import { checkDeliveryPolicy, type DeliveryPolicy } from "./delivery.ts";
 import { SUBSCRIPTION_TYPES, type SubscriptionType } from "./dispatch.ts";
@@ -113,6 +114,9 @@ function positionParam(raw: string | null): InitialPosition | ErrorResult {
   return errorResult("INVALID_REQUEST", `initialPosition must be earliest, latest or timestamp:<ms>, got ${JSON.stringify(raw)}.`, { field: "initialPosition" });
 }
 
+/** The query parameter behind each backoff field named by {@link checkDeliveryPolicy}. */
+const BACKOFF_FIELDS: Record<string, string> = { maxDelayMs: "negativeAckBackoffMaxMs", multiplier: "negativeAckBackoffMultiplier", minDelayMs: "negativeAckRedeliveryDelayMs" };
+
 const isErr = (v: unknown): v is ErrorResult => typeof v === "object" && v !== null && (v as { ok?: unknown }).ok === false;
 
 /**
@@ -144,8 +148,18 @@ export function parseSubscribeQuery(subscription: string, q: URLSearchParams): S
     withBackoff = { ...policy, negativeAckBackoff: { minDelayMs: nack, maxDelayMs, multiplier } };
   }
   const bad = checkDeliveryPolicy(withBackoff);
-  if (bad !== null) return errorResult("INVALID_REQUEST", `${bad}.`, { field: bad.split(" ")[0] ?? "policy" });
+  if (bad !== null) return errorResult("INVALID_REQUEST", `${bad}.`, { field: BACKOFF_FIELDS[bad.split(" ")[1] ?? ""] ?? bad.split(" ")[0] ?? "policy" });
   const dlq = q.get("deadLetterTopic");
+  // Checked here: a name the metadata object would refuse made every dead-letter copy fail
+  // forever (retried by the room), holding the message back from the subscription.
+  if (dlq !== null && dlq !== "") {
+    try {
+      parseTopicName(dlq);
+    } catch (e) {
+      if (!(e instanceof EdgelogError)) throw e;
+      return errorResult("INVALID_REQUEST", `deadLetterTopic: ${e.message}`, { field: "deadLetterTopic" });
+    }
+  }
   const receiverQueueSize = intParam(q, "receiverQueueSize", DEFAULT_RECEIVER_QUEUE_SIZE, 1, MAX_RECEIVER_QUEUE_SIZE);
   if (isErr(receiverQueueSize)) return receiverQueueSize;
   const priorityLevel = intParam(q, "priorityLevel", 0, 0, 1000);
@@ -173,8 +187,9 @@ export function parseSubscribeQuery(subscription: string, q: URLSearchParams): S
 /**
  * Parses a reader's options: `start` = earliest | latest (default) | a message id |
  * `timestamp:<ms>`, `inclusive` = true | false (field case A4), `receiverQueueSize`, `encoding`.
+ * A message id must be of the reader's `partition` (INVALID_MESSAGE_ID otherwise).
  */
-export function parseReaderQuery(q: URLSearchParams): ReaderOptions | ErrorResult {
+export function parseReaderQuery(q: URLSearchParams, partition: number): ReaderOptions | ErrorResult {
   const raw = q.get("start") ?? "latest";
   let start: ReaderStart;
   if (raw === "latest") start = { kind: "latest" };
@@ -183,6 +198,8 @@ export function parseReaderQuery(q: URLSearchParams): ReaderOptions | ErrorResul
   else {
     const id = parseMessageId(raw);
     if (id === null) return errorResult("INVALID_MESSAGE_ID", `start must be earliest, latest, timestamp:<ms> or a message id, got ${JSON.stringify(raw)}.`, { field: "start" });
+    if (id.partition !== partition)
+      return errorResult("INVALID_MESSAGE_ID", `start ${raw} is a message id of partition ${id.partition}, this reader is on partition ${partition}.`, { field: "start" });
     start = { kind: "offset", offset: id.offset };
   }
   const inc = q.get("inclusive");
@@ -229,11 +246,29 @@ function requestIdOf(o: Record<string, unknown>): string | null | ErrorResult {
   return r;
 }
 
+/** A refused client frame: the error, with the frame's `requestId` when it had a valid one (so the client can match the refusal to its request). */
+export type FrameError = ErrorResult & { readonly requestId: string | null };
+
 /**
  * Parses one client frame of a consumer on `partition`.
  * @returns the frame, or the error to answer in an `error` frame (nothing changes).
  */
-export function parseClientFrame(data: string | ArrayBuffer, partition: number): ClientFrame | ErrorResult {
+export function parseClientFrame(data: string | ArrayBuffer, partition: number): ClientFrame | FrameError {
+  const r = parseFrame(data, partition);
+  if (!("ok" in r)) return r;
+  let requestId: string | null = null;
+  if (typeof data === "string" && data.length <= MAX_CLIENT_FRAME_BYTES) {
+    try {
+      const o = JSON.parse(data) as { requestId?: unknown };
+      if (typeof o?.requestId === "string" && o.requestId.length > 0 && o.requestId.length <= 64) requestId = o.requestId;
+    } catch {
+      // not JSON: no request id
+    }
+  }
+  return { ...r, requestId };
+}
+
+function parseFrame(data: string | ArrayBuffer, partition: number): ClientFrame | ErrorResult {
   if (typeof data !== "string") return errorResult("INVALID_REQUEST", "Frames are JSON text; binary frames are not part of the protocol.");
   if (data.length > MAX_CLIENT_FRAME_BYTES) return errorResult("INVALID_REQUEST", `A frame is at most ${MAX_CLIENT_FRAME_BYTES} bytes.`);
   let v: unknown;

@@ -165,4 +165,12 @@ describe("createReader on fake sockets", () => {
     await expect(createReader(client, { topic: "t", start: "earliest", startMessageId: "latest" })).rejects.toMatchObject({ code: "INVALID_REQUEST" });
     expect(server.requests).toEqual([]);
   });
+
+  it("refuses a receiverQueueSize the server would refuse, before any request (a refused upgrade would surface as UNAVAILABLE)", async () => {
+    server.addTopic("t", 1);
+    for (const receiverQueueSize of [0, 10_001, 1.5]) {
+      await expect(createReader(client, { topic: "t", receiverQueueSize })).rejects.toMatchObject({ code: "INVALID_REQUEST", details: { field: "receiverQueueSize" } });
+    }
+    expect(server.requests).toEqual([]);
+  });
 });

@@ -197,6 +197,19 @@ describe("permits", () => {
     expect(sub.grantPermits("c2", 0)?.code).toBe("INVALID_REQUEST");
   });
 
+  it("pull mode: unused permits past 1,000,000 are refused with a message naming the frame's field", () => {
+    const log = new Log();
+    const sub = newSub(log, { type: "shared" });
+    sub.addConsumer({ id: "c", flow: { kind: "credit" } });
+    expect(sub.grantPermits("c", 1_000_000)).toBeNull();
+    expect(sub.grantPermits("c", 1)).toEqual({
+      ok: false,
+      code: "INVALID_REQUEST",
+      message: "permits must be a positive integer, and the consumer's unused permits at most 1000000.",
+      details: { field: "permits" },
+    });
+  });
+
   it("A7 push mode: receiverQueueSize 3 gives m0..m2; acking m0 gives exactly m3", () => {
     const log = new Log();
     const sub = newSub(log, { type: "shared" });

@@ -60,14 +60,44 @@ describe("subscribe options", () => {
     }
     expect(code(parseSubscribeQuery("a/b", q("")))).toBe("INVALID_REQUEST");
   });
+
+  it("refuses a dead-letter topic name the metadata object would refuse (its copies could never be produced)", () => {
+    for (const dlq of ["a/b", "a/b/c/d", "x".repeat(250), "bad name", "t/ns/..", "."]) {
+      const r = parseSubscribeQuery("s", q(`maxRedeliverCount=1&deadLetterTopic=${encodeURIComponent(dlq)}`)) as unknown as { code: string; details: { field: string } };
+      expect([dlq, r.code, r.details.field]).toEqual([dlq, "INVALID_REQUEST", "deadLetterTopic"]);
+    }
+    expect(parseSubscribeQuery("s", q("deadLetterTopic=acme/orders/dlq"))).toMatchObject({ deadLetterTopic: "acme/orders/dlq" });
+    expect(parseSubscribeQuery("s", q("deadLetterTopic=dlq"))).toMatchObject({ deadLetterTopic: "dlq" });
+  });
+
+  it("backoff refusals name the query parameter", () => {
+    for (const [query, field] of [
+      ["negativeAckRedeliveryDelayMs=100&negativeAckBackoffMaxMs=1000&negativeAckBackoffMultiplier=0", "negativeAckBackoffMultiplier"],
+      ["negativeAckRedeliveryDelayMs=100&negativeAckBackoffMaxMs=1000&negativeAckBackoffMultiplier=NaN", "negativeAckBackoffMultiplier"],
+      ["negativeAckBackoffMaxMs=1000", "negativeAckBackoffMaxMs"], // below the default nack delay 60 s
+    ] as const) {
+      const r = parseSubscribeQuery("s", q(query)) as unknown as { code: string; details: { field: string } };
+      expect([query, r.code, r.details.field]).toEqual([query, "INVALID_REQUEST", field]);
+    }
+  });
 });
 
 describe("reader options (field case A4)", () => {
   it("start positions and inclusive", () => {
-    expect(parseReaderQuery(q(""))).toMatchObject({ start: { kind: "latest" }, inclusive: false });
-    expect(parseReaderQuery(q("start=0000:0000000000000002&inclusive=true"))).toMatchObject({ start: { kind: "offset", offset: 2 }, inclusive: true });
-    expect(parseReaderQuery(q("start=timestamp:5"))).toMatchObject({ start: { kind: "timestamp", timestampMs: 5 } });
-    expect(code(parseReaderQuery(q("start=m2")))).toBe("INVALID_MESSAGE_ID");
+    expect(parseReaderQuery(q(""), 0)).toMatchObject({ start: { kind: "latest" }, inclusive: false });
+    expect(parseReaderQuery(q("start=0000:0000000000000002&inclusive=true"), 0)).toMatchObject({ start: { kind: "offset", offset: 2 }, inclusive: true });
+    expect(parseReaderQuery(q("start=timestamp:5"), 0)).toMatchObject({ start: { kind: "timestamp", timestampMs: 5 } });
+    expect(code(parseReaderQuery(q("start=m2"), 0))).toBe("INVALID_MESSAGE_ID");
+  });
+
+  it("a start message id of another partition is refused (INVALID_MESSAGE_ID), not read as an offset of this one", () => {
+    expect(parseReaderQuery(q("start=0001:0000000000000002"), 0)).toEqual({
+      ok: false,
+      code: "INVALID_MESSAGE_ID",
+      message: "start 0001:0000000000000002 is a message id of partition 1, this reader is on partition 0.",
+      details: { field: "start" },
+    });
+    expect(parseReaderQuery(q("start=0001:0000000000000002"), 1)).toMatchObject({ start: { kind: "offset", offset: 2 } });
   });
 });
 
@@ -92,5 +122,20 @@ describe("client frames", () => {
     expect(code(parseClientFrame(JSON.stringify({ type: "ack", messageIds: [id(1, 3)] }), 0))).toBe("INVALID_MESSAGE_ID");
     expect(code(parseClientFrame(JSON.stringify({ type: "permit", permits: 0 }), 0))).toBe("INVALID_REQUEST");
     expect(code(parseClientFrame(JSON.stringify({ type: "ack", messageId: id(1), requestId: "" }), 0))).toBe("INVALID_REQUEST");
+  });
+
+  it("a refused frame keeps its valid requestId, so the client can match the refusal (an SDK ack would wait forever otherwise)", () => {
+    expect(parseClientFrame(JSON.stringify({ type: "ack", messageIds: [id(1), "garbage"], requestId: "r1" }), 0)).toEqual({
+      ok: false,
+      code: "INVALID_MESSAGE_ID",
+      message: '"garbage" is not a message id.',
+      details: { messageId: "garbage" },
+      requestId: "r1",
+    });
+    expect(parseClientFrame(JSON.stringify({ type: "nack", messageIds: [id(1, 2)], requestId: "r2" }), 0)).toMatchObject({ code: "INVALID_MESSAGE_ID", requestId: "r2" });
+    expect(parseClientFrame(JSON.stringify({ type: "flow", requestId: "r3" }), 0)).toMatchObject({ code: "INVALID_REQUEST", requestId: "r3" });
+    // No valid request id to echo: null.
+    expect(parseClientFrame("not json", 0)).toMatchObject({ code: "INVALID_JSON", requestId: null });
+    expect(parseClientFrame(JSON.stringify({ type: "ack", messageId: id(1), requestId: 7 }), 0)).toMatchObject({ code: "INVALID_REQUEST", requestId: null });
   });
 });
