@@ -37,6 +37,8 @@ import type { CursorTarget, SubscriptionInfo, SubscriptionRpc } from "../src/sub
 import type { SubscriptionType } from "../src/subscriptions/dispatch.ts";
 import { PING_FRAME, PONG_FRAME } from "../src/subscriptions/wire.ts";
 import { log } from "../src/log/logger.ts";
+import { policiesOf } from "../src/protocol/policies.ts";
+import { checkCountLimit } from "../src/policies/enforce.ts";
 
 /** One write of the partition: each room's part, null when it has none. */
 export type Command = LogCommand & ProducersCommand & StreamsCommand & SubsCommand & LifecycleCommandPart;
@@ -98,6 +100,7 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
         commit: (subs) => this.#commit({ log: null, append: null, producer: null, stream: null, subs }),
         sockets: (tag) => this.ctx.getWebSockets(tag),
         saveAttachment: (ws, state) => this.saveAttachment(ws, { room: SUBS_ROOM, state }),
+        holdTimeoutMs: env.EDGELOG_BACKLOG_HOLD_TIMEOUT_MS === undefined ? undefined : Number(env.EDGELOG_BACKLOG_HOLD_TIMEOUT_MS),
       },
       this.#log,
     );
@@ -164,6 +167,8 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     const nowMs = Date.now();
     this.#producers.rearm(nowMs);
     this.#streams.rearmProducers(nowMs);
+    // configs.policies may have changed (docs/TENANTS.md): the subscriptions room enforces them.
+    this.#subs.policiesChanged();
     return { ok: true };
   }
 
@@ -180,12 +185,17 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
    * Never awaits: appends are serialised by the object's single thread.
    */
   async append(req: AppendRequest): Promise<RpcResult<AppendOk>> {
-    return this.#append(req);
+    const hold = this.#backlogHold();
+    const refused = hold === null ? null : await hold;
+    return refused ?? this.#append(req);
   }
 
   /** See {@link PartitionRpc.appendMany}. Never awaits between requests: one event, one commit. */
   async appendMany(reqs: AppendRequest[]): Promise<RpcResult<AppendOk>[]> {
     if (!Array.isArray(reqs) || reqs.length > MAX_APPEND_GROUP_REQUESTS) throw new Error(`appendMany takes at most ${MAX_APPEND_GROUP_REQUESTS} requests`);
+    const hold = this.#backlogHold();
+    const refused = hold === null ? null : await hold;
+    if (refused !== null) return reqs.map(() => refused);
     const out: RpcResult<AppendOk>[] = [];
     for (const req of reqs) {
       try {
@@ -356,6 +366,19 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     return this.#streams.blocksNativeAppend();
   }
 
+  /**
+   * The backlog quota's `producer_request_hold` (docs/TENANTS.md): resolves at once (no await
+   * unless held) to null, or, after the hold, to null or BACKLOG_QUOTA_HOLD_TIMEOUT (counted).
+   */
+  #backlogHold(): Promise<ErrorResult | null> | null {
+    const hold = this.#subs.produceHold();
+    if (hold === null) return null;
+    return hold.then((r) => {
+      if (r !== null) this.#counters.produced(r);
+      return r;
+    });
+  }
+
   /** A native append, counted (metrics.ts). */
   #append(req: AppendRequest): RpcResult<AppendOk> {
     const r = this.#appendOnce(req);
@@ -380,7 +403,14 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
       if (decision.kind === "error") return decision.error;
       if (decision.kind === "duplicate") return this.#log.duplicateAnswer(decision.entry);
       previous = state;
+      // maxProducersPerTopic counts the producer ids this partition holds state for.
+      const max = policiesOf(this.#log.state.configs).maxProducersPerTopic;
+      const over = previous === undefined && max > 0 ? checkCountLimit("producers", max, this.#producers.count()) : null;
+      if (over !== null) return over;
     }
+    // Last: the backlog quota (producer_exception) and the publish rate, which charges its bucket.
+    const policyRefusal = this.#subs.checkProduce(scanned.validated.recordCount, scanned.scans.reduce((n, d) => n + d.totalBytes, 0), nowMs);
+    if (policyRefusal !== null) return policyRefusal;
     const append = this.#log.plan(scanned);
     const producer = p === null ? null : this.#producers.change(p, previous, append.baseOffset, append.lastOffset, nowMs);
     this.#commit({ log: null, append, producer, stream: null, lifecycle: this.#lifecycle.planAppend(append, nowMs) });
