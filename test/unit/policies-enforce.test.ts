@@ -179,7 +179,10 @@ describe("message TTL schedule", () => {
 describe("subscription core: maxDeliveries (the dispatch rate's allowance)", () => {
   class Log implements MessageSource {
     logStartOffset = 0;
-    constructor(readonly logEndOffset: number) {}
+    readonly logEndOffset: number;
+    constructor(end: number) {
+      this.logEndOffset = end;
+    }
     read(from: number, max: number): readonly MessageMeta[] {
       const out: MessageMeta[] = [];
       for (let o = from; o < this.logEndOffset && out.length < max; o++) out.push({ offset: o });

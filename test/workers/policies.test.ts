@@ -5,9 +5,11 @@
  * Every refusal is checked to change nothing (log end, subscriptions, consumers, producer state).
  * No timing thresholds: waits are upper bounds on behaviour, never measurements.
  */
+import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
+import type { TopicConfigs } from "../../src/protocol/types.ts";
 import type { SubscriptionInfo } from "../../src/subscriptions/rpc.ts";
-import { call, createTopic, expectError, highWatermarks, json } from "./helpers.ts";
+import { call, describe as describeTopic, expectError, highWatermarks, json, partitionObject } from "./helpers.ts";
 import { connect, sleep, values } from "./subs-helpers.ts";
 
 const uid = (): string => crypto.randomUUID().slice(0, 8);
@@ -277,5 +279,24 @@ describe("policy changes and bad values", () => {
     // A topic override wins over the namespace.
     await ok(await json("PATCH", `/v1/topics/${topic}`, { policies: { maxSubscriptionsPerTopic: 0 } }));
     await ok(await json("PUT", `/v1/topics/${topic}/subscriptions/c`, {}), 201);
+  });
+
+  it("bounded staleness: a partition that missed a push takes the metadata store's policies at its first activity after a restart", async () => {
+    const { topic } = await topicIn({ maxSubscriptionsPerTopic: 1 });
+    const { topicId } = await describeTopic(topic);
+    const stub = partitionObject(topicId) as unknown as DurableObjectStub;
+    const configsOf = () =>
+      runInDurableObject(stub, (_i, state) => JSON.parse(state.storage.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = 'configs'").one().value) as TopicConfigs);
+    // Simulate a push that never arrived: the partition holds an older policy (no limit).
+    const fresh = await configsOf();
+    expect(fresh.policies?.maxSubscriptionsPerTopic).toBe(1);
+    expect((await partitionObject(topicId).updateConfigs({ ...fresh, policies: { ...fresh.policies!, maxSubscriptionsPerTopic: 0 } })).ok).toBe(true);
+    await ok(await json("PUT", `/v1/topics/${topic}/subscriptions/a`, {}), 201);
+    await ok(await json("PUT", `/v1/topics/${topic}/subscriptions/b`, {}), 201);
+    // The object restarts; its first produce compares its configs with the metadata store's.
+    await evictDurableObject(stub);
+    await ok(await produceRaw(topic, 1, 5));
+    await eventually(async () => (await configsOf()).policies?.maxSubscriptionsPerTopic === 1, "the refreshed policies");
+    await expectError(await json("PUT", `/v1/topics/${topic}/subscriptions/c`, {}), "MAX_SUBSCRIPTIONS_REACHED", 409);
   });
 });
