@@ -448,7 +448,11 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
       if (over !== null) return over;
     }
     // Last: the backlog quota (producer_exception) and the publish rate, which charges its bucket.
-    const policyRefusal = this.#subs.checkProduce(scanned.validated.recordCount, scanned.scans.reduce((n, d) => n + d.totalBytes, 0), nowMs);
+    const policyRefusal = this.#subs.checkProduce(
+      scanned.validated.recordCount,
+      scanned.scans.reduce((n, d) => n + d.totalBytes, 0),
+      nowMs,
+    );
     if (policyRefusal !== null) return policyRefusal;
     const append = this.#log.plan(scanned);
     const producer = p === null ? null : this.#producers.change(p, previous, append.baseOffset, append.lastOffset, nowMs);
@@ -491,7 +495,5 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
 
 /** JSON with object keys sorted (a comparison that ignores key order). */
 function canonicalJson(v: unknown): string {
-  return JSON.stringify(v, (_k, x: unknown) =>
-    x !== null && typeof x === "object" && !Array.isArray(x) ? Object.fromEntries(Object.entries(x).sort(([a], [b]) => (a < b ? -1 : 1))) : x,
-  );
+  return JSON.stringify(v, (_k, x: unknown) => (x !== null && typeof x === "object" && !Array.isArray(x) ? Object.fromEntries(Object.entries(x).sort(([a], [b]) => (a < b ? -1 : 1))) : x));
 }

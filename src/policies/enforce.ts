@@ -149,7 +149,7 @@ export class RateLimiter {
  */
 export function limiterFor(current: RateLimiter | null, limit: RateLimit, nowMs: number): RateLimiter | null {
   if (limit.messagesPerSecond === -1 && limit.bytesPerSecond === -1) return null;
-  if (current !== null && current.enforces(limit)) return current;
+  if (current?.enforces(limit)) return current;
   return new RateLimiter(limit, nowMs);
 }
 
@@ -159,17 +159,16 @@ export function limiterFor(current: RateLimiter | null, limit: RateLimit, nowMs:
  * A count limit (0 = unlimited, Pulsar's convention): refused when `current` (the count before
  * the newcomer) is already at `max`. The refusal names the limit in `details`.
  */
-export function checkCountLimit(
-  what: "producers" | "consumers" | "subscriptions",
-  max: number,
-  current: number,
-): ErrorResult | null {
+export function checkCountLimit(what: "producers" | "consumers" | "subscriptions", max: number, current: number): ErrorResult | null {
   if (max === 0 || current < max) return null;
   switch (what) {
     case "producers":
       return errorResult("MAX_PRODUCERS_REACHED", `The topic partition has ${current} producer(s), its maxProducersPerTopic: refused.`, { maxProducersPerTopic: max, producers: current });
     case "consumers":
-      return errorResult("MAX_CONSUMERS_REACHED", `The subscription has ${current} consumer(s), its maxConsumersPerSubscription: refused.`, { maxConsumersPerSubscription: max, consumers: current });
+      return errorResult("MAX_CONSUMERS_REACHED", `The subscription has ${current} consumer(s), its maxConsumersPerSubscription: refused.`, {
+        maxConsumersPerSubscription: max,
+        consumers: current,
+      });
     case "subscriptions":
       return errorResult("MAX_SUBSCRIPTIONS_REACHED", `The topic partition has ${current} subscription(s), its maxSubscriptionsPerTopic: refused.`, {
         maxSubscriptionsPerTopic: max,
