@@ -37,7 +37,7 @@ import type { CursorTarget, SubscriptionInfo, SubscriptionRpc } from "../src/sub
 import type { SubscriptionType } from "../src/subscriptions/dispatch.ts";
 import { PING_FRAME, PONG_FRAME } from "../src/subscriptions/wire.ts";
 import { log } from "../src/log/logger.ts";
-import { policiesOf, policyValues } from "../src/protocol/policies.ts";
+import { policyValues } from "../src/protocol/policies.ts";
 import { checkCountLimit } from "../src/policies/enforce.ts";
 
 /**
@@ -218,7 +218,8 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
 
   /**
    * Appends one produce request (see {@link AppendRequest}) in one transaction, or nothing.
-   * Never awaits: appends are serialised by the object's single thread.
+   * Never awaits (appends are serialised by the object's single thread), except while a backlog
+   * quota with `producer_request_hold` holds it, before anything is checked or written.
    */
   async append(req: AppendRequest): Promise<RpcResult<AppendOk>> {
     this.#refreshConfigs();
@@ -443,7 +444,7 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
       if (decision.kind === "duplicate") return this.#log.duplicateAnswer(decision.entry);
       previous = state;
       // maxProducersPerTopic counts the producer ids this partition holds state for.
-      const max = policiesOf(this.#log.state.configs).maxProducersPerTopic;
+      const max = this.#subs.policies().maxProducersPerTopic;
       const over = previous === undefined && max > 0 ? checkCountLimit("producers", max, this.#producers.count()) : null;
       if (over !== null) return over;
     }

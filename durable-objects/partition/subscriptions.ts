@@ -417,7 +417,7 @@ export class SubscriptionsRoom {
   // ---- namespace policies (docs/TENANTS.md "What each policy promises"; pure core src/policies/enforce.ts) ----
 
   /** The topic's effective policies as the metadata store pushed them (`configs.policies`), defaults filled in. */
-  #policies(): TopicPolicies {
+  policies(): TopicPolicies {
     const configs = this.#log.state?.configs;
     if (configs === undefined) return DEFAULT_POLICIES;
     if (this.#policyCache?.configs !== configs) this.#policyCache = { configs, policies: policiesOf(configs) };
@@ -471,7 +471,7 @@ export class SubscriptionsRoom {
    * {@link MAX_HELD_PRODUCE_REQUESTS}). A held request has written nothing.
    */
   produceHold(): Promise<ErrorResult | null> | null {
-    const q = this.#policies().backlogQuota;
+    const q = this.policies().backlogQuota;
     if (q.action !== "producer_request_hold" || q.limitBytes === -1) return null;
     const backlog = this.backlogBytes();
     if (this.#held.length === 0 && backlogVerdict(q, backlog) === "ok") return null;
@@ -503,7 +503,7 @@ export class SubscriptionsRoom {
   /** Releases the first held produce once the backlog fits, then the next one in the next task (after the first appended). */
   #releaseHeld(): void {
     if (this.#held.length === 0 || this.#releasing) return;
-    const q = this.#policies().backlogQuota;
+    const q = this.policies().backlogQuota;
     if (q.action === "producer_request_hold" && backlogVerdict(q, this.backlogBytes()) !== "ok") return;
     const h = this.#held.shift()!;
     clearTimeout(h.timer);
@@ -524,7 +524,7 @@ export class SubscriptionsRoom {
    *   admitted request is charged; it may take the bucket below zero, KIP-599's rule).
    */
   checkProduce(records: number, bytes: number, nowMs: number): ErrorResult | null {
-    const p = this.#policies();
+    const p = this.policies();
     if (p.backlogQuota.action === "producer_exception" && p.backlogQuota.limitBytes !== -1) {
       const backlog = this.backlogBytes();
       if (backlogVerdict(p.backlogQuota, backlog) !== "ok") {
@@ -561,12 +561,12 @@ export class SubscriptionsRoom {
   /** After an append (subscriptions exist): the TTL timer is armed, and an eviction is scheduled when the backlog passed a `consumer_backlog_eviction` quota. */
   #afterAppend(): void {
     const nowMs = Date.now();
-    if (this.#policies().messageTtlSeconds > 0 && this.#ctx.timers.dueMs(TTL_TIMER) === undefined) this.#armTtl(nowMs);
+    if (this.policies().messageTtlSeconds > 0 && this.#ctx.timers.dueMs(TTL_TIMER) === undefined) this.#armTtl(nowMs);
     this.#checkEviction(nowMs);
   }
 
   #checkEviction(nowMs: number): void {
-    const q = this.#policies().backlogQuota;
+    const q = this.policies().backlogQuota;
     if (q.action !== "consumer_backlog_eviction" || q.limitBytes === -1) return;
     if (backlogVerdict(q, this.backlogBytes()) === "ok" || this.#ctx.timers.dueMs(EVICTION_TIMER) !== undefined) return;
     this.#ctx.timers.set(EVICTION_TIMER, nowMs);
@@ -580,7 +580,7 @@ export class SubscriptionsRoom {
    * committed command. A backlog larger than one slice schedules the next slice.
    */
   #evict(): void {
-    const q = this.#policies().backlogQuota;
+    const q = this.policies().backlogQuota;
     const from = this.#slowest();
     if (q.action !== "consumer_backlog_eviction" || q.limitBytes === -1 || from === null) return;
     const backlog = this.backlogBytes();
@@ -601,7 +601,7 @@ export class SubscriptionsRoom {
    * is not woken: the next append arms it).
    */
   #armTtl(nowMs: number): void {
-    const ttl = this.#policies().messageTtlSeconds;
+    const ttl = this.policies().messageTtlSeconds;
     const s = this.#log.state;
     const slowest = this.#slowest();
     if (ttl === 0 || s === null || slowest === null || Math.max(slowest, s.logStartOffset) >= s.logEndOffset) {
@@ -620,7 +620,7 @@ export class SubscriptionsRoom {
    * mark-delete position; in one committed command.
    */
   #expireTtl(nowMs: number): void {
-    const cutoff = ttlCutoffMs(nowMs, this.#policies().messageTtlSeconds);
+    const cutoff = ttlCutoffMs(nowMs, this.policies().messageTtlSeconds);
     if (cutoff !== null && this.#subs.size > 0) {
       const firstKept = this.#offsetForTimestamp(cutoff);
       let expired = 0;
@@ -668,7 +668,7 @@ export class SubscriptionsRoom {
     if ("ok" in o) return o;
     let live = this.#subs.get(name);
     const nowMs = Date.now();
-    const policies = this.#policies();
+    const policies = this.policies();
     if (live === undefined) {
       const over = checkCountLimit("subscriptions", policies.maxSubscriptionsPerTopic, this.#subs.size);
       if (over !== null) return over;
@@ -886,7 +886,7 @@ export class SubscriptionsRoom {
       const nowMs = Date.now();
       // The dispatch rate (per partition, over all its subscriptions): messages beyond the
       // allowance wait for the rate timer; nothing is lost.
-      this.#dispatchRate = limiterFor(this.#dispatchRate, this.#policies().dispatchRate, nowMs);
+      this.#dispatchRate = limiterFor(this.#dispatchRate, this.policies().dispatchRate, nowMs);
       const allowance = this.#dispatchRate?.allowance(nowMs) ?? Number.POSITIVE_INFINITY;
       if (allowance === 0) {
         this.#throttleDispatch(nowMs);
@@ -1159,7 +1159,7 @@ export class SubscriptionsRoom {
       live = this.#subs.get(req.subscription)!;
     }
     const consumers = live.sub.stats().consumers.length + (this.#joining.get(req.subscription) ?? 0);
-    const refused = admitConsumer(live.sub.type, consumers, "shared") ?? checkCountLimit("consumers", this.#policies().maxConsumersPerSubscription, consumers);
+    const refused = admitConsumer(live.sub.type, consumers, "shared") ?? checkCountLimit("consumers", this.policies().maxConsumersPerSubscription, consumers);
     if (refused !== null) return refused;
     const id = `L${crypto.randomUUID().replaceAll("-", "").slice(0, 20)}`;
     const added = live.sub.addConsumer({ id, name: "http-pull", type: "shared", flow: { kind: "credit" } });
@@ -1263,7 +1263,7 @@ export class SubscriptionsRoom {
     if (this.#log.state === null) return errorResult("UNKNOWN_TOPIC_OR_PARTITION", "This partition does not exist.");
     const existing = this.#subs.get(name);
     if (existing !== undefined) return { ok: true, created: false, info: this.#info(existing) };
-    const over = checkCountLimit("subscriptions", this.#policies().maxSubscriptionsPerTopic, this.#subs.size);
+    const over = checkCountLimit("subscriptions", this.policies().maxSubscriptionsPerTopic, this.#subs.size);
     if (over !== null) return over;
     const start = initialOffset(position, { ...this.#bounds(), offsetForTimestamp: (t) => this.#offsetForTimestamp(t) });
     const nowMs = Date.now();
