@@ -238,8 +238,8 @@ export class SubscriptionsRoom {
   readonly #cache = new Map<number, LogRecord[]>();
   /** The effective policies, parsed once per configs object. */
   #policyCache: { configs: object; policies: TopicPolicies } | null = null;
-  /** Backlog size, valid while the slowest position and the log start are unchanged and the log end has only grown. */
-  #backlog: { from: number; start: number; end: number; bytes: number } | null = null;
+  /** Backlog size, valid while the slowest position and the log start are unchanged and only appends changed the stored bytes. */
+  #backlog: { from: number; start: number; end: number; stored: number; bytes: number } | null = null;
   #dispatchRate: RateLimiter | null = null;
   #publishRate: RateLimiter | null = null;
   /** Produce requests held by `producer_request_hold`, in arrival order (released one per task). */
@@ -452,14 +452,18 @@ export class SubscriptionsRoom {
     }
     const c = this.#backlog;
     if (c !== null && c.from === from && c.start === s.logStartOffset && end >= c.end) {
-      if (end > c.end) {
-        c.bytes += this.#log.bytesFrom(c.end);
+      // Only appends since: their bytes are the stored bytes' growth (a compaction rewrite or a
+      // truncation changes the stored bytes otherwise, and the backlog is summed again).
+      const added = end > c.end ? this.#log.bytesFrom(c.end) : 0;
+      if (s.storedBytes - c.stored === added) {
+        c.bytes += added;
         c.end = end;
+        c.stored = s.storedBytes;
+        return c.bytes;
       }
-      return c.bytes;
     }
     const bytes = this.#log.bytesFrom(from);
-    this.#backlog = { from, start: s.logStartOffset, end, bytes };
+    this.#backlog = { from, start: s.logStartOffset, end, stored: s.storedBytes, bytes };
     return bytes;
   }
 
