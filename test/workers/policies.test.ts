@@ -58,10 +58,13 @@ describe("backlog quota", () => {
     // A subscription at the log end: the backlog starts at 0 and grows with each produce.
     await ok(await json("PUT", `/v1/topics/${topic}/subscriptions/s`, { position: "latest" }), 201);
     const start = await hw(topic);
+    // An idempotent producer: its sequence shows that a refusal leaves no producer state.
+    const { producerId } = await ok<{ producerId: number }>(await call("/v1/producers", { method: "POST" }));
+    const send = (baseSequence: number) => produceRaw(topic, 1, 400, { producerId, producerEpoch: 0, baseSequence });
     let accepted = 0;
     let refused: Response | null = null;
     for (let i = 0; i < 10 && refused === null; i++) {
-      const res = await produceRaw(topic);
+      const res = await send(accepted);
       if (res.status === 200) accepted++;
       else refused = res;
     }
@@ -74,6 +77,7 @@ describe("backlog quota", () => {
     expect(e.details!.backlogBytes as number).toBeGreaterThan(1000);
     // The refusal wrote nothing, and it is steady while nobody acknowledges.
     expect(await hw(topic)).toBe(start + 3);
+    await expectError(await send(3), "BACKLOG_QUOTA_EXCEEDED", 409);
     await expectError(await produceRaw(topic), "BACKLOG_QUOTA_EXCEEDED", 409);
     expect(await hw(topic)).toBe(start + 3);
     // A consumer acks everything: the mark-delete position reaches the log end, produce is accepted again.
@@ -81,7 +85,8 @@ describe("backlog quota", () => {
     const got = await c.waitMessages(3);
     expect(got.map((m) => m.offset)).toEqual([start, start + 1, start + 2]);
     expect(await c.ack(got.map((m) => m.messageId))).toBe(3);
-    const after = await ok<{ records: { offset: number }[] }>(await produceRaw(topic));
+    // The producer goes on with sequence 3 (its refused requests advanced nothing), at the next offset.
+    const after = await ok<{ records: { offset: number }[] }>(await send(3));
     expect(after.records[0]!.offset).toBe(start + 3);
     await c.close();
   });
