@@ -283,6 +283,8 @@ export class SubscriptionsRoom {
       if (a?.k === "c") consumers.push({ ws, a });
     }
     this.#hasReaders = this.#ctx.sockets("reader").length > 0;
+    // Objects from before the policies were enforced, or whose TTL was set while idle: arm it.
+    if (this.#subs.size > 0 && this.policies().messageTtlSeconds > 0 && this.#ctx.timers.dueMs(TTL_TIMER) === undefined) this.#armTtl(Date.now());
     consumers.sort((x, y) => x.a.j - y.a.j || (x.a.jr < y.a.jr ? -1 : 1));
     for (const { ws, a } of consumers) {
       const live = this.#subs.get(a.s);
@@ -363,6 +365,8 @@ export class SubscriptionsRoom {
           out: new RateMeter(),
           redelivered: new RateMeter(),
         });
+        // A new subscription may start with a backlog: the TTL and the eviction look at it.
+        this.#afterAppend();
         return;
       }
       case "cursors":
@@ -562,7 +566,7 @@ export class SubscriptionsRoom {
     for (const live of this.#subs.values()) this.#dispatch(live);
   }
 
-  /** After an append (subscriptions exist): the TTL timer is armed, and an eviction is scheduled when the backlog passed a `consumer_backlog_eviction` quota. */
+  /** After an append (subscriptions exist) or a new subscription: the TTL timer is armed, and an eviction is scheduled when the backlog passed a `consumer_backlog_eviction` quota. */
   #afterAppend(): void {
     const nowMs = Date.now();
     if (this.policies().messageTtlSeconds > 0 && this.#ctx.timers.dueMs(TTL_TIMER) === undefined) this.#armTtl(nowMs);

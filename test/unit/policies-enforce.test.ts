@@ -103,6 +103,14 @@ describe("rate limiter", () => {
     );
   });
 
+  it("publish, field case E7 with one window: throttle times are finite integers, exact, and honouring one is enough", () => {
+    const l = new RateLimiter({ messagesPerSecond: -1, bytesPerSecond: 1000 }, 0);
+    expect(l.tryAcquire(0, 1, 5000)).toEqual({ admitted: true, throttleTimeMs: 4000 }); // 1,000 credits -> -4,000
+    expect(l.tryAcquire(0, 1, 10)).toEqual({ admitted: false, throttleTimeMs: 4000 });
+    expect(l.tryAcquire(1000, 1, 10)).toEqual({ admitted: false, throttleTimeMs: 3000 });
+    expect(l.tryAcquire(4000, 1, 5000)).toEqual({ admitted: true, throttleTimeMs: 5000 }); // 0 -> -5,000
+  });
+
   it("publish: after the throttle time the next request is admitted", () => {
     const l = new RateLimiter({ messagesPerSecond: 2, bytesPerSecond: 100 }, 0);
     expect(l.tryAcquire(0, 1, 60).admitted).toBe(true);

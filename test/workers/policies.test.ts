@@ -164,6 +164,17 @@ describe("message TTL", () => {
   });
 });
 
+describe("message TTL on a new subscription", () => {
+  it("a subscription created at the earliest position over old messages has them expired without a further produce", async () => {
+    const { topic } = await topicIn({ messageTtlSeconds: 2 });
+    const old = Date.now() - 60_000;
+    await ok(await json("POST", `/v1/topics/${topic}/partitions/0/records`, { records: [0, 1].map((i) => ({ value: `old-${i}`, timestamp: old })) }));
+    await ok(await json("PUT", `/v1/topics/${topic}/subscriptions/late`, { position: "earliest" }), 201);
+    await eventually(async () => (await stats(topic, "late")).partitions[0]!.markDeletePosition === 1, "the old messages to expire");
+    expect((await stats(topic, "late")).backlog).toBe(0);
+  });
+});
+
 describe("rates", () => {
   it("publish rate: over the limit a produce is THROTTLED with throttleTimeMs and Retry-After, writing nothing; after the wait it is accepted", async () => {
     // A topic-level override of the namespace's (unlimited) rate.
