@@ -77,6 +77,8 @@ export class RateLimiter {
   readonly limit: RateLimit;
   readonly #messages: TokenBucket | null;
   readonly #bytes: TokenBucket | null;
+  /** Messages and bytes charged so far: their mean size turns the bytes credits into a message count. */
+  readonly #charged = { messages: 0, bytes: 0 };
 
   constructor(limit: RateLimit, nowMs: number) {
     this.limit = { ...limit };
@@ -109,20 +111,30 @@ export class RateLimiter {
   }
 
   /**
-   * Dispatch: how many messages may be dispatched now. Infinity without a messages limit (as long
-   * as the bytes bucket is not below zero), else the whole messages in the bucket; 0 while either
-   * bucket is exhausted. Charge what was sent with {@link charge}.
+   * Dispatch: how many messages may be dispatched now: the whole messages in the messages bucket,
+   * and, with a bytes limit, the bytes bucket's credits over the mean size of the messages charged
+   * so far (at least 1 while it is not below zero, and 1 before any was charged, as a message's
+   * size is known only once it is read); Infinity without any limit; 0 while a bucket is
+   * exhausted. Charge what was sent with {@link charge}: the bytes bucket may then go below zero
+   * by about one message, and the next dispatch waits.
    */
   allowance(nowMs: number): number {
-    if (this.#bytes !== null && this.#bytes.credits(nowMs) < 0) return 0;
-    if (this.#messages === null) return Number.POSITIVE_INFINITY;
-    return Math.max(0, Math.floor(this.#messages.credits(nowMs)));
+    let n = Number.POSITIVE_INFINITY;
+    if (this.#bytes !== null) {
+      const credits = this.#bytes.credits(nowMs);
+      if (credits < 0) return 0;
+      n = this.#charged.messages === 0 ? 1 : Math.max(1, Math.floor(credits / (this.#charged.bytes / this.#charged.messages)));
+    }
+    if (this.#messages !== null) n = Math.min(n, Math.max(0, Math.floor(this.#messages.credits(nowMs))));
+    return n;
   }
 
   /** Charges messages and bytes already sent (the bytes bucket may go below zero: the next dispatch waits). */
   charge(nowMs: number, messages: number, bytes: number): void {
     this.#messages?.charge(nowMs, messages);
     this.#bytes?.charge(nowMs, bytes);
+    this.#charged.messages += Math.max(0, messages);
+    this.#charged.bytes += Math.max(0, bytes);
   }
 
   /**

@@ -142,13 +142,40 @@ describe("rate limiter", () => {
     );
   });
 
-  it("dispatch: a bytes limit blocks once its bucket is below zero; an unlimited messages rate allows everything", () => {
+  it("dispatch: a bytes limit counts in mean message sizes, and blocks once its bucket is below zero", () => {
+    expect(new RateLimiter({ messagesPerSecond: -1, bytesPerSecond: -1 }, 0).allowance(0)).toBe(Number.POSITIVE_INFINITY);
     const l = new RateLimiter({ messagesPerSecond: -1, bytesPerSecond: 1000 }, 0);
-    expect(l.allowance(0)).toBe(Number.POSITIVE_INFINITY);
-    l.charge(0, 10, 1500);
+    expect(l.allowance(0)).toBe(1); // no size known yet
+    l.charge(0, 1, 100);
+    expect(l.allowance(0)).toBe(9); // 900 credits / 100 bytes
+    l.charge(0, 9, 900);
+    expect(l.allowance(0)).toBe(1); // 0 credits: not below zero
+    l.charge(0, 1, 150);
     expect(l.allowance(0)).toBe(0);
-    expect(l.waitMs(0)).toBe(500);
-    expect(l.allowance(500)).toBe(Number.POSITIVE_INFINITY);
+    expect(l.waitMs(0)).toBe(150);
+    expect(l.allowance(150)).toBe(1);
+  });
+
+  it("dispatch with a bytes limit: a dispatch starts only while the bytes sent so far are within one second's worth plus the rate over the time", () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 100, max: 10_000 }),
+        fc.array(fc.tuple(fc.integer({ min: 0, max: 300 }), fc.array(fc.integer({ min: 1, max: 500 }), { minLength: 20, maxLength: 20 })), { minLength: 1, maxLength: 50 }),
+        (rate, steps) => {
+          const l = new RateLimiter({ messagesPerSecond: -1, bytesPerSecond: rate }, 0);
+          let now = 0;
+          let sent = 0;
+          for (const [gap, sizes] of steps) {
+            now += gap;
+            const n = Math.min(l.allowance(now), sizes.length);
+            if (n > 0) expect(sent).toBeLessThanOrEqual(rate + (rate * now) / 1000);
+            const bytes = sizes.slice(0, n).reduce((a, b) => a + b, 0);
+            l.charge(now, n, bytes);
+            sent += bytes;
+          }
+        },
+      ),
+    );
   });
 
   it("limiterFor keeps the limiter (and its credits) while the limit is unchanged, replaces it on a change, and drops it when unlimited", () => {

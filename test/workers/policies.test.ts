@@ -217,6 +217,25 @@ describe("rates", () => {
   });
 });
 
+describe("dispatch rate in bytes", () => {
+  it("a bytes/s limit spreads the push over time; every message arrives, in order", async () => {
+    const { topic } = await topicIn({ dispatchRate: { bytesPerSecond: 500 } });
+    await ok(await json("PUT", `/v1/topics/${topic}/subscriptions/s`, { position: "earliest" }), 201);
+    const sent = Array.from({ length: 20 }, (_, i) => `${i}`.padEnd(100, "."));
+    await ok(await json("POST", `/v1/topics/${topic}/partitions/0/records`, { records: sent.map((value) => ({ value })) }));
+    const c = await connect(topic, "s");
+    const got = await c.waitMessages(20, 20_000);
+    expect(values(got)).toEqual(sent);
+    const sizes = c.frames.filter((f) => f.type === "messages").map((f) => (f as { messages: unknown[] }).messages.length);
+    // 2,000 bytes at 500 B/s: the first frame carries one message (no size known yet), no frame
+    // more than a second's worth plus one message.
+    expect(sizes[0]).toBe(1);
+    expect(Math.max(...sizes)).toBeLessThanOrEqual(6);
+    expect(sizes.reduce((a, b) => a + b, 0)).toBe(20);
+    await c.close();
+  });
+});
+
 describe("count limits", () => {
   it("maxSubscriptionsPerTopic: a subscription past the limit is refused (admin create, consumer socket, HTTP pull) and none is created", async () => {
     const { topic } = await topicIn({ maxSubscriptionsPerTopic: 1 });
