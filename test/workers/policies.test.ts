@@ -49,6 +49,13 @@ async function eventually(pred: () => Promise<boolean>, what: string, timeoutMs 
 
 const hw = async (topic: string): Promise<number> => (await highWatermarks(topic))[0]!;
 
+/** Partition 0's produce refusals by code, from its metrics (counted since the object started). */
+async function produceErrors(topic: string): Promise<Record<string, number>> {
+  const r = await partitionObject((await describeTopic(topic)).topicId).metrics();
+  if (!r.ok) throw new Error(r.code);
+  return r.metrics.produceErrors;
+}
+
 describe("backlog quota", () => {
   it("producer_exception refuses produce once the backlog exceeds the limit, and accepts again after acks", async () => {
     const { ns, topic } = await topicIn();
@@ -80,6 +87,7 @@ describe("backlog quota", () => {
     await expectError(await send(3), "BACKLOG_QUOTA_EXCEEDED", 409);
     await expectError(await produceRaw(topic), "BACKLOG_QUOTA_EXCEEDED", 409);
     expect(await hw(topic)).toBe(start + 3);
+    expect((await produceErrors(topic)).BACKLOG_QUOTA_EXCEEDED).toBe(3);
     // A consumer acks everything: the mark-delete position reaches the log end, produce is accepted again.
     const c = await connect(topic, "s");
     const got = await c.waitMessages(3);
@@ -117,6 +125,7 @@ describe("backlog quota", () => {
     expect(e.retriable).toBe(true);
     expect(e.details).toMatchObject({ limitBytes: 500, holdTimeoutMs: 3000 });
     expect(await hw(topic)).toBe(before);
+    expect((await produceErrors(topic)).BACKLOG_QUOTA_HOLD_TIMEOUT).toBe(1);
   });
 
   it("consumer_backlog_eviction: the slowest subscription's oldest messages are dropped until the backlog fits; produce is never refused", async () => {
