@@ -5,7 +5,7 @@
  * and the SDK producer sees BACKLOG_QUOTA_EXCEEDED under `producer_exception`.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { EdgelogClient, EdgelogClientError, Producer, subscribe, toText } from "../../sdk/src/index.ts";
+import { type EdgelogClient, EdgelogClientError, Producer, subscribe, toText } from "../../sdk/src/index.ts";
 import type { ProduceResponse } from "../../src/protocol/index.ts";
 import { type DevServer, startWithClient } from "./dev-server.ts";
 
