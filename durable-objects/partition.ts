@@ -223,7 +223,7 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
    */
   async append(req: AppendRequest): Promise<RpcResult<AppendOk>> {
     this.#refreshConfigs();
-    const hold = this.#backlogHold();
+    const hold = this.#backlogHold(1);
     const refused = hold === null ? null : await hold;
     return refused ?? this.#append(req);
   }
@@ -232,7 +232,7 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
   async appendMany(reqs: AppendRequest[]): Promise<RpcResult<AppendOk>[]> {
     if (!Array.isArray(reqs) || reqs.length > MAX_APPEND_GROUP_REQUESTS) throw new Error(`appendMany takes at most ${MAX_APPEND_GROUP_REQUESTS} requests`);
     this.#refreshConfigs();
-    const hold = this.#backlogHold();
+    const hold = this.#backlogHold(reqs.length);
     const refused = hold === null ? null : await hold;
     if (refused !== null) return reqs.map(() => refused);
     const out: RpcResult<AppendOk>[] = [];
@@ -408,13 +408,14 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
 
   /**
    * The backlog quota's `producer_request_hold` (docs/TENANTS.md): resolves at once (no await
-   * unless held) to null, or, after the hold, to null or BACKLOG_QUOTA_HOLD_TIMEOUT (counted).
+   * unless held) to null, or, after the hold, to null or BACKLOG_QUOTA_HOLD_TIMEOUT (counted
+   * once per request of the held group).
    */
-  #backlogHold(): Promise<ErrorResult | null> | null {
+  #backlogHold(requests: number): Promise<ErrorResult | null> | null {
     const hold = this.#subs.produceHold();
     if (hold === null) return null;
     return hold.then((r) => {
-      if (r !== null) this.#counters.produced(r);
+      if (r !== null) for (let i = 0; i < requests; i++) this.#counters.produced(r);
       return r;
     });
   }
