@@ -25,8 +25,9 @@ export default defineConfig({
             // EDGELOG_AUTH "none": the dev default (wrangler.toml leaves it unset on purpose, see
             // there); test/workers/auth-*.test.ts run the app with auth on through an env override.
             // EDGELOG_RAFT_FAULTS "1": Raft fault injection for test/workers/raft-*.test.ts (never in
-            // production: durable-objects/raft/faults.ts).
-            miniflare: { bindings: { EDGELOG_BENCH_ROUTES: "1", EDGELOG_APPEND_COALESCING: "off", EDGELOG_AUTH: "none", EDGELOG_RAFT_FAULTS: "1" } },
+            // production: durable-objects/raft/faults.ts). EDGELOG_BACKLOG_HOLD_TIMEOUT_MS "3000": the
+            // backlog quota's producer_request_hold times out in 3 s here, not 30 s (test/workers/policies.test.ts).
+            miniflare: { bindings: { EDGELOG_BENCH_ROUTES: "1", EDGELOG_APPEND_COALESCING: "off", EDGELOG_AUTH: "none", EDGELOG_RAFT_FAULTS: "1", EDGELOG_BACKLOG_HOLD_TIMEOUT_MS: "3000" } },
           }),
         ],
         test: {

@@ -37,6 +37,15 @@ import type { CursorTarget, SubscriptionInfo, SubscriptionRpc } from "../src/sub
 import type { SubscriptionType } from "../src/subscriptions/dispatch.ts";
 import { PING_FRAME, PONG_FRAME } from "../src/subscriptions/wire.ts";
 import { log } from "../src/log/logger.ts";
+import { policyValues } from "../src/protocol/policies.ts";
+import { checkCountLimit } from "../src/policies/enforce.ts";
+
+/**
+ * Longest a running partition enforces topic configs and policies without comparing them with the
+ * metadata store's (ms), counted at its next produce or subscription socket: bounds the staleness
+ * a missed push leaves (docs/TENANTS.md "How partitions see them").
+ */
+export const CONFIGS_REFRESH_INTERVAL_MS = 60_000;
 
 /** One write of the partition: each room's part, null when it has none. */
 export type Command = LogCommand & ProducersCommand & StreamsCommand & SubsCommand & LifecycleCommandPart;
@@ -53,6 +62,9 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
   readonly #subs: SubscriptionsRoom;
   readonly #lifecycle: LifecycleRoom;
   readonly #counters = new PartitionCounters();
+  /** When the configs were last compared with the metadata store's (0: not since the object started), and pushes received. */
+  #configsCheckedMs = 0;
+  #configsPushes = 0;
   /** The command `#commit` is applying: read by `#applyPending`, bound once (no closure per commit). */
   #pending: Command | null = null;
   readonly #applyPending = (): void => {
@@ -98,6 +110,7 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
         commit: (subs) => this.#commit({ log: null, append: null, producer: null, stream: null, subs }),
         sockets: (tag) => this.ctx.getWebSockets(tag),
         saveAttachment: (ws, state) => this.saveAttachment(ws, { room: SUBS_ROOM, state }),
+        holdTimeoutMs: env.EDGELOG_BACKLOG_HOLD_TIMEOUT_MS === undefined ? undefined : Number(env.EDGELOG_BACKLOG_HOLD_TIMEOUT_MS),
       },
       this.#log,
     );
@@ -160,12 +173,40 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
 
   async updateConfigs(configs: TopicConfigs): Promise<RpcResult<object>> {
     if (this.#log.state === null) return unknownPartition();
+    this.#configsPushes++;
     this.#commit({ log: { op: "configs", configs }, append: null, producer: null, stream: null });
     // producer.id.expiration.ms may have changed: the expiry timers follow.
     const nowMs = Date.now();
     this.#producers.rearm(nowMs);
     this.#streams.rearmProducers(nowMs);
+    // configs.policies may have changed (docs/TENANTS.md): the subscriptions room enforces them.
+    this.#subs.policiesChanged();
     return { ok: true };
+  }
+
+  /**
+   * Bounded staleness of the pushed configs: on activity, at most every
+   * {@link CONFIGS_REFRESH_INTERVAL_MS} (and first after the object starts), the topic's
+   * effective configs and policies are read from the metadata store in the background and, when
+   * they differ, applied as a push would. A push that arrives meanwhile wins (the read is dropped).
+   */
+  #refreshConfigs(): void {
+    const s = this.#log.state;
+    const nowMs = Date.now();
+    if (s === null || nowMs - this.#configsCheckedMs < CONFIGS_REFRESH_INTERVAL_MS) return;
+    this.#configsCheckedMs = nowMs;
+    const pushes = this.#configsPushes;
+    this.#peers.metadata.getTopic(s.topic).then(
+      async (r) => {
+        const now = this.#log.state;
+        if (!r.ok || now === null || now.topicId !== r.topic.topicId || this.#configsPushes !== pushes) return;
+        const configs: TopicConfigs = { ...r.topic.configs, policies: policyValues(r.topic.policies) };
+        if (canonicalJson(configs) === canonicalJson(now.configs)) return;
+        log.warn("edgelog.partition.configs_refreshed", { topic: now.topic, partition: now.partition });
+        await this.updateConfigs(configs);
+      },
+      (err: unknown) => log.warn("edgelog.partition.configs_refresh_failed", { error: err }),
+    );
   }
 
   /** Deletes every row of this partition; later calls answer UNKNOWN_TOPIC_OR_PARTITION. */
@@ -178,15 +219,23 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
 
   /**
    * Appends one produce request (see {@link AppendRequest}) in one transaction, or nothing.
-   * Never awaits: appends are serialised by the object's single thread.
+   * Never awaits (appends are serialised by the object's single thread), except while a backlog
+   * quota with `producer_request_hold` holds it, before anything is checked or written.
    */
   async append(req: AppendRequest): Promise<RpcResult<AppendOk>> {
-    return this.#append(req);
+    this.#refreshConfigs();
+    const hold = this.#backlogHold(1);
+    const refused = hold === null ? null : await hold;
+    return refused ?? this.#append(req);
   }
 
   /** See {@link PartitionRpc.appendMany}. Never awaits between requests: one event, one commit. */
   async appendMany(reqs: AppendRequest[]): Promise<RpcResult<AppendOk>[]> {
     if (!Array.isArray(reqs) || reqs.length > MAX_APPEND_GROUP_REQUESTS) throw new Error(`appendMany takes at most ${MAX_APPEND_GROUP_REQUESTS} requests`);
+    this.#refreshConfigs();
+    const hold = this.#backlogHold(reqs.length);
+    const refused = hold === null ? null : await hold;
+    if (refused !== null) return reqs.map(() => refused);
     const out: RpcResult<AppendOk>[] = [];
     for (const req of reqs) {
       try {
@@ -300,6 +349,7 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
   // ---- subscriptions (docs/SUBSCRIPTIONS.md; consumers and readers arrive over WebSocket) ----
 
   protected override onUpgrade(request: Request): SocketAccept | ErrorResult {
+    this.#refreshConfigs();
     return this.#subs.upgrade(request);
   }
   protected override onSocket(room: string, ws: WebSocket, attachment: SocketAttachment, event: SocketEvent): void {
@@ -357,6 +407,20 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     return this.#streams.blocksNativeAppend();
   }
 
+  /**
+   * The backlog quota's `producer_request_hold` (docs/TENANTS.md): resolves at once (no await
+   * unless held) to null, or, after the hold, to null or BACKLOG_QUOTA_HOLD_TIMEOUT (counted
+   * once per request of the held group).
+   */
+  #backlogHold(requests: number): Promise<ErrorResult | null> | null {
+    const hold = this.#subs.produceHold();
+    if (hold === null) return null;
+    return hold.then((r) => {
+      if (r !== null) for (let i = 0; i < requests; i++) this.#counters.produced(r);
+      return r;
+    });
+  }
+
   /** A native append, counted (metrics.ts). */
   #append(req: AppendRequest): RpcResult<AppendOk> {
     const r = this.#appendOnce(req);
@@ -381,7 +445,18 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
       if (decision.kind === "error") return decision.error;
       if (decision.kind === "duplicate") return this.#log.duplicateAnswer(decision.entry);
       previous = state;
+      // maxProducersPerTopic counts the producer ids this partition holds state for.
+      const max = this.#subs.policies().maxProducersPerTopic;
+      const over = previous === undefined && max > 0 ? checkCountLimit("producers", max, this.#producers.count()) : null;
+      if (over !== null) return over;
     }
+    // Last: the backlog quota (producer_exception) and the publish rate, which charges its bucket.
+    const policyRefusal = this.#subs.checkProduce(
+      scanned.validated.recordCount,
+      scanned.scans.reduce((n, d) => n + d.totalBytes, 0),
+      nowMs,
+    );
+    if (policyRefusal !== null) return policyRefusal;
     const append = this.#log.plan(scanned);
     const producer = p === null ? null : this.#producers.change(p, previous, append.baseOffset, append.lastOffset, nowMs);
     this.#commit({ log: null, append, producer, stream: null, lifecycle: this.#lifecycle.planAppend(append, nowMs) });
@@ -419,4 +494,9 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     const rr = await this.#peers.partition(f.sourceTopicId, 0).dsRelease(f.sourcePath);
     if (!rr.ok && rr.code !== "UNKNOWN_TOPIC_OR_PARTITION") throw new Error(`releasing fork source ${f.sourcePath} failed: ${rr.code}`);
   }
+}
+
+/** JSON with object keys sorted (a comparison that ignores key order). */
+function canonicalJson(v: unknown): string {
+  return JSON.stringify(v, (_k, x: unknown) => (x !== null && typeof x === "object" && !Array.isArray(x) ? Object.fromEntries(Object.entries(x).sort(([a], [b]) => (a < b ? -1 : 1))) : x));
 }

@@ -65,6 +65,11 @@ export interface Env extends AuthSettingsEnv {
    * concurrent requests for one partition (src/gateway/append-coalescer.ts). @default "on"
    */
   EDGELOG_APPEND_COALESCING?: string;
+  /**
+   * How long a produce is held by a backlog quota with action `producer_request_hold` before it
+   * fails with BACKLOG_QUOTA_HOLD_TIMEOUT, in ms (docs/TENANTS.md). @default "30000" (Pulsar's client send timeout)
+   */
+  EDGELOG_BACKLOG_HOLD_TIMEOUT_MS?: string;
   /** Durable Streams long-poll timeout in ms (docs/DURABLE-STREAMS.md). @default "20000" */
   STREAMS_LONG_POLL_TIMEOUT_MS?: string;
   /** Origins allowed to call /v1 from a browser, comma-separated, or "*" (docs/PROTOCOL.md, CORS). @default "*" */

@@ -495,6 +495,34 @@ export class LogRoom {
     return this.#spans("SELECT base_offset, last_offset, size_bytes, record_count, max_timestamp FROM batches WHERE base_offset > ? ORDER BY base_offset LIMIT ?", after, limit);
   }
 
+  /**
+   * Stored bytes of the batches holding an offset >= `offset` (whole batches): the backlog size
+   * from a mark-delete position (docs/TENANTS.md, backlog quota). One SUM over the rows from the
+   * batch holding `offset` on (a primary-key range).
+   */
+  bytesFrom(offset: number): number {
+    return (
+      this.#sql.first<{ n: number }>(
+        `SELECT COALESCE(SUM(size_bytes), 0) AS n FROM batches
+         WHERE base_offset >= COALESCE((SELECT base_offset FROM batches WHERE base_offset <= ? ORDER BY base_offset DESC LIMIT 1), 0) AND last_offset >= ?`,
+        offset,
+        offset,
+      )?.n ?? 0
+    );
+  }
+
+  /** At most `limit` stored batches holding an offset >= `offset`, offset order, without data (a backlog eviction plans over them). */
+  batchSpansFrom(offset: number, limit: number): BatchSpan[] {
+    return this.#spans(
+      `SELECT base_offset, last_offset, size_bytes, record_count, max_timestamp FROM batches
+       WHERE base_offset >= COALESCE((SELECT base_offset FROM batches WHERE base_offset <= ? ORDER BY base_offset DESC LIMIT 1), 0) AND last_offset >= ?
+       ORDER BY base_offset LIMIT ?`,
+      offset,
+      offset,
+      limit,
+    );
+  }
+
   /** True when some stored batch lies wholly below `offset` (rows a truncate slice would delete). */
   hasBatchesBelow(offset: number): boolean {
     return this.#sql.first("SELECT 1 AS x FROM batches WHERE last_offset < ? LIMIT 1", offset) !== undefined;

@@ -105,6 +105,11 @@ export class ProducersRoom {
     return { decision: checkSequence(previous, req), previous };
   }
 
+  /** Producer ids the partition holds state for (not yet expired): what `maxProducersPerTopic` counts. */
+  count(): number {
+    return this.#sql.first<{ n: number }>("SELECT COUNT(*) AS n FROM producers")?.n ?? 0;
+  }
+
   /** The change that records `req` appended at [firstOffset, lastOffset], decided at `atMs`. */
   change(req: ProducerAppend, previous: ProducerState | undefined, firstOffset: number, lastOffset: number, atMs: number): ProducerChange {
     return { op: "append", producerId: req.producerId, previous, next: applyProducerAppend(previous, req, firstOffset, lastOffset), atMs };

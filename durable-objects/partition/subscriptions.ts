@@ -56,6 +56,8 @@ import {
 } from "../../src/subscriptions/index.ts";
 import { admitConsumer } from "../../src/subscriptions/dispatch.ts";
 import { RecordCache } from "../../src/subscriptions/record-cache.ts";
+import { DEFAULT_POLICIES, policiesOf, type TopicPolicies } from "../../src/protocol/policies.ts";
+import { type RateLimiter, backlogVerdict, checkCountLimit, evictionTarget, limiterFor, ttlCheckIntervalMs, ttlCutoffMs } from "../../src/policies/enforce.ts";
 import type { CursorTarget, SubscriptionInfo, SubscriptionMetrics } from "../../src/subscriptions/rpc.ts";
 import {
   type ClientFrame,
@@ -90,6 +92,16 @@ const RECORD_CACHE_BATCHES = 64;
 const SLICES_PER_EVENT = 4;
 /** Errors answered on one socket before it is closed with 4004. */
 const MAX_FRAME_ERRORS = 100;
+/** Timers of the namespace policies (docs/TENANTS.md): message TTL, backlog eviction, dispatch rate. */
+export const TTL_TIMER = "ttl";
+export const EVICTION_TIMER = "backlog-eviction";
+export const DISPATCH_RATE_TIMER = "dispatch-rate";
+/** Produce requests held at once by `producer_request_hold`; one more is refused at once (retriable). */
+export const MAX_HELD_PRODUCE_REQUESTS = 1000;
+/** Default hold time of `producer_request_hold` (ms): Pulsar's client send timeout, 30 s. */
+export const DEFAULT_BACKLOG_HOLD_TIMEOUT_MS = 30_000;
+/** Batches one eviction slice plans over. */
+const EVICTION_BATCHES_PER_SLICE = 1000;
 
 /** A subscription's configuration, stored as JSON in `meta`. */
 export interface SubMeta {
@@ -128,6 +140,8 @@ export interface SubsContext {
   sockets(tag: string): WebSocket[];
   /** Replaces a socket's attachment state. */
   saveAttachment(ws: WebSocket, state: Record<string, unknown>): void;
+  /** How long `producer_request_hold` holds a produce (ms). @default DEFAULT_BACKLOG_HOLD_TIMEOUT_MS */
+  holdTimeoutMs?: number;
 }
 
 /** A consumer socket's attachment state (version 1). Small: well under the 2 KiB limit. */
@@ -187,6 +201,12 @@ interface Lease {
   readonly collected: WireMessage[];
 }
 
+/** A produce request held by `producer_request_hold`. */
+interface Held {
+  resolve(refusal: ErrorResult | null): void;
+  timer: ReturnType<typeof setTimeout>;
+}
+
 interface Receipt {
   kind: "acked" | "nacked";
   consumerId: string;
@@ -217,6 +237,15 @@ export class SubscriptionsRoom {
   /** States computed by apply, installed by publish (nothing changes in memory if the transaction rolls back). */
   #applied = new Map<string, DurableSubscription>();
   readonly #cache = new RecordCache(RECORD_CACHE_BATCHES);
+  /** The effective policies, parsed once per configs object. */
+  #policyCache: { configs: object; policies: TopicPolicies } | null = null;
+  /** Backlog size, valid while the slowest position and the log start are unchanged and only appends changed the stored bytes. */
+  #backlog: { from: number; start: number; end: number; stored: number; bytes: number } | null = null;
+  #dispatchRate: RateLimiter | null = null;
+  #publishRate: RateLimiter | null = null;
+  /** Produce requests held by `producer_request_hold`, in arrival order (released one per task). */
+  #held: Held[] = [];
+  #releasing = false;
   readonly #source: MessageSource & { record(offset: number): LogRecord | undefined };
 
   constructor(ctx: SubsContext, log: LogRoom) {
@@ -255,6 +284,8 @@ export class SubscriptionsRoom {
       if (a?.k === "c") consumers.push({ ws, a });
     }
     this.#hasReaders = this.#ctx.sockets("reader").length > 0;
+    // Objects from before the policies were enforced, or whose TTL was set while idle: arm it.
+    if (this.#subs.size > 0 && this.policies().messageTtlSeconds > 0 && this.#ctx.timers.dueMs(TTL_TIMER) === undefined) this.#armTtl(Date.now());
     consumers.sort((x, y) => x.a.j - y.a.j || (x.a.jr < y.a.jr ? -1 : 1));
     for (const { ws, a } of consumers) {
       const live = this.#subs.get(a.s);
@@ -284,6 +315,12 @@ export class SubscriptionsRoom {
     this.#cache.clear();
     if (this.#flushTimer !== null) clearTimeout(this.#flushTimer);
     this.#flushTimer = null;
+    this.#backlog = null;
+    // Held produce requests go on: they find the partition gone (UNKNOWN_TOPIC_OR_PARTITION).
+    for (const h of this.#held.splice(0)) {
+      clearTimeout(h.timer);
+      h.resolve(null);
+    }
   }
 
   // ---- apply / publish (the switchboard's commit) ----
@@ -337,6 +374,8 @@ export class SubscriptionsRoom {
           out: new RateMeter(),
           redelivered: new RateMeter(),
         });
+        // A new subscription may start with a backlog: the TTL and the eviction look at it.
+        this.#afterAppend();
         return;
       }
       case "cursors":
@@ -345,6 +384,7 @@ export class SubscriptionsRoom {
           if (live !== undefined) live.committed = next;
         }
         this.#applied = new Map();
+        this.#releaseHeld();
         return;
       case "meta": {
         const live = this.#subs.get(c.name);
@@ -355,6 +395,7 @@ export class SubscriptionsRoom {
         this.#subs.delete(c.name);
         this.#ctx.timers.clear(`redeliver:${c.name}`);
         this.#ctx.timers.clear(`deadletter:${c.name}`);
+        this.#releaseHeld();
         return;
     }
   }
@@ -380,10 +421,240 @@ export class SubscriptionsRoom {
     try {
       for (const live of this.#subs.values()) this.#dispatch(live);
       if (this.#hasReaders) for (const ws of this.#ctx.sockets("reader")) this.#pushReader(ws);
+      if (this.#subs.size > 0) this.#afterAppend();
     } catch (err) {
       log.error("edgelog.subscriptions.dispatch_failed", { error: err });
     }
   };
+
+  // ---- namespace policies (docs/TENANTS.md "What each policy promises"; pure core src/policies/enforce.ts) ----
+
+  /** The topic's effective policies as the metadata store pushed them (`configs.policies`), defaults filled in. */
+  policies(): TopicPolicies {
+    const configs = this.#log.state?.configs;
+    if (configs === undefined) return DEFAULT_POLICIES;
+    if (this.#policyCache?.configs !== configs) this.#policyCache = { configs, policies: policiesOf(configs) };
+    return this.#policyCache.policies;
+  }
+
+  /** The slowest committed mark-delete position + 1 (the backlog's start), or null without subscriptions. */
+  #slowest(): number | null {
+    let from: number | null = null;
+    for (const live of this.#subs.values()) {
+      const p = live.committed.cursor.markDelete + 1;
+      if (from === null || p < from) from = p;
+    }
+    return from;
+  }
+
+  /**
+   * The backlog in bytes, Pulsar's definition: the stored bytes from the slowest subscription's
+   * committed mark-delete position to the log end (acknowledged holes above it included), in
+   * whole record batches; 0 without subscriptions. Cached: the log end only adds the new
+   * batches' bytes, and a moved slowest position or log start costs one SUM over the backlog's rows.
+   */
+  backlogBytes(): number {
+    const s = this.#log.state;
+    const slowest = this.#slowest();
+    if (s === null || slowest === null) return 0;
+    const from = Math.max(slowest, s.logStartOffset);
+    const end = s.logEndOffset;
+    if (from >= end) {
+      this.#backlog = null;
+      return 0;
+    }
+    const c = this.#backlog;
+    if (c !== null && c.from === from && c.start === s.logStartOffset && end >= c.end) {
+      // Only appends since: their bytes are the stored bytes' growth (a compaction rewrite or a
+      // truncation changes the stored bytes otherwise, and the backlog is summed again).
+      const added = end > c.end ? this.#log.bytesFrom(c.end) : 0;
+      if (s.storedBytes - c.stored === added) {
+        c.bytes += added;
+        c.end = end;
+        c.stored = s.storedBytes;
+        return c.bytes;
+      }
+    }
+    const bytes = this.#log.bytesFrom(from);
+    this.#backlog = { from, start: s.logStartOffset, end, stored: s.storedBytes, bytes };
+    return bytes;
+  }
+
+  /**
+   * `producer_request_hold`: null when a produce may go now; else a promise that settles with
+   * null once the backlog is at or below the quota (held requests are released one per task, in
+   * arrival order, so each sees the backlog its predecessors left), or with
+   * BACKLOG_QUOTA_HOLD_TIMEOUT after the hold time (or at once beyond
+   * {@link MAX_HELD_PRODUCE_REQUESTS}). A held request has written nothing.
+   */
+  produceHold(): Promise<ErrorResult | null> | null {
+    const q = this.policies().backlogQuota;
+    if (q.action !== "producer_request_hold" || q.limitBytes === -1) return null;
+    const backlog = this.backlogBytes();
+    if (this.#held.length === 0 && backlogVerdict(q, backlog) === "ok") return null;
+    const t = this.#ctx.holdTimeoutMs;
+    const holdTimeoutMs = t !== undefined && Number.isFinite(t) && t > 0 ? t : DEFAULT_BACKLOG_HOLD_TIMEOUT_MS;
+    const timedOut = (): ErrorResult =>
+      errorResult("BACKLOG_QUOTA_HOLD_TIMEOUT", `The backlog (${backlog} bytes) stayed above the backlog quota (${q.limitBytes} bytes) for ${holdTimeoutMs} ms: nothing was written.`, {
+        backlogBytes: this.backlogBytes(),
+        limitBytes: q.limitBytes,
+        holdTimeoutMs,
+      });
+    if (this.#held.length >= MAX_HELD_PRODUCE_REQUESTS) return Promise.resolve(timedOut());
+    return new Promise((resolve) => {
+      const h: Held = {
+        resolve,
+        timer: setTimeout(() => {
+          const i = this.#held.indexOf(h);
+          if (i === -1) return;
+          this.#held.splice(i, 1);
+          resolve(timedOut());
+        }, holdTimeoutMs),
+      };
+      this.#held.push(h);
+      // Requests queue behind held ones (arrival order); if the backlog fits already, release.
+      if (backlogVerdict(q, this.backlogBytes()) === "ok") this.#releaseHeld();
+    });
+  }
+
+  /** Releases the first held produce once the backlog fits, then the next one in the next task (after the first appended). */
+  #releaseHeld(): void {
+    if (this.#held.length === 0 || this.#releasing) return;
+    const q = this.policies().backlogQuota;
+    if (q.action === "producer_request_hold" && backlogVerdict(q, this.backlogBytes()) !== "ok") return;
+    const h = this.#held.shift()!;
+    clearTimeout(h.timer);
+    h.resolve(null);
+    if (this.#held.length === 0) return;
+    this.#releasing = true;
+    setTimeout(() => {
+      this.#releasing = false;
+      this.#releaseHeld();
+    }, 0);
+  }
+
+  /**
+   * The subscriptions' policies on a produce of `records` records and `bytes` stored bytes,
+   * checked last before the append (nothing is written on a refusal):
+   * - backlog quota `producer_exception`: BACKLOG_QUOTA_EXCEEDED while the backlog is above the limit;
+   * - publish rate: THROTTLED with `details.throttleTimeMs` while its bucket is below zero (an
+   *   admitted request is charged; it may take the bucket below zero, KIP-599's rule).
+   */
+  checkProduce(records: number, bytes: number, nowMs: number): ErrorResult | null {
+    const p = this.policies();
+    if (p.backlogQuota.action === "producer_exception" && p.backlogQuota.limitBytes !== -1) {
+      const backlog = this.backlogBytes();
+      if (backlogVerdict(p.backlogQuota, backlog) !== "ok") {
+        return errorResult(
+          "BACKLOG_QUOTA_EXCEEDED",
+          `The backlog (${backlog} bytes from the slowest subscription's mark-delete position) is above the backlog quota (${p.backlogQuota.limitBytes} bytes): produce is refused until subscriptions acknowledge.`,
+          { backlogBytes: backlog, limitBytes: p.backlogQuota.limitBytes },
+        );
+      }
+    }
+    this.#publishRate = limiterFor(this.#publishRate, p.publishRate, nowMs);
+    if (this.#publishRate !== null) {
+      const a = this.#publishRate.tryAcquire(nowMs, records, bytes);
+      if (!a.admitted) {
+        return errorResult("THROTTLED", `The topic's publishRate policy is exceeded: retry in ${a.throttleTimeMs} ms.`, { throttleTimeMs: a.throttleTimeMs, policy: "publishRate" });
+      }
+    }
+    return null;
+  }
+
+  /**
+   * The topic's policies changed (the metadata store pushed new configs): held produce requests
+   * may go, the TTL timer follows the new TTL, an eviction runs if the new quota asks for one,
+   * and dispatch resumes under the new rate.
+   */
+  policiesChanged(): void {
+    const nowMs = Date.now();
+    this.#releaseHeld();
+    this.#armTtl(nowMs);
+    this.#checkEviction(nowMs);
+    for (const live of this.#subs.values()) this.#dispatch(live);
+  }
+
+  /** After an append (subscriptions exist) or a new subscription: the TTL timer is armed, and an eviction is scheduled when the backlog passed a `consumer_backlog_eviction` quota. */
+  #afterAppend(): void {
+    const nowMs = Date.now();
+    if (this.policies().messageTtlSeconds > 0 && this.#ctx.timers.dueMs(TTL_TIMER) === undefined) this.#armTtl(nowMs);
+    this.#checkEviction(nowMs);
+  }
+
+  #checkEviction(nowMs: number): void {
+    const q = this.policies().backlogQuota;
+    if (q.action !== "consumer_backlog_eviction" || q.limitBytes === -1) return;
+    if (backlogVerdict(q, this.backlogBytes()) === "ok" || this.#ctx.timers.dueMs(EVICTION_TIMER) !== undefined) return;
+    this.#ctx.timers.set(EVICTION_TIMER, nowMs);
+  }
+
+  /**
+   * `consumer_backlog_eviction` (timer): drops the oldest messages of the slowest subscriptions,
+   * whole batches from the backlog's start, until the backlog fits: every subscription whose
+   * mark-delete position is below the first batch kept is moved up to it (its messages there are
+   * acknowledged on its behalf, as Pulsar's eviction skips the slowest cursor's entries), in one
+   * committed command. A backlog larger than one slice schedules the next slice.
+   */
+  #evict(): void {
+    const q = this.policies().backlogQuota;
+    const from = this.#slowest();
+    if (q.action !== "consumer_backlog_eviction" || q.limitBytes === -1 || from === null) return;
+    const backlog = this.backlogBytes();
+    const target = evictionTarget(this.#log.batchSpansFrom(Math.max(from, this.#log.state?.logStartOffset ?? 0), EVICTION_BATCHES_PER_SLICE), backlog, q.limitBytes);
+    if (target === null) return;
+    let evicted = 0;
+    for (const live of this.#subs.values()) if (live.committed.cursor.markDelete + 1 < target) evicted += live.sub.expireBefore(target);
+    this.#flush();
+    log.info("edgelog.subscriptions.backlog_evicted", { messages: evicted, keepFrom: target, backlogBytes: backlog, limitBytes: q.limitBytes });
+    if (backlogVerdict(q, this.backlogBytes()) !== "ok") this.#ctx.timers.set(EVICTION_TIMER, Date.now());
+    for (const live of this.#subs.values()) this.#dispatch(live);
+  }
+
+  /**
+   * The TTL timer: due when the oldest message of the backlog (at the slowest committed position)
+   * passes the TTL, and no sooner than one check interval from now ({@link ttlCheckIntervalMs});
+   * not set without a TTL, without subscriptions, or with an empty backlog (an idle partition
+   * is not woken: the next append arms it).
+   */
+  #armTtl(nowMs: number): void {
+    const ttl = this.policies().messageTtlSeconds;
+    const s = this.#log.state;
+    const slowest = this.#slowest();
+    if (ttl === 0 || s === null || slowest === null || Math.max(slowest, s.logStartOffset) >= s.logEndOffset) {
+      this.#ctx.timers.clear(TTL_TIMER);
+      return;
+    }
+    const oldest = this.#source.record(Math.max(slowest, s.logStartOffset));
+    const due = Math.max(oldest === undefined ? nowMs : oldest.timestamp + ttl * 1000, nowMs + ttlCheckIntervalMs(ttl));
+    this.#ctx.timers.set(TTL_TIMER, due);
+  }
+
+  /**
+   * Message TTL (timer): every subscription's messages older than the TTL (timestamp below
+   * now - TTL, found through the log's timestamp index: everything before the first message at or
+   * after that time) are acknowledged on its behalf, as Pulsar's expiry monitor moves the
+   * mark-delete position; in one committed command.
+   */
+  #expireTtl(nowMs: number): void {
+    const cutoff = ttlCutoffMs(nowMs, this.policies().messageTtlSeconds);
+    if (cutoff !== null && this.#subs.size > 0) {
+      const firstKept = this.#offsetForTimestamp(cutoff);
+      let expired = 0;
+      for (const live of this.#subs.values()) if (live.committed.cursor.markDelete + 1 < firstKept) expired += live.sub.expireBefore(firstKept);
+      if (expired > 0) {
+        this.#flush();
+        for (const live of this.#subs.values()) this.#dispatch(live);
+      }
+    }
+    this.#armTtl(nowMs);
+  }
+
+  #throttleDispatch(nowMs: number): void {
+    const due = nowMs + Math.max(1, this.#dispatchRate?.waitMs(nowMs) ?? 1);
+    const at = this.#ctx.timers.dueMs(DISPATCH_RATE_TIMER);
+    if (at === undefined || at > due) this.#ctx.timers.set(DISPATCH_RATE_TIMER, due);
+  }
 
   // ---- WebSocket: consumers and readers ----
 
@@ -414,7 +685,10 @@ export class SubscriptionsRoom {
     if ("ok" in o) return o;
     let live = this.#subs.get(name);
     const nowMs = Date.now();
+    const policies = this.policies();
     if (live === undefined) {
+      const over = checkCountLimit("subscriptions", policies.maxSubscriptionsPerTopic, this.#subs.size);
+      if (over !== null) return over;
       const start = initialOffset(o.initialPosition, { ...this.#bounds(), offsetForTimestamp: (t) => this.#offsetForTimestamp(t) });
       const meta: SubMeta = { v: 1, type: o.type, policy: o.policy, deadLetterTopic: o.deadLetterTopic, dlq: null, partitioned, createdMs: nowMs };
       this.#ctx.commit({ op: "create", name, meta, cursor: encodeDurable(emptyDurable(start - 1)).stored, nowMs });
@@ -450,7 +724,9 @@ export class SubscriptionsRoom {
     // consumer joins once the socket is accepted (next task), so that nothing is dispatched to
     // a socket that does not exist yet. Joins still pending count as consumers.
     const pending = this.#joining.get(name) ?? 0;
-    const refused = admitConsumer(live.sub.type, live.sub.stats().consumers.length + pending, o.type);
+    const refused =
+      admitConsumer(live.sub.type, live.sub.stats().consumers.length + pending, o.type) ??
+      checkCountLimit("consumers", policies.maxConsumersPerSubscription, live.sub.stats().consumers.length + pending);
     if (refused !== null) return refused;
     this.#joining.set(name, pending + 1);
     setTimeout(() => this.#afterAccept(name, a), 0);
@@ -625,7 +901,16 @@ export class SubscriptionsRoom {
     if (partition === undefined) return;
     for (let slice = 0; slice < SLICES_PER_EVENT; slice++) {
       const nowMs = Date.now();
-      const { deliveries, more } = live.sub.dispatch(nowMs, this.#source);
+      // The dispatch rate (per partition, over all its subscriptions): messages beyond the
+      // allowance wait for the rate timer; nothing is lost.
+      this.#dispatchRate = limiterFor(this.#dispatchRate, this.policies().dispatchRate, nowMs);
+      const allowance = this.#dispatchRate?.allowance(nowMs) ?? Number.POSITIVE_INFINITY;
+      if (allowance === 0) {
+        this.#throttleDispatch(nowMs);
+        break;
+      }
+      const { deliveries, more } = live.sub.dispatch(nowMs, this.#source, allowance);
+      let bytes = 0;
       if (deliveries.length > 0) {
         live.out.add(deliveries.length, nowMs);
         const re = deliveries.filter((d) => d.redeliveryCount > 0).length;
@@ -635,6 +920,7 @@ export class SubscriptionsRoom {
       for (const d of deliveries) {
         const rec = this.#source.record(d.offset);
         if (rec === undefined) continue;
+        bytes += recordBytes(rec);
         const lease = this.#leases.get(d.consumerId);
         if (lease !== undefined) {
           lease.collected.push(wireMessage(partition, rec, d.redeliveryCount, lease.base64));
@@ -653,6 +939,7 @@ export class SubscriptionsRoom {
         sendMessages(to.ws, to.messages);
         this.#saveCredits(live, to.ws);
       }
+      if (deliveries.length > 0) this.#dispatchRate?.charge(nowMs, deliveries.length, bytes);
       if (!more) break;
       if (slice === SLICES_PER_EVENT - 1) setTimeout(() => this.#dispatch(live), 0);
     }
@@ -781,6 +1068,12 @@ export class SubscriptionsRoom {
   // ---- timers ----
 
   async onTimer(key: string): Promise<void> {
+    if (key === TTL_TIMER) return this.#expireTtl(Date.now());
+    if (key === EVICTION_TIMER) return this.#evict();
+    if (key === DISPATCH_RATE_TIMER) {
+      for (const live of this.#subs.values()) this.#dispatch(live);
+      return;
+    }
     const i = key.indexOf(":");
     const kind = key.slice(0, i);
     // Keys: redeliver:<sub>, deadletter:<sub>, lease:<sub>:<lease id> (names have no ':').
@@ -886,7 +1179,8 @@ export class SubscriptionsRoom {
     // in memory while its stored type stays (docs/PROTOCOL.md "HTTP pull (leases)").
     if (live.sub.type !== "shared")
       return errorResult("CONSUMER_BUSY", `The subscription is of type ${live.sub.type}; HTTP pull serves shared subscriptions only.`, { subscriptionType: live.sub.type });
-    const refused = admitConsumer(live.sub.type, live.sub.stats().consumers.length + (this.#joining.get(req.subscription) ?? 0), "shared");
+    const consumers = live.sub.stats().consumers.length + (this.#joining.get(req.subscription) ?? 0);
+    const refused = admitConsumer(live.sub.type, consumers, "shared") ?? checkCountLimit("consumers", this.policies().maxConsumersPerSubscription, consumers);
     if (refused !== null) return refused;
     const id = `L${crypto.randomUUID().replaceAll("-", "").slice(0, 20)}`;
     const added = live.sub.addConsumer({ id, name: "http-pull", type: "shared", flow: { kind: "credit" } });
@@ -990,6 +1284,8 @@ export class SubscriptionsRoom {
     if (this.#log.state === null) return errorResult("UNKNOWN_TOPIC_OR_PARTITION", "This partition does not exist.");
     const existing = this.#subs.get(name);
     if (existing !== undefined) return { ok: true, created: false, info: this.#info(existing) };
+    const over = checkCountLimit("subscriptions", this.policies().maxSubscriptionsPerTopic, this.#subs.size);
+    if (over !== null) return over;
     const start = initialOffset(position, { ...this.#bounds(), offsetForTimestamp: (t) => this.#offsetForTimestamp(t) });
     const nowMs = Date.now();
     const meta: SubMeta = {
@@ -1091,6 +1387,13 @@ const decoder = new TextDecoder();
 const encoder = new TextEncoder();
 const fromUtf8 = (b: Uint8Array): string => decoder.decode(b);
 const utf8 = (s: string): Uint8Array => encoder.encode(s);
+
+/** A record's size for the dispatch rate's bytes: key, value and headers (bytes). */
+function recordBytes(r: LogRecord): number {
+  let n = (r.key?.length ?? 0) + (r.value?.length ?? 0);
+  for (const h of r.headers) n += h.key.length + (h.value?.length ?? 0);
+  return n;
+}
 
 function deliverAtOf(headers: readonly RecordHeader[]): number | null {
   for (const h of headers) {

@@ -20,7 +20,7 @@ import { EdgelogError, toEdgelogError, type ErrorResult, type RpcResult } from "
 import type { ProduceAcceptedResponse, ProduceRecordResult, ProduceResponse, ProduceSummaryResponse, TopicSummary } from "../protocol/types.ts";
 import { AppendCoalescer } from "./append-coalescer.ts";
 import { checkRecordSizes, choosePartitions, encodeForPartition, groupByPartition, type ParsedProduceRequest, type PartitionGroup, type ProducerFields } from "./produce-request.ts";
-import { checkPartition, partitionError, withTopic } from "./topics.ts";
+import { checkPartition, partitionError, partitionFailure, withTopic } from "./topics.ts";
 import { gatewayMetrics } from "../metrics/gateway.ts";
 import { log } from "../log/logger.ts";
 
@@ -197,7 +197,7 @@ async function appendGroups(ctx: ProduceContext, topic: TopicSummary, groups: Pa
   const firstFailure = failures[0];
   if (firstFailure !== undefined) {
     if (failures.length === results.length && failures.every((f) => f.error.code === "UNKNOWN_TOPIC_OR_PARTITION")) throw partitionError(firstFailure.error);
-    throw toEdgelogError(inRequestTerms(firstFailure.group, firstFailure.error));
+    throw partitionFailure(inRequestTerms(firstFailure.group, firstFailure.error));
   }
   const records = new Array<ProduceRecordResult>(total);
   let duplicate = false;

@@ -29,6 +29,7 @@ import { EdgelogError, toEdgelogError, type ErrorResult } from "../protocol/erro
 import { parseTopicName } from "../protocol/names.ts";
 import type { TopicSummary } from "../protocol/types.ts";
 import type { Env } from "../env.ts";
+import { ErrorWithHeaders } from "./errors.ts";
 
 /** Longest a cached topic entry is used without asking the metadata store (ms). */
 export const TOPIC_METADATA_TTL_MS = 2000;
@@ -201,5 +202,15 @@ export function partitionError(r: ErrorResult): EdgelogError {
   const offset = r.details?.metadataOffset;
   if (typeof offset === "number") topicCache.observe(offset);
   if (r.code === "UNKNOWN_TOPIC_OR_PARTITION") return new StaleTopicError(r.message ?? "The topic or partition does not exist.", r.details);
+  return partitionFailure(r);
+}
+
+/**
+ * A partition's error result as a throwable, as it is (no stale-metadata retry). THROTTLED from a
+ * topic's publishRate policy (docs/TENANTS.md) carries `Retry-After`, as the client quotas' does.
+ */
+export function partitionFailure(r: ErrorResult): EdgelogError {
+  const ms = r.details?.throttleTimeMs;
+  if (r.code === "THROTTLED" && typeof ms === "number") return new ErrorWithHeaders(r.code, r.message, r.details, { "Retry-After": String(Math.max(1, Math.ceil(ms / 1000))) });
   return toEdgelogError(r);
 }

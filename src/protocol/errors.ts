@@ -88,6 +88,21 @@ export const ERRORS = {
   NAMESPACE_NOT_EMPTY: { httpStatus: 409, retriable: false, message: "The namespace still has topics: delete them first." },
   INVALID_POLICY: { httpStatus: 400, retriable: false, message: "A namespace or topic policy is unknown or has an invalid value." },
 
+  // ---- policy enforcement (docs/TENANTS.md "What each policy promises"; Pulsar's ProducerBlockedQuotaExceeded*, ProducerBusy, ConsumerBusy) ----
+  BACKLOG_QUOTA_EXCEEDED: {
+    httpStatus: 409,
+    retriable: false,
+    message: "The topic's backlog is above its backlog quota (action producer_exception): produce is refused until subscriptions acknowledge.",
+  },
+  BACKLOG_QUOTA_HOLD_TIMEOUT: {
+    httpStatus: 503,
+    retriable: true,
+    message: "The topic's backlog stayed above its backlog quota (action producer_request_hold) for the whole hold time: nothing was written, retry later.",
+  },
+  MAX_PRODUCERS_REACHED: { httpStatus: 409, retriable: false, message: "The topic partition has as many producers as its maxProducersPerTopic policy allows." },
+  MAX_CONSUMERS_REACHED: { httpStatus: 409, retriable: false, message: "The subscription has as many consumers as its maxConsumersPerSubscription policy allows." },
+  MAX_SUBSCRIPTIONS_REACHED: { httpStatus: 409, retriable: false, message: "The topic partition has as many subscriptions as its maxSubscriptionsPerTopic policy allows." },
+
   // ---- Durable Streams compatibility (/v1/stream/*, docs/DURABLE-STREAMS.md; statuses fixed by its PROTOCOL.md) ----
   STREAM_NOT_FOUND: { httpStatus: 404, retriable: false, message: "No stream exists at this path." },
   STREAM_GONE: { httpStatus: 410, retriable: false, message: "The stream was deleted but is retained for the forks that reference it." },

@@ -331,11 +331,13 @@ export class Subscription {
    * Delivers what may be delivered now: first the due messages of the replay queue (ascending
    * offset), then new messages from the read position, each to the consumer its type picks, while
    * permits last. Messages with a `deliverAt` or a stored nack delay in the future go to the replay
-   * queue with that due time (never early). Examines at most `maxExaminePerDispatch` messages;
-   * `more` says whether to call again.
+   * queue with that due time (never early). Examines at most `maxExaminePerDispatch` messages
+   * and delivers at most `maxDeliveries` (the dispatch rate's allowance; messages beyond it wait,
+   * nothing is lost); `more` says whether to call again.
    */
-  dispatch(nowMs: number, source: MessageSource): { deliveries: Delivery[]; more: boolean } {
+  dispatch(nowMs: number, source: MessageSource, maxDeliveries = Number.POSITIVE_INFINITY): { deliveries: Delivery[]; more: boolean } {
     this.observeLog(source);
+    if (maxDeliveries <= 0) return { deliveries: [], more: true };
     const out: Delivery[] = [];
     const blocked = new Set<number>();
     let examined = 0;
@@ -346,6 +348,7 @@ export class Subscription {
         continue;
       }
       if (!this.anyPermit()) return { deliveries: out, more: false };
+      if (out.length >= maxDeliveries) return { deliveries: out, more: true };
       // A key that cannot move now is skipped without a read and without using the slice, so a
       // slice always ends with progress (every examined replay entry leaves the queue).
       if (this.subType === "key_shared" && r.hash !== null && !this.keyReady(r.hash, blocked)) continue;
@@ -366,6 +369,7 @@ export class Subscription {
     }
     while (this.readPosition < this.logEnd) {
       if (!this.anyPermit()) break;
+      if (out.length >= maxDeliveries) return { deliveries: out, more: true };
       if (examined >= this.maxExamine) return { deliveries: out, more: true };
       const batch = source.read(this.readPosition, Math.min(100, this.maxExamine - examined));
       // Nothing readable below the log end (the source lags): try again on the next call rather
@@ -399,6 +403,7 @@ export class Subscription {
         this.readPosition = o + 1;
         out.push(this.deliver(id, meta, nowMs));
         if (!this.anyPermit()) return { deliveries: out, more: false };
+        if (out.length >= maxDeliveries) return { deliveries: out, more: true };
       }
     }
     return { deliveries: out, more: false };

@@ -36,6 +36,7 @@ export const KafkaError = {
   INVALID_REPLICA_ASSIGNMENT: 39,
   INVALID_CONFIG: 40,
   INVALID_REQUEST: 42,
+  POLICY_VIOLATION: 44,
   UNSUPPORTED_FOR_MESSAGE_FORMAT: 43,
   OUT_OF_ORDER_SEQUENCE_NUMBER: 45,
   INVALID_PRODUCER_EPOCH: 47,
@@ -147,6 +148,15 @@ export const EDGELOG_TO_KAFKA = {
   NAMESPACE_ALREADY_EXISTS: "INVALID_REQUEST",
   NAMESPACE_NOT_EMPTY: "INVALID_REQUEST",
   INVALID_POLICY: "INVALID_CONFIG",
+  // Policy enforcement (docs/TENANTS.md): a backlog quota or a count limit refuses the request
+  // (Kafka's POLICY_VIOLATION: not retried by clients); a produce held past the backlog quota's
+  // hold time is Kafka's retriable REQUEST_TIMED_OUT. The consumer and subscription limits cannot
+  // arise on the bridge (it has no subscriptions) and map the same way for completeness.
+  BACKLOG_QUOTA_EXCEEDED: "POLICY_VIOLATION",
+  BACKLOG_QUOTA_HOLD_TIMEOUT: "REQUEST_TIMED_OUT",
+  MAX_PRODUCERS_REACHED: "POLICY_VIOLATION",
+  MAX_CONSUMERS_REACHED: "POLICY_VIOLATION",
+  MAX_SUBSCRIPTIONS_REACHED: "POLICY_VIOLATION",
   // Security (docs/SECURITY.md): the bridge's --token/--user credentials were refused, or the
   // principal lacks an ACL (Kafka's *_AUTHORIZATION_FAILED family; the topic one is what
   // clients report best), or a quota throttles (Kafka's THROTTLING_QUOTA_EXCEEDED).
