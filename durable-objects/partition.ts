@@ -17,7 +17,7 @@
 import type { Env } from "../src/env.ts";
 import type { ListOffsetsSpec, ProducerState } from "../src/partition/core.ts";
 import { peersOf, type Peers } from "../src/partition/peers.ts";
-import type { AppendOk, AppendRequest, FetchOk, FetchRequest, ListOffsetsOk, PartitionInit, PartitionMetrics, PartitionRpc } from "../src/partition/rpc.ts";
+import type { AppendOk, AppendRequest, FetchOk, FetchRequest, ListOffsetsOk, PartitionInit, PartitionMetrics, PartitionRpc, ReplicaStatus } from "../src/partition/rpc.ts";
 import { errorResult, type ErrorResult, type RpcResult } from "../src/protocol/errors.ts";
 import { FETCH_MAX_WAIT_MS_LIMIT, MAX_APPEND_GROUP_REQUESTS } from "../src/protocol/limits.ts";
 import type { PartitionDescription, TopicConfigs } from "../src/protocol/types.ts";
@@ -37,6 +37,13 @@ import type { CursorTarget, SubscriptionInfo, SubscriptionRpc } from "../src/sub
 import type { SubscriptionType } from "../src/subscriptions/dispatch.ts";
 import { PING_FRAME, PONG_FRAME } from "../src/subscriptions/wire.ts";
 import { log } from "../src/log/logger.ts";
+import { replicationFactorOf } from "../src/protocol/config.ts";
+import type { RaftFaults } from "../src/raft/group.ts";
+import type { Message } from "../src/raft/index.ts";
+import { partitionObjectName } from "../src/partition/rpc.ts";
+import { checkFaults, faultsEnabled } from "./raft/faults.ts";
+import { RAFT_ROOM } from "./raft/journal.ts";
+import { PartitionReplica, REPLICA_IDS, decodeReplicated, encodeReplicated, replicaObjectName, type ReplicatedCommand } from "./partition/replica.ts";
 
 /** One write of the partition: each room's part, null when it has none. */
 export type Command = LogCommand & ProducersCommand & StreamsCommand & SubsCommand & LifecycleCommandPart;
@@ -53,10 +60,15 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
   readonly #subs: SubscriptionsRoom;
   readonly #lifecycle: LifecycleRoom;
   readonly #counters = new PartitionCounters();
+  /** Raft replica of a replicated partition (replication.factor 3); inactive at 1. */
+  readonly #replica: PartitionReplica;
   /** The command `#commit` is applying: read by `#applyPending`, bound once (no closure per commit). */
   #pending: Command | null = null;
+  /** A replicated partition's applied-index write, in the same transaction (null at rf 1). */
+  #pendingAlso: (() => void) | null = null;
   readonly #applyPending = (): void => {
     const cmd = this.#pending!;
+    if (this.#pendingAlso !== null) this.#pendingAlso();
     // The fixed order: the log first.
     this.#log.apply(cmd);
     this.#producers.apply(cmd);
@@ -112,9 +124,17 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     this.#log.onAppended(this.#waiters.wake);
     this.#streams.onValuesAppended(this.#streamsRead.remember);
     this.#log.onAppended(this.#subs.dispatchAll);
+    this.#replica = new PartitionReplica({
+      sql: this.sql,
+      transaction: (fn) => this.ctx.storage.transactionSync(fn),
+      timers: lazyTimers(() => this.timers(RAFT_ROOM.room)),
+      deliver: (to, messages) => this.#replicaStub(to).replicaDeliver(messages),
+      apply: (e, writeApplied) => this.#applyReplicated(e.term, e.data, writeApplied),
+      abort: (reason) => this.ctx.abort(reason),
+    });
     // Pings are answered by the platform without waking a hibernated object.
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair(PING_FRAME, PONG_FRAME));
-    this.startUp(PARTITION_ROOMS, { adoptLegacy });
+    this.startUp([...PARTITION_ROOMS, RAFT_ROOM], { adoptLegacy });
   }
 
   protected override onStart(): void {
@@ -123,6 +143,7 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     this.#streams.load();
     this.#subs.load();
     this.#lifecycle.load(Date.now());
+    this.#replica.load();
   }
 
   /**
@@ -130,14 +151,16 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
    * ONE transaction with each room's `apply` in the fixed order, then each room's `publish`.
    * A throw inside rolls the whole transaction back, and memory is untouched.
    */
-  #commit(cmd: Command): void {
+  #commit(cmd: Command, alsoWrite: (() => void) | null = null): void {
     const bad = this.#log.checkCommand(cmd);
     if (bad !== undefined) throw new Error(`partition invariant violated, nothing written: ${bad}`);
     this.#pending = cmd;
+    this.#pendingAlso = alsoWrite;
     try {
       this.ctx.storage.transactionSync(this.#applyPending);
     } finally {
       this.#pending = null;
+      this.#pendingAlso = null;
     }
     this.#log.publish(cmd);
     this.#producers.publish(cmd);
@@ -149,16 +172,40 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
 
   // ---- log: lifecycle (called by the metadata store) ----
 
-  /** Initialises the partition. Idempotent for the same topic id. */
+  /**
+   * Initialises the partition. Idempotent for the same topic id. With `replication.factor` 3
+   * the object reached (r1) first initialises r2 and r3 (`req.replica`), then each bootstraps
+   * its Raft replica (docs/RAFT.md "Replicated partitions").
+   */
   async init(req: PartitionInit): Promise<RpcResult<object>> {
     if (this.#destroyed) return unknownPartition();
-    const change = this.#log.initChange(req);
+    const { replica, ...init } = req;
+    const replicated = replicationFactorOf(init.configs) > 1;
+    const me = replica ?? "r1";
+    if (replicated && !REPLICA_IDS.includes(me)) return errorResult("INVALID_REQUEST", `Unknown replica ${JSON.stringify(me)}: one of ${REPLICA_IDS.join(", ")}.`);
+    if (replicated && me === "r1") {
+      const name = partitionObjectName(init.topicId, init.partition);
+      for (const r of REPLICA_IDS.slice(1)) {
+        const out = await this.#stubByName(replicaObjectName(name, r)).init({ ...init, replica: r });
+        if (!out.ok) return out;
+      }
+    }
+    const change = this.#log.initChange(init);
     if (change !== null) this.#commit({ log: change, append: null, producer: null, stream: null });
+    if (replicated) this.#replica.bootstrap(me);
     return { ok: true };
   }
 
   async updateConfigs(configs: TopicConfigs): Promise<RpcResult<object>> {
     if (this.#log.state === null) return unknownPartition();
+    // A replicated partition's configs are each replica's own (they decide nothing at apply):
+    // r1 passes them on.
+    if (this.#replica.memberId === "r1") {
+      for (const r of REPLICA_IDS.slice(1)) {
+        const out = await this.#peerReplica(r).updateConfigs(configs);
+        if (!out.ok) return out;
+      }
+    }
     this.#commit({ log: { op: "configs", configs }, append: null, producer: null, stream: null });
     // producer.id.expiration.ms may have changed: the expiry timers follow.
     const nowMs = Date.now();
@@ -169,6 +216,12 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
 
   /** Deletes every row of this partition; later calls answer UNKNOWN_TOPIC_OR_PARTITION. */
   async destroy(): Promise<RpcResult<object>> {
+    if (this.#replica.memberId === "r1") {
+      for (const r of REPLICA_IDS.slice(1)) {
+        const out = await this.#peerReplica(r).destroy();
+        if (!out.ok && out.code !== "UNKNOWN_TOPIC_OR_PARTITION") return out;
+      }
+    }
     await this.#destroyLocal();
     return { ok: true };
   }
@@ -180,12 +233,14 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
    * Never awaits: appends are serialised by the object's single thread.
    */
   async append(req: AppendRequest): Promise<RpcResult<AppendOk>> {
+    if (this.#replica.active) return (await this.#replicatedAppends([req]))[0]!;
     return this.#append(req);
   }
 
   /** See {@link PartitionRpc.appendMany}. Never awaits between requests: one event, one commit. */
   async appendMany(reqs: AppendRequest[]): Promise<RpcResult<AppendOk>[]> {
     if (!Array.isArray(reqs) || reqs.length > MAX_APPEND_GROUP_REQUESTS) throw new Error(`appendMany takes at most ${MAX_APPEND_GROUP_REQUESTS} requests`);
+    if (this.#replica.active) return this.#replicatedAppends(reqs);
     const out: RpcResult<AppendOk>[] = [];
     for (const req of reqs) {
       try {
@@ -209,6 +264,7 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
    * (up to maxWaitMs) for an append to wake it, then reads again.
    */
   async fetchRecords(req: FetchRequest): Promise<RpcResult<FetchOk>> {
+    this.#aliveReplica();
     const answer = await this.#fetchRecords(req);
     this.#counters.fetched(req, answer);
     return answer;
@@ -228,6 +284,7 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
   }
 
   async listOffsets(spec: ListOffsetsSpec): Promise<RpcResult<ListOffsetsOk>> {
+    this.#aliveReplica();
     return this.#log.listOffsets(spec);
   }
 
@@ -335,12 +392,14 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
 
   // ---- timers (the base's one schedule dispatches each due timer here) ----
 
-  protected override async onTimer(room: string, key: string): Promise<void> {
+  protected override async onTimer(room: string, key: string, dueMs: number): Promise<void> {
+    if (room === RAFT_ROOM.room && key === "tick") return this.#replica.onTick(dueMs);
     if (room === "lifecycle") return this.#lifecycle.onTimer(key, Date.now(), this.#commitLifecycle);
     if (room === "streams") return this.#streams.onTimer(key);
     if (room === SUBS_ROOM) return this.#subs.onTimer(key);
     if (room === "producers" && key === PRODUCER_EXPIRY_TIMER) {
       const nowMs = Date.now();
+      if (this.#replica.active) return this.#expireReplicated(nowMs);
       const producer = this.#producers.expiryChange(nowMs);
       if (producer !== null) this.#commit({ log: null, append: null, producer, stream: null });
       return this.#producers.rearm(nowMs);
@@ -387,12 +446,177 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     return this.#log.appended(append);
   }
 
+  // ---- replication (docs/RAFT.md "Replicated partitions"; durable-objects/partition/replica.ts) ----
+
+  /** Raft messages from a peer replica (one-way; the sender does not wait for an answer). */
+  async replicaDeliver(messages: Message[]): Promise<void> {
+    this.#replica.deliver(messages);
+  }
+
+  /** This replica's Raft view: null at replication.factor 1. */
+  async replicaStatus(): Promise<RpcResult<{ replica: ReplicaStatus | null }>> {
+    this.#aliveReplica();
+    const node = this.#replica.node;
+    if (node === null) return { ok: true, replica: null };
+    const s = this.#log.state;
+    return {
+      ok: true,
+      replica: {
+        replica: node.id,
+        role: node.role,
+        leaderEpoch: node.term,
+        leaderReplica: node.leaderId,
+        commitIndex: node.commitIndex,
+        appliedIndex: node.appliedIndex,
+        lastIndex: node.lastIndex,
+        highWatermark: s?.highWatermark ?? 0,
+        inSyncReplicas: node.role === "leader" ? this.#replica.inSyncReplicas(Date.now()) : null,
+      },
+    };
+  }
+
+  /** Fault injection of this replica (dev and test builds only; docs/RAFT.md "Fault injection"). */
+  async setFaults(faults: RaftFaults): Promise<RpcResult<{ faults: RaftFaults }>> {
+    if (!faultsEnabled(this.env)) {
+      return errorResult("INVALID_REQUEST", "Raft fault injection is not available: not in this build, or EDGELOG_RAFT_FAULTS is not '1' (docs/RAFT.md).", { faultInjection: false });
+    }
+    const f = checkFaults(faults);
+    if (typeof f === "string") return errorResult("INVALID_REQUEST", `Invalid faults: ${f}`);
+    this.#replica.setFaults(f);
+    return { ok: true, faults: f };
+  }
+
+  /** Throws while this replica acts crashed (fault injection): to its callers it is down. */
+  #aliveReplica(): void {
+    if (this.#replica.crashed) throw new Error(this.#replica.crashedMessage());
+  }
+
+  #stubByName(name: string): PartitionRpc {
+    return this.env.PARTITION.getByName(name) as unknown as PartitionRpc;
+  }
+
+  #peerReplica(replicaId: string): PartitionRpc {
+    const s = this.#log.state!;
+    return this.#stubByName(replicaObjectName(partitionObjectName(s.topicId, s.partition), replicaId));
+  }
+
+  #replicaStub(replicaId: string): PartitionRpc {
+    return this.#peerReplica(replicaId);
+  }
+
+  /**
+   * Produce requests at the leader of a replicated partition: what does not depend on the log
+   * (guards, the CRC and the record checks, the topic's limits, min.insync.replicas for acks=all)
+   * is checked here; each request then becomes one Raft entry, all proposed together (one
+   * journal write), and is answered when the entry has been applied here (committed).
+   */
+  async #replicatedAppends(reqs: readonly AppendRequest[]): Promise<RpcResult<AppendOk>[]> {
+    this.#aliveReplica();
+    const out: RpcResult<AppendOk>[] = new Array(reqs.length);
+    const s = this.#log.state;
+    const refused = s === null ? unknownPartition() : this.#replica.notLeader();
+    if (refused !== null) return reqs.map(() => refused);
+    const nowMs = Date.now();
+    const logAppendTime = s!.configs["message.timestamp.type"] === "LogAppendTime" ? nowMs : null;
+    const commands: Uint8Array[] = [];
+    const slots: number[] = [];
+    for (let i = 0; i < reqs.length; i++) {
+      const req = reqs[i]!;
+      const early = this.#checkReplicatedAppend(req, nowMs);
+      if (early !== null) {
+        out[i] = early;
+        continue;
+      }
+      commands.push(encodeReplicated({ kind: "append", nowMs, logAppendTime, batches: req.batches }));
+      slots.push(i);
+    }
+    const answers = this.#replica.proposeAll(commands);
+    for (let k = 0; k < slots.length; k++) out[slots[k]!] = (await answers[k]!) as RpcResult<AppendOk>;
+    for (const r of out) this.#counters.produced(r);
+    return out;
+  }
+
+  /** The leader's checks of one produce request before it is proposed; null to propose it. */
+  #checkReplicatedAppend(req: AppendRequest, nowMs: number): ErrorResult | null {
+    const blocked = this.#appendBlocked();
+    if (blocked !== null) return blocked;
+    const scanned = this.#log.scan(req.batches, req.crcVerified === true);
+    if ("code" in scanned) return scanned;
+    const refused = this.#lifecycle.checkProduce(scanned, nowMs);
+    if (refused !== null) return refused;
+    if (req.acks !== "1") {
+      const minIsr = this.#log.state!.configs["min.insync.replicas"] ?? 1;
+      const inSync = this.#replica.inSyncReplicas(nowMs);
+      if (inSync < minIsr) {
+        return errorResult("NOT_ENOUGH_REPLICAS", `${inSync} in-sync replicas, fewer than min.insync.replicas ${minIsr}: the produce is refused (acks=all).`, {
+          inSync,
+          minInsyncReplicas: minIsr,
+        });
+      }
+    }
+    return null;
+  }
+
+  /**
+   * Applies one committed entry of a replicated partition on this replica (the leader and every
+   * follower alike): the produce request is decided here, on the committed state (the
+   * producer's KIP-98 sequence check, offsets from the log end, the entry's term as the leader
+   * epoch), and committed with the applied index in one transaction. What it decides depends
+   * only on the entry and the replicated state, so every replica writes the same offsets.
+   * @returns the answer for the leader's waiting request.
+   */
+  #applyReplicated(term: number, data: Uint8Array, writeApplied: () => void): RpcResult<AppendOk> | null {
+    const cmd = decodeReplicated(data);
+    const decided = this.#decideReplicated(cmd, term);
+    if ("result" in decided) {
+      this.ctx.storage.transactionSync(writeApplied);
+      return decided.result;
+    }
+    this.#commit(decided.command, writeApplied);
+    return decided.command.append === null ? null : this.#log.appended(decided.command.append);
+  }
+
+  #decideReplicated(cmd: ReplicatedCommand, term: number): { command: Command } | { result: RpcResult<AppendOk> | null } {
+    const s = this.#log.state;
+    if (s === null) return { result: unknownPartition() };
+    if (cmd.kind === "expireProducers") return { command: { log: null, append: null, producer: { op: "expire", beforeMs: cmd.beforeMs }, stream: null } };
+    const scanned = this.#log.scanCommitted(cmd.batches);
+    if ("code" in scanned) return { result: scanned };
+    const p = scanned.validated.producer;
+    let previous: ProducerState | undefined;
+    if (p !== null) {
+      const { decision, previous: state } = this.#producers.decide(p);
+      if (decision.kind === "error") return { result: decision.error };
+      if (decision.kind === "duplicate") return { result: this.#log.duplicateAnswer(decision.entry) };
+      previous = state;
+    }
+    const epoch = term > s.leaderEpoch ? { op: "leaderEpoch" as const, epoch: term } : null;
+    const append = this.#log.planAt(scanned, term, cmd.logAppendTime);
+    const producer = p === null ? null : this.#producers.change(p, previous, append.baseOffset, append.lastOffset, cmd.nowMs);
+    return { command: { log: epoch, append, producer, stream: null, lifecycle: this.#lifecycle.planAppend(append, cmd.nowMs) } };
+  }
+
+  /**
+   * The producer expiry timer of a replicated partition: producer state is replicated, so the
+   * leader proposes the expiry (its clock and configs decide `beforeMs`) and every replica
+   * applies it; a follower's timer waits a while and looks again.
+   */
+  async #expireReplicated(nowMs: number): Promise<void> {
+    const change = this.#producers.expiryChange(nowMs);
+    if (change === null || change.op !== "expire") return this.#producers.rearm(nowMs);
+    if (this.#replica.notLeader() !== null) return this.timers("producers").set(PRODUCER_EXPIRY_TIMER, nowMs + 60_000);
+    const [answer] = this.#replica.proposeAll([encodeReplicated({ kind: "expireProducers", beforeMs: change.beforeMs })]);
+    await answer;
+    this.#producers.rearm(Date.now());
+  }
+
   // ---- destroy paths ----
 
   async #destroyLocal(): Promise<void> {
     // The partition's R2 segment objects first: after the rows are gone nothing would own them.
     if (!this.#destroyed) await this.#lifecycle.deleteRemoteObjects();
     this.#destroyed = true;
+    this.#replica.reset();
     this.#log.reset();
     this.#producers.reset();
     this.#streams.reset();
