@@ -168,7 +168,9 @@ export class PartitionReplica {
     const leader = node?.leaderId ?? null;
     return errorResult(
       "NOT_LEADER_OR_FOLLOWER",
-      leader === null ? `Replica ${this.#memberId} is not the leader of this partition; an election is running.` : `Replica ${this.#memberId} is not the leader of this partition: ${leader} is.`,
+      leader === null
+        ? `Replica ${this.#memberId} is not the leader of this partition; an election is running.`
+        : `Replica ${this.#memberId} is not the leader of this partition: ${leader} is.`,
       { replica: this.#memberId, leaderReplica: leader, leaderEpoch: node?.term ?? null },
     );
   }
@@ -246,7 +248,8 @@ export class PartitionReplica {
     const journal = this.#journal;
     while (node.hasReady()) {
       const rd = node.ready();
-      if (rd.snapshot !== undefined) throw new RaftContractError(`partition replica ${this.#memberId}: a Raft snapshot arrived; a replica that fell behind the compacted log cannot catch up yet`);
+      if (rd.snapshot !== undefined)
+        throw new RaftContractError(`partition replica ${this.#memberId}: a Raft snapshot arrived; a replica that fell behind the compacted log cannot catch up yet`);
       if (rd.entries.length > 0 || rd.hardState !== undefined) {
         this.#host.transaction(() => {
           journal.writeEntries(rd.entries);
@@ -297,7 +300,8 @@ export class PartitionReplica {
     for (const m of messages) {
       if (m.type === "append" && m.entries.length > 0)
         this.#check(m.entries[m.entries.length - 1]!.index <= this.#journal.lastIndex, `append to ${m.to} carries entries beyond the durable log`);
-      if (m.type !== "preVote" && m.type !== "preVoteResp") this.#check(m.term <= this.#journal.hardState.term, `message ${m.type} to ${m.to} in term ${m.term} before that term was written`);
+      if (m.type !== "preVote" && m.type !== "preVoteResp")
+        this.#check(m.term <= this.#journal.hardState.term, `message ${m.type} to ${m.to} in term ${m.term} before that term was written`);
       let batch = byPeer.get(m.to);
       if (batch === undefined) byPeer.set(m.to, (batch = []));
       batch.push(m);
@@ -353,7 +357,9 @@ export class PartitionReplica {
         if (l === undefined || at < 0) return;
         l.splice(at, 1);
         if (l.length === 0) this.#waiters.delete(index);
-        resolve(errorResult("REQUEST_TIMED_OUT", `The request at index ${index} (term ${term}) was not committed within ${REPLICA_REQUEST_TIMEOUT_MS} ms: it may still commit.`, { index, term }));
+        resolve(
+          errorResult("REQUEST_TIMED_OUT", `The request at index ${index} (term ${term}) was not committed within ${REPLICA_REQUEST_TIMEOUT_MS} ms: it may still commit.`, { index, term }),
+        );
       }, REPLICA_REQUEST_TIMEOUT_MS);
       list.push(w);
     });

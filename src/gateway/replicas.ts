@@ -62,9 +62,13 @@ export async function appendAtLeader(env: Env, topicId: string, partition: numbe
       // Down or unreachable: the outcome is unknown (see the file comment). The next request
       // starts at the next replica.
       leaders.set(key, (at + 1) % rf);
-      const unavailable = errorResult("UNAVAILABLE", `Replica r${at + 1} of this partition did not answer (${err instanceof Error ? err.message : String(err)}): retry; an idempotent producer's retry is safe.`, {
-        replica: `r${at + 1}`,
-      });
+      const unavailable = errorResult(
+        "UNAVAILABLE",
+        `Replica r${at + 1} of this partition did not answer (${err instanceof Error ? err.message : String(err)}): retry; an idempotent producer's retry is safe.`,
+        {
+          replica: `r${at + 1}`,
+        },
+      );
       for (const i of pending) out[i] = unavailable;
       return out;
     }
