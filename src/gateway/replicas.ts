@@ -28,6 +28,20 @@ export const ELECTION_BACKOFF_MS = 100;
 
 /** Per isolate: the replica (0-based) last known to lead each replicated partition. */
 const leaders = new Map<string, number>();
+/** Per isolate: replicas whose call failed, until when (ms) they are skipped while a leader is searched for. */
+const down = new Map<string, number>();
+/** How long a replica whose call failed is skipped (ms): about one election. */
+const DOWN_MS = 2_000;
+
+/** The replica after `at` that is not marked down (or simply the next one when all are). */
+function nextReplica(key: string, at: number, rf: number): number {
+  const now = Date.now();
+  for (let k = 1; k <= rf; k++) {
+    const i = (at + k) % rf;
+    if ((down.get(`${key}/${i}`) ?? 0) <= now) return i;
+  }
+  return (at + 1) % rf;
+}
 
 /** The object of replica `index` (0-based: r1 is the partition object itself). */
 export function replicaStub(env: Env, topicId: string, partition: number, index: number): PartitionRpc {
@@ -61,7 +75,8 @@ export async function appendAtLeader(env: Env, topicId: string, partition: numbe
     } catch (err) {
       // Down or unreachable: the outcome is unknown (see the file comment). The next request
       // starts at the next replica.
-      leaders.set(key, (at + 1) % rf);
+      down.set(`${key}/${at}`, Date.now() + DOWN_MS);
+      leaders.set(key, nextReplica(key, at, rf));
       const unavailable = errorResult(
         "UNAVAILABLE",
         `Replica r${at + 1} of this partition did not answer (${err instanceof Error ? err.message : String(err)}): retry; an idempotent producer's retry is safe.`,
@@ -91,9 +106,11 @@ export async function appendAtLeader(env: Env, topicId: string, partition: numbe
       return out;
     }
     const leader = replicaIndex(refusal.details?.leaderReplica, rf);
-    if (leader !== null && leader !== at) at = leader;
+    // A leader named that failed a call moments ago is most likely the one that is gone (the
+    // followers have not noticed yet): wait for the election instead.
+    if (leader !== null && leader !== at && (down.get(`${key}/${leader}`) ?? 0) <= Date.now()) at = leader;
     else {
-      at = (at + 1) % rf;
+      at = nextReplica(key, at, rf);
       await new Promise((r) => setTimeout(r, ELECTION_BACKOFF_MS));
     }
   }
