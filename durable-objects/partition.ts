@@ -15,10 +15,10 @@
  * test/workers/partition-rooms.test.ts.
  */
 import type { Env } from "../src/env.ts";
-import type { ListOffsetsSpec, ProducerState } from "../src/partition/core.ts";
+import type { ListOffsetsSpec, ProducerState, ScannedAppend } from "../src/partition/core.ts";
 import { peersOf, type Peers } from "../src/partition/peers.ts";
 import type { AppendOk, AppendRequest, FetchOk, FetchRequest, ListOffsetsOk, PartitionInit, PartitionMetrics, PartitionRpc, ReplicaStatus } from "../src/partition/rpc.ts";
-import { errorResult, type ErrorResult, type RpcResult } from "../src/protocol/errors.ts";
+import { errorResult, type ErrorResult, type Ok, type RpcResult } from "../src/protocol/errors.ts";
 import { FETCH_MAX_WAIT_MS_LIMIT, MAX_APPEND_GROUP_REQUESTS } from "../src/protocol/limits.ts";
 import type { PartitionDescription, TopicConfigs } from "../src/protocol/types.ts";
 import type * as Ds from "../src/streams/rpc.ts";
@@ -43,6 +43,7 @@ import type { Message } from "../src/raft/index.ts";
 import { partitionObjectName } from "../src/partition/rpc.ts";
 import { checkFaults, faultsEnabled } from "./raft/faults.ts";
 import { RAFT_ROOM } from "./raft/journal.ts";
+import { ReplicaTail } from "./partition/replica-tail.ts";
 import { PartitionReplica, REPLICA_IDS, decodeReplicated, encodeReplicated, replicaObjectName, type ReplicatedCommand } from "./partition/replica.ts";
 
 /** One write of the partition: each room's part, null when it has none. */
@@ -62,6 +63,8 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
   readonly #counters = new PartitionCounters();
   /** Raft replica of a replicated partition (replication.factor 3); inactive at 1. */
   readonly #replica: PartitionReplica;
+  /** The leader's prediction of its uncommitted appends' offsets: acks=1 answers (replica-tail.ts). */
+  readonly #tail = new ReplicaTail();
   /** The command `#commit` is applying: read by `#applyPending`, bound once (no closure per commit). */
   #pending: Command | null = null;
   /** A replicated partition's applied-index write, in the same transaction (null at rf 1). */
@@ -129,7 +132,7 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
       transaction: (fn) => this.ctx.storage.transactionSync(fn),
       timers: lazyTimers(() => this.timers(RAFT_ROOM.room)),
       deliver: (to, messages) => this.#replicaStub(to).replicaDeliver(messages),
-      apply: (e, writeApplied) => this.#applyReplicated(e.term, e.data, writeApplied),
+      apply: (e, writeApplied) => this.#applyReplicated(e.index, e.term, e.data, writeApplied),
       abort: (reason) => this.ctx.abort(reason),
     });
     // Pings are answered by the platform without waking a hibernated object.
@@ -519,25 +522,61 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     const nowMs = Date.now();
     const logAppendTime = s!.configs["message.timestamp.type"] === "LogAppendTime" ? nowMs : null;
     const commands: Uint8Array[] = [];
+    const scans: ScannedAppend[] = [];
     const slots: number[] = [];
     for (let i = 0; i < reqs.length; i++) {
       const req = reqs[i]!;
-      const early = this.#checkReplicatedAppend(req, nowMs);
-      if (early !== null) {
-        out[i] = early;
+      const scanned = this.#checkReplicatedAppend(req, nowMs);
+      if ("code" in scanned) {
+        out[i] = scanned;
         continue;
       }
       commands.push(encodeReplicated({ kind: "append", nowMs, logAppendTime, batches: req.batches }));
+      scans.push(scanned);
       slots.push(i);
     }
-    const answers = this.#replica.proposeAll(commands);
-    for (let k = 0; k < slots.length; k++) out[slots[k]!] = (await answers[k]!) as RpcResult<AppendOk>;
+    this.#buildTail();
+    const proposed = this.#replica.proposeAll(commands);
+    // Written to this replica's journal now: acks=1 answers with the predicted offsets.
+    for (let k = 0; k < slots.length; k++) {
+      const { index } = proposed[k]!;
+      if (index === null) continue;
+      const predicted = this.#tail.add(index, scans[k]!, this.#log.state!.logEndOffset, (p) => this.#producers.decide(p).previous);
+      if (predicted !== null && reqs[slots[k]!]!.acks === "1") out[slots[k]!] = this.#predictedAnswer(predicted, scans[k]!, logAppendTime);
+    }
+    for (let k = 0; k < slots.length; k++) if (out[slots[k]!] === undefined) out[slots[k]!] = (await proposed[k]!.answer) as RpcResult<AppendOk>;
     for (const r of out) this.#counters.produced(r);
     return out;
   }
 
-  /** The leader's checks of one produce request before it is proposed; null to propose it. */
-  #checkReplicatedAppend(req: AppendRequest, nowMs: number): ErrorResult | null {
+  /** The leader's tail prediction for its current term: rebuilt from its log after a leader change. */
+  #buildTail(): void {
+    const node = this.#replica.node;
+    if (node === null || node.role !== "leader" || this.#tail.term === node.term) return;
+    this.#tail.reset(node.term);
+    if (node.lastIndex <= node.appliedIndex) return;
+    for (const e of node.entries(node.appliedIndex + 1, node.lastIndex)) {
+      const end = this.#log.state!.logEndOffset;
+      const cmd = e.type === "normal" ? decodeReplicated(e.data) : null;
+      if (cmd === null) this.#tail.skip(e.index, end);
+      else if (cmd.kind === "expireProducers") this.#tail.add(e.index, null, end, () => undefined);
+      else {
+        const scanned = this.#log.scanCommitted(cmd.batches);
+        if ("code" in scanned) this.#tail.skip(e.index, end);
+        else this.#tail.add(e.index, scanned, end, (p) => this.#producers.decide(p).previous);
+      }
+    }
+  }
+
+  /** An acks=1 answer from a prediction: the offsets the entry gets when it commits; the high watermark as committed now. */
+  #predictedAnswer(p: { baseOffset: number; lastOffset: number }, scanned: ScannedAppend, logAppendTime: number | null): Ok<AppendOk> {
+    const s = this.#log.state!;
+    const timestamps = logAppendTime !== null ? new Array<number>(p.lastOffset - p.baseOffset + 1).fill(logAppendTime) : scanned.scans.flatMap((d) => [...d.timestamps]);
+    return { ok: true, baseOffset: p.baseOffset, lastOffset: p.lastOffset, timestamps, logAppendTime, duplicate: false, logStartOffset: s.logStartOffset, highWatermark: s.highWatermark };
+  }
+
+  /** The leader's checks of one produce request before it is proposed: the scan to propose it with, or the refusal. */
+  #checkReplicatedAppend(req: AppendRequest, nowMs: number): ScannedAppend | ErrorResult {
     const blocked = this.#appendBlocked();
     if (blocked !== null) return blocked;
     const scanned = this.#log.scan(req.batches, req.crcVerified === true);
@@ -554,7 +593,7 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
         });
       }
     }
-    return null;
+    return scanned;
   }
 
   /**
@@ -565,7 +604,8 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
    * only on the entry and the replicated state, so every replica writes the same offsets.
    * @returns the answer for the leader's waiting request.
    */
-  #applyReplicated(term: number, data: Uint8Array, writeApplied: () => void): RpcResult<AppendOk> | null {
+  #applyReplicated(index: number, term: number, data: Uint8Array, writeApplied: () => void): RpcResult<AppendOk> | null {
+    this.#tail.applied(index);
     const cmd = decodeReplicated(data);
     const decided = this.#decideReplicated(cmd, term);
     if ("result" in decided) {
@@ -605,8 +645,10 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     const change = this.#producers.expiryChange(nowMs);
     if (change === null || change.op !== "expire") return this.#producers.rearm(nowMs);
     if (this.#replica.notLeader() !== null) return this.timers("producers").set(PRODUCER_EXPIRY_TIMER, nowMs + 60_000);
-    const [answer] = this.#replica.proposeAll([encodeReplicated({ kind: "expireProducers", beforeMs: change.beforeMs })]);
-    await answer;
+    this.#buildTail();
+    const [proposed] = this.#replica.proposeAll([encodeReplicated({ kind: "expireProducers", beforeMs: change.beforeMs })]);
+    if (proposed!.index !== null) this.#tail.add(proposed!.index, null, this.#log.state!.logEndOffset, () => undefined);
+    await proposed!.answer;
     this.#producers.rearm(Date.now());
   }
 

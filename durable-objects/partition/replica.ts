@@ -192,24 +192,30 @@ export class PartitionReplica {
 
   /**
    * Proposes every command (one Ready writes them all) and answers each with the host's apply
-   * result at this replica, NOT_LEADER_OR_FOLLOWER or REQUEST_TIMED_OUT (see the file comment).
+   * result at this replica, NOT_LEADER_OR_FOLLOWER or REQUEST_TIMED_OUT (see the file comment),
+   * and the Raft index it was proposed at (null: refused, nothing proposed).
    */
-  proposeAll(commands: readonly Uint8Array[]): Promise<unknown>[] {
+  proposeAll(commands: readonly Uint8Array[]): { answer: Promise<unknown>; index: number | null }[] {
     const node = this.#node;
-    const out: Promise<unknown>[] = [];
+    const out: { answer: Promise<unknown>; index: number | null }[] = [];
     for (const data of commands) {
       const refused = this.notLeader();
       if (refused !== null || node === null) {
-        out.push(Promise.resolve(refused));
+        out.push({ answer: Promise.resolve(refused), index: null });
         continue;
       }
       const r = node.propose(data);
       if (!r.ok) {
-        out.push(Promise.resolve(r.code === "tooLarge" ? errorResult("REQUEST_TOO_LARGE", `The produce request is too large to replicate: ${r.reason}.`) : this.notLeader()));
+        out.push({
+          answer: Promise.resolve(r.code === "tooLarge" ? errorResult("REQUEST_TOO_LARGE", `The produce request is too large to replicate: ${r.reason}.`) : this.notLeader()),
+          index: null,
+        });
         continue;
       }
-      out.push(this.#waitApplied(r.index, r.term));
+      out.push({ answer: this.#waitApplied(r.index, r.term), index: r.index });
     }
+    // Synchronous: when this returns, every proposed entry is written to this replica's journal
+    // (the output gate holds any answer until that write is durable).
     this.drain();
     return out;
   }

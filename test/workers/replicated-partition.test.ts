@@ -132,10 +132,27 @@ suite("a replicated partition (3 replicas)", () => {
     expect(refused).toMatchObject({ code: "NOT_LEADER_OR_FOLLOWER", details: { replica: follower, leaderReplica: leader.replica, leaderEpoch: leader.leaderEpoch } });
     // Nothing was appended by the refusal.
     expect((await status(topicId, leader.replica))!.highWatermark).toBe(20);
+    // acks=1 at the leader: answered after its own write with the offsets the entries get at
+    // commit (two idempotent requests pipelined); a retry in the same group waits for its commit
+    // and is recognised as a duplicate.
+    const producerId = await newProducer();
+    const p0 = { batches: [idempotentBatch(producerId, 0, "p0")], acks: "1" as const };
+    const many = await replica(topicId, leader.replica).appendMany([p0, { batches: [idempotentBatch(producerId, 1, "p1")], acks: "1" }, p0]);
+    expect(many.map((r) => (r.ok ? [r.baseOffset, r.duplicate] : r.code))).toEqual([
+      [20, false],
+      [21, false],
+      [20, true],
+    ]);
+    await until("HW 22", async () => ((await status(topicId, leader.replica))?.highWatermark === 22 ? true : undefined));
+    want.push({ offset: 20, value: "p0", epoch: leader.leaderEpoch }, { offset: 21, value: "p1", epoch: leader.leaderEpoch });
+    for (const id of IDS) {
+      await until(`${id} applied p0, p1`, async () => ((await status(topicId, id))?.highWatermark === 22 ? true : undefined));
+      expect(await replicaLog(topicId, id)).toEqual(want);
+    }
     // The gateway reads from any replica: the JSON fetch sees the 20 records.
     const f = (await (await call(`/v1/topics/${name}/partitions/0/records?offset=0&maxRecords=100`)).json()) as JsonFetchResponse;
     expect(f.records.map((r) => r.value)).toEqual(want.map((w) => w.value));
-    expect(f.highWatermark).toBe(20);
+    expect(f.highWatermark).toBe(22);
   });
 
   it("the leader crashes under steady idempotent produce: a new leader takes over, every acknowledged record is present once, offsets dense, nothing a consumer saw vanishes", async () => {
@@ -252,41 +269,39 @@ suite("a replicated partition (3 replicas)", () => {
     expect((await replicaLog(topicId, leader.replica)).map((r) => r.value)).toEqual(["a", "c", "d"]);
   }, 60_000);
 
-  it("field case C8: with both followers down nothing becomes visible and nothing is acknowledged; after one returns, an idempotent retry appears once", async () => {
+  it("field case C8: with both followers down, acks=1 is acknowledged (the leader's durable write) but not visible, acks=all gets a retriable error; after one follower returns the record appears once", async () => {
     const { name, topicId } = await createReplicated({ "min.insync.replicas": 2 });
     const leader = await leaderOf(topicId);
     const followers = IDS.filter((id) => id !== leader.replica);
     const stub = replica(topicId, leader.replica);
     for (const f of followers) await replica(topicId, f).setFaults({ crashed: true });
-    // acks=1: the leader writes the entry to its own journal, but a replicated partition answers
-    // only at commit (docs/RAFT.md: where Edgelog differs), so there is no success to report.
     const producerId = await newProducer();
     const r0 = { batches: [idempotentBatch(producerId, 0, "r0")], acks: "1" as const };
-    const pending = stub.append(r0);
-    const visible = await stub.fetchRecords({ offset: 0, maxRecords: 10, maxBytes: 1 << 20, maxWaitMs: 0, minBytes: 0 });
-    expect(visible).toMatchObject({ ok: true, batches: [], highWatermark: 0 });
-    // It times out (outcome unknown), or CheckQuorum deposes the leader first (lost with the leader change).
-    const outcome = await pending;
-    expect(outcome.ok).toBe(false);
-    expect(["REQUEST_TIMED_OUT", "NOT_LEADER_OR_FOLLOWER"]).toContain((outcome as { code: string }).code);
-    expect(await stub.fetchRecords({ offset: 0, maxRecords: 10, maxBytes: 1 << 20, maxWaitMs: 0, minBytes: 0 })).toMatchObject({ ok: true, batches: [], highWatermark: 0 });
-    // acks=all through the gateway: a retriable error, never a success.
+    const acked = await stub.append(r0);
+    expect(acked).toMatchObject({ ok: true, baseOffset: 0, lastOffset: 0, duplicate: false, highWatermark: 0 });
+    // Not visible: the high watermark is the commit, which needs a follower.
+    const empty = { ok: true, batches: [], highWatermark: 0 };
+    expect(await stub.fetchRecords({ offset: 0, maxRecords: 10, maxBytes: 1 << 20, maxWaitMs: 0, minBytes: 0 })).toMatchObject(empty);
+    // acks=all through the gateway: a retriable error, never a success (NOT_ENOUGH_REPLICAS while
+    // the leader still leads; NOT_LEADER_OR_FOLLOWER once CheckQuorum has deposed it; UNAVAILABLE
+    // when the gateway tried a crashed follower first: the outcome of a failed call is unknown, so
+    // it is not resent).
     const res = await json("POST", `/v1/topics/${name}/partitions/0/records`, { records: [{ value: "r1" }] });
     const body = (await res.json()) as ErrorBody;
     expect(res.status).toBe(503);
-    // (UNAVAILABLE when the gateway tried a crashed follower first: the outcome of a failed call is unknown, so it is not resent.)
     expect(["NOT_ENOUGH_REPLICAS", "NOT_LEADER_OR_FOLLOWER", "UNAVAILABLE"]).toContain(body.error.code);
     expect(body.error.retriable).toBe(true);
-    // One follower returns: a leader is elected; the idempotent retry of r0 is appended once,
-    // whether the first attempt's entry survived in a journal (committed with the new term) or not.
+    expect(await stub.fetchRecords({ offset: 0, maxRecords: 10, maxBytes: 1 << 20, maxWaitMs: 0, minBytes: 0 })).toMatchObject(empty);
+    // One follower returns. Only the old leader can win (its log holds r0, the follower's does
+    // not: Raft's up-to-date check), and r0 commits with its new term's no-op.
     await replica(topicId, followers[0]!).setFaults({});
     const next = await leaderOf(topicId, [followers[1]!]);
-    const retry = await until("the retry acknowledged", async () => {
-      const r = await replica(topicId, next.replica).append(r0);
-      return r.ok ? r : undefined;
-    });
-    expect(retry).toMatchObject({ baseOffset: 0, lastOffset: 0 });
+    expect(next.replica).toBe(leader.replica);
     await until("HW 1 on the returned follower", async () => ((await status(topicId, followers[0]!))?.highWatermark === 1 ? true : undefined));
+    // The idempotent retry is recognised: r0 appears once, at its acknowledged offset.
+    const retry = await replica(topicId, next.replica).append({ ...r0, acks: undefined });
+    expect(retry).toMatchObject({ ok: true, baseOffset: 0, lastOffset: 0, duplicate: true });
+    expect((await replicaLog(topicId, followers[0]!)).map((r) => r.value)).toEqual(["r0"]);
     expect((await replicaLog(topicId, next.replica)).map((r) => r.value)).toEqual(["r0"]);
   }, 60_000);
 });
