@@ -83,6 +83,20 @@ async function replicaLog(topicId: string, id: string): Promise<{ offset: number
   }
 }
 
+/**
+ * A produce through the gateway, resent on a retriable error as a client would (safe here: the
+ * only failures are calls to a replica that was already down, which appended nothing).
+ */
+async function produceRetrying(path: string, value: string): Promise<ProduceResponse> {
+  for (;;) {
+    const res = await json("POST", path, { records: [{ value }] });
+    const text = await res.text();
+    if (res.status === 200) return JSON.parse(text) as ProduceResponse;
+    expect((JSON.parse(text) as ErrorBody).error.retriable, text).toBe(true);
+    await sleep(50);
+  }
+}
+
 async function newProducer(): Promise<number> {
   const res = await call("/v1/producers", { method: "POST" });
   expect(res.status).toBe(200);
@@ -267,6 +281,64 @@ suite("a replicated partition (3 replicas)", () => {
     const again = await json("POST", path, { records: [{ value: "d" }] });
     expect(again.status, await again.clone().text()).toBe(200);
     expect((await replicaLog(topicId, leader.replica)).map((r) => r.value)).toEqual(["a", "c", "d"]);
+  }, 60_000);
+
+  it("field case C2, scenario 1: a follower restarts, the leader dies, the follower is elected: nothing committed is truncated, the next produce gets the next offset", async () => {
+    const { name, topicId } = await createReplicated();
+    const leader = await leaderOf(topicId);
+    const [f1, f2] = IDS.filter((id) => id !== leader.replica) as [string, string];
+    const path = `/v1/topics/${name}/partitions/0/records`;
+    for (const value of ["m1", "m2"]) expect((await json("POST", path, { records: [{ value }] })).status).toBe(200);
+    // F1 restarts (from its journal), then the leader dies.
+    await replica(topicId, f1).setFaults({ crashed: true });
+    await replica(topicId, f1).setFaults({});
+    await replica(topicId, leader.replica).setFaults({ crashed: true });
+    const next = await leaderOf(topicId, [leader.replica]);
+    expect([f1, f2]).toContain(next.replica);
+    await until("m1, m2 committed at the new leader", async () => ((await status(topicId, next.replica))?.highWatermark === 2 ? true : undefined));
+    expect((await replicaLog(topicId, next.replica)).map((r) => [r.offset, r.value])).toEqual([
+      [0, "m1"],
+      [1, "m2"],
+    ]);
+    expect((await produceRetrying(path, "m3")).records[0]!.offset).toBe(2);
+  }, 60_000);
+
+  it("field case C2, scenario 2: an entry only the old leader wrote is truncated when it returns; offset 1 never means two records, no consumer saw it", async () => {
+    const { name, topicId } = await createReplicated();
+    const a = (await leaderOf(topicId)).replica;
+    const [b, c] = IDS.filter((id) => id !== a) as [string, string];
+    const path = `/v1/topics/${name}/partitions/0/records`;
+    expect((await json("POST", path, { records: [{ value: "m1" }] })).status).toBe(200);
+    for (const id of IDS) await until(`${id} holds m1`, async () => ((await status(topicId, id))?.highWatermark === 1 ? true : undefined));
+    const term1 = (await status(topicId, a))!.leaderEpoch;
+    // C is down; A's messages are all lost, so B never receives m2: A writes it alone, uncommitted.
+    await replica(topicId, c).setFaults({ crashed: true });
+    await replica(topicId, a).setFaults({ dropRate: 1 });
+    const m2 = replica(topicId, a)
+      .append({ batches: [oneRecordBatch("m2")] })
+      .catch(() => null);
+    await until("m2 in A's journal", async () => {
+      const st = await status(topicId, a);
+      return st !== null && st.lastIndex > st.commitIndex ? true : undefined;
+    });
+    // No consumer sees it: A's high watermark is its commit.
+    expect(await replica(topicId, a).fetchRecords({ offset: 0, maxRecords: 10, maxBytes: 1 << 20, maxWaitMs: 0, minBytes: 0 })).toMatchObject({ ok: true, highWatermark: 1 });
+    // Everyone crashes; B and C come back and elect a leader, which commits m3 at offset 1.
+    for (const id of [a, b]) await replica(topicId, id).setFaults({ crashed: true });
+    expect(await m2).toBeNull(); // the crash failed the waiting call: never acknowledged
+    for (const id of [b, c]) await replica(topicId, id).setFaults({});
+    const next = await leaderOf(topicId, [a]);
+    expect(next.leaderEpoch).toBeGreaterThan(term1);
+    expect((await produceRetrying(path, "m3")).records[0]!.offset).toBe(1);
+    // A returns as a follower: its divergent entry is truncated by the consistency check before it was ever applied.
+    await replica(topicId, a).setFaults({});
+    await until("A caught up", async () => ((await status(topicId, a))?.highWatermark === 2 ? true : undefined));
+    for (const id of IDS) {
+      expect((await replicaLog(topicId, id)).map((r) => [r.offset, r.value, r.epoch])).toEqual([
+        [0, "m1", term1],
+        [1, "m3", next.leaderEpoch],
+      ]);
+    }
   }, 60_000);
 
   it("field case C8: with both followers down, acks=1 is acknowledged (the leader's durable write) but not visible, acks=all gets a retriable error; after one follower returns the record appears once", async () => {
