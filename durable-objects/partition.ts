@@ -605,15 +605,33 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
    * @returns the answer for the leader's waiting request.
    */
   #applyReplicated(index: number, term: number, data: Uint8Array, writeApplied: () => void): RpcResult<AppendOk> | null {
-    this.#tail.applied(index);
     const cmd = decodeReplicated(data);
     const decided = this.#decideReplicated(cmd, term);
+    let result: RpcResult<AppendOk> | null;
     if ("result" in decided) {
       this.ctx.storage.transactionSync(writeApplied);
-      return decided.result;
+      result = decided.result;
+    } else {
+      this.#commit(decided.command, writeApplied);
+      result = decided.command.append === null ? null : this.#log.appended(decided.command.append);
     }
-    this.#commit(decided.command, writeApplied);
-    return decided.command.append === null ? null : this.#log.appended(decided.command.append);
+    this.#checkPrediction(index, result);
+    return result;
+  }
+
+  /**
+   * The leader's acks=1 prediction must be what apply decided (replica-tail.ts): a mismatch is a
+   * bug (an acks=1 answer reported other offsets), logged loudly; the tail is dropped and rebuilt.
+   */
+  #checkPrediction(index: number, result: RpcResult<AppendOk> | null): void {
+    if (this.#replica.node?.role !== "leader") return this.#tail.reset();
+    const predicted = this.#tail.predictedAt(index);
+    this.#tail.applied(index);
+    if (predicted === null) return;
+    const got = result !== null && result.ok && !result.duplicate ? result.baseOffset : null;
+    if (got === predicted) return;
+    log.error("edgelog.partition.acks1_prediction_mismatch", { index, predicted, got });
+    this.#tail.reset();
   }
 
   #decideReplicated(cmd: ReplicatedCommand, term: number): { command: Command } | { result: RpcResult<AppendOk> | null } {

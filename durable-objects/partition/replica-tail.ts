@@ -22,6 +22,8 @@ export interface PredictedAppend {
 
 interface Pending {
   index: number;
+  /** The predicted base offset of an append (null: none predicted). */
+  baseOffset: number | null;
   /** The log end offset after this entry. */
   nextOffset: number;
   /** Producer state after this entry, when it changed one. */
@@ -46,6 +48,12 @@ export class ReplicaTail {
     this.#pending = [];
   }
 
+  /** The base offset predicted for the pending entry at `index`, or null (none predicted, or not pending). */
+  predictedAt(index: number): number | null {
+    for (const e of this.#pending) if (e.index === index) return e.baseOffset;
+    return null;
+  }
+
   /** Entries up to `index` were applied: the committed state now holds them. */
   applied(index: number): void {
     let k = 0;
@@ -56,7 +64,7 @@ export class ReplicaTail {
   /** Adds an entry that appends nothing (a no-op, a configuration entry, a request refused at apply). */
   skip(index: number, committedEnd: number): void {
     const last = this.#pending[this.#pending.length - 1];
-    this.#pending.push({ index, nextOffset: last?.nextOffset ?? committedEnd, producer: null, opaque: last?.opaque ?? false });
+    this.#pending.push({ index, baseOffset: null, nextOffset: last?.nextOffset ?? committedEnd, producer: null, opaque: last?.opaque ?? false });
   }
 
   /**
@@ -70,13 +78,13 @@ export class ReplicaTail {
     const opaque = scanned === null || (last?.opaque ?? false);
     const end = last?.nextOffset ?? committedEnd;
     if (opaque) {
-      this.#pending.push({ index, nextOffset: end, producer: null, opaque: true });
+      this.#pending.push({ index, baseOffset: null, nextOffset: end, producer: null, opaque: true });
       return null;
     }
     const count = scanned.validated.recordCount;
     const p = scanned.validated.producer;
     if (p === null) {
-      this.#pending.push({ index, nextOffset: end + count, producer: null, opaque: false });
+      this.#pending.push({ index, baseOffset: end, nextOffset: end + count, producer: null, opaque: false });
       return { baseOffset: end, lastOffset: end + count - 1 };
     }
     let previous: ProducerState | undefined;
@@ -93,11 +101,11 @@ export class ReplicaTail {
     const decision = checkSequence(previous, p);
     if (decision.kind !== "append") {
       // A duplicate or a refusal appends nothing: the end does not move.
-      this.#pending.push({ index, nextOffset: end, producer: null, opaque: false });
+      this.#pending.push({ index, baseOffset: null, nextOffset: end, producer: null, opaque: false });
       return null;
     }
     const state = applyProducerAppend(previous, p, end, end + count - 1);
-    this.#pending.push({ index, nextOffset: end + count, producer: { id: p.producerId, state }, opaque: false });
+    this.#pending.push({ index, baseOffset: end, nextOffset: end + count, producer: { id: p.producerId, state }, opaque: false });
     return { baseOffset: end, lastOffset: end + count - 1 };
   }
 }
