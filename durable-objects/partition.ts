@@ -13,6 +13,12 @@
  * without locks; the output gate holds each answer until its write is durable. Hot-path cost: one
  * scan per batch, then 3 SQL statements (non-idempotent) or 5-6 (idempotent), pinned by
  * test/workers/partition-rooms.test.ts.
+ *
+ * Replication (`replication.factor` 3, docs/RAFT.md "Replicated partitions"): this object is one
+ * of three replicas (partition/replica.ts). A produce request at the leader is checked, proposed
+ * as a Raft entry, and decided and committed on every replica when the entry commits
+ * (`#applyReplicated`: the same rooms' apply, with the applied index in the transaction). At
+ * factor 1 the replica is inactive and every path above is unchanged.
  */
 import type { Env } from "../src/env.ts";
 import type { ListOffsetsSpec, ProducerState, ScannedAppend } from "../src/partition/core.ts";

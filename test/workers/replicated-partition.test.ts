@@ -259,6 +259,26 @@ suite("a replicated partition (3 replicas)", () => {
     console.log(`retriable errors seen by the producer during failover: ${JSON.stringify(Object.fromEntries(retriableSeen))}`);
   }, 60_000);
 
+  it("idempotent producer state is replicated: a retry after failover is answered as a duplicate with the original offsets", async () => {
+    const { topicId } = await createReplicated();
+    const first = await leaderOf(topicId);
+    const producerId = await newProducer();
+    const req = { batches: [idempotentBatch(producerId, 0, "once")] };
+    const acked = await replica(topicId, first.replica).append(req);
+    expect(acked).toMatchObject({ ok: true, baseOffset: 0, duplicate: false });
+    await replica(topicId, first.replica).setFaults({ crashed: true });
+    const second = await leaderOf(topicId, [first.replica]);
+    const retry = await until("the retry answered", async () => {
+      const r = await replica(topicId, second.replica).append(req);
+      return r.ok ? r : undefined;
+    });
+    expect(retry).toMatchObject({ ok: true, baseOffset: 0, lastOffset: 0, duplicate: true });
+    // The next sequence is accepted after it, at the next offset.
+    const next = await replica(topicId, second.replica).append({ batches: [idempotentBatch(producerId, 1, "twice")] });
+    expect(next).toMatchObject({ ok: true, baseOffset: 1, duplicate: false });
+    expect((await replicaLog(topicId, second.replica)).map((r) => r.value)).toEqual(["once", "twice"]);
+  }, 60_000);
+
   it("min.insync.replicas 3: one follower down refuses acks=all with NOT_ENOUGH_REPLICAS (nothing appended), acks=1 still commits", async () => {
     const { name, topicId } = await createReplicated({ "min.insync.replicas": 3 });
     const leader = await leaderOf(topicId);
