@@ -21,10 +21,10 @@
  * factor 1 the replica is inactive and every path above is unchanged.
  */
 import type { Env } from "../src/env.ts";
-import type { ListOffsetsSpec, ProducerState, ScannedAppend } from "../src/partition/core.ts";
+import type { ListOffsetsSpec, ProducerState } from "../src/partition/core.ts";
 import { peersOf, type Peers } from "../src/partition/peers.ts";
 import type { AppendOk, AppendRequest, FetchOk, FetchRequest, ListOffsetsOk, PartitionInit, PartitionMetrics, PartitionRpc, ReplicaStatus } from "../src/partition/rpc.ts";
-import { errorResult, type ErrorResult, type Ok, type RpcResult } from "../src/protocol/errors.ts";
+import { errorResult, type ErrorResult, type RpcResult } from "../src/protocol/errors.ts";
 import { FETCH_MAX_WAIT_MS_LIMIT, MAX_APPEND_GROUP_REQUESTS } from "../src/protocol/limits.ts";
 import type { PartitionDescription, TopicConfigs } from "../src/protocol/types.ts";
 import type * as Ds from "../src/streams/rpc.ts";
@@ -49,8 +49,8 @@ import type { Message } from "../src/raft/index.ts";
 import { partitionObjectName } from "../src/partition/rpc.ts";
 import { checkFaults, faultsEnabled } from "./raft/faults.ts";
 import { RAFT_ROOM } from "./raft/journal.ts";
-import { ReplicaTail } from "./partition/replica-tail.ts";
-import { PartitionReplica, REPLICA_IDS, decodeReplicated, encodeReplicated, replicaObjectName, type ReplicatedCommand } from "./partition/replica.ts";
+import { ReplicatedAppends } from "./partition/replicated.ts";
+import { PartitionReplica, REPLICA_IDS, replicaObjectName } from "./partition/replica.ts";
 
 /** One write of the partition: each room's part, null when it has none. */
 export type Command = LogCommand & ProducersCommand & StreamsCommand & SubsCommand & LifecycleCommandPart;
@@ -69,8 +69,8 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
   readonly #counters = new PartitionCounters();
   /** Raft replica of a replicated partition (replication.factor 3); inactive at 1. */
   readonly #replica: PartitionReplica;
-  /** The leader's prediction of its uncommitted appends' offsets: acks=1 answers (replica-tail.ts). */
-  readonly #tail = new ReplicaTail();
+  /** The produce path of a replicated partition (partition/replicated.ts). */
+  readonly #replicated: ReplicatedAppends;
   /** The command `#commit` is applying: read by `#applyPending`, bound once (no closure per commit). */
   #pending: Command | null = null;
   /** A replicated partition's applied-index write, in the same transaction (null at rf 1). */
@@ -138,8 +138,20 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
       transaction: (fn) => this.ctx.storage.transactionSync(fn),
       timers: lazyTimers(() => this.timers(RAFT_ROOM.room)),
       deliver: (to, messages) => this.#replicaStub(to).replicaDeliver(messages),
-      apply: (e, writeApplied) => this.#applyReplicated(e.index, e.term, e.data, writeApplied),
+      apply: (e, writeApplied) => this.#replicated.apply(e.index, e.term, e.data, writeApplied),
       abort: (reason) => this.ctx.abort(reason),
+    });
+    this.#replicated = new ReplicatedAppends({
+      log: this.#log,
+      producers: this.#producers,
+      lifecycle: this.#lifecycle,
+      replica: this.#replica,
+      producerTimers: lazyTimers(() => this.timers("producers")),
+      commit: (cmd, alsoWrite) => this.#commit(cmd, alsoWrite),
+      transaction: (fn) => this.ctx.storage.transactionSync(fn),
+      appendBlocked: () => this.#appendBlocked(),
+      produced: (r) => this.#counters.produced(r),
+      aliveReplica: () => this.#aliveReplica(),
     });
     // Pings are answered by the platform without waking a hibernated object.
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair(PING_FRAME, PONG_FRAME));
@@ -242,14 +254,14 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
    * Never awaits: appends are serialised by the object's single thread.
    */
   async append(req: AppendRequest): Promise<RpcResult<AppendOk>> {
-    if (this.#replica.active) return (await this.#replicatedAppends([req]))[0]!;
+    if (this.#replica.active) return (await this.#replicated.appends([req]))[0]!;
     return this.#append(req);
   }
 
   /** See {@link PartitionRpc.appendMany}. Never awaits between requests: one event, one commit. */
   async appendMany(reqs: AppendRequest[]): Promise<RpcResult<AppendOk>[]> {
     if (!Array.isArray(reqs) || reqs.length > MAX_APPEND_GROUP_REQUESTS) throw new Error(`appendMany takes at most ${MAX_APPEND_GROUP_REQUESTS} requests`);
-    if (this.#replica.active) return this.#replicatedAppends(reqs);
+    if (this.#replica.active) return this.#replicated.appends(reqs);
     const out: RpcResult<AppendOk>[] = [];
     for (const req of reqs) {
       try {
@@ -408,7 +420,7 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     if (room === SUBS_ROOM) return this.#subs.onTimer(key);
     if (room === "producers" && key === PRODUCER_EXPIRY_TIMER) {
       const nowMs = Date.now();
-      if (this.#replica.active) return this.#expireReplicated(nowMs);
+      if (this.#replica.active) return this.#replicated.expireProducers(nowMs);
       const producer = this.#producers.expiryChange(nowMs);
       if (producer !== null) this.#commit({ log: null, append: null, producer, stream: null });
       return this.#producers.rearm(nowMs);
@@ -511,169 +523,6 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
 
   #replicaStub(replicaId: string): PartitionRpc {
     return this.#peerReplica(replicaId);
-  }
-
-  /**
-   * Produce requests at the leader of a replicated partition: what does not depend on the log
-   * (guards, the CRC and the record checks, the topic's limits, min.insync.replicas for acks=all)
-   * is checked here; each request then becomes one Raft entry, all proposed together (one
-   * journal write), and is answered when the entry has been applied here (committed).
-   */
-  async #replicatedAppends(reqs: readonly AppendRequest[]): Promise<RpcResult<AppendOk>[]> {
-    this.#aliveReplica();
-    const out: RpcResult<AppendOk>[] = new Array(reqs.length);
-    const s = this.#log.state;
-    const refused = s === null ? unknownPartition() : this.#replica.notLeader();
-    if (refused !== null) return reqs.map(() => refused);
-    const nowMs = Date.now();
-    const logAppendTime = s!.configs["message.timestamp.type"] === "LogAppendTime" ? nowMs : null;
-    const commands: Uint8Array[] = [];
-    const scans: ScannedAppend[] = [];
-    const slots: number[] = [];
-    for (let i = 0; i < reqs.length; i++) {
-      const req = reqs[i]!;
-      const scanned = this.#checkReplicatedAppend(req, nowMs);
-      if ("code" in scanned) {
-        out[i] = scanned;
-        continue;
-      }
-      commands.push(encodeReplicated({ kind: "append", nowMs, logAppendTime, batches: req.batches }));
-      scans.push(scanned);
-      slots.push(i);
-    }
-    this.#buildTail();
-    const proposed = this.#replica.proposeAll(commands);
-    // Written to this replica's journal now: acks=1 answers with the predicted offsets.
-    for (let k = 0; k < slots.length; k++) {
-      const { index } = proposed[k]!;
-      if (index === null) continue;
-      const predicted = this.#tail.add(index, scans[k]!, this.#log.state!.logEndOffset, (p) => this.#producers.decide(p).previous);
-      if (predicted !== null && reqs[slots[k]!]!.acks === "1") out[slots[k]!] = this.#predictedAnswer(predicted, scans[k]!, logAppendTime);
-    }
-    for (let k = 0; k < slots.length; k++) if (out[slots[k]!] === undefined) out[slots[k]!] = (await proposed[k]!.answer) as RpcResult<AppendOk>;
-    for (const r of out) this.#counters.produced(r);
-    return out;
-  }
-
-  /** The leader's tail prediction for its current term: rebuilt from its log after a leader change. */
-  #buildTail(): void {
-    const node = this.#replica.node;
-    if (node === null || node.role !== "leader" || this.#tail.term === node.term) return;
-    this.#tail.reset(node.term);
-    if (node.lastIndex <= node.appliedIndex) return;
-    for (const e of node.entries(node.appliedIndex + 1, node.lastIndex)) {
-      const end = this.#log.state!.logEndOffset;
-      const cmd = e.type === "normal" ? decodeReplicated(e.data) : null;
-      if (cmd === null) this.#tail.skip(e.index, end);
-      else if (cmd.kind === "expireProducers") this.#tail.add(e.index, null, end, () => undefined);
-      else {
-        const scanned = this.#log.scanCommitted(cmd.batches);
-        if ("code" in scanned) this.#tail.skip(e.index, end);
-        else this.#tail.add(e.index, scanned, end, (p) => this.#producers.decide(p).previous);
-      }
-    }
-  }
-
-  /** An acks=1 answer from a prediction: the offsets the entry gets when it commits; the high watermark as committed now. */
-  #predictedAnswer(p: { baseOffset: number; lastOffset: number }, scanned: ScannedAppend, logAppendTime: number | null): Ok<AppendOk> {
-    const s = this.#log.state!;
-    const timestamps = logAppendTime !== null ? new Array<number>(p.lastOffset - p.baseOffset + 1).fill(logAppendTime) : scanned.scans.flatMap((d) => [...d.timestamps]);
-    return { ok: true, baseOffset: p.baseOffset, lastOffset: p.lastOffset, timestamps, logAppendTime, duplicate: false, logStartOffset: s.logStartOffset, highWatermark: s.highWatermark };
-  }
-
-  /** The leader's checks of one produce request before it is proposed: the scan to propose it with, or the refusal. */
-  #checkReplicatedAppend(req: AppendRequest, nowMs: number): ScannedAppend | ErrorResult {
-    const blocked = this.#appendBlocked();
-    if (blocked !== null) return blocked;
-    const scanned = this.#log.scan(req.batches, req.crcVerified === true);
-    if ("code" in scanned) return scanned;
-    const refused = this.#lifecycle.checkProduce(scanned, nowMs);
-    if (refused !== null) return refused;
-    if (req.acks !== "1") {
-      const minIsr = this.#log.state!.configs["min.insync.replicas"] ?? 1;
-      const inSync = this.#replica.inSyncReplicas(nowMs);
-      if (inSync < minIsr) {
-        return errorResult("NOT_ENOUGH_REPLICAS", `${inSync} in-sync replicas, fewer than min.insync.replicas ${minIsr}: the produce is refused (acks=all).`, {
-          inSync,
-          minInsyncReplicas: minIsr,
-        });
-      }
-    }
-    return scanned;
-  }
-
-  /**
-   * Applies one committed entry of a replicated partition on this replica (the leader and every
-   * follower alike): the produce request is decided here, on the committed state (the
-   * producer's KIP-98 sequence check, offsets from the log end, the entry's term as the leader
-   * epoch), and committed with the applied index in one transaction. What it decides depends
-   * only on the entry and the replicated state, so every replica writes the same offsets.
-   * @returns the answer for the leader's waiting request.
-   */
-  #applyReplicated(index: number, term: number, data: Uint8Array, writeApplied: () => void): RpcResult<AppendOk> | null {
-    const cmd = decodeReplicated(data);
-    const decided = this.#decideReplicated(cmd, term);
-    let result: RpcResult<AppendOk> | null;
-    if ("result" in decided) {
-      this.ctx.storage.transactionSync(writeApplied);
-      result = decided.result;
-    } else {
-      this.#commit(decided.command, writeApplied);
-      result = decided.command.append === null ? null : this.#log.appended(decided.command.append);
-    }
-    this.#checkPrediction(index, result);
-    return result;
-  }
-
-  /**
-   * The leader's acks=1 prediction must be what apply decided (replica-tail.ts): a mismatch is a
-   * bug (an acks=1 answer reported other offsets), logged loudly; the tail is dropped and rebuilt.
-   */
-  #checkPrediction(index: number, result: RpcResult<AppendOk> | null): void {
-    if (this.#replica.node?.role !== "leader") return this.#tail.reset();
-    const predicted = this.#tail.predictedAt(index);
-    this.#tail.applied(index);
-    if (predicted === null) return;
-    const got = result !== null && result.ok && !result.duplicate ? result.baseOffset : null;
-    if (got === predicted) return;
-    log.error("edgelog.partition.acks1_prediction_mismatch", { index, predicted, got });
-    this.#tail.reset();
-  }
-
-  #decideReplicated(cmd: ReplicatedCommand, term: number): { command: Command } | { result: RpcResult<AppendOk> | null } {
-    const s = this.#log.state;
-    if (s === null) return { result: unknownPartition() };
-    if (cmd.kind === "expireProducers") return { command: { log: null, append: null, producer: { op: "expire", beforeMs: cmd.beforeMs }, stream: null } };
-    const scanned = this.#log.scanCommitted(cmd.batches);
-    if ("code" in scanned) return { result: scanned };
-    const p = scanned.validated.producer;
-    let previous: ProducerState | undefined;
-    if (p !== null) {
-      const { decision, previous: state } = this.#producers.decide(p);
-      if (decision.kind === "error") return { result: decision.error };
-      if (decision.kind === "duplicate") return { result: this.#log.duplicateAnswer(decision.entry) };
-      previous = state;
-    }
-    const epoch = term > s.leaderEpoch ? { op: "leaderEpoch" as const, epoch: term } : null;
-    const append = this.#log.planAt(scanned, term, cmd.logAppendTime);
-    const producer = p === null ? null : this.#producers.change(p, previous, append.baseOffset, append.lastOffset, cmd.nowMs);
-    return { command: { log: epoch, append, producer, stream: null, lifecycle: this.#lifecycle.planAppend(append, cmd.nowMs) } };
-  }
-
-  /**
-   * The producer expiry timer of a replicated partition: producer state is replicated, so the
-   * leader proposes the expiry (its clock and configs decide `beforeMs`) and every replica
-   * applies it; a follower's timer waits a while and looks again.
-   */
-  async #expireReplicated(nowMs: number): Promise<void> {
-    const change = this.#producers.expiryChange(nowMs);
-    if (change === null || change.op !== "expire") return this.#producers.rearm(nowMs);
-    if (this.#replica.notLeader() !== null) return this.timers("producers").set(PRODUCER_EXPIRY_TIMER, nowMs + 60_000);
-    this.#buildTail();
-    const [proposed] = this.#replica.proposeAll([encodeReplicated({ kind: "expireProducers", beforeMs: change.beforeMs })]);
-    if (proposed!.index !== null) this.#tail.add(proposed!.index, null, this.#log.state!.logEndOffset, () => undefined);
-    await proposed!.answer;
-    this.#producers.rearm(Date.now());
   }
 
   // ---- destroy paths ----
