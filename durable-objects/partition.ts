@@ -17,7 +17,7 @@
  * Replication (`replication.factor` 3, docs/RAFT.md "Replicated partitions"): this object is one
  * of three replicas (partition/replica.ts). A produce request at the leader is checked, proposed
  * as a Raft entry, and decided and committed on every replica when the entry commits
- * (`#applyReplicated`: the same rooms' apply, with the applied index in the transaction). At
+ * (partition/replicated.ts: the same rooms' apply, with the applied index in the transaction). At
  * factor 1 the replica is inactive and every path above is unchanged.
  */
 import type { Env } from "../src/env.ts";

@@ -2,7 +2,7 @@
  * The leader's prediction of what its proposed, not yet committed produce requests will be
  * given at apply: what an acks=1 answer reports after the leader's own durable write of the
  * entry (docs/RAFT.md "acks"). Every replica decides a request at apply, on the committed state
- * (durable-objects/partition.ts `#applyReplicated`); while one leader leads, its entries commit
+ * (replicated.ts `apply`); while one leader leads, its entries commit
  * in its log's order, so running the same decisions over the entries between the applied index
  * and the log end, in order, gives the offsets they will get. The prediction follows the same
  * pure rules (src/partition/core.ts: checkSequence, applyProducerAppend).
