@@ -13,11 +13,17 @@
  * without locks; the output gate holds each answer until its write is durable. Hot-path cost: one
  * scan per batch, then 3 SQL statements (non-idempotent) or 5-6 (idempotent), pinned by
  * test/workers/partition-rooms.test.ts.
+ *
+ * Replication (`replication.factor` 3, docs/RAFT.md "Replicated partitions"): this object is one
+ * of three replicas (partition/replica.ts). A produce request at the leader is checked, proposed
+ * as a Raft entry, and decided and committed on every replica when the entry commits
+ * (partition/replicated.ts: the same rooms' apply, with the applied index in the transaction). At
+ * factor 1 the replica is inactive and every path above is unchanged.
  */
 import type { Env } from "../src/env.ts";
 import type { ListOffsetsSpec, ProducerState } from "../src/partition/core.ts";
 import { peersOf, type Peers } from "../src/partition/peers.ts";
-import type { AppendOk, AppendRequest, FetchOk, FetchRequest, ListOffsetsOk, PartitionInit, PartitionMetrics, PartitionRpc } from "../src/partition/rpc.ts";
+import type { AppendOk, AppendRequest, FetchOk, FetchRequest, ListOffsetsOk, PartitionInit, PartitionMetrics, PartitionRpc, ReplicaStatus } from "../src/partition/rpc.ts";
 import { errorResult, type ErrorResult, type RpcResult } from "../src/protocol/errors.ts";
 import { FETCH_MAX_WAIT_MS_LIMIT, MAX_APPEND_GROUP_REQUESTS } from "../src/protocol/limits.ts";
 import type { PartitionDescription, TopicConfigs } from "../src/protocol/types.ts";
@@ -46,6 +52,14 @@ import { checkCountLimit } from "../src/policies/enforce.ts";
  * a missed push leaves (docs/TENANTS.md "How partitions see them").
  */
 export const CONFIGS_REFRESH_INTERVAL_MS = 60_000;
+import { replicationFactorOf } from "../src/protocol/config.ts";
+import type { RaftFaults } from "../src/raft/group.ts";
+import type { Message } from "../src/raft/index.ts";
+import { partitionObjectName } from "../src/partition/rpc.ts";
+import { checkFaults, faultsEnabled } from "./raft/faults.ts";
+import { RAFT_ROOM } from "./raft/journal.ts";
+import { ReplicatedAppends } from "./partition/replicated.ts";
+import { PartitionReplica, REPLICA_IDS, replicaObjectName } from "./partition/replica.ts";
 
 /** One write of the partition: each room's part, null when it has none. */
 export type Command = LogCommand & ProducersCommand & StreamsCommand & SubsCommand & LifecycleCommandPart;
@@ -65,10 +79,17 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
   /** When the configs were last compared with the metadata store's (0: not since the object started), and pushes received. */
   #configsCheckedMs = 0;
   #configsPushes = 0;
+  /** Raft replica of a replicated partition (replication.factor 3); inactive at 1. */
+  readonly #replica: PartitionReplica;
+  /** The produce path of a replicated partition (partition/replicated.ts). */
+  readonly #replicated: ReplicatedAppends;
   /** The command `#commit` is applying: read by `#applyPending`, bound once (no closure per commit). */
   #pending: Command | null = null;
+  /** A replicated partition's applied-index write, in the same transaction (null at rf 1). */
+  #pendingAlso: (() => void) | null = null;
   readonly #applyPending = (): void => {
     const cmd = this.#pending!;
+    if (this.#pendingAlso !== null) this.#pendingAlso();
     // The fixed order: the log first.
     this.#log.apply(cmd);
     this.#producers.apply(cmd);
@@ -126,9 +147,29 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     this.#streams.onValuesAppended(this.#streamsRead.remember);
     this.#log.onAppended(this.#subs.dispatchAll);
     this.#log.onRewritten(this.#subs.forgetRecords);
+    this.#replica = new PartitionReplica({
+      sql: this.sql,
+      transaction: (fn) => this.ctx.storage.transactionSync(fn),
+      timers: lazyTimers(() => this.timers(RAFT_ROOM.room)),
+      deliver: (to, messages) => this.#replicaStub(to).replicaDeliver(messages),
+      apply: (e, writeApplied) => this.#replicated.apply(e.index, e.term, e.data, writeApplied),
+      abort: (reason) => this.ctx.abort(reason),
+    });
+    this.#replicated = new ReplicatedAppends({
+      log: this.#log,
+      producers: this.#producers,
+      lifecycle: this.#lifecycle,
+      replica: this.#replica,
+      producerTimers: lazyTimers(() => this.timers("producers")),
+      commit: (cmd, alsoWrite) => this.#commit(cmd, alsoWrite),
+      transaction: (fn) => this.ctx.storage.transactionSync(fn),
+      appendBlocked: () => this.#appendBlocked(),
+      produced: (r) => this.#counters.produced(r),
+      aliveReplica: () => this.#aliveReplica(),
+    });
     // Pings are answered by the platform without waking a hibernated object.
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair(PING_FRAME, PONG_FRAME));
-    this.startUp(PARTITION_ROOMS, { adoptLegacy });
+    this.startUp([...PARTITION_ROOMS, RAFT_ROOM], { adoptLegacy });
   }
 
   protected override onStart(): void {
@@ -137,6 +178,7 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     this.#streams.load();
     this.#subs.load();
     this.#lifecycle.load(Date.now());
+    this.#replica.load();
   }
 
   /**
@@ -144,14 +186,16 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
    * ONE transaction with each room's `apply` in the fixed order, then each room's `publish`.
    * A throw inside rolls the whole transaction back, and memory is untouched.
    */
-  #commit(cmd: Command): void {
+  #commit(cmd: Command, alsoWrite: (() => void) | null = null): void {
     const bad = this.#log.checkCommand(cmd);
     if (bad !== undefined) throw new Error(`partition invariant violated, nothing written: ${bad}`);
     this.#pending = cmd;
+    this.#pendingAlso = alsoWrite;
     try {
       this.ctx.storage.transactionSync(this.#applyPending);
     } finally {
       this.#pending = null;
+      this.#pendingAlso = null;
     }
     this.#log.publish(cmd);
     this.#producers.publish(cmd);
@@ -163,17 +207,41 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
 
   // ---- log: lifecycle (called by the metadata store) ----
 
-  /** Initialises the partition. Idempotent for the same topic id. */
+  /**
+   * Initialises the partition. Idempotent for the same topic id. With `replication.factor` 3
+   * the object reached (r1) first initialises r2 and r3 (`req.replica`), then each bootstraps
+   * its Raft replica (docs/RAFT.md "Replicated partitions").
+   */
   async init(req: PartitionInit): Promise<RpcResult<object>> {
     if (this.#destroyed) return unknownPartition();
-    const change = this.#log.initChange(req);
+    const { replica, ...init } = req;
+    const replicated = replicationFactorOf(init.configs) > 1;
+    const me = replica ?? "r1";
+    if (replicated && !REPLICA_IDS.includes(me)) return errorResult("INVALID_REQUEST", `Unknown replica ${JSON.stringify(me)}: one of ${REPLICA_IDS.join(", ")}.`);
+    if (replicated && me === "r1") {
+      const name = partitionObjectName(init.topicId, init.partition);
+      for (const r of REPLICA_IDS.slice(1)) {
+        const out = await this.#stubByName(replicaObjectName(name, r)).init({ ...init, replica: r });
+        if (!out.ok) return out;
+      }
+    }
+    const change = this.#log.initChange(init);
     if (change !== null) this.#commit({ log: change, append: null, producer: null, stream: null });
+    if (replicated) this.#replica.bootstrap(me);
     return { ok: true };
   }
 
   async updateConfigs(configs: TopicConfigs): Promise<RpcResult<object>> {
     if (this.#log.state === null) return unknownPartition();
     this.#configsPushes++;
+    // A replicated partition's configs are each replica's own (they decide nothing at apply):
+    // r1 passes them on.
+    if (this.#replica.memberId === "r1") {
+      for (const r of REPLICA_IDS.slice(1)) {
+        const out = await this.#peerReplica(r).updateConfigs(configs);
+        if (!out.ok) return out;
+      }
+    }
     this.#commit({ log: { op: "configs", configs }, append: null, producer: null, stream: null });
     // producer.id.expiration.ms may have changed: the expiry timers follow.
     const nowMs = Date.now();
@@ -211,6 +279,12 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
 
   /** Deletes every row of this partition; later calls answer UNKNOWN_TOPIC_OR_PARTITION. */
   async destroy(): Promise<RpcResult<object>> {
+    if (this.#replica.memberId === "r1") {
+      for (const r of REPLICA_IDS.slice(1)) {
+        const out = await this.#peerReplica(r).destroy();
+        if (!out.ok && out.code !== "UNKNOWN_TOPIC_OR_PARTITION") return out;
+      }
+    }
     await this.#destroyLocal();
     return { ok: true };
   }
@@ -226,7 +300,9 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     this.#refreshConfigs();
     const hold = this.#backlogHold(1);
     const refused = hold === null ? null : await hold;
-    return refused ?? this.#append(req);
+    if (refused !== null) return refused;
+    if (this.#replica.active) return (await this.#replicated.appends([req]))[0]!;
+    return this.#append(req);
   }
 
   /** See {@link PartitionRpc.appendMany}. Never awaits between requests: one event, one commit. */
@@ -236,6 +312,7 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     const hold = this.#backlogHold(reqs.length);
     const refused = hold === null ? null : await hold;
     if (refused !== null) return reqs.map(() => refused);
+    if (this.#replica.active) return this.#replicated.appends(reqs);
     const out: RpcResult<AppendOk>[] = [];
     for (const req of reqs) {
       try {
@@ -259,6 +336,7 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
    * (up to maxWaitMs) for an append to wake it, then reads again.
    */
   async fetchRecords(req: FetchRequest): Promise<RpcResult<FetchOk>> {
+    this.#aliveReplica();
     const answer = await this.#fetchRecords(req);
     this.#counters.fetched(req, answer);
     return answer;
@@ -278,6 +356,7 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
   }
 
   async listOffsets(spec: ListOffsetsSpec): Promise<RpcResult<ListOffsetsOk>> {
+    this.#aliveReplica();
     return this.#log.listOffsets(spec);
   }
 
@@ -386,12 +465,14 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
 
   // ---- timers (the base's one schedule dispatches each due timer here) ----
 
-  protected override async onTimer(room: string, key: string): Promise<void> {
+  protected override async onTimer(room: string, key: string, dueMs: number): Promise<void> {
+    if (room === RAFT_ROOM.room && key === "tick") return this.#replica.onTick(dueMs);
     if (room === "lifecycle") return this.#lifecycle.onTimer(key, Date.now(), this.#commitLifecycle);
     if (room === "streams") return this.#streams.onTimer(key);
     if (room === SUBS_ROOM) return this.#subs.onTimer(key);
     if (room === "producers" && key === PRODUCER_EXPIRY_TIMER) {
       const nowMs = Date.now();
+      if (this.#replica.active) return this.#replicated.expireProducers(nowMs);
       const producer = this.#producers.expiryChange(nowMs);
       if (producer !== null) this.#commit({ log: null, append: null, producer, stream: null });
       return this.#producers.rearm(nowMs);
@@ -463,12 +544,71 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     return this.#log.appended(append);
   }
 
+  // ---- replication (docs/RAFT.md "Replicated partitions"; durable-objects/partition/replica.ts) ----
+
+  /** Raft messages from a peer replica (one-way; the sender does not wait for an answer). */
+  async replicaDeliver(messages: Message[]): Promise<void> {
+    this.#replica.deliver(messages);
+  }
+
+  /** This replica's Raft view: null at replication.factor 1. */
+  async replicaStatus(): Promise<RpcResult<{ replica: ReplicaStatus | null }>> {
+    this.#aliveReplica();
+    const node = this.#replica.node;
+    if (node === null) return { ok: true, replica: null };
+    const s = this.#log.state;
+    return {
+      ok: true,
+      replica: {
+        replica: node.id,
+        role: node.role,
+        leaderEpoch: node.term,
+        leaderReplica: node.leaderId,
+        commitIndex: node.commitIndex,
+        appliedIndex: node.appliedIndex,
+        lastIndex: node.lastIndex,
+        highWatermark: s?.highWatermark ?? 0,
+        inSyncReplicas: node.role === "leader" ? this.#replica.inSyncReplicas(Date.now()) : null,
+      },
+    };
+  }
+
+  /** Fault injection of this replica (dev and test builds only; docs/RAFT.md "Fault injection"). */
+  async setFaults(faults: RaftFaults): Promise<RpcResult<{ faults: RaftFaults }>> {
+    if (!faultsEnabled(this.env)) {
+      return errorResult("INVALID_REQUEST", "Raft fault injection is not available: not in this build, or EDGELOG_RAFT_FAULTS is not '1' (docs/RAFT.md).", { faultInjection: false });
+    }
+    const f = checkFaults(faults);
+    if (typeof f === "string") return errorResult("INVALID_REQUEST", `Invalid faults: ${f}`);
+    this.#replica.setFaults(f);
+    return { ok: true, faults: f };
+  }
+
+  /** Throws while this replica acts crashed (fault injection): to its callers it is down. */
+  #aliveReplica(): void {
+    if (this.#replica.crashed) throw new Error(this.#replica.crashedMessage());
+  }
+
+  #stubByName(name: string): PartitionRpc {
+    return this.env.PARTITION.getByName(name) as unknown as PartitionRpc;
+  }
+
+  #peerReplica(replicaId: string): PartitionRpc {
+    const s = this.#log.state!;
+    return this.#stubByName(replicaObjectName(partitionObjectName(s.topicId, s.partition), replicaId));
+  }
+
+  #replicaStub(replicaId: string): PartitionRpc {
+    return this.#peerReplica(replicaId);
+  }
+
   // ---- destroy paths ----
 
   async #destroyLocal(): Promise<void> {
     // The partition's R2 segment objects first: after the rows are gone nothing would own them.
     if (!this.#destroyed) await this.#lifecycle.deleteRemoteObjects();
     this.#destroyed = true;
+    this.#replica.reset();
     this.#log.reset();
     this.#producers.reset();
     this.#streams.reset();

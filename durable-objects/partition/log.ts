@@ -45,8 +45,8 @@ export interface PartitionState {
   logStartOffset: number;
   /**
    * Offsets below it are committed (readable by consumers, acknowledged to acks=all). Equals
-   * logEndOffset while a partition is its only replica: set in one place,
-   * {@link LogRoom.publish}, which replication will change.
+   * logEndOffset: a single replica stores on commit, and a replicated partition applies an
+   * append only once its Raft entry is committed (docs/RAFT.md). Set in {@link LogRoom.publish}.
    */
   highWatermark: number;
   logEndOffset: number;
@@ -77,7 +77,12 @@ export type LogChange =
    * Compaction's batch rewrites: each batch keeps its row and range with new `data` (fewer
    * records), or loses its row (`data` null). `sizeBefore` is its stored size when planned.
    */
-  | { op: "rewrite"; batches: readonly BatchRewrite[] };
+  | { op: "rewrite"; batches: readonly BatchRewrite[] }
+  /**
+   * A replicated partition's leader epoch moves to the Raft term of the entry being applied
+   * (docs/RAFT.md): written with the first append of a new term, before its batches are planned.
+   */
+  | { op: "leaderEpoch"; epoch: number };
 
 /** One batch rewritten by compaction (src/lifecycle/batch-rewrite.ts made `data`). */
 export interface BatchRewrite {
@@ -205,6 +210,15 @@ export class LogRoom {
   }
 
   /**
+   * Step 1 at apply time on a replicated partition: the leader checked the CRC and the
+   * config-dependent limits before proposing, so a replica checks only what does not depend on
+   * its configs (which may lag the leader's for a moment): every replica decides alike.
+   */
+  scanCommitted(batches: readonly Uint8Array[]): ScannedAppend | ErrorResult {
+    return scanAppend(batches, false, Number.MAX_SAFE_INTEGER);
+  }
+
+  /**
    * Step 3: offsets and rewritten headers from the log's end. Reads the clock here, the
    * deciding step, under LogAppendTime: the command carries the time, apply never reads it.
    */
@@ -213,6 +227,16 @@ export class LogRoom {
     if (s === null) throw new Error("append planned on an uninitialised partition");
     const logAppendTime = s.configs["message.timestamp.type"] === "LogAppendTime" ? Date.now() : null;
     return planAppend(scanned, s, logAppendTime);
+  }
+
+  /**
+   * Step 3 at apply time on a replicated partition: offsets from the log's end, the batches
+   * stamped with `leaderEpoch` (the entry's Raft term) and the leader's `logAppendTime`.
+   */
+  planAt(scanned: ScannedAppend, leaderEpoch: number, logAppendTime: number | null): AppendPlan {
+    const s = this.#state;
+    if (s === null) throw new Error("append planned on an uninitialised partition");
+    return planAppend(scanned, { logEndOffset: s.logEndOffset, runningMaxTimestamp: s.runningMaxTimestamp, leaderEpoch }, logAppendTime);
   }
 
   /** The answer to a committed append. */
@@ -248,6 +272,10 @@ export class LogRoom {
       if (s === null) return "log start moved on an uninitialised partition";
       if (c.offset < s.logStartOffset) return `the log start never moves back: ${s.logStartOffset} -> ${c.offset}`;
       return checkLogInvariants(c.offset, s.highWatermark, s.logEndOffset, s.storedBytes, s.runningMaxTimestamp, s.runningMaxTimestamp);
+    }
+    if (c !== null && c.op === "leaderEpoch") {
+      if (s === null) return "leader epoch set on an uninitialised partition";
+      if (c.epoch < s.leaderEpoch) return `the leader epoch never goes back: ${s.leaderEpoch} -> ${c.epoch}`;
     }
     if (c !== null && c.op === "truncate") {
       if (s === null) return "truncate on an uninitialised partition";
@@ -316,6 +344,9 @@ export class LogRoom {
       case "logStart":
         this.#putMeta("log_start_offset", c.offset);
         return;
+      case "leaderEpoch":
+        this.#putMeta("leader_epoch", c.epoch);
+        return;
       case "truncate":
         this.#sql.run("DELETE FROM batches WHERE last_offset < ?", c.before);
         this.#putMeta("stored_bytes", this.#state!.storedBytes - c.freedBytes);
@@ -346,7 +377,9 @@ export class LogRoom {
     if (p === null) return;
     const s = this.#state!;
     s.logEndOffset = p.nextOffset;
-    // The one assignment replication changes: committed = stored, on a single replica.
+    // Committed = stored: a single replica stores on commit, and a replicated partition's rooms
+    // apply an append only once its Raft entry is committed (docs/RAFT.md), so the log room
+    // holds the committed prefix and the Raft journal alone holds what is not yet committed.
     s.highWatermark = s.logEndOffset;
     s.storedBytes += p.addedBytes;
     s.runningMaxTimestamp = p.runningMaxTimestamp;
@@ -383,6 +416,9 @@ export class LogRoom {
         return;
       case "logStart":
         s.logStartOffset = c.offset;
+        return;
+      case "leaderEpoch":
+        s.leaderEpoch = c.epoch;
         return;
       case "truncate":
         s.storedBytes -= c.freedBytes;

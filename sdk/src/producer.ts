@@ -101,7 +101,7 @@ export interface ProducerOptions {
    * partition in any order, retried or not. @default 1
    */
   maxInFlight?: number;
-  /** Retries of a batch after a retriable error (UNAVAILABLE, REQUEST_TIMED_OUT, INTERNAL). @default 5 */
+  /** Retries of a batch after a retriable error (any code the error table marks retriable: UNAVAILABLE, REQUEST_TIMED_OUT, INTERNAL, NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS, ...). @default 5 */
   retries?: number;
   /** First retry backoff in ms; doubles per attempt, ±20% jitter (KIP-580). @default 100 */
   retryBackoffMs?: number;
@@ -282,7 +282,7 @@ export class Producer {
    *
    * Errors (rejections): the {@link EdgelogClientError} of the first failed batch: non-retriable
    * codes at once (RECORD_TOO_LARGE, UNKNOWN_TOPIC_OR_PARTITION, INVALID_BATCH, ...),
-   * retriable ones (UNAVAILABLE, REQUEST_TIMED_OUT, INTERNAL) after `retries` retries. Other
+   * retriable ones (UNAVAILABLE, REQUEST_TIMED_OUT, NOT_LEADER_OR_FOLLOWER, ...) after `retries` retries. Other
    * messages of the same call may have been appended. TypeError/RangeError for a malformed
    * message (nothing is sent); Error when the producer is closed.
    *

@@ -23,11 +23,14 @@ import { checkRecordSizes, choosePartitions, encodeForPartition, groupByPartitio
 import { checkPartition, partitionError, partitionFailure, withTopic } from "./topics.ts";
 import { gatewayMetrics } from "../metrics/gateway.ts";
 import { log } from "../log/logger.ts";
+import { replicationFactorOf } from "../protocol/config.ts";
+import { appendAtLeader } from "./replicas.ts";
 
 /**
- * Kafka's producer `acks`. "all" and "1" promise the same here: a partition has one replica
- * (the platform replicates its storage), so the leader's durable commit is every replica's.
- * See docs/ARCHITECTURE.md, "What an ack promises".
+ * Kafka's producer `acks`. At replication.factor 1, "all" and "1" promise the same: a partition
+ * has one replica (the platform replicates its storage), so the leader's durable commit is every
+ * replica's. At 3, both answer after the Raft commit, and only "all" needs min.insync.replicas
+ * (docs/RAFT.md). See docs/ARCHITECTURE.md, "What an ack promises".
  */
 export type ProduceAcks = "all" | "1" | "0";
 
@@ -54,7 +57,16 @@ const coalescer = new AppendCoalescer();
  * Appends one produce request to a partition through the coalescer. `waitUntil` keeps an
  * RPC this request leads running for the requests it carries, even if this client leaves.
  */
-function appendToPartition(env: Env, waitUntil: (p: Promise<unknown>) => void, topicId: string, partition: number, req: AppendRequest): Promise<RpcResult<AppendOk>> {
+function appendToPartition(ctx: ProduceContext, topic: TopicSummary, partition: number, req: AppendRequest): Promise<RpcResult<AppendOk>> {
+  const { env, waitUntil } = ctx;
+  const topicId = topic.topicId;
+  if (replicationFactorOf(topic.configs) > 1) {
+    // A replicated partition (docs/RAFT.md): at its leader; min.insync.replicas binds acks=all only.
+    const r = ctx.acks === "all" ? req : { ...req, acks: "1" as const };
+    const atLeader = (reqs: AppendRequest[]) => timedAppend(reqs.length, appendAtLeader(env, topicId, partition, topic.configs, reqs));
+    if (env.EDGELOG_APPEND_COALESCING === "off") return atLeader([r]).then((out) => out[0]!);
+    return coalescer.append(`${topicId}/${partition}`, r, atLeader, waitUntil);
+  }
   if (env.EDGELOG_APPEND_COALESCING === "off") return timedAppend(1, partitionStub(env.PARTITION, topicId, partition).append(req));
   return coalescer.append(`${topicId}/${partition}`, req, (reqs) => timedAppend(reqs.length, partitionStub(env.PARTITION, topicId, partition).appendMany(reqs)), waitUntil);
 }
@@ -112,7 +124,7 @@ export async function produceToPartition(ctx: ProduceContext, name: string, part
     checkPartition(topic, partition);
     checkRecordSizes(req.records, topic.configs["max.message.bytes"]);
     if (ctx.acks !== "0" && ctx.summary) {
-      const r = await appendToPartition(ctx.env, ctx.waitUntil, topic.topicId, partition, { batches: encodeForPartition(req.records, req.producer), crcVerified: true });
+      const r = await appendToPartition(ctx, topic, partition, { batches: encodeForPartition(req.records, req.producer), crcVerified: true });
       if (!r.ok) throw partitionError(r);
       return summaryOutcome(topic, partition, r);
     }
@@ -153,7 +165,7 @@ export async function produceBatch(ctx: ProduceContext, name: string, partition:
       throw err;
     }
     const append = async (): Promise<AppendOk> => {
-      const r = await appendToPartition(ctx.env, ctx.waitUntil, topic.topicId, partition, { batches: [bytes], crcVerified: true });
+      const r = await appendToPartition(ctx, topic, partition, { batches: [bytes], crcVerified: true });
       if (!r.ok) throw partitionError(r);
       return r;
     };
@@ -188,7 +200,7 @@ function fireAndForget(ctx: ProduceContext, topic: TopicSummary, accepted: numbe
 async function appendGroups(ctx: ProduceContext, topic: TopicSummary, groups: PartitionGroup[], producer: ProducerFields | null, total: number): Promise<ProduceResponse> {
   const results = await Promise.all(
     // Batches encoded here a moment ago: the partition need not recompute their CRC.
-    groups.map((g) => appendToPartition(ctx.env, ctx.waitUntil, topic.topicId, g.partition, { batches: encodeForPartition(g.records, producer), crcVerified: true })),
+    groups.map((g) => appendToPartition(ctx, topic, g.partition, { batches: encodeForPartition(g.records, producer), crcVerified: true })),
   );
   const failures: { group: PartitionGroup; error: ErrorResult }[] = [];
   results.forEach((r, i) => {

@@ -10,6 +10,8 @@ import type { RpcResult } from "../protocol/errors.ts";
 import type { PartitionDescription, TopicConfigs } from "../protocol/types.ts";
 import type { ListOffsetsSpec } from "./core.ts";
 import type { SubscriptionMetrics } from "../subscriptions/rpc.ts";
+import type { RaftFaults } from "../raft/group.ts";
+import type { Message } from "../raft/types.ts";
 
 /** The name a partition's Durable Object is addressed by. */
 export function partitionObjectName(topicId: string, partition: number): string {
@@ -22,6 +24,11 @@ export interface PartitionInit {
   topicId: string;
   partition: number;
   configs: TopicConfigs;
+  /**
+   * Which replica of a replicated partition this object is (`r1`-`r3`, docs/RAFT.md); absent:
+   * r1, the object named by {@link partitionObjectName}, which initialises the others.
+   */
+  replica?: string;
 }
 
 export interface AppendRequest {
@@ -40,6 +47,12 @@ export interface AppendRequest {
    * Durable Object RPC, which does not alter them. @default false
    */
   crcVerified?: boolean;
+  /**
+   * Kafka's acks of the request. A replicated partition refuses an acks=all request with
+   * NOT_ENOUGH_REPLICAS below the topic's min.insync.replicas (acks=1 is not checked).
+   * @default "all"
+   */
+  acks?: "all" | "1";
 }
 
 export interface AppendOk {
@@ -130,6 +143,22 @@ export interface PartitionMetrics {
   subscriptions: SubscriptionMetrics[];
 }
 
+/** A replica's Raft view (`replicaStatus`). */
+export interface ReplicaStatus {
+  replica: string;
+  role: string;
+  /** The Raft term: the leader epoch stamped on the batches appended in it. */
+  leaderEpoch: number;
+  leaderReplica: string | null;
+  commitIndex: number;
+  appliedIndex: number;
+  lastIndex: number;
+  /** This replica's high watermark: the end of what it has applied (committed). */
+  highWatermark: number;
+  /** At the leader: itself and the voters heard from within an election timeout. */
+  inSyncReplicas: number | null;
+}
+
 /** The RPC methods of PartitionDO (named so none collides with the DO's HTTP `fetch`). */
 export interface PartitionRpc {
   init(req: PartitionInit): Promise<RpcResult<object>>;
@@ -148,6 +177,12 @@ export interface PartitionRpc {
   describe(): Promise<RpcResult<{ partition: PartitionDescription }>>;
   /** This partition's metrics (see {@link PartitionMetrics}). Errors: UNKNOWN_TOPIC_OR_PARTITION. */
   metrics(): Promise<RpcResult<{ metrics: PartitionMetrics }>>;
+  /** Raft messages from a peer replica of a replicated partition (docs/RAFT.md); one-way. */
+  replicaDeliver(messages: Message[]): Promise<void>;
+  /** This replica's Raft view; `replica` null at replication.factor 1. */
+  replicaStatus(): Promise<RpcResult<{ replica: ReplicaStatus | null }>>;
+  /** Fault injection of a replica (dev and test builds with EDGELOG_RAFT_FAULTS=1 only; else INVALID_REQUEST). */
+  setFaults(faults: RaftFaults): Promise<RpcResult<{ faults: RaftFaults }>>;
   /**
    * deleteRecords (KIP-107): the log start offset moves to `offset` (-1 = the high watermark) and
    * the rows below it are deleted on the lifecycle's timer. Answers the new log start offset (Kafka's

@@ -32,7 +32,13 @@ export const DEFAULT_TOPIC_CONFIGS: TopicConfigs = {
   "local.retention.ms": -2,
   "local.retention.bytes": -2,
   "remote.storage.enable": false,
+  // ---- replication (docs/RAFT.md "Replicated partitions"): Kafka's names; 1 = the single-object fast path ----
+  "replication.factor": 1,
+  "min.insync.replicas": 1,
 };
+
+/** The replication factors a topic may have: one object, or a Raft group of three (docs/RAFT.md). */
+export const REPLICATION_FACTORS: readonly number[] = [1, 3];
 
 /** Largest producer.id.expiration.ms: Kafka's config is an int (ms). */
 const PRODUCER_ID_EXPIRATION_MS_MAX = 0x7fffffff;
@@ -167,12 +173,47 @@ export function mergeTopicConfigs(base: TopicConfigs, patch: unknown): TopicConf
       case "remote.storage.enable":
         out[key] = booleanOf(key, v);
         break;
+      // ---- replication: checked against each other and the base in checkReplicationConfigs ----
+      case "replication.factor":
+        out[key] = intIn(key, v, 1, 3);
+        break;
+      case "min.insync.replicas":
+        out[key] = intIn(key, v, 1, 3);
+        break;
       default:
         throw new EdgelogError("INVALID_CONFIG", `Unknown topic config ${JSON.stringify(key)}.`, { config: key });
     }
   }
   checkLifecycleConfigs(base, out);
+  checkReplicationConfigs(base, out, patch as Record<string, unknown>);
   return out;
+}
+
+/**
+ * Replication rules: `replication.factor` is 1 or 3 and is fixed at creation (Kafka changes it
+ * by reassigning replicas, which Edgelog does not do yet): a patch may repeat the base's value
+ * but not change it, except when the base is the defaults (creation); `min.insync.replicas` is
+ * at most `replication.factor` (Kafka allows more and then refuses every acks=all produce; a
+ * typo here would make the topic unwritable, so it is refused up front).
+ * @throws EdgelogError INVALID_CONFIG naming the config.
+ */
+function checkReplicationConfigs(base: TopicConfigs, out: TopicConfigs, patch: Record<string, unknown>): void {
+  const rf = out["replication.factor"];
+  if (!REPLICATION_FACTORS.includes(rf)) {
+    throw new EdgelogError("INVALID_CONFIG", `Config replication.factor must be one of ${REPLICATION_FACTORS.join(" | ")}, got ${rf}.`, { config: "replication.factor" });
+  }
+  const baseRf = base["replication.factor"] ?? 1;
+  if (base !== DEFAULT_TOPIC_CONFIGS && "replication.factor" in patch && rf !== baseRf) {
+    throw new EdgelogError("INVALID_CONFIG", `Config replication.factor is fixed when the topic is created (${baseRf}); it cannot change to ${rf}.`, { config: "replication.factor" });
+  }
+  if (out["min.insync.replicas"] > rf) {
+    throw new EdgelogError("INVALID_CONFIG", `Config min.insync.replicas ${out["min.insync.replicas"]} exceeds replication.factor ${rf}.`, { config: "min.insync.replicas" });
+  }
+}
+
+/** The topic's replication factor (1 for configs stored before the key existed). */
+export function replicationFactorOf(configs: Partial<TopicConfigs>): number {
+  return configs["replication.factor"] ?? 1;
 }
 
 /**

@@ -129,6 +129,16 @@ export const ERRORS = {
     retriable: true,
     message: "The leader epoch in the request is older than the group's current one (Kafka's FENCED_LEADER_EPOCH, KIP-320): refresh metadata and retry.",
   },
+  NOT_LEADER_OR_FOLLOWER: {
+    httpStatus: 503,
+    retriable: true,
+    message: "This replica of a replicated partition is not its leader: retry at the replica named in details.leaderReplica (null while an election runs).",
+  },
+  NOT_ENOUGH_REPLICAS: {
+    httpStatus: 503,
+    retriable: true,
+    message: "Fewer in-sync replicas than the topic's min.insync.replicas: an acks=all produce is refused (nothing appended).",
+  },
 
   // ---- security (docs/SECURITY.md; Kafka's SASL_AUTHENTICATION_FAILED, *_AUTHORIZATION_FAILED, THROTTLING_QUOTA_EXCEEDED) ----
   UNAUTHENTICATED: { httpStatus: 401, retriable: false, message: "No valid credentials: send Authorization: Bearer <token> (or Basic to /v1/auth/token)." },

@@ -192,6 +192,13 @@ export interface TopicConfigs {
   "local.retention.bytes": number;
   "remote.storage.enable": boolean;
   /**
+   * Replicas of each partition (docs/RAFT.md "Replicated partitions"): 1 (one Durable Object,
+   * the default) or 3 (a Raft group of three). Fixed at creation.
+   */
+  "replication.factor": number;
+  /** Kafka's min.insync.replicas: in-sync replicas an acks=all produce needs, in [1, replication.factor]. @default 1 */
+  "min.insync.replicas": number;
+  /**
    * The topic's effective policies (src/protocol/policies.ts), pushed by the metadata store to
    * the partitions with the configs, so the rooms that enforce them read them where they read
    * the configs. Never set through `configs` (an unknown config there); absent on partitions

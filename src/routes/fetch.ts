@@ -10,7 +10,7 @@ import { decodeFetched } from "../gateway/fetch-response.ts";
 import { acceptsMediaType, intQuery, parseNonNegativeInt, partitionParam, topicRoute } from "../gateway/http.ts";
 import { checkPartition, partitionError, withTopic } from "../gateway/topics.ts";
 import type { ListOffsetsSpec } from "../partition/core.ts";
-import { partitionStub } from "../partition/rpc.ts";
+import { atAnyReplica } from "../gateway/replicas.ts";
 import { isEncoding } from "../protocol/encoding.ts";
 import { EdgelogError } from "../protocol/errors.ts";
 import { FETCH_DEFAULT_MAX_BYTES, FETCH_DEFAULT_MAX_RECORDS, FETCH_MAX_MAX_BYTES, FETCH_MAX_MAX_RECORDS, FETCH_MAX_WAIT_MS_LIMIT } from "../protocol/limits.ts";
@@ -44,7 +44,7 @@ async function fetchRecords(c: AppContext, name: string): Promise<Response> {
 
   return withTopic(c.env, name, async (topic) => {
     checkPartition(topic, partition);
-    const r = await partitionStub(c.env.PARTITION, topic.topicId, partition).fetchRecords({ offset, maxRecords, maxBytes, maxWaitMs, minBytes });
+    const r = await atAnyReplica(c.env, topic.topicId, partition, topic.configs, (p) => p.fetchRecords({ offset, maxRecords, maxBytes, maxWaitMs, minBytes }));
     if (!r.ok) throw partitionError(r);
     if (binary) {
       return new Response(concat(r.batches), {
@@ -74,7 +74,7 @@ async function listOffsets(c: AppContext, name: string): Promise<Response> {
   const spec = parseSpec(c);
   return withTopic(c.env, name, async (topic) => {
     checkPartition(topic, partition);
-    const r = await partitionStub(c.env.PARTITION, topic.topicId, partition).listOffsets(spec);
+    const r = await atAnyReplica(c.env, topic.topicId, partition, topic.configs, (p) => p.listOffsets(spec));
     if (!r.ok) throw partitionError(r);
     const body: ListOffsetsResponse = { topic: topic.name, partition, spec: spec.spec, offset: r.offset };
     if (spec.spec === "timestamp" || spec.spec === "max_timestamp") body.timestamp = r.timestamp;

@@ -12,6 +12,7 @@ import { join, resolve } from "node:path";
 import { Miniflare, convertV4MiniflareOptions } from "miniflare";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RaftMemberRpc } from "../../src/raft/group.ts";
+import type { PartitionRpc } from "../../src/partition/rpc.ts";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 
@@ -49,7 +50,7 @@ describe("the production bundle", () => {
         modulesRoot: outdir,
         compatibilityDate,
         compatibilityFlags: [...flags.matchAll(/"([^"]+)"/g)].map((m) => m[1]!),
-        durableObjects: { RAFT_MEMBER: { className: "RaftMemberDO", useSQLite: true } },
+        durableObjects: { RAFT_MEMBER: { className: "RaftMemberDO", useSQLite: true }, PARTITION: { className: "PartitionDO", useSQLite: true } },
         bindings: { EDGELOG_RAFT_FAULTS: "1", EDGELOG_AUTH: "none" },
       } as unknown as Parameters<typeof convertV4MiniflareOptions>[0]),
     );
@@ -61,5 +62,9 @@ describe("the production bundle", () => {
     expect(await stub.setFaults({ crashed: true })).toMatchObject({ ok: false, code: "INVALID_REQUEST", details: { faultInjection: false } });
     const st = await stub.status();
     expect(st.ok && st.status.memberId).toBe("m1");
+    // A replicated partition's replicas have the same gate (docs/RAFT.md "Replicated partitions").
+    const pns = await mf.getDurableObjectNamespace("PARTITION");
+    const partition = pns.get(pns.idFromName("prod-topic/0")) as unknown as PartitionRpc;
+    expect(await partition.setFaults({ crashed: true })).toMatchObject({ ok: false, code: "INVALID_REQUEST", details: { faultInjection: false } });
   });
 });

@@ -71,6 +71,8 @@ suite("partition rooms: adoption of a legacy object", () => {
         { room: "lifecycle", version: 1 },
         { room: "log", version: 1 },
         { room: "producers", version: 2 },
+        // The Raft journal of a replicated partition's replica (docs/RAFT.md): empty at replication.factor 1.
+        { room: "raft", version: 1 },
         { room: "streams", version: 1 },
         { room: "subs", version: 1 },
       ]);

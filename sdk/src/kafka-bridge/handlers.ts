@@ -536,6 +536,8 @@ const CONFIG_TYPES: Record<Exclude<keyof TopicConfigs, "policies">, number> = {
   "local.retention.ms": CONFIG_TYPE.LONG,
   "local.retention.bytes": CONFIG_TYPE.LONG,
   "remote.storage.enable": CONFIG_TYPE.BOOLEAN,
+  "replication.factor": CONFIG_TYPE.INT,
+  "min.insync.replicas": CONFIG_TYPE.INT,
 };
 
 export async function handleDescribeConfigs(ctx: BridgeContext, req: DescribeConfigsRequest): Promise<{ throttleTimeMs: number; results: DescribeConfigsResult[] }> {

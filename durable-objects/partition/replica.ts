@@ -1,0 +1,467 @@
+/**
+ * The Raft replica of a replicated partition (`replication.factor` 3; docs/RAFT.md "Replicated
+ * partitions"): the member shell of durable-objects/raft-member.ts as a piece the partition
+ * object holds. It knows nothing of the rooms: the switchboard hands it a `host` that applies
+ * one committed entry (the rooms' `apply` calls, in one transaction with the applied index).
+ *
+ * - **Members**: replica `r1` is the partition object itself (`${topicId}/${partition}`, the
+ *   object the metadata store creates and destroys); `r2` and `r3` are the objects
+ *   `${topicId}/${partition}/r2` and `/r3` of the same namespace ({@link replicaObjectName}).
+ * - **Storage**: the Raft journal (room `raft`, durable-objects/raft/journal.ts) beside the
+ *   partition's rooms, in the same SQLite storage.
+ * - **The Ready loop** as RaftMemberDO's: snapshot, entries and hard state in one transaction;
+ *   `persisted(rd)`; the messages sent (one `replicaDeliver` call per peer, not awaited); each
+ *   committed normal entry applied by the host in ONE transaction with the applied index;
+ *   no-ops and configuration entries only move the applied index (they take no Kafka offset:
+ *   offsets stay dense, field case C2). A throw resets the object (`ctx.abort`): memory may be
+ *   ahead of storage, the restart rebuilds both from SQLite.
+ * - **Ticks**: the partition's schedule, room `raft`, key `tick`, every {@link REPLICA_TICK_MS}.
+ * - **Proposals** wait until their entry is applied here (the host's answer), or answer
+ *   NOT_LEADER_OR_FOLLOWER when another entry took their index (lost with a leader change:
+ *   nothing of it was applied, safe to resend), or REQUEST_TIMED_OUT after
+ *   {@link REPLICA_REQUEST_TIMEOUT_MS} (outcome unknown).
+ * - **Compaction**: a partition's state (its whole log) is not shipped as a Raft snapshot; the
+ *   journal drops entries every replica has applied, as the leader learns from its followers'
+ *   match indexes (followers drop what is {@link REPLICA_KEEP_ENTRIES} behind their applied
+ *   index). A replica that needs an entry no one keeps cannot catch up (not handled yet: it
+ *   would need a copy of the partition; docs/RAFT.md).
+ * - **Fault injection** (dev and test builds only, durable-objects/raft/faults.ts): as a Raft
+ *   member's.
+ */
+import { errorResult, type ErrorResult } from "../../src/protocol/errors.ts";
+import { resolveGroupConfig, type RaftFaults } from "../../src/raft/group.ts";
+import { RaftContractError, RaftNode, type Entry, type Message, type NodeId } from "../../src/raft/index.ts";
+import type { RoomTimers, Sql } from "../base.ts";
+import { RaftJournal } from "../raft/journal.ts";
+
+/** One Raft tick (ms). The election timeout is [10, 20) ticks: 1-2 s, as KRaft's default 1 s. */
+export const REPLICA_TICK_MS = 100;
+export const REPLICA_ELECTION_TICKS = 10;
+/** How long a proposal waits for its entry to be applied before REQUEST_TIMED_OUT (ms). */
+export const REPLICA_REQUEST_TIMEOUT_MS = 5_000;
+/** Entries a follower keeps behind its applied index (a leader keeps what a follower still lacks). */
+export const REPLICA_KEEP_ENTRIES = 1_000;
+/** Replica ids of a replication factor of 3. */
+export const REPLICA_IDS: readonly NodeId[] = ["r1", "r2", "r3"];
+
+/** The object name of replica `replicaId` of a partition object named `partitionName`: r1 is the partition object itself. */
+export function replicaObjectName(partitionName: string, replicaId: NodeId): string {
+  return replicaId === "r1" ? partitionName : `${partitionName}/${replicaId}`;
+}
+
+/** What the replica needs of its partition object. */
+export interface ReplicaHost {
+  sql: Sql;
+  transaction: (fn: () => void) => void;
+  timers: RoomTimers;
+  /** Sends messages to a peer replica's object (its `replicaDeliver`). */
+  deliver: (to: NodeId, messages: Message[]) => Promise<void>;
+  /**
+   * Applies one committed normal entry: the rooms' apply and `writeApplied` in ONE transaction,
+   * then their publish. Deterministic: the same entry on the same state gives the same writes on
+   * every replica. @returns the answer for the proposer (the leader's waiting request).
+   */
+  apply: (e: { index: number; term: number; data: Uint8Array }, writeApplied: () => void) => unknown;
+  /** Resets the object after a failed Ready loop. */
+  abort: (reason: string) => void;
+}
+
+interface Waiter {
+  term: number;
+  settle: (r: unknown) => void;
+  fail: (err: Error) => void;
+}
+
+export class PartitionReplica {
+  readonly #host: ReplicaHost;
+  readonly #journal: RaftJournal;
+  #memberId: NodeId | null = null;
+  #node: RaftNode | null = null;
+  #faults: RaftFaults = {};
+  readonly #waiters = new Map<number, Waiter[]>();
+  /** When each peer was last heard from (ms, this object's clock): min.insync.replicas. */
+  readonly #heardMs = new Map<NodeId, number>();
+
+  constructor(host: ReplicaHost) {
+    this.#host = host;
+    this.#journal = new RaftJournal(host.sql);
+  }
+
+  /** True when this partition is a replica of a Raft group (replication.factor > 1). */
+  get active(): boolean {
+    return this.#memberId !== null;
+  }
+
+  get memberId(): NodeId | null {
+    return this.#memberId;
+  }
+
+  get crashed(): boolean {
+    return this.#faults.crashed === true;
+  }
+
+  /** The Raft node (null before bootstrap or while crashed). */
+  get node(): RaftNode | null {
+    return this.#node;
+  }
+
+  /** At start-up: a bootstrapped replica rebuilds its node from the journal (persistence contract rule 6). */
+  load(): void {
+    const g = this.#journal.group();
+    if (g === null) return;
+    this.#memberId = g.memberId;
+    this.#startNode();
+  }
+
+  /** Forgets everything in memory (the object's storage was deleted). */
+  reset(): void {
+    this.#fail(new Error("the partition was destroyed"));
+    this.#memberId = null;
+    this.#node = null;
+  }
+
+  /**
+   * Makes this object replica `memberId` of a group of {@link REPLICA_IDS}. Idempotent.
+   * @throws Error when it is already another replica (a bug of the caller).
+   */
+  bootstrap(memberId: NodeId): void {
+    const existing = this.#journal.group();
+    if (existing !== null) {
+      if (existing.memberId !== memberId) throw new Error(`partition replica ${existing.memberId} asked to bootstrap as ${memberId}`);
+      if (this.#node === null && !this.crashed) this.load();
+      return;
+    }
+    const config = resolveGroupConfig({
+      groupId: "partition",
+      members: REPLICA_IDS.map((id) => ({ id })),
+      stateMachine: "partition",
+      tickMs: REPLICA_TICK_MS,
+      electionTicks: REPLICA_ELECTION_TICKS,
+      requestTimeoutMs: REPLICA_REQUEST_TIMEOUT_MS,
+    });
+    if (typeof config === "string") throw new Error(`partition replica group configuration refused: ${config}`);
+    this.#host.transaction(() => {
+      this.#journal.saveGroup(memberId, config);
+      this.#journal.bootstrap({ voters: [...REPLICA_IDS], learners: [] });
+    });
+    this.#memberId = memberId;
+    this.#startNode();
+  }
+
+  /** Messages from a peer replica. Lost while crashed, paused or not bootstrapped. */
+  deliver(messages: Message[]): void {
+    const node = this.#node;
+    if (node === null || this.#faults.crashed === true || this.#faults.paused === true) return;
+    const now = Date.now();
+    for (const m of messages) {
+      if (m.to !== node.id) continue;
+      this.#heardMs.set(m.from, now);
+      node.step(m);
+    }
+    this.drain();
+  }
+
+  /** The leader's refusal when this replica is not the leader, else null. */
+  notLeader(): ErrorResult | null {
+    const node = this.#node;
+    if (node !== null && node.role === "leader") return null;
+    const leader = node?.leaderId ?? null;
+    return errorResult(
+      "NOT_LEADER_OR_FOLLOWER",
+      leader === null
+        ? `Replica ${this.#memberId} is not the leader of this partition; an election is running.`
+        : `Replica ${this.#memberId} is not the leader of this partition: ${leader} is.`,
+      { replica: this.#memberId, leaderReplica: leader, leaderEpoch: node?.term ?? null },
+    );
+  }
+
+  /**
+   * In-sync replicas as the leader sees them: itself and each voter it heard from within one
+   * election timeout (Kafka's ISR in Raft terms: replica.lag.time.max.ms ~ the election timeout).
+   */
+  inSyncReplicas(nowMs: number): number {
+    const node = this.#node;
+    if (node === null) return 0;
+    let n = 0;
+    for (const id of node.conf.voters) {
+      if (id === node.id) n++;
+      else if (nowMs - (this.#heardMs.get(id) ?? -Infinity) <= REPLICA_TICK_MS * REPLICA_ELECTION_TICKS) n++;
+    }
+    return n;
+  }
+
+  /**
+   * Proposes every command (one Ready writes them all) and answers each with the host's apply
+   * result at this replica, NOT_LEADER_OR_FOLLOWER or REQUEST_TIMED_OUT (see the file comment),
+   * and the Raft index it was proposed at (null: refused, nothing proposed).
+   */
+  proposeAll(commands: readonly Uint8Array[]): { answer: Promise<unknown>; index: number | null }[] {
+    const node = this.#node;
+    const out: { answer: Promise<unknown>; index: number | null }[] = [];
+    for (const data of commands) {
+      const refused = this.notLeader();
+      if (refused !== null || node === null) {
+        out.push({ answer: Promise.resolve(refused), index: null });
+        continue;
+      }
+      const r = node.propose(data);
+      if (!r.ok) {
+        out.push({
+          answer: Promise.resolve(r.code === "tooLarge" ? errorResult("REQUEST_TOO_LARGE", `The produce request is too large to replicate: ${r.reason}.`) : this.notLeader()),
+          index: null,
+        });
+        continue;
+      }
+      out.push({ answer: this.#waitApplied(r.index, r.term), index: r.index });
+    }
+    // Synchronous: when this returns, every proposed entry is written to this replica's journal
+    // (the output gate holds any answer until that write is durable).
+    this.drain();
+    return out;
+  }
+
+  // ---- the clock ----
+
+  /** The `raft/tick` timer: one Raft tick, and the next one set. */
+  onTick(dueMs: number): void {
+    if (this.#memberId === null || this.#faults.crashed === true) return;
+    const now = Date.now();
+    const next = dueMs + REPLICA_TICK_MS;
+    this.#host.timers.set("tick", next > now ? next : now + REPLICA_TICK_MS);
+    const node = this.#node;
+    if (node === null || this.#faults.paused === true) return;
+    node.tick();
+    this.drain();
+  }
+
+  // ---- the Ready loop ----
+
+  /** Persists, sends and applies every pending Ready (see the file comment). Never awaits. */
+  drain(): void {
+    try {
+      this.#readyLoop();
+    } catch (err) {
+      console.error(`Partition replica ${this.#memberId}: the Ready loop failed; resetting the object`, err);
+      this.#node = null;
+      this.#host.abort(`partition replica Ready loop failed: ${String(err)}`);
+      throw err;
+    }
+  }
+
+  #readyLoop(): void {
+    const node = this.#node;
+    if (node === null) return;
+    const journal = this.#journal;
+    while (node.hasReady()) {
+      const rd = node.ready();
+      if (rd.snapshot !== undefined)
+        throw new RaftContractError(`partition replica ${this.#memberId}: a Raft snapshot arrived; a replica that fell behind the compacted log cannot catch up yet`);
+      if (rd.entries.length > 0 || rd.hardState !== undefined) {
+        this.#host.transaction(() => {
+          journal.writeEntries(rd.entries);
+          if (rd.hardState !== undefined) journal.writeHardState(rd.hardState);
+        });
+      }
+      node.persisted(rd);
+      this.#send(rd.messages);
+      let pendingApplied = -1;
+      const flushApplied = (): void => {
+        if (pendingApplied < 0) return;
+        const at = pendingApplied;
+        this.#host.transaction(() => journal.writeApplied(at));
+        pendingApplied = -1;
+      };
+      for (const e of rd.committedEntries) {
+        if (e.type !== "normal") {
+          // A no-op or a configuration entry: no Kafka offset, only the applied index moves.
+          pendingApplied = e.index;
+          this.#settle(e, undefined);
+          continue;
+        }
+        pendingApplied = -1;
+        const result = this.#host.apply({ index: e.index, term: e.term, data: e.data }, () => journal.writeApplied(e.index));
+        this.#settle(e, result);
+      }
+      flushApplied();
+      node.advance(rd);
+    }
+    this.#maybeCompact(node);
+  }
+
+  /** Drops journal entries no replica needs any more (see the file comment). */
+  #maybeCompact(node: RaftNode): void {
+    let upTo = node.appliedIndex - REPLICA_KEEP_ENTRIES;
+    if (node.role === "leader") {
+      upTo = node.appliedIndex;
+      for (const id of node.conf.voters) if (id !== node.id) upTo = Math.min(upTo, node.matchOf(id) ?? 0);
+    }
+    if (upTo - node.snapshotMeta.index < REPLICA_KEEP_ENTRIES) return;
+    const snap = node.compact(upTo, new Uint8Array(0));
+    this.#host.transaction(() => this.#journal.writeSnapshot(snap, false));
+  }
+
+  #send(messages: readonly Message[]): void {
+    if (messages.length === 0) return;
+    const byPeer = new Map<NodeId, Message[]>();
+    for (const m of messages) {
+      if (m.type === "append" && m.entries.length > 0)
+        this.#check(m.entries[m.entries.length - 1]!.index <= this.#journal.lastIndex, `append to ${m.to} carries entries beyond the durable log`);
+      if (m.type !== "preVote" && m.type !== "preVoteResp")
+        this.#check(m.term <= this.#journal.hardState.term, `message ${m.type} to ${m.to} in term ${m.term} before that term was written`);
+      let batch = byPeer.get(m.to);
+      if (batch === undefined) byPeer.set(m.to, (batch = []));
+      batch.push(m);
+    }
+    const { dropRate = 0, delayMs = 0 } = this.#faults;
+    for (const [to, batch] of byPeer) {
+      const kept = dropRate > 0 ? batch.filter(() => Math.random() >= dropRate) : batch;
+      if (kept.length === 0) continue;
+      const go = async (): Promise<void> => {
+        if (this.#faults.crashed === true) return;
+        try {
+          await this.#host.deliver(to, kept);
+        } catch {
+          // A lost message (the peer is down or reset): Raft resends.
+        }
+      };
+      if (delayMs > 0) setTimeout(() => void go(), delayMs);
+      else void go();
+    }
+  }
+
+  #settle(e: Entry, result: unknown): void {
+    const waiters = this.#waiters.get(e.index);
+    if (waiters === undefined) return;
+    this.#waiters.delete(e.index);
+    for (const w of waiters) {
+      if (w.term === e.term) w.settle(result);
+      else {
+        const refused = this.notLeader() ?? errorResult("NOT_LEADER_OR_FOLLOWER", "The leader changed while the request waited.", { replica: this.#memberId, leaderReplica: null });
+        w.settle({ ...refused, message: `The request at index ${e.index} (term ${w.term}) was lost with a leader change; nothing of it was applied. ${refused.message}` });
+      }
+    }
+  }
+
+  #waitApplied(index: number, term: number): Promise<unknown> {
+    return new Promise((resolve, reject) => {
+      let list = this.#waiters.get(index);
+      if (list === undefined) this.#waiters.set(index, (list = []));
+      const w: Waiter = {
+        term,
+        settle: (r) => {
+          clearTimeout(timer);
+          resolve(r);
+        },
+        fail: (err) => {
+          clearTimeout(timer);
+          reject(err);
+        },
+      };
+      const timer = setTimeout(() => {
+        const l = this.#waiters.get(index);
+        const at = l?.indexOf(w) ?? -1;
+        if (l === undefined || at < 0) return;
+        l.splice(at, 1);
+        if (l.length === 0) this.#waiters.delete(index);
+        resolve(
+          errorResult("REQUEST_TIMED_OUT", `The request at index ${index} (term ${term}) was not committed within ${REPLICA_REQUEST_TIMEOUT_MS} ms: it may still commit.`, { index, term }),
+        );
+      }, REPLICA_REQUEST_TIMEOUT_MS);
+      list.push(w);
+    });
+  }
+
+  // ---- life cycle and faults ----
+
+  #startNode(): void {
+    const storage = this.#journal.load();
+    this.#node = new RaftNode(
+      {
+        id: this.#memberId!,
+        electionTicks: REPLICA_ELECTION_TICKS,
+        heartbeatTicks: 1,
+        random: (n) => {
+          const b = new Uint32Array(1);
+          crypto.getRandomValues(b);
+          return b[0]! % n;
+        },
+      },
+      storage,
+    );
+    if (this.#host.timers.dueMs("tick") === undefined) this.#host.timers.set("tick", Date.now() + REPLICA_TICK_MS);
+  }
+
+  /** Fault injection (the caller checked the gates and the shape). */
+  setFaults(f: RaftFaults): void {
+    const wasCrashed = this.#faults.crashed === true;
+    this.#faults = f;
+    if (f.crashed === true && !wasCrashed) {
+      this.#node = null;
+      this.#fail(new Error(this.crashedMessage()));
+    }
+    if (f.crashed !== true && wasCrashed && this.#memberId !== null) this.#startNode();
+  }
+
+  crashedMessage(): string {
+    return `Partition replica ${this.#memberId ?? "?"} is crashed (fault injection).`;
+  }
+
+  #fail(err: Error): void {
+    for (const list of this.#waiters.values()) for (const w of list) w.fail(err);
+    this.#waiters.clear();
+  }
+
+  #check(cond: boolean, message: string): asserts cond {
+    if (!cond) throw new RaftContractError(`partition replica ${this.#memberId}: ${message}`);
+  }
+}
+
+// ---- the replicated command (a normal entry's data) ----
+
+/**
+ * A produce request as proposed by the leader and decided by every replica at apply: the batches
+ * as received (CRC checked by the leader), the time it was decided (producer state, segment
+ * roll) and the LogAppendTime stamp (null under CreateTime). Or the expiry of idle producers.
+ */
+export type ReplicatedCommand =
+  | { kind: "append"; nowMs: number; logAppendTime: number | null; batches: Uint8Array[] }
+  /** Producers idle since before `beforeMs` are forgotten (decided by the leader's clock and configs). */
+  | { kind: "expireProducers"; beforeMs: number };
+
+/** Encodes: u32 header length, the JSON header, then per batch u32 length and its bytes. */
+export function encodeReplicated(cmd: ReplicatedCommand): Uint8Array {
+  const batches = cmd.kind === "append" ? cmd.batches : [];
+  const header = new TextEncoder().encode(JSON.stringify(cmd.kind === "append" ? { kind: cmd.kind, nowMs: cmd.nowMs, logAppendTime: cmd.logAppendTime, n: batches.length } : cmd));
+  let size = 4 + header.length;
+  for (const b of batches) size += 4 + b.length;
+  const out = new Uint8Array(size);
+  const view = new DataView(out.buffer);
+  view.setUint32(0, header.length);
+  out.set(header, 4);
+  let at = 4 + header.length;
+  for (const b of batches) {
+    view.setUint32(at, b.length);
+    out.set(b, at + 4);
+    at += 4 + b.length;
+  }
+  return out;
+}
+
+/** Decodes {@link encodeReplicated}. @throws Error on malformed data (a bug: only the leader writes entries). */
+export function decodeReplicated(data: Uint8Array): ReplicatedCommand {
+  const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
+  const hl = view.getUint32(0);
+  const header = JSON.parse(new TextDecoder().decode(data.subarray(4, 4 + hl))) as { kind: string; nowMs: number; beforeMs: number; logAppendTime?: number | null; n?: number };
+  if (header.kind === "expireProducers") return { kind: "expireProducers", beforeMs: header.beforeMs };
+  if (header.kind !== "append") throw new Error(`unknown replicated command ${header.kind}`);
+  const batches: Uint8Array[] = [];
+  let at = 4 + hl;
+  for (let i = 0; i < (header.n ?? 0); i++) {
+    const len = view.getUint32(at);
+    // A copy: planning rewrites headers in place, and the entry's bytes stay as proposed.
+    batches.push(data.slice(at + 4, at + 4 + len));
+    at += 4 + len;
+  }
+  if (at !== data.length) throw new Error(`replicated command has ${data.length - at} trailing bytes`);
+  return { kind: "append", nowMs: header.nowMs, logAppendTime: header.logAppendTime ?? null, batches };
+}

@@ -1,0 +1,136 @@
+/**
+ * Routing to the replicas of a replicated partition (`replication.factor` 3; docs/RAFT.md
+ * "Replicated partitions"). Replica r1 is the partition object `${topicId}/${partition}`; r2 and
+ * r3 are `${topicId}/${partition}/r2` and `/r3`. At factor 1 every call goes to the one object,
+ * as before.
+ *
+ * - **Produce** goes to the leader this isolate last heard of (r1 at first). A replica that is not
+ *   the leader answers NOT_LEADER_OR_FOLLOWER naming the leader (nothing appended): those
+ *   requests are resent there, or, during an election, to the next replica after
+ *   {@link ELECTION_BACKOFF_MS}, until {@link LEADER_WAIT_MS} has passed; then the client gets
+ *   the retriable NOT_LEADER_OR_FOLLOWER. A call that fails (the replica is down) is NOT resent:
+ *   its requests may have been proposed and may still commit, so the client gets the retriable
+ *   UNAVAILABLE and decides (an idempotent producer's retry is recognised as a duplicate); the
+ *   next request tries the next replica.
+ * - **Reads** (fetch, ListOffsets) go to any live replica, the known leader first: each replica's
+ *   log holds only committed records, so every answer is below the high watermark.
+ */
+import type { Env } from "../env.ts";
+import { errorResult, type ErrorResult, type RpcResult } from "../protocol/errors.ts";
+import { replicationFactorOf } from "../protocol/config.ts";
+import type { TopicConfigs } from "../protocol/types.ts";
+import { partitionObjectName, type AppendOk, type AppendRequest, type PartitionRpc } from "../partition/rpc.ts";
+
+/** How long a produce waits for a leader to be found or elected (ms): above 2 election timeouts (2 x 1-2 s). */
+export const LEADER_WAIT_MS = 5_000;
+/** Pause before asking the next replica while no leader is known (ms): one Raft tick. */
+export const ELECTION_BACKOFF_MS = 100;
+
+/** Per isolate: the replica (0-based) last known to lead each replicated partition. */
+const leaders = new Map<string, number>();
+/** Per isolate: replicas whose call failed, until when (ms) they are skipped while a leader is searched for. */
+const down = new Map<string, number>();
+/** How long a replica whose call failed is skipped (ms): about one election. */
+const DOWN_MS = 2_000;
+
+/** The replica after `at` that is not marked down (or simply the next one when all are). */
+function nextReplica(key: string, at: number, rf: number): number {
+  const now = Date.now();
+  for (let k = 1; k <= rf; k++) {
+    const i = (at + k) % rf;
+    if ((down.get(`${key}/${i}`) ?? 0) <= now) return i;
+  }
+  return (at + 1) % rf;
+}
+
+/** The object of replica `index` (0-based: r1 is the partition object itself). */
+export function replicaStub(env: Env, topicId: string, partition: number, index: number): PartitionRpc {
+  const base = partitionObjectName(topicId, partition);
+  return env.PARTITION.getByName(index === 0 ? base : `${base}/r${index + 1}`) as unknown as PartitionRpc;
+}
+
+/** `r2` -> 1; anything else -> null. */
+function replicaIndex(id: unknown, rf: number): number | null {
+  if (typeof id !== "string" || !/^r[1-9]$/.test(id)) return null;
+  const i = Number(id.slice(1)) - 1;
+  return i < rf ? i : null;
+}
+
+/**
+ * Appends produce requests at the partition's leader (see the file comment), one outcome per
+ * request in order.
+ */
+export async function appendAtLeader(env: Env, topicId: string, partition: number, configs: Partial<TopicConfigs>, reqs: AppendRequest[]): Promise<RpcResult<AppendOk>[]> {
+  const rf = replicationFactorOf(configs);
+  if (rf === 1) return replicaStub(env, topicId, partition, 0).appendMany(reqs);
+  const key = `${topicId}/${partition}`;
+  const deadline = Date.now() + LEADER_WAIT_MS;
+  const out: RpcResult<AppendOk>[] = new Array(reqs.length);
+  let pending = reqs.map((_, i) => i);
+  let at = leaders.get(key) ?? 0;
+  for (;;) {
+    let answers: RpcResult<AppendOk>[];
+    try {
+      answers = await replicaStub(env, topicId, partition, at).appendMany(pending.map((i) => reqs[i]!));
+    } catch (err) {
+      // Down or unreachable: the outcome is unknown (see the file comment). The next request
+      // starts at the next replica.
+      down.set(`${key}/${at}`, Date.now() + DOWN_MS);
+      leaders.set(key, nextReplica(key, at, rf));
+      const unavailable = errorResult(
+        "UNAVAILABLE",
+        `Replica r${at + 1} of this partition did not answer (${err instanceof Error ? err.message : String(err)}): retry; an idempotent producer's retry is safe.`,
+        {
+          replica: `r${at + 1}`,
+        },
+      );
+      for (const i of pending) out[i] = unavailable;
+      return out;
+    }
+    const again: number[] = [];
+    let refusal: ErrorResult | null = null;
+    for (let k = 0; k < pending.length; k++) {
+      const r = answers[k]!;
+      if (!r.ok && r.code === "NOT_LEADER_OR_FOLLOWER") {
+        again.push(pending[k]!);
+        refusal = r;
+      } else out[pending[k]!] = r;
+    }
+    if (refusal === null) {
+      leaders.set(key, at);
+      return out;
+    }
+    pending = again;
+    if (Date.now() >= deadline) {
+      for (const i of pending) out[i] = refusal;
+      return out;
+    }
+    const leader = replicaIndex(refusal.details?.leaderReplica, rf);
+    // A leader named that failed a call moments ago is most likely the one that is gone (the
+    // followers have not noticed yet): wait for the election instead.
+    if (leader !== null && leader !== at && (down.get(`${key}/${leader}`) ?? 0) <= Date.now()) at = leader;
+    else {
+      at = nextReplica(key, at, rf);
+      await new Promise((r) => setTimeout(r, ELECTION_BACKOFF_MS));
+    }
+  }
+}
+
+/**
+ * Runs a read at a live replica: the known leader first, then the others when a call fails.
+ * @throws the last replica's error when none answers.
+ */
+export async function atAnyReplica<T>(env: Env, topicId: string, partition: number, configs: Partial<TopicConfigs>, call: (p: PartitionRpc) => Promise<T>): Promise<T> {
+  const rf = replicationFactorOf(configs);
+  if (rf === 1) return call(replicaStub(env, topicId, partition, 0));
+  const start = leaders.get(`${topicId}/${partition}`) ?? 0;
+  let last: unknown;
+  for (let k = 0; k < rf; k++) {
+    try {
+      return await call(replicaStub(env, topicId, partition, (start + k) % rf));
+    } catch (err) {
+      last = err;
+    }
+  }
+  throw last;
+}
