@@ -80,3 +80,18 @@ export type { ReadSource, RemoteEffect, SegmentIndexEntry, SegmentObjectHeader, 
 // ---- configs ----
 export { lifecycleConfig } from "./config.ts";
 export type { LifecycleConfig } from "./config.ts";
+
+// What nothing owns: the owner check and the R2 sweeps.
+export {
+  ORPHAN_OBJECT_GRACE_MS,
+  OWNER_CHECK_GRACE_MS,
+  OWNER_CHECK_INTERVAL_MS,
+  OWNER_RETRY_MS,
+  SEGMENT_OBJECTS_ROOT,
+  ownerVerdict,
+  partitionObjectPrefix,
+  sweepableObjects,
+  topicIdOfPrefix,
+  unownedObjectKeys,
+} from "./owner.ts";
+export type { OwnerVerdict } from "./owner.ts";
