@@ -58,8 +58,8 @@ import {
   planTiering,
   readSource,
   segmentIndexRange,
-  segmentObjectKey,
   truncationTarget,
+  SegmentObjectWriter,
   OWNER_CHECK_GRACE_MS,
   OWNER_CHECK_INTERVAL_MS,
   OWNER_RETRY_MS,
@@ -111,6 +111,10 @@ export interface OwnerDoor {
 
 /** Segments being uploaded at once (one upload per `tier` wake: a segment is read whole into memory). */
 export const MAX_CONCURRENT_COPIES = 1;
+/** Segments of more stored bytes than this are uploaded in parts (R2 multipart), read in slices. */
+export const MULTIPART_THRESHOLD_BYTES = 16 * 1024 * 1024;
+/** The part size of a multipart upload: R2's minimum is 5 MiB; 8 MiB parts make at most 129 parts for a 1 GiB segment (R2 allows 10,000). */
+export const PART_BYTES = 8 * 1024 * 1024;
 /** Remote object deletes per `tier` wake. */
 export const DELETES_PER_WAKE = 16;
 /** Offset indexes of remote segments kept in memory for read-through (one R2 read less per fetch). */
@@ -654,8 +658,7 @@ export class LifecycleRoom {
       if (effect.kind === "upload") {
         if (uploads >= MAX_CONCURRENT_COPIES) continue;
         uploads++;
-        const { rows } = this.#log.batchesInRange(effect.baseOffset, effect.end, Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER);
-        await bucket.put(effect.r2Key, encodeSegmentObject(rows.map((r) => r.data)));
+        await this.#upload(bucket, effect);
         const done = completeUpload(
           this.#segments.find((r) => r.id === effect.id),
           effect.r2Key,
@@ -676,6 +679,42 @@ export class LifecycleRoom {
       this.#setEarlier(LIFECYCLE_TIMERS.retention, Date.now());
     }
     this.#armTier(Date.now(), plan.effects.length > 0 || plan.commands.length > 0);
+  }
+
+  /**
+   * Writes one segment's object: one put from memory up to {@link MULTIPART_THRESHOLD_BYTES} of
+   * stored bytes, else an R2 multipart upload in parts of {@link PART_BYTES}, reading the batches
+   * in slices so that one part and one slice are in memory (a 1 GiB segment.bytes cannot be held
+   * in a 128 MB isolate). Part 1 carries the header, known at the end, so it goes last. A failed
+   * multipart upload is aborted; one a crash interrupts is aborted by R2's default lifecycle rule
+   * after 7 days, and the retry starts a new one (the key, and so the object, are the same).
+   */
+  async #upload(bucket: R2Bucket, effect: { id: number; r2Key: string; baseOffset: number; end: number }): Promise<void> {
+    const seg = this.#segments.find((r) => r.id === effect.id);
+    if (seg === undefined || seg.bytes <= MULTIPART_THRESHOLD_BYTES) {
+      const { rows } = this.#log.batchesInRange(effect.baseOffset, effect.end, Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER);
+      await bucket.put(effect.r2Key, encodeSegmentObject(rows.map((r) => r.data)));
+      return;
+    }
+    const upload = await bucket.createMultipartUpload(effect.r2Key);
+    try {
+      const writer = new SegmentObjectWriter(PART_BYTES);
+      const parts: R2UploadedPart[] = [];
+      let partNumber = 2;
+      for (let from = effect.baseOffset; from < effect.end; ) {
+        const { rows, exhausted } = this.#log.batchesInRange(from, effect.end, COMPACT_SLICE_BATCHES, PART_BYTES);
+        for (const r of rows) for (const part of writer.add(r.data)) parts.push(await upload.uploadPart(partNumber++, part));
+        if (exhausted || rows.length === 0) break;
+        from = rows[rows.length - 1]!.lastOffset + 1;
+      }
+      const { first, rest } = writer.finish();
+      for (const part of rest) parts.push(await upload.uploadPart(partNumber++, part));
+      parts.unshift(await upload.uploadPart(1, first));
+      await upload.complete(parts);
+    } catch (err) {
+      await upload.abort().catch(() => undefined);
+      throw err;
+    }
   }
 
   /** The `tier` timer: at once while work is owed, else when the head `both` segment passes local.retention.ms. */
