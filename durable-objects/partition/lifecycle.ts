@@ -399,6 +399,8 @@ export class LifecycleRoom {
       const clean = this.#clean;
       if (clean.phase === "idle" && clean.tombstoneExpiryMs !== null) this.#clean = { ...clean, tombstoneExpiryMs: Date.now() };
       this.rearm(Date.now(), true);
+      // remote.storage.enable turned on, or local.retention.* lowered: the tier timer looks at once.
+      if (this.#config().tiering.remoteStorageEnable) this.#setEarlier(LIFECYCLE_TIMERS.tier, Date.now());
       return;
     }
     if ((c !== undefined && c !== null && c.segments.length > 0) || (l !== null && l.op === "logStart")) this.rearm(Date.now(), false);
