@@ -560,6 +560,26 @@ suite("tiered storage to R2 (remote.storage.enable, KIP-405 names)", () => {
   });
 });
 
+suite("tiered storage turned on by a config change", () => {
+  it("offloads the segments already closed without waiting for another segment to close", async () => {
+    const topic = randomTopic();
+    const t = await createTopic(topic, 1, { "segment.bytes": MiB });
+    for (let i = 0; i < 3; i++) await produceTo(topic, [{ value: `v${i}`.padEnd(400 * 1024, ".") }]);
+    await settle(t.topicId);
+    expect(await segments(t.topicId)).toEqual([
+      [0, 1, 1],
+      [2, 2, 0],
+    ]);
+    expect((await json("PATCH", `/v1/topics/${topic}`, { configs: { "remote.storage.enable": true, "local.retention.ms": 0 } })).status).toBe(200);
+    await settle(t.topicId);
+    await settle(t.topicId);
+    expect((await env.SEGMENTS!.list({ prefix: `segments/${t.topicId}/0/` })).objects.map((o) => o.key)).toEqual([`segments/${t.topicId}/0/00000000000000000000-0.seg`]);
+    const rows = await runInDurableObject(stub(t.topicId), (_o, state) => state.storage.sql.exec<{ base_offset: number }>("SELECT base_offset FROM batches ORDER BY base_offset").toArray());
+    expect(rows.map((r) => r.base_offset)).toEqual([2]);
+    expect((await fetchJson(topic, 0, "offset=0")).records.map((r) => String(r.value).slice(0, 2))).toEqual(["v0", "v1"]);
+  });
+});
+
 suite("tiered storage: deleting the topic deletes its objects", () => {
   it("leaves no R2 object under the partition's prefix", async () => {
     const topic = randomTopic();
