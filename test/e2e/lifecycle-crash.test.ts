@@ -106,7 +106,9 @@ async function produceKeyed(topic: string, round: number, requests: number, perB
       const res = await post(`/v1/topics/${topic}/partitions/0/records`, { records });
       expect(res.status, await res.clone().text()).toBe(200);
       const offsets = ((await res.json()) as { records: { offset: number }[] }).records.map((r) => r.offset);
-      offsets.forEach((o, j) => acked.set(o, { offset: o, ...records[j]! }));
+      offsets.forEach((o, j) => {
+        acked.set(o, { offset: o, ...records[j]! });
+      });
     }
   };
   await Promise.all(Array.from({ length: 8 }, writer));
