@@ -382,24 +382,30 @@ suite("compaction (cleanup.policy=compact)", () => {
       const r = await p.append({ batches: [encodeBatch({}, [{ key: utf8(key), value: value === null ? null : utf8(value), headers: [], timestamp: Date.now() }])] });
       expect(r.ok).toBe(true);
     }
-    expect((await json("PATCH", `/v1/topics/${topic}`, { configs: { "segment.ms": 1 } })).status).toBe(200);
     let failures = 0;
+    /** Makes the next checkpoint write fail inside its transaction (after the batch rewrites). */
+    const failNextCheckpoint = (state: DurableObjectState): void => {
+      const sql = state.storage.sql as SqlStorage & { exec: SqlStorage["exec"] };
+      const exec = sql.exec.bind(sql);
+      sql.exec = ((query: string, ...params: SqlStorageValue[]) => {
+        if (query.startsWith("INSERT INTO seg_clean_state")) {
+          sql.exec = exec;
+          failures++;
+          throw new Error("injected failure between the rewrites and the checkpoint");
+        }
+        return exec(query, ...params);
+      }) as SqlStorage["exec"];
+    };
+    // The first failure is armed before the config change that starts the pass: on a loaded
+    // machine the runtime's own alarm calls may run the whole pass before the loop gets a turn.
+    await runInDurableObject(stub(t.topicId), (_o, state) => failNextCheckpoint(state));
+    expect((await json("PATCH", `/v1/topics/${topic}`, { configs: { "segment.ms": 1 } })).status).toBe(200);
     for (let wake = 0; wake < 60; wake++) {
       // Every third wake fails inside its transaction (at the checkpoint write, after the batch rewrites).
       const fail = wake % 3 === 1;
       await runInDurableObject(stub(t.topicId), (_o, state) => {
         state.storage.sql.exec("UPDATE _schedule SET due_ms = 0 WHERE room = 'lifecycle'");
-        if (!fail) return;
-        const sql = state.storage.sql as SqlStorage & { exec: SqlStorage["exec"] };
-        const exec = sql.exec.bind(sql);
-        sql.exec = ((query: string, ...params: SqlStorageValue[]) => {
-          if (query.startsWith("INSERT INTO seg_clean_state")) {
-            sql.exec = exec;
-            failures++;
-            throw new Error("injected failure between the rewrites and the checkpoint");
-          }
-          return exec(query, ...params);
-        }) as SqlStorage["exec"];
+        if (fail) failNextCheckpoint(state);
       });
       await evictDurableObject(stub(t.topicId));
       await runInDurableObject(stub(t.topicId), () => undefined);
