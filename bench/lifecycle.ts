@@ -13,6 +13,17 @@
  *    start reaches the log end. The SQL per dropped segment is fixed (one `seg_segments` delete and
  *    one `meta` write in the retention commit; then one `DELETE FROM batches` and one `meta` write
  *    per slice of up to 1 000 batch rows), so the time follows the batch rows, not the records.
+ * 3. Fetch from R2-offloaded segments against a local fetch of the same partition (goal >= 0.5x
+ *    on Miniflare's local R2): N records in 1 MiB segments, read from 0 to the end twice from the
+ *    rows, then `remote.storage.enable` with `local.retention.ms` 0 offloads them and drops the
+ *    local copies (waited for on the stored bytes), and the same reads go to R2 (header, cached offset index,
+ *    one range read per answer; an answer stops at its segment's end).
+ * 4. Produce while compaction runs against produce alone, on the same partition (goal >= 0.8x): a
+ *    compacted topic holds a keyed backlog that `min.compaction.lag.ms` (1 day) keeps from being
+ *    cleaned; a burst is timed alone, then `min.compaction.lag.ms` 0 starts compaction of the
+ *    backlog and the same burst is timed during it, then (lag 1 day again, compaction finished)
+ *    alone once more. The ceiling is the mean of the two alone bursts; the row says whether
+ *    compaction was still running when the burst ended.
  *
  * Everything runs in one Node process against workerd (bench/engine.ts) on one machine.
  */
@@ -58,8 +69,33 @@ async function bounds(engine: Engine, topic: string): Promise<{ logStartOffset: 
   return d.partitionDetails[0]!;
 }
 
+const MiB = 1024 * 1024;
+const DAY = 86_400_000;
+
+/** The partition's stored bytes (describe: the rows of `batches`; offloaded segments not counted). */
+async function bytesOf(engine: Engine, topic: string): Promise<number> {
+  return ((await ok(await engine.fetch(`${BASE}/v1/topics/${topic}`))) as { partitionDetails: { bytes: number }[] }).partitionDetails[0]!.bytes;
+}
+
+/** Polls the stored bytes every 50 ms until they have not changed for `quietMs`; answers when they last changed (performance.now()). */
+async function lastChangeOfBytes(engine: Engine, topic: string, quietMs: number, limitMs = 600_000): Promise<number> {
+  const t0 = performance.now();
+  let last = await bytesOf(engine, topic);
+  let lastChange = performance.now();
+  for (;;) {
+    await new Promise((r) => setTimeout(r, 50));
+    const b = await bytesOf(engine, topic);
+    if (b !== last) {
+      last = b;
+      lastChange = performance.now();
+    } else if (performance.now() - lastChange > quietMs) return lastChange;
+    if (performance.now() - t0 > limitMs) throw new Error(`${topic}: stored bytes still changing after ${limitMs} ms`);
+  }
+}
+
 export async function run(opts: { quick: boolean }): Promise<void> {
-  const engine = await startEngine();
+  // The SEGMENTS bucket (tiered storage): Miniflare's local R2.
+  const engine = await startEngine({}, { r2Buckets: ["SEGMENTS"] });
   try {
     const client = new EdgelogClient({ baseUrl: BASE, fetch: engine.fetch });
     const n = opts.quick ? 50_000 : 200_000;
@@ -113,6 +149,46 @@ export async function run(opts: { quick: boolean }): Promise<void> {
       drops.push({ recordsPerBatch, segments, secs: (performance.now() - t) / 1000 });
     }
 
+    // 3. R2 read-through against local fetch, same partition, same records.
+    const tierTopic = "bench-lifecycle-tier";
+    const tn = opts.quick ? 50_000 : 200_000;
+    // Remote storage is turned on only after the local reads, so no upload competes with them.
+    await client.createTopic({ name: tierTopic, partitions: 1, configs: { "segment.bytes": MiB } });
+    await produceKeyed(client, tierTopic, tn, tn, 500, 100);
+    const timedRead = async (): Promise<number> => {
+      const t = performance.now();
+      const got = await readAll(client, tierTopic, 0, tn);
+      if (got !== tn) throw new Error(`read ${got} of ${tn} records`);
+      return (performance.now() - t) / 1000;
+    };
+    const localSecs = (await timedRead()) + (await timedRead());
+    await patch(engine, tierTopic, { "remote.storage.enable": true, "local.retention.ms": 0 });
+    // Offloaded when only the active segment (at most 1 MiB) is stored locally.
+    for (let waited = 0; (await bytesOf(engine, tierTopic)) > MiB; waited += 100) {
+      if (waited > 600_000) throw new Error("offload did not finish in 10 min");
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const remoteSecs = (await timedRead()) + (await timedRead());
+
+    // 4. Produce during compaction against produce alone, same partition.
+    const pc = "bench-lifecycle-produce-compact";
+    const burst = opts.quick ? 20_000 : 50_000;
+    await client.createTopic({ name: pc, partitions: 1, configs: { "segment.bytes": MiB, "cleanup.policy": "compact", "min.compaction.lag.ms": DAY } });
+    await produceKeyed(client, pc, n, keys, 500, 100);
+    const timedBurst = async (): Promise<number> => {
+      const t = performance.now();
+      await produceKeyed(client, pc, burst, keys, 500, 100);
+      return (performance.now() - t) / 1000;
+    };
+    const alone1 = await timedBurst();
+    const compactStart = performance.now();
+    await patch(engine, pc, { "min.compaction.lag.ms": 0, "min.cleanable.dirty.ratio": 0 });
+    const during = await timedBurst();
+    const burstEnd = performance.now();
+    const compactEnd = await lastChangeOfBytes(engine, pc, 2_000);
+    await patch(engine, pc, { "min.compaction.lag.ms": DAY, "min.cleanable.dirty.ratio": 0.5 });
+    const alone2 = await timedBurst();
+
     console.log("\n## Storage lifecycle\n");
     console.log("| measurement | value | ceiling (same run) | ratio | target |");
     console.log("|---|---|---|---|---|");
@@ -121,6 +197,19 @@ export async function run(opts: { quick: boolean }): Promise<void> {
     const ratio = compactRate / fetchRate;
     console.log(
       `| compaction, ${n} records over ${keys} keys (timed to the last change of the stored bytes, polled every 50 ms) | ${fmt(compactRate)} records/s | ${fmt(fetchRate)} records/s (catch-up fetch of the same partition) | ${ratio.toFixed(2)}x | >= 0.5x ${ratio >= 0.5 ? "(met)" : "(not met)"} |`,
+    );
+    const localRate = (2 * tn) / localSecs;
+    const remoteRate = (2 * tn) / remoteSecs;
+    const tierRatio = remoteRate / localRate;
+    console.log(
+      `| fetch from R2-offloaded segments, ${tn} records of 100 B in 1 MiB segments, read twice | ${fmt(remoteRate)} records/s | ${fmt(localRate)} records/s (the same reads from local rows, before the offload) | ${tierRatio.toFixed(2)}x | >= 0.5x ${tierRatio >= 0.5 ? "(met)" : "(not met)"} |`,
+    );
+    const aloneRate = (2 * burst) / (alone1 + alone2);
+    const duringRate = burst / during;
+    const produceRatio = duringRate / aloneRate;
+    const running = compactEnd > burstEnd;
+    console.log(
+      `| produce during compaction, ${burst} keyed records in 500-record batches to the partition compacting a ${n}-record backlog (compaction ${running ? "still running" : "FINISHED"} at the burst's end; it took ${fmt((compactEnd - compactStart) / 1000)} s) | ${fmt(duringRate)} records/s | ${fmt(aloneRate)} records/s (the same burst alone, mean of before and after: ${fmt(burst / alone1)}, ${fmt(burst / alone2)}) | ${produceRatio.toFixed(2)}x | >= 0.8x ${produceRatio >= 0.8 ? "(met)" : "(not met)"} |`,
     );
     for (const d of drops) {
       console.log(`| retention drop, ~${d.segments} segments of 1 MiB, ${d.recordsPerBatch} records per batch | ${fmt(d.secs * 1000)} ms | - | - | - |`);

@@ -19,6 +19,11 @@
  * Mutations (create/alter/delete) run one at a time (`#serial`): they await partition RPCs,
  * during which the input gate would otherwise let another mutation of the same topic in.
  *
+ * Fan-out: create, alter, delete and describe call each partition once, at most
+ * {@link PARTITION_FANOUT} at a time, so one request makes at most MAX_PARTITIONS (1,024) + 1
+ * subrequests: under the 10,000 a Workers Paid invocation may make (a partition's own R2 calls
+ * count against its own invocation). docs/LIFECYCLE.md "Orphans".
+ *
  * Crash safety of create: partitions are initialised BEFORE the topic row is inserted, so a
  * failure half-way leaves only unreachable partition objects (their topic id is referenced by
  * nothing), never a visible topic with missing partitions.
@@ -45,10 +50,14 @@ import { MAX_PARTITIONS } from "../src/protocol/limits.ts";
 import { parseTopicName } from "../src/protocol/names.ts";
 import type { InitProducerResponse, PartitionDescription, TopicConfigs, TopicDescription, TopicSummary } from "../src/protocol/types.ts";
 import { SqliteDurableObject, expected, type Migration } from "./base.ts";
+import { mapBounded } from "../src/metrics/scrape.ts";
 import { SecurityTables, securityMigration } from "./metadata-security.ts";
 import type { QuotaEntity, QuotaEntry, QuotaKey, ScramCredentialInput, ScramUserSummary, SecurityStore, SecuritySnapshot } from "../src/auth/store.ts";
 import type { ScramMechanism } from "../src/auth/scram.ts";
 import type { AclBinding, AclFilter } from "../src/protocol/acl.ts";
+
+/** Partition RPCs of one mutation or describe in flight at once (the rest queue). */
+export const PARTITION_FANOUT = 32;
 
 const MIGRATIONS: readonly Migration[] = [
   {
@@ -243,7 +252,7 @@ export class MetadataDO extends SqliteDurableObject<Env> implements TopicMetadat
         // Row first: from here on no gateway can resolve the topic (beyond its cache bound),
         // then each partition deletes its storage and refuses later calls.
         this.sql.run("DELETE FROM topics WHERE name = ?", full);
-        await Promise.all(range(0, row.partitions).map((p) => partitionStub(this.env.PARTITION, row.topic_id, p).destroy()));
+        await mapBounded(range(0, row.partitions), PARTITION_FANOUT, (p) => partitionStub(this.env.PARTITION, row.topic_id, p).destroy());
         return { ok: true as const };
       });
     });
@@ -383,7 +392,7 @@ export class MetadataDO extends SqliteDurableObject<Env> implements TopicMetadat
 
   /** Sends configs to partitions [0, partitions); the first failure, if any. */
   async #pushConfigs(topicId: string, partitions: number, configs: TopicConfigs): Promise<ErrorResult | undefined> {
-    const results = await Promise.all(range(0, partitions).map((p) => partitionStub(this.env.PARTITION, topicId, p).updateConfigs(configs)));
+    const results = await mapBounded(range(0, partitions), PARTITION_FANOUT, (p) => partitionStub(this.env.PARTITION, topicId, p).updateConfigs(configs));
     const failed = results.find((r) => !r.ok);
     return failed === undefined || failed.ok ? undefined : failed;
   }
@@ -400,13 +409,13 @@ export class MetadataDO extends SqliteDurableObject<Env> implements TopicMetadat
   }
 
   async #initPartitions(topic: string, topicId: string, from: number, to: number, configs: TopicConfigs): Promise<void> {
-    const results = await Promise.all(range(from, to).map((partition) => partitionStub(this.env.PARTITION, topicId, partition).init({ topic, topicId, partition, configs })));
+    const results = await mapBounded(range(from, to), PARTITION_FANOUT, (partition) => partitionStub(this.env.PARTITION, topicId, partition).init({ topic, topicId, partition, configs }));
     const failed = results.find((r) => !r.ok);
     if (failed !== undefined && !failed.ok) throw new EdgelogError("UNAVAILABLE", `Initialising a partition of ${topic} failed: ${failed.code}.`);
   }
 
   async #describe(summary: TopicSummary): Promise<RpcResult<{ topic: TopicDescription }>> {
-    const results = await Promise.all(range(0, summary.partitions).map((p) => partitionStub(this.env.PARTITION, summary.topicId, p).describe()));
+    const results = await mapBounded(range(0, summary.partitions), PARTITION_FANOUT, (p) => partitionStub(this.env.PARTITION, summary.topicId, p).describe());
     const partitionDetails: PartitionDescription[] = [];
     for (const r of results) {
       if (!r.ok) return r;

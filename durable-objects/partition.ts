@@ -4,7 +4,7 @@
  * per room, the append guards, and `#commit`. Rooms (durable-objects/partition/): log (meta,
  * batches, reads, bounds), producers (KIP-98 state, timer "expiry"), waiters (bounded long-polls),
  * streams/state (ds_* tables, timers "expiry", "producers"), streams/read, lifecycle (seg_*
- * tables, timers "index", "retention", "compact", "tier"; docs/LIFECYCLE.md); beside them
+ * tables, timers "index", "retention", "compact", "tier", "owner"; docs/LIFECYCLE.md); beside them
  * metrics.ts counts in memory what the switchboard sees (docs/OBSERVABILITY.md).
  *
  * Every write is a command `{log, append, producer, stream, lifecycle?}`: a room decides, `#commit`
@@ -141,6 +141,7 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
       lazyTimers(() => this.timers("lifecycle")),
       () => this.#retainFloor(),
       env.SEGMENTS,
+      { getTopic: (name) => this.#peers.metadata.getTopic(name), destroySelf: () => this.#destroyLocal() },
     );
     // Who hears what, in order.
     this.#log.onAppended(this.#waiters.wake);

@@ -12,7 +12,11 @@
  * - `retention`: idle roll (`segment.ms`), retention by `retention.ms` / `retention.bytes`, the log
  *   start's advance, then the row deletion in slices of {@link TRUNCATE_LIMITS};
  * - `compact`: one compaction step per wake (at most {@link COMPACT_SLICE_BATCHES} batches /
- *   {@link COMPACT_SLICE_BYTES} bytes read), restartable from the `seg_clean_state` checkpoint.
+ *   {@link COMPACT_SLICE_BYTES} bytes read), restartable from the `seg_clean_state` checkpoint;
+ * - `tier`: offload to R2 and remote deletes (below);
+ * - `owner`: what nothing owns (src/lifecycle/owner.ts): asks the metadata store whether a topic
+ *   record still names this object; if none does, the object destroys itself (rows, timers, R2
+ *   objects); if one does, deletes the R2 objects under its prefix that no segment row holds.
  * Each wake does one bounded slice and sets its timer again when more is owed, so a partition of
  * a million batches is cleaned "at its own pace" within the CPU limit of one event.
  *
@@ -54,8 +58,14 @@ import {
   planTiering,
   readSource,
   segmentIndexRange,
-  segmentObjectKey,
   truncationTarget,
+  SegmentObjectWriter,
+  OWNER_CHECK_GRACE_MS,
+  OWNER_CHECK_INTERVAL_MS,
+  OWNER_RETRY_MS,
+  ownerVerdict,
+  partitionObjectPrefix,
+  unownedObjectKeys,
   type SegmentIndexEntry,
   type BatchMeta,
   type CompactionCheckpoint,
@@ -67,8 +77,8 @@ import {
 } from "../../src/lifecycle/index.ts";
 import type { AppendPlan, ScannedAppend } from "../../src/partition/core.ts";
 import type { FetchOk, FetchRequest } from "../../src/partition/rpc.ts";
-import type { ErrorResult, Ok } from "../../src/protocol/errors.ts";
-import type { TopicConfigs } from "../../src/protocol/types.ts";
+import type { ErrorResult, Ok, RpcResult } from "../../src/protocol/errors.ts";
+import type { TopicConfigs, TopicSummary } from "../../src/protocol/types.ts";
 import { blob, type RoomTimers, type Sql } from "../base.ts";
 import type { BatchRewrite, LogChange, LogCommand, LogRoom } from "./log.ts";
 
@@ -87,10 +97,24 @@ export interface LifecycleCommandPart {
 export type LifecycleWrite = LogCommand & LifecycleCommandPart;
 
 /** Timer keys of the room. */
-export const LIFECYCLE_TIMERS = { index: "index", retention: "retention", compact: "compact", tier: "tier" } as const;
+export const LIFECYCLE_TIMERS = { index: "index", retention: "retention", compact: "compact", tier: "tier", owner: "owner" } as const;
+
+/**
+ * What the owner check needs from outside the room (design rule 6: outbound calls through the
+ * switchboard's door): the metadata store's answer for a topic name, and the object's own
+ * destroy path (R2 objects first, then every row and timer).
+ */
+export interface OwnerDoor {
+  getTopic(name: string): Promise<RpcResult<{ topic: TopicSummary }>>;
+  destroySelf(): Promise<void>;
+}
 
 /** Segments being uploaded at once (one upload per `tier` wake: a segment is read whole into memory). */
 export const MAX_CONCURRENT_COPIES = 1;
+/** Segments of more stored bytes than this are uploaded in parts (R2 multipart), read in slices. */
+export const MULTIPART_THRESHOLD_BYTES = 16 * 1024 * 1024;
+/** The part size of a multipart upload: R2's minimum is 5 MiB; 8 MiB parts make at most 129 parts for a 1 GiB segment (R2 allows 10,000). */
+export const PART_BYTES = 8 * 1024 * 1024;
 /** Remote object deletes per `tier` wake. */
 export const DELETES_PER_WAKE = 16;
 /** Offset indexes of remote segments kept in memory for read-through (one R2 read less per fetch). */
@@ -156,6 +180,7 @@ export class LifecycleRoom {
   readonly #timers: RoomTimers;
   readonly #floor: () => number | null;
   readonly #bucket: R2Bucket | undefined;
+  readonly #owner: OwnerDoor;
   /** Offset indexes of remote segment objects, by key (bounded, oldest first out). */
   readonly #remoteIndex = new Map<string, SegmentIndexEntry[]>();
   /** The segment index, offset order (a mirror of seg_segments). */
@@ -168,8 +193,9 @@ export class LifecycleRoom {
   #cfgOf: TopicConfigs | null = null;
   #cfg: LifecycleConfig | null = null;
 
-  constructor(sql: Sql, log: LogRoom, timers: RoomTimers, floor: () => number | null, bucket: R2Bucket | undefined) {
+  constructor(sql: Sql, log: LogRoom, timers: RoomTimers, floor: () => number | null, bucket: R2Bucket | undefined, owner: OwnerDoor) {
     this.#bucket = bucket;
+    this.#owner = owner;
     this.#sql = sql;
     this.#log = log;
     this.#timers = timers;
@@ -204,6 +230,8 @@ export class LifecycleRoom {
     this.#truncating = this.#log.hasBatchesBelow(this.#truncationTarget());
     this.rearm(nowMs, true);
     if (this.#segments.some((r) => r.remote !== "none" || r.location === "both")) this.#setEarlier(LIFECYCLE_TIMERS.tier, nowMs);
+    // Partitions initialised before the owner check existed get their first check now.
+    if (this.#timers.dueMs(LIFECYCLE_TIMERS.owner) === undefined) this.#timers.set(LIFECYCLE_TIMERS.owner, nowMs + OWNER_CHECK_GRACE_MS);
   }
 
   reset(): void {
@@ -361,6 +389,8 @@ export class LifecycleRoom {
     }
     const l = cmd.log;
     if (l !== null && l.op === "logStart") this.#truncating = true;
+    // A new partition: its first owner check once a create in progress has surely written its record.
+    if (l !== null && l.op === "init") this.#timers.set(LIFECYCLE_TIMERS.owner, Date.now() + OWNER_CHECK_GRACE_MS);
     if (l !== null && l.op === "configs") {
       // A changed config applies without a restart: the timers move earlier when it asks for
       // more (a lower retention triggers clean-up on the next alarm; compaction looks at once).
@@ -369,6 +399,8 @@ export class LifecycleRoom {
       const clean = this.#clean;
       if (clean.phase === "idle" && clean.tombstoneExpiryMs !== null) this.#clean = { ...clean, tombstoneExpiryMs: Date.now() };
       this.rearm(Date.now(), true);
+      // remote.storage.enable turned on, or local.retention.* lowered: the tier timer looks at once.
+      if (this.#config().tiering.remoteStorageEnable) this.#setEarlier(LIFECYCLE_TIMERS.tier, Date.now());
       return;
     }
     if ((c !== undefined && c !== null && c.segments.length > 0) || (l !== null && l.op === "logStart")) this.rearm(Date.now(), false);
@@ -486,9 +518,60 @@ export class LifecycleRoom {
       case LIFECYCLE_TIMERS.tier:
         await this.#tier(nowMs, commit);
         return;
+      case LIFECYCLE_TIMERS.owner:
+        await this.#checkOwner();
+        return;
       default:
         throw new Error(`lifecycle has no timer ${key}`);
     }
+  }
+
+  /**
+   * The `owner` timer (docs/LIFECYCLE.md "Orphans"): a partition that no topic record names (a
+   * crash between a topic's partitions and its record, in create or delete) destroys itself; an
+   * owned one deletes the R2 objects under its prefix that no segment row holds (an upload that
+   * landed after its row was dropped). An inconclusive answer is retried after
+   * {@link OWNER_RETRY_MS}; a definite one only decides.
+   */
+  async #checkOwner(): Promise<void> {
+    const s = this.#log.state!;
+    let answer: RpcResult<{ topic: TopicSummary }>;
+    try {
+      answer = await this.#owner.getTopic(s.topic);
+    } catch (err) {
+      log.warn("edgelog.lifecycle.owner_check_failed", { topic: s.topic, partition: s.partition, error: err });
+      this.#timers.set(LIFECYCLE_TIMERS.owner, Date.now() + OWNER_RETRY_MS);
+      return;
+    }
+    const verdict = ownerVerdict(s, answer);
+    if (verdict.kind === "unknown") {
+      this.#timers.set(LIFECYCLE_TIMERS.owner, Date.now() + OWNER_RETRY_MS);
+      return;
+    }
+    if (verdict.kind === "orphan") {
+      log.warn("edgelog.lifecycle.orphan_destroyed", { topic: s.topic, topicId: s.topicId, partition: s.partition, reason: verdict.reason });
+      await this.#owner.destroySelf();
+      return;
+    }
+    const bucket = this.#bucket;
+    if (bucket !== undefined && this.#config().tiering.remoteStorageEnable) {
+      const prefix = partitionObjectPrefix(s.topicId, s.partition);
+      let cursor: string | undefined;
+      do {
+        const page = await bucket.list({ prefix, limit: 1000, ...(cursor !== undefined ? { cursor } : {}) });
+        // Compared with the rows as they are after the list: a key recorded meanwhile is held.
+        const unowned = unownedObjectKeys(
+          page.objects.map((o) => o.key),
+          this.#segments,
+        );
+        if (unowned.length > 0) {
+          log.warn("edgelog.lifecycle.orphan_objects_deleted", { topic: s.topic, partition: s.partition, keys: unowned.length });
+          await bucket.delete(unowned);
+        }
+        cursor = page.truncated ? page.cursor : undefined;
+      } while (cursor !== undefined);
+    }
+    this.#timers.set(LIFECYCLE_TIMERS.owner, Date.now() + OWNER_CHECK_INTERVAL_MS);
   }
 
   /** One slice of indexing batches stored before the index existed (`migrateSlice`). */
@@ -577,8 +660,7 @@ export class LifecycleRoom {
       if (effect.kind === "upload") {
         if (uploads >= MAX_CONCURRENT_COPIES) continue;
         uploads++;
-        const { rows } = this.#log.batchesInRange(effect.baseOffset, effect.end, Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER);
-        await bucket.put(effect.r2Key, encodeSegmentObject(rows.map((r) => r.data)));
+        await this.#upload(bucket, effect);
         const done = completeUpload(
           this.#segments.find((r) => r.id === effect.id),
           effect.r2Key,
@@ -601,6 +683,42 @@ export class LifecycleRoom {
     this.#armTier(Date.now(), plan.effects.length > 0 || plan.commands.length > 0);
   }
 
+  /**
+   * Writes one segment's object: one put from memory up to {@link MULTIPART_THRESHOLD_BYTES} of
+   * stored bytes, else an R2 multipart upload in parts of {@link PART_BYTES}, reading the batches
+   * in slices so that one part and one slice are in memory (a 1 GiB segment.bytes cannot be held
+   * in a 128 MB isolate). Part 1 carries the header, known at the end, so it goes last. A failed
+   * multipart upload is aborted; one a crash interrupts is aborted by R2's default lifecycle rule
+   * after 7 days, and the retry starts a new one (the key, and so the object, are the same).
+   */
+  async #upload(bucket: R2Bucket, effect: { id: number; r2Key: string; baseOffset: number; end: number }): Promise<void> {
+    const seg = this.#segments.find((r) => r.id === effect.id);
+    if (seg === undefined || seg.bytes <= MULTIPART_THRESHOLD_BYTES) {
+      const { rows } = this.#log.batchesInRange(effect.baseOffset, effect.end, Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER);
+      await bucket.put(effect.r2Key, encodeSegmentObject(rows.map((r) => r.data)));
+      return;
+    }
+    const upload = await bucket.createMultipartUpload(effect.r2Key);
+    try {
+      const writer = new SegmentObjectWriter(PART_BYTES);
+      const parts: R2UploadedPart[] = [];
+      let partNumber = 2;
+      for (let from = effect.baseOffset; from < effect.end; ) {
+        const { rows, exhausted } = this.#log.batchesInRange(from, effect.end, COMPACT_SLICE_BATCHES, PART_BYTES);
+        for (const r of rows) for (const part of writer.add(r.data)) parts.push(await upload.uploadPart(partNumber++, part));
+        if (exhausted || rows.length === 0) break;
+        from = rows[rows.length - 1]!.lastOffset + 1;
+      }
+      const { first, rest } = writer.finish();
+      for (const part of rest) parts.push(await upload.uploadPart(partNumber++, part));
+      parts.unshift(await upload.uploadPart(1, first));
+      await upload.complete(parts);
+    } catch (err) {
+      await upload.abort().catch(() => undefined);
+      throw err;
+    }
+  }
+
   /** The `tier` timer: at once while work is owed, else when the head `both` segment passes local.retention.ms. */
   #armTier(nowMs: number, busy: boolean): void {
     const cfg = this.#config().tiering;
@@ -621,7 +739,7 @@ export class LifecycleRoom {
     const s = this.#log.state;
     const bucket = this.#bucket;
     if (s === null || bucket === undefined || !this.#config().tiering.remoteStorageEnable) return;
-    const prefix = segmentObjectKey(s.topicId, s.partition, { id: 0, baseOffset: 0 }).replace(/[^/]*$/, "");
+    const prefix = partitionObjectPrefix(s.topicId, s.partition);
     let cursor: string | undefined;
     do {
       const page = await bucket.list({ prefix, limit: 1000, ...(cursor !== undefined ? { cursor } : {}) });

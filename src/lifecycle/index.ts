@@ -61,6 +61,9 @@ export {
   SEGMENT_OBJECT_MAGIC,
   SEGMENT_OBJECT_VERSION,
   SegmentObjectError,
+  SegmentObjectWriter,
+  R2_MAX_PARTS,
+  R2_MIN_PART_BYTES,
   completeRemoteDelete,
   completeUpload,
   decodeSegmentHeader,
@@ -80,3 +83,18 @@ export type { ReadSource, RemoteEffect, SegmentIndexEntry, SegmentObjectHeader, 
 // ---- configs ----
 export { lifecycleConfig } from "./config.ts";
 export type { LifecycleConfig } from "./config.ts";
+
+// What nothing owns: the owner check and the R2 sweeps.
+export {
+  ORPHAN_OBJECT_GRACE_MS,
+  OWNER_CHECK_GRACE_MS,
+  OWNER_CHECK_INTERVAL_MS,
+  OWNER_RETRY_MS,
+  SEGMENT_OBJECTS_ROOT,
+  ownerVerdict,
+  partitionObjectPrefix,
+  sweepableObjects,
+  topicIdOfPrefix,
+  unownedObjectKeys,
+} from "./owner.ts";
+export type { OwnerVerdict } from "./owner.ts";

@@ -126,6 +126,108 @@ export function encodeSegmentObject(batches: readonly Uint8Array[]): Uint8Array 
 }
 
 /**
+ * R2's multipart rules (developers.cloudflare.com/r2/objects/multipart-objects): a part is at
+ * least 5 MiB and at most 5 GiB, every part but the last has the same size, the last is not
+ * larger, and an upload has at most 10,000 parts.
+ */
+export const R2_MIN_PART_BYTES = 5 * 1024 * 1024;
+export const R2_MAX_PARTS = 10_000;
+
+/**
+ * The same object as {@link encodeSegmentObject}, written in parts of exactly `partBytes` (the
+ * last one smaller) for an R2 multipart upload, holding one part and one batch in memory
+ * instead of the whole segment. The header (first bytes of part 1) is known only at the end, so
+ * part 1 is held back: `add` answers parts 2, 3, ... as they fill, `finish` answers part 1 with
+ * its header and the parts that remain (the end of the data and the offset index). The parts'
+ * concatenation in part-number order is byte for byte `encodeSegmentObject(batches)`.
+ * @throws SegmentObjectError for a part size below R2's 5 MiB (a bug), batches out of order, no
+ *   batch at `finish`, or more than {@link R2_MAX_PARTS} parts.
+ */
+export class SegmentObjectWriter {
+  readonly #partBytes: number;
+  readonly #first: Uint8Array;
+  #current: Uint8Array;
+  /** Bytes written to the object so far (header included). */
+  #written = SEGMENT_HEADER_BYTES;
+  #parts = 1;
+  readonly #entries: SegmentIndexEntry[] = [];
+  #recordCount = 0;
+  #maxTimestamp = -1;
+
+  constructor(partBytes: number) {
+    if (!Number.isInteger(partBytes) || partBytes < R2_MIN_PART_BYTES) throw new SegmentObjectError(`a part is at least ${R2_MIN_PART_BYTES} bytes, got ${partBytes}`);
+    this.#partBytes = partBytes;
+    this.#first = new Uint8Array(partBytes);
+    this.#current = this.#first;
+  }
+
+  /** Appends one stored batch; answers the parts (numbers 2, 3, ...) it completed, in order. */
+  add(data: Uint8Array): Uint8Array[] {
+    const h = decodeBatchHeader(data);
+    if (h.totalBytes !== data.length) throw new SegmentObjectError(`a batch blob of ${data.length} bytes announces ${h.totalBytes}`);
+    const prev = this.#entries[this.#entries.length - 1];
+    if (prev !== undefined && h.baseOffset <= prev.lastOffset) throw new SegmentObjectError(`batch ${h.baseOffset} does not follow batch ending at ${prev.lastOffset}`);
+    this.#entries.push({ baseOffset: h.baseOffset, lastOffset: h.baseOffset + h.lastOffsetDelta, position: this.#written, size: data.length });
+    this.#recordCount += h.recordCount;
+    this.#maxTimestamp = Math.max(this.#maxTimestamp, h.maxTimestamp);
+    return this.#write(data);
+  }
+
+  /** Ends the object: answers part 1 (header filled in) and the remaining parts after those `add` answered. */
+  finish(): { first: Uint8Array; rest: Uint8Array[] } {
+    const entries = this.#entries;
+    if (entries.length === 0) throw new SegmentObjectError("a segment object holds at least one batch");
+    const dataBytes = this.#written - SEGMENT_HEADER_BYTES;
+    const index = new Uint8Array(entries.length * SEGMENT_INDEX_ENTRY_BYTES);
+    const iv = new DataView(index.buffer);
+    entries.forEach((e, i) => {
+      const p = i * SEGMENT_INDEX_ENTRY_BYTES;
+      putI64(iv, p, e.baseOffset);
+      putI64(iv, p + 8, e.lastOffset);
+      iv.setUint32(p + 16, e.position);
+      iv.setUint32(p + 20, e.size);
+    });
+    const rest = this.#write(index);
+    const tail = this.#written % this.#partBytes;
+    if (this.#current !== this.#first && tail > 0) rest.push(this.#current.subarray(0, tail));
+    const first = this.#current === this.#first ? this.#first.subarray(0, this.#written) : this.#first;
+    const header = new DataView(first.buffer, first.byteOffset, SEGMENT_HEADER_BYTES);
+    header.setUint32(0, SEGMENT_OBJECT_MAGIC);
+    header.setUint16(4, SEGMENT_OBJECT_VERSION);
+    header.setUint16(6, 0);
+    putI64(header, 8, entries[0]!.baseOffset);
+    putI64(header, 16, entries[entries.length - 1]!.lastOffset);
+    putI64(header, 24, this.#maxTimestamp);
+    header.setUint32(32, entries.length);
+    header.setUint32(36, this.#recordCount);
+    putI64(header, 40, dataBytes);
+    header.setUint32(48, crc32c(index, 0, index.length));
+    header.setUint32(52, SEGMENT_INDEX_ENTRY_BYTES);
+    header.setUint32(56, 0);
+    header.setUint32(60, crc32c(first, 0, 60));
+    return { first, rest };
+  }
+
+  #write(bytes: Uint8Array): Uint8Array[] {
+    const done: Uint8Array[] = [];
+    let at = 0;
+    while (at < bytes.length) {
+      const inPart = this.#written % this.#partBytes;
+      const n = Math.min(bytes.length - at, this.#partBytes - inPart);
+      this.#current.set(bytes.subarray(at, at + n), inPart);
+      at += n;
+      this.#written += n;
+      if (this.#written % this.#partBytes === 0) {
+        if (this.#current !== this.#first) done.push(this.#current);
+        if (++this.#parts > R2_MAX_PARTS) throw new SegmentObjectError(`a segment object needs more than ${R2_MAX_PARTS} parts of ${this.#partBytes} bytes`);
+        this.#current = new Uint8Array(this.#partBytes);
+      }
+    }
+    return done;
+  }
+}
+
+/**
  * Decodes the fixed header (the first {@link SEGMENT_HEADER_BYTES} bytes, e.g. from an R2 range read).
  * @throws SegmentObjectError for a short buffer, a bad magic, version, header CRC or range.
  */

@@ -405,24 +405,30 @@ suite("compaction (cleanup.policy=compact)", () => {
       const r = await p.append({ batches: [encodeBatch({}, [{ key: utf8(key), value: value === null ? null : utf8(value), headers: [], timestamp: Date.now() }])] });
       expect(r.ok).toBe(true);
     }
-    expect((await json("PATCH", `/v1/topics/${topic}`, { configs: { "segment.ms": 1 } })).status).toBe(200);
     let failures = 0;
+    /** Makes the next checkpoint write fail inside its transaction (after the batch rewrites). */
+    const failNextCheckpoint = (state: DurableObjectState): void => {
+      const sql = state.storage.sql as SqlStorage & { exec: SqlStorage["exec"] };
+      const exec = sql.exec.bind(sql);
+      sql.exec = ((query: string, ...params: SqlStorageValue[]) => {
+        if (query.startsWith("INSERT INTO seg_clean_state")) {
+          sql.exec = exec;
+          failures++;
+          throw new Error("injected failure between the rewrites and the checkpoint");
+        }
+        return exec(query, ...params);
+      }) as SqlStorage["exec"];
+    };
+    // The first failure is armed before the config change that starts the pass: on a loaded
+    // machine the runtime's own alarm calls may run the whole pass before the loop gets a turn.
+    await runInDurableObject(stub(t.topicId), (_o, state) => failNextCheckpoint(state));
+    expect((await json("PATCH", `/v1/topics/${topic}`, { configs: { "segment.ms": 1 } })).status).toBe(200);
     for (let wake = 0; wake < 60; wake++) {
       // Every third wake fails inside its transaction (at the checkpoint write, after the batch rewrites).
       const fail = wake % 3 === 1;
       await runInDurableObject(stub(t.topicId), (_o, state) => {
         state.storage.sql.exec("UPDATE _schedule SET due_ms = 0 WHERE room = 'lifecycle'");
-        if (!fail) return;
-        const sql = state.storage.sql as SqlStorage & { exec: SqlStorage["exec"] };
-        const exec = sql.exec.bind(sql);
-        sql.exec = ((query: string, ...params: SqlStorageValue[]) => {
-          if (query.startsWith("INSERT INTO seg_clean_state")) {
-            sql.exec = exec;
-            failures++;
-            throw new Error("injected failure between the rewrites and the checkpoint");
-          }
-          return exec(query, ...params);
-        }) as SqlStorage["exec"];
+        if (fail) failNextCheckpoint(state);
       });
       await evictDurableObject(stub(t.topicId));
       await runInDurableObject(stub(t.topicId), () => undefined);
@@ -580,6 +586,26 @@ suite("tiered storage to R2 (remote.storage.enable, KIP-405 names)", () => {
     await settle(t.topicId);
     expect((await env.SEGMENTS!.list({ prefix: `segments/${t.topicId}/0/` })).objects.map((o) => o.key)).toEqual([]);
     expect(await offsetOf(topic, "earliest")).toBe(5);
+  });
+});
+
+suite("tiered storage turned on by a config change", () => {
+  it("offloads the segments already closed without waiting for another segment to close", async () => {
+    const topic = randomTopic();
+    const t = await createTopic(topic, 1, { "segment.bytes": MiB });
+    for (let i = 0; i < 3; i++) await produceTo(topic, [{ value: `v${i}`.padEnd(400 * 1024, ".") }]);
+    await settle(t.topicId);
+    expect(await segments(t.topicId)).toEqual([
+      [0, 1, 1],
+      [2, 2, 0],
+    ]);
+    expect((await json("PATCH", `/v1/topics/${topic}`, { configs: { "remote.storage.enable": true, "local.retention.ms": 0 } })).status).toBe(200);
+    await settle(t.topicId);
+    await settle(t.topicId);
+    expect((await env.SEGMENTS!.list({ prefix: `segments/${t.topicId}/0/` })).objects.map((o) => o.key)).toEqual([`segments/${t.topicId}/0/00000000000000000000-0.seg`]);
+    const rows = await runInDurableObject(stub(t.topicId), (_o, state) => state.storage.sql.exec<{ base_offset: number }>("SELECT base_offset FROM batches ORDER BY base_offset").toArray());
+    expect(rows.map((r) => r.base_offset)).toEqual([2]);
+    expect((await fetchJson(topic, 0, "offset=0")).records.map((r) => String(r.value).slice(0, 2))).toEqual(["v0", "v1"]);
   });
 });
 

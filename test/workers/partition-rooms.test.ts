@@ -79,7 +79,7 @@ suite("partition rooms: adoption of a legacy object", () => {
       // Producers migration 2 gave the adopted producer a last append time: now (a whole window).
       const p = state.storage.sql.exec<{ last_append_ms: number }>("SELECT last_append_ms FROM producers").one();
       expect(p.last_append_ms).toBeGreaterThanOrEqual(before - 60_000);
-      expect(timers(state.storage)).toEqual(["lifecycle/retention", "producers/expiry"]);
+      expect(timers(state.storage)).toEqual(["lifecycle/owner", "lifecycle/retention", "producers/expiry"]);
     });
   });
 });
@@ -196,14 +196,14 @@ suite("partition rooms: native producer expiry (producer.id.expiration.ms)", () 
     const producerId = await newProducerId();
     expect((await idempotent(topic, producerId, 0, "a", "b")).status).toBe(200);
     const s = stub(created.topicId);
-    await runInDurableObject(s, (_o, state) => expect(timers(state.storage)).toEqual(["lifecycle/retention", "producers/expiry"]));
+    await runInDurableObject(s, (_o, state) => expect(timers(state.storage)).toEqual(["lifecycle/owner", "lifecycle/retention", "producers/expiry"]));
     await sleep(150);
     await runDurableObjectAlarm(s); // the timer is due: it ran already or runs now
     await runInDurableObject(s, (_o, state) => {
       expect(state.storage.sql.exec("SELECT * FROM producers").toArray()).toEqual([]);
       expect(state.storage.sql.exec("SELECT * FROM producer_batches").toArray()).toEqual([]);
       // The lifecycle's segment.ms roll of the active segment is still ahead.
-      expect(timers(state.storage)).toEqual(["lifecycle/retention"]);
+      expect(timers(state.storage)).toEqual(["lifecycle/owner", "lifecycle/retention"]);
     });
     // The partition has not seen this producer any more: sequence 2 is out of order, 0 starts it again.
     const e = await expectError(await idempotent(topic, producerId, 2, "c"), "OUT_OF_ORDER_SEQUENCE_NUMBER", 409);
