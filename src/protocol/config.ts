@@ -194,7 +194,10 @@ export function mergeTopicConfigs(base: TopicConfigs, patch: unknown): TopicConf
  * by reassigning replicas, which Edgelog does not do yet): a patch may repeat the base's value
  * but not change it, except when the base is the defaults (creation); `min.insync.replicas` is
  * at most `replication.factor` (Kafka allows more and then refuses every acks=all produce; a
- * typo here would make the topic unwritable, so it is refused up front).
+ * typo here would make the topic unwritable, so it is refused up front). Tiered storage of a
+ * replicated partition is not built: each replica runs its own lifecycle room, and three of them
+ * would offload the same segments under one R2 prefix and sweep each other's objects as
+ * orphans, so `remote.storage.enable` with `replication.factor` 3 is refused (docs/RAFT.md).
  * @throws EdgelogError INVALID_CONFIG naming the config.
  */
 function checkReplicationConfigs(base: TopicConfigs, out: TopicConfigs, patch: Record<string, unknown>): void {
@@ -208,6 +211,11 @@ function checkReplicationConfigs(base: TopicConfigs, out: TopicConfigs, patch: R
   }
   if (out["min.insync.replicas"] > rf) {
     throw new EdgelogError("INVALID_CONFIG", `Config min.insync.replicas ${out["min.insync.replicas"]} exceeds replication.factor ${rf}.`, { config: "min.insync.replicas" });
+  }
+  if (rf > 1 && out["remote.storage.enable"]) {
+    throw new EdgelogError("INVALID_CONFIG", "Config remote.storage.enable is not supported with replication.factor 3 yet: tiered storage of a replicated partition is not built.", {
+      config: "remote.storage.enable",
+    });
   }
 }
 

@@ -89,6 +89,9 @@ describe("lifecycle topic configs", () => {
     expect(refusal(base, { "remote.storage.enable": true, "cleanup.policy": "compact" })).toEqual({ code: "INVALID_CONFIG", config: "remote.storage.enable" });
     const tiered = mergeTopicConfigs(base, { "remote.storage.enable": true, "retention.ms": 1000, "local.retention.ms": 1000 });
     expect(refusal(tiered, { "remote.storage.enable": false })).toEqual({ code: "INVALID_CONFIG", config: "remote.storage.enable" });
+    // Tiered storage of a replicated partition is not built: refused at creation, whatever the order.
+    expect(refusal(DEFAULT_TOPIC_CONFIGS, { "replication.factor": 3, "remote.storage.enable": true })).toEqual({ code: "INVALID_CONFIG", config: "remote.storage.enable" });
+    expect(refusal(DEFAULT_TOPIC_CONFIGS, { "replication.factor": 3 })).toBe("accepted");
     // Unlimited retention allows any local retention; -2 follows.
     expect(refusal(base, { "retention.ms": -1, "local.retention.ms": 5 })).toBe("accepted");
     expect(refusal(base, { "retention.bytes": 10, "local.retention.bytes": -2 })).toBe("accepted");
