@@ -48,16 +48,10 @@ import {
 } from "../src/raft/group.ts";
 import { RaftContractError, RaftNode, type ConfChange, type ConfState, type Entry, type Message, type NodeId, type ProposeError } from "../src/raft/index.ts";
 import { SqliteDurableObject, lazyTimers } from "./base.ts";
+import { ApplyWaiters } from "./raft/apply-waiters.ts";
 import { checkFaults, faultsEnabled } from "./raft/faults.ts";
 import { RAFT_ROOM, RaftJournal } from "./raft/journal.ts";
 import { STATE_MACHINES, type ReplicatedStateMachine } from "./raft/state-machine.ts";
-
-/** A proposal waiting for its entry to apply. */
-interface ProposalWaiter {
-  term: number;
-  settle: (r: RpcResult<{ index: number; term: number; result: ApplyResult }>) => void;
-  fail: (err: Error) => void;
-}
 
 /** A linearizable read waiting for its ReadState (index undefined) or for the apply of its index. */
 interface ReadWaiter {
@@ -83,7 +77,8 @@ export class RaftMemberDO extends SqliteDurableObject<Env> implements RaftMember
   #faults: RaftFaults = {};
   /** Resolved when a pause ends. */
   #unpause: { promise: Promise<void>; resolve: () => void } | null = null;
-  readonly #proposals = new Map<number, ProposalWaiter[]>();
+  /** Proposals waiting for their entry to apply. */
+  readonly #proposals = new ApplyWaiters<RpcResult<{ index: number; term: number; result: ApplyResult }>>();
   readonly #reads = new Map<string, ReadWaiter>();
   readonly #stubs = new Map<NodeId, MemberStub>();
   /** Ticks since the last sweep started; whether one is running. */
@@ -413,14 +408,13 @@ export class RaftMemberDO extends SqliteDurableObject<Env> implements RaftMember
   }
 
   #settleApplied(e: Entry, result: ApplyResult): void {
-    const waiters = this.#proposals.get(e.index);
-    if (waiters === undefined) return;
-    this.#proposals.delete(e.index);
-    for (const w of waiters) {
-      if (w.term === e.term) w.settle({ ok: true, index: e.index, term: e.term, result });
-      // Another entry committed at this index: the proposal was lost with its leader and never commits.
-      else w.settle(this.#notLeader(this.#node?.leaderId ?? null, `The proposal at index ${e.index} (term ${w.term}) was lost with a leader change; nothing of it was applied.`));
-    }
+    // Another entry committed at a waiter's index: its proposal was lost with its leader and never commits.
+    this.#proposals.settle(
+      e.index,
+      e.term,
+      () => ({ ok: true, index: e.index, term: e.term, result }),
+      (term) => this.#notLeader(this.#node?.leaderId ?? null, `The proposal at index ${e.index} (term ${term}) was lost with a leader change; nothing of it was applied.`),
+    );
   }
 
   #serveReads(applied: number): void {
@@ -432,33 +426,10 @@ export class RaftMemberDO extends SqliteDurableObject<Env> implements RaftMember
   }
 
   #waitApplied(index: number, term: number): Promise<RpcResult<{ index: number; term: number; result: ApplyResult }>> {
-    return new Promise((resolve, reject) => {
-      const timeoutMs = this.#config!.requestTimeoutMs;
-      let waiters = this.#proposals.get(index);
-      if (waiters === undefined) this.#proposals.set(index, (waiters = []));
-      const w: ProposalWaiter = {
-        term,
-        settle: (r) => {
-          clearTimeout(timer);
-          resolve(r);
-        },
-        fail: (err) => {
-          clearTimeout(timer);
-          reject(err);
-        },
-      };
-      const timer = setTimeout(() => {
-        const list = this.#proposals.get(index);
-        const at = list?.indexOf(w) ?? -1;
-        if (list === undefined || at < 0) return;
-        list.splice(at, 1);
-        if (list.length === 0) this.#proposals.delete(index);
-        resolve(
-          errorResult("REQUEST_TIMED_OUT", `The proposal at index ${index} (term ${term}) was not applied within ${timeoutMs} ms: it may still commit; retry idempotently.`, { index, term }),
-        );
-      }, timeoutMs);
-      waiters.push(w);
-    });
+    const timeoutMs = this.#config!.requestTimeoutMs;
+    return this.#proposals.wait(index, term, timeoutMs, () =>
+      errorResult("REQUEST_TIMED_OUT", `The proposal at index ${index} (term ${term}) was not applied within ${timeoutMs} ms: it may still commit; retry idempotently.`, { index, term }),
+    );
   }
 
   // =====================================================================================
@@ -493,8 +464,7 @@ export class RaftMemberDO extends SqliteDurableObject<Env> implements RaftMember
     this.#node = null;
     this.#stubs.clear();
     const crashed = new Error(this.#crashedMessage());
-    for (const waiters of this.#proposals.values()) for (const w of waiters) w.fail(crashed);
-    this.#proposals.clear();
+    this.#proposals.failAll(crashed);
     for (const w of this.#reads.values()) w.fail(crashed);
     this.#reads.clear();
   }

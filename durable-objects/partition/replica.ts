@@ -28,6 +28,7 @@
  * - **Fault injection** (dev and test builds only, durable-objects/raft/faults.ts): as a Raft
  *   member's.
  */
+import { ApplyWaiters } from "../raft/apply-waiters.ts";
 import { errorResult, type ErrorResult } from "../../src/protocol/errors.ts";
 import { resolveGroupConfig, type RaftFaults } from "../../src/raft/group.ts";
 import { RaftContractError, RaftNode, type Entry, type Message, type NodeId } from "../../src/raft/index.ts";
@@ -66,19 +67,13 @@ export interface ReplicaHost {
   abort: (reason: string) => void;
 }
 
-interface Waiter {
-  term: number;
-  settle: (r: unknown) => void;
-  fail: (err: Error) => void;
-}
-
 export class PartitionReplica {
   readonly #host: ReplicaHost;
   readonly #journal: RaftJournal;
   #memberId: NodeId | null = null;
   #node: RaftNode | null = null;
   #faults: RaftFaults = {};
-  readonly #waiters = new Map<number, Waiter[]>();
+  readonly #waiters = new ApplyWaiters<unknown>();
   /** When each peer was last heard from (ms, this object's clock): min.insync.replicas. */
   readonly #heardMs = new Map<NodeId, number>();
 
@@ -330,45 +325,21 @@ export class PartitionReplica {
   }
 
   #settle(e: Entry, result: unknown): void {
-    const waiters = this.#waiters.get(e.index);
-    if (waiters === undefined) return;
-    this.#waiters.delete(e.index);
-    for (const w of waiters) {
-      if (w.term === e.term) w.settle(result);
-      else {
+    this.#waiters.settle(
+      e.index,
+      e.term,
+      () => result,
+      (term) => {
         const refused = this.notLeader() ?? errorResult("NOT_LEADER_OR_FOLLOWER", "The leader changed while the request waited.", { replica: this.#memberId, leaderReplica: null });
-        w.settle({ ...refused, message: `The request at index ${e.index} (term ${w.term}) was lost with a leader change; nothing of it was applied. ${refused.message}` });
-      }
-    }
+        return { ...refused, message: `The request at index ${e.index} (term ${term}) was lost with a leader change; nothing of it was applied. ${refused.message}` };
+      },
+    );
   }
 
   #waitApplied(index: number, term: number): Promise<unknown> {
-    return new Promise((resolve, reject) => {
-      let list = this.#waiters.get(index);
-      if (list === undefined) this.#waiters.set(index, (list = []));
-      const w: Waiter = {
-        term,
-        settle: (r) => {
-          clearTimeout(timer);
-          resolve(r);
-        },
-        fail: (err) => {
-          clearTimeout(timer);
-          reject(err);
-        },
-      };
-      const timer = setTimeout(() => {
-        const l = this.#waiters.get(index);
-        const at = l?.indexOf(w) ?? -1;
-        if (l === undefined || at < 0) return;
-        l.splice(at, 1);
-        if (l.length === 0) this.#waiters.delete(index);
-        resolve(
-          errorResult("REQUEST_TIMED_OUT", `The request at index ${index} (term ${term}) was not committed within ${REPLICA_REQUEST_TIMEOUT_MS} ms: it may still commit.`, { index, term }),
-        );
-      }, REPLICA_REQUEST_TIMEOUT_MS);
-      list.push(w);
-    });
+    return this.#waiters.wait(index, term, REPLICA_REQUEST_TIMEOUT_MS, () =>
+      errorResult("REQUEST_TIMED_OUT", `The request at index ${index} (term ${term}) was not committed within ${REPLICA_REQUEST_TIMEOUT_MS} ms: it may still commit.`, { index, term }),
+    );
   }
 
   // ---- life cycle and faults ----
@@ -407,8 +378,7 @@ export class PartitionReplica {
   }
 
   #fail(err: Error): void {
-    for (const list of this.#waiters.values()) for (const w of list) w.fail(err);
-    this.#waiters.clear();
+    this.#waiters.failAll(err);
   }
 
   #check(cond: boolean, message: string): asserts cond {

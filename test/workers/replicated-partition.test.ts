@@ -377,11 +377,13 @@ suite("a replicated partition (3 replicas)", () => {
     // acks=all through the gateway: a retriable error, never a success (NOT_ENOUGH_REPLICAS while
     // the leader still leads; NOT_LEADER_OR_FOLLOWER once CheckQuorum has deposed it; UNAVAILABLE
     // when the gateway tried a crashed follower first: the outcome of a failed call is unknown, so
-    // it is not resent).
+    // it is not resent; REQUEST_TIMED_OUT, 504, when the leader still counted a follower heard
+    // within the last election timeout as it proposed, on a slow machine, and the entry could
+    // not commit).
     const res = await json("POST", `/v1/topics/${name}/partitions/0/records`, { records: [{ value: "r1" }] });
     const body = (await res.json()) as ErrorBody;
-    expect(res.status).toBe(503);
-    expect(["NOT_ENOUGH_REPLICAS", "NOT_LEADER_OR_FOLLOWER", "UNAVAILABLE"]).toContain(body.error.code);
+    expect([503, 504]).toContain(res.status);
+    expect(["NOT_ENOUGH_REPLICAS", "NOT_LEADER_OR_FOLLOWER", "UNAVAILABLE", "REQUEST_TIMED_OUT"]).toContain(body.error.code);
     expect(body.error.retriable).toBe(true);
     expect(await stub.fetchRecords({ offset: 0, maxRecords: 10, maxBytes: 1 << 20, maxWaitMs: 0, minBytes: 0 })).toMatchObject(empty);
     // One follower returns. Only the old leader can win (its log holds r0, the follower's does
@@ -389,12 +391,15 @@ suite("a replicated partition (3 replicas)", () => {
     await replica(topicId, followers[0]!).setFaults({});
     const next = await leaderOf(topicId, [followers[1]!]);
     expect(next.replica).toBe(leader.replica);
-    await until("HW 1 on the returned follower", async () => ((await status(topicId, followers[0]!))?.highWatermark === 1 ? true : undefined));
+    await until("HW >= 1 on the returned follower", async () => (((await status(topicId, followers[0]!))?.highWatermark ?? 0) >= 1 ? true : undefined));
     // The idempotent retry is recognised: r0 appears once, at its acknowledged offset.
     const retry = await replica(topicId, next.replica).append({ ...r0, acks: undefined });
     expect(retry).toMatchObject({ ok: true, baseOffset: 0, lastOffset: 0, duplicate: true });
-    expect((await replicaLog(topicId, followers[0]!)).map((r) => r.value)).toEqual(["r0"]);
-    expect((await replicaLog(topicId, next.replica)).map((r) => r.value)).toEqual(["r0"]);
+    // r1 was never acknowledged: it is absent, except after a timeout, whose entry may still
+    // commit (after r0, once).
+    const expected = body.error.code === "REQUEST_TIMED_OUT" ? [["r0"], ["r0", "r1"]] : [["r0"]];
+    const logs = [(await replicaLog(topicId, followers[0]!)).map((r) => r.value), (await replicaLog(topicId, next.replica)).map((r) => r.value)];
+    for (const l of logs) expect(expected).toContainEqual(l);
   }, 60_000);
 });
 
