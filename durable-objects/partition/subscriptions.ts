@@ -55,7 +55,7 @@ import {
 } from "../../src/subscriptions/index.ts";
 import { admitConsumer } from "../../src/subscriptions/dispatch.ts";
 import { RecordCache } from "../../src/subscriptions/record-cache.ts";
-import { MessageJsonCache, messagesFrames, wireMessage } from "../../src/subscriptions/message-json.ts";
+import { FrameMemo, MessageJsonCache, wireMessage } from "../../src/subscriptions/message-json.ts";
 import { DEFAULT_POLICIES, policiesOf, type TopicPolicies } from "../../src/protocol/policies.ts";
 import { type RateLimiter, backlogVerdict, checkCountLimit, evictionTarget, limiterFor, ttlCheckIntervalMs, ttlCutoffMs } from "../../src/policies/enforce.ts";
 import type { CursorTarget, SubscriptionInfo, SubscriptionMetrics } from "../../src/subscriptions/rpc.ts";
@@ -244,6 +244,8 @@ export class SubscriptionsRoom {
    * cleared with it.
    */
   readonly #json = new MessageJsonCache();
+  /** The last frames built, for the next subscription delivering the same messages (src/subscriptions/message-json.ts). */
+  readonly #frames = new FrameMemo();
   #metas = new WeakMap<LogRecord, MessageMeta & { record: LogRecord }>();
   /** Per consumer socket: its payload encoding and whether it is in pull mode (fixed for the socket's life; spares a JSON.parse of its attachment per dispatch). */
   #socketModes = new WeakMap<WebSocket, { base64: boolean; pull: boolean }>();
@@ -320,6 +322,7 @@ export class SubscriptionsRoom {
   #clearRecords(): void {
     this.#cache.clear();
     this.#json.clear();
+    this.#frames.clear();
     this.#metas = new WeakMap();
   }
 
@@ -957,7 +960,7 @@ export class SubscriptionsRoom {
         to.messages.push(this.#json.json(partition, rec, d.redeliveryCount, to.mode.base64 ? "base64" : "string"));
       }
       for (const to of byConsumer.values()) {
-        sendFrames(to.ws, to.messages);
+        sendFrames(to.ws, this.#frames.frames(to.messages, MAX_SERVER_FRAME_BYTES));
         if (to.mode.pull) this.#saveCredits(live, to.ws);
       }
       if (deliveries.length > 0) this.#dispatchRate?.charge(nowMs, deliveries.length, bytes);
@@ -1068,7 +1071,10 @@ export class SubscriptionsRoom {
     if (read.length === 0) return;
     sendFrames(
       ws,
-      read.map((m) => this.#json.json(partition, m.record, 0, a.b ? "base64" : "string")),
+      this.#frames.frames(
+        read.map((m) => this.#json.json(partition, m.record, 0, a.b ? "base64" : "string")),
+        MAX_SERVER_FRAME_BYTES,
+      ),
     );
     this.#ctx.saveAttachment(ws, { ...a, o: read[read.length - 1]!.offset + 1, f: a.f + read.length });
   }
@@ -1452,9 +1458,9 @@ function send(ws: WebSocket, frame: ServerFrame): void {
   }
 }
 
-/** Sends message JSON strings in `messages` frames of at most {@link MAX_SERVER_FRAME_BYTES} (a single larger message goes alone). */
-function sendFrames(ws: WebSocket, messages: readonly string[]): void {
-  for (const frame of messagesFrames(messages, MAX_SERVER_FRAME_BYTES)) {
+/** Sends `messages` frames (src/subscriptions/message-json.ts `messagesFrames`), in order, until the socket refuses one. */
+function sendFrames(ws: WebSocket, frames: readonly string[]): void {
+  for (const frame of frames) {
     try {
       ws.send(frame);
     } catch {

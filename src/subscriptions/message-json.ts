@@ -86,34 +86,50 @@ export function messagesFrames(messages: readonly string[], maxFrameChars: numbe
   return frames;
 }
 
+/** A record's cached JSON: the head, and the whole JSON of its first delivery (count 0). */
+interface Heads {
+  readonly head: string;
+  readonly first: string;
+}
+
 /**
  * Message JSON heads per decoded record and encoding, for one partition. Bounded by the record
  * objects it is keyed by (weak maps); {@link clear} drops everything at once.
  */
 export class MessageJsonCache {
-  #string = new WeakMap<LogRecord, string>();
-  #base64 = new WeakMap<LogRecord, string>();
+  #string = new WeakMap<LogRecord, Heads>();
+  #base64 = new WeakMap<LogRecord, Heads>();
   #partition: number | null = null;
 
-  /** The head of `r`'s message JSON in `encoding`: cached, else built ({@link messageJsonHead}) and cached. */
-  head(partition: number, r: LogRecord, encoding: WireEncoding): string {
+  #heads(partition: number, r: LogRecord, encoding: WireEncoding): Heads {
     // One partition per cache; a different one (never in a partition object) starts afresh.
     if (partition !== this.#partition) {
       this.clear();
       this.#partition = partition;
     }
     const map = encoding === "base64" ? this.#base64 : this.#string;
-    let head = map.get(r);
-    if (head === undefined) {
-      head = messageJsonHead(partition, r, encoding);
-      map.set(r, head);
+    let h = map.get(r);
+    if (h === undefined) {
+      const head = messageJsonHead(partition, r, encoding);
+      h = { head, first: messageJson(head, 0) };
+      map.set(r, h);
     }
-    return head;
+    return h;
   }
 
-  /** The whole message JSON of one delivery of `r`. */
+  /** The head of `r`'s message JSON in `encoding`: cached, else built ({@link messageJsonHead}) and cached. */
+  head(partition: number, r: LogRecord, encoding: WireEncoding): string {
+    return this.#heads(partition, r, encoding).head;
+  }
+
+  /**
+   * The whole message JSON of one delivery of `r`. A first delivery (count 0, the common case)
+   * returns the same cached string object to every subscription, which {@link FrameMemo}
+   * compares by identity.
+   */
   json(partition: number, r: LogRecord, redeliveryCount: number, encoding: WireEncoding): string {
-    return messageJson(this.head(partition, r, encoding), redeliveryCount);
+    const h = this.#heads(partition, r, encoding);
+    return redeliveryCount === 0 ? h.first : messageJson(h.head, redeliveryCount);
   }
 
   clear(): void {
@@ -121,4 +137,39 @@ export class MessageJsonCache {
     this.#base64 = new WeakMap();
     this.#partition = null;
   }
+}
+
+/**
+ * The frames of the last message list it was given, for the next subscription that delivers
+ * the same messages: in a fan-out every subscription's frame of one append is the same text, so
+ * it is joined once and the same string is sent to every socket (as a broadcast would). Holds
+ * one list (bounded); a list is the same when it has the same length and every element is the
+ * same string (`===`: pointer-fast for the cached strings of {@link MessageJsonCache}).
+ */
+export class FrameMemo {
+  #messages: readonly string[] = [];
+  #maxFrameChars = 0;
+  #frames: string[] = [];
+
+  /** `messagesFrames(messages, maxFrameChars)`, from the memo when the list is the last one's. */
+  frames(messages: readonly string[], maxFrameChars: number): string[] {
+    if (maxFrameChars !== this.#maxFrameChars || !sameList(messages, this.#messages)) {
+      this.#frames = messagesFrames(messages, maxFrameChars);
+      this.#messages = messages;
+      this.#maxFrameChars = maxFrameChars;
+    }
+    return this.#frames;
+  }
+
+  clear(): void {
+    this.#messages = [];
+    this.#frames = [];
+    this.#maxFrameChars = 0;
+  }
+}
+
+function sameList(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }

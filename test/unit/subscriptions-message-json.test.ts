@@ -8,7 +8,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { LogRecord } from "../../src/codec/types.ts";
-import { MessageJsonCache, messageJson, messageJsonHead, messagesFrames, wireMessage, type WireEncoding } from "../../src/subscriptions/message-json.ts";
+import { FrameMemo, MessageJsonCache, messageJson, messageJsonHead, messagesFrames, wireMessage, type WireEncoding } from "../../src/subscriptions/message-json.ts";
 import type { WireMessage } from "../../src/subscriptions/wire.ts";
 
 const utf8 = (s: string): Uint8Array => new TextEncoder().encode(s);
@@ -85,6 +85,32 @@ describe("message JSON", () => {
         }
       }),
     );
+  });
+
+  it("the frame memo always answers what messagesFrames answers (repeated, changed and re-cut lists)", () => {
+    const arbList = fc.array(fc.constantFrom("a", "bb", '{"x":1}', "ccc"), { maxLength: 6 });
+    fc.assert(
+      fc.property(fc.array(fc.tuple(fc.boolean(), arbList, fc.constantFrom(5, 20, 1000)), { minLength: 1, maxLength: 20 }), (steps) => {
+        const memo = new FrameMemo();
+        let last: string[] = [];
+        for (const [repeat, list, limit] of steps) {
+          const messages = repeat ? [...last] : list;
+          expect(memo.frames(messages, limit)).toEqual(messagesFrames(messages, limit));
+          last = messages;
+        }
+        memo.clear();
+        expect(memo.frames(last, 1000)).toEqual(messagesFrames(last, 1000));
+      }),
+    );
+  });
+
+  it("a first delivery's JSON is one shared string per record and encoding", () => {
+    const r = { offset: 9, timestamp: 1, key: null, value: utf8("v"), headers: [] } as unknown as LogRecord;
+    const cache = new MessageJsonCache();
+    const a = cache.json(0, r, 0, "string");
+    expect(cache.json(0, r, 0, "string")).toBe(a);
+    expect(a).toBe(JSON.stringify(wireMessage(0, r, 0, "string")));
+    expect(cache.json(0, r, 3, "string")).toBe(JSON.stringify(wireMessage(0, r, 3, "string")));
   });
 
   it("no messages, no frames", () => {
