@@ -271,7 +271,15 @@ export class SubscriptionsRoom {
         return log.state?.highWatermark ?? 0;
       },
       read: (from, max) => this.#read(from, max),
-      record: (offset) => (offset >= (log.state?.logStartOffset ?? 0) ? this.#cache.record(offset) : undefined) ?? this.#read(offset, 1).find((m) => m.offset === offset)?.record,
+      // A delivered record is looked up in the cached batches (binary search), else read as
+      // before; the same answers as the read: nothing at or past the high watermark, and below
+      // the log start only what the stored batches still hold.
+      record: (offset) => {
+        const s = log.state;
+        if (s === null || offset >= s.highWatermark) return undefined;
+        const cached = offset >= s.logStartOffset ? this.#cache.record(offset) : undefined;
+        return cached ?? this.#read(offset, 1).find((m) => m.offset === offset)?.record;
+      },
     };
   }
 
