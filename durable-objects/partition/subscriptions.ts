@@ -33,7 +33,6 @@
 import { log } from "../../src/log/logger.ts";
 import { decodeBatch, encodeBatch, type LogRecord, type RecordHeader } from "../../src/codec/index.ts";
 import type { Peers } from "../../src/partition/peers.ts";
-import { decodeField } from "../../src/protocol/encoding.ts";
 import { ERRORS, errorResult, type ErrorResult, type RpcResult } from "../../src/protocol/errors.ts";
 import {
   applyCommand,
@@ -56,6 +55,7 @@ import {
 } from "../../src/subscriptions/index.ts";
 import { admitConsumer } from "../../src/subscriptions/dispatch.ts";
 import { RecordCache } from "../../src/subscriptions/record-cache.ts";
+import { FrameMemo, MessageJsonCache, wireMessage } from "../../src/subscriptions/message-json.ts";
 import { DEFAULT_POLICIES, policiesOf, type TopicPolicies } from "../../src/protocol/policies.ts";
 import { type RateLimiter, backlogVerdict, checkCountLimit, evictionTarget, limiterFor, ttlCheckIntervalMs, ttlCutoffMs } from "../../src/policies/enforce.ts";
 import type { CursorTarget, SubscriptionInfo, SubscriptionMetrics } from "../../src/subscriptions/rpc.ts";
@@ -237,6 +237,18 @@ export class SubscriptionsRoom {
   /** States computed by apply, installed by publish (nothing changes in memory if the transaction rolls back). */
   #applied = new Map<string, DurableSubscription>();
   readonly #cache = new RecordCache(RECORD_CACHE_BATCHES);
+  /**
+   * Per decoded record of {@link #cache}: its message JSON head per encoding (serialised once for
+   * every subscription, src/subscriptions/message-json.ts) and its dispatch metadata (key as
+   * text, deliverAt). Weakly keyed by the cached record objects, so bounded by that cache;
+   * cleared with it.
+   */
+  readonly #json = new MessageJsonCache();
+  /** The last frames built, for the next subscription delivering the same messages (src/subscriptions/message-json.ts). */
+  readonly #frames = new FrameMemo();
+  #metas = new WeakMap<LogRecord, MessageMeta & { record: LogRecord }>();
+  /** Per consumer socket: its payload encoding and whether it is in pull mode (fixed for the socket's life; spares a JSON.parse of its attachment per dispatch). */
+  #socketModes = new WeakMap<WebSocket, { base64: boolean; pull: boolean }>();
   /** The effective policies, parsed once per configs object. */
   #policyCache: { configs: object; policies: TopicPolicies } | null = null;
   /** Backlog size, valid while the slowest position and the log start are unchanged and only appends changed the stored bytes. */
@@ -259,7 +271,15 @@ export class SubscriptionsRoom {
         return log.state?.highWatermark ?? 0;
       },
       read: (from, max) => this.#read(from, max),
-      record: (offset) => this.#read(offset, 1).find((m) => m.offset === offset)?.record,
+      // A delivered record is looked up in the cached batches (binary search), else read as
+      // before; the same answers as the read: nothing at or past the high watermark, and below
+      // the log start only what the stored batches still hold.
+      record: (offset) => {
+        const s = log.state;
+        if (s === null || offset >= s.highWatermark) return undefined;
+        const cached = offset >= s.logStartOffset ? this.#cache.record(offset) : undefined;
+        return cached ?? this.#read(offset, 1).find((m) => m.offset === offset)?.record;
+      },
     };
   }
 
@@ -268,7 +288,7 @@ export class SubscriptionsRoom {
   load(): void {
     this.#subs.clear();
     this.#lastEnd = this.#log.state?.logEndOffset ?? 0;
-    this.#cache.clear();
+    this.#clearRecords();
     const bounds = this.#bounds();
     for (const row of this.#ctx.sql.all<{ name: string; meta: string; cursor: string }>("SELECT name, meta, cursor FROM sub_subscriptions")) {
       const meta = JSON.parse(row.meta) as SubMeta;
@@ -303,8 +323,16 @@ export class SubscriptionsRoom {
    * removed, so they are dropped and read again from the log.
    */
   readonly forgetRecords = (): void => {
-    this.#cache.clear();
+    this.#clearRecords();
   };
+
+  /** Drops the decoded batches and everything derived from their records (message JSON, metadata). */
+  #clearRecords(): void {
+    this.#cache.clear();
+    this.#json.clear();
+    this.#frames.clear();
+    this.#metas = new WeakMap();
+  }
 
   /** The object's storage was deleted (topic deleted): every socket is closed with 4003. */
   reset(): void {
@@ -312,7 +340,7 @@ export class SubscriptionsRoom {
     this.#subs.clear();
     this.#sockets.clear();
     this.#receipts = [];
-    this.#cache.clear();
+    this.#clearRecords();
     if (this.#flushTimer !== null) clearTimeout(this.#flushTimer);
     this.#flushTimer = null;
     this.#backlog = null;
@@ -916,28 +944,32 @@ export class SubscriptionsRoom {
         const re = deliveries.filter((d) => d.redeliveryCount > 0).length;
         if (re > 0) live.redelivered.add(re, nowMs);
       }
-      const byConsumer = new Map<string, { ws: WebSocket; base64: boolean; messages: WireMessage[] }>();
+      // Each consumer's frame is concatenated from message JSON serialised once per record and
+      // encoding for all subscriptions (src/subscriptions/message-json.ts); only the redelivery
+      // count is written per delivery.
+      const byConsumer = new Map<string, { ws: WebSocket; mode: { base64: boolean; pull: boolean }; messages: string[] }>();
       for (const d of deliveries) {
         const rec = this.#source.record(d.offset);
         if (rec === undefined) continue;
         bytes += recordBytes(rec);
-        const lease = this.#leases.get(d.consumerId);
-        if (lease !== undefined) {
-          lease.collected.push(wireMessage(partition, rec, d.redeliveryCount, lease.base64));
-          continue;
+        if (this.#leases.size > 0) {
+          const lease = this.#leases.get(d.consumerId);
+          if (lease !== undefined) {
+            lease.collected.push(wireMessage(partition, rec, d.redeliveryCount, lease.base64 ? "base64" : "string"));
+            continue;
+          }
         }
         let to = byConsumer.get(d.consumerId);
         if (to === undefined) {
           const ws = this.#sockets.get(d.consumerId);
           if (ws === undefined) continue;
-          const a = attachmentOf(ws);
-          byConsumer.set(d.consumerId, (to = { ws, base64: a?.k === "c" && a.b, messages: [] }));
+          byConsumer.set(d.consumerId, (to = { ws, mode: this.#socketMode(ws), messages: [] }));
         }
-        to.messages.push(wireMessage(partition, rec, d.redeliveryCount, to.base64));
+        to.messages.push(this.#json.json(partition, rec, d.redeliveryCount, to.mode.base64 ? "base64" : "string"));
       }
       for (const to of byConsumer.values()) {
-        sendMessages(to.ws, to.messages);
-        this.#saveCredits(live, to.ws);
+        sendFrames(to.ws, this.#frames.frames(to.messages, MAX_SERVER_FRAME_BYTES));
+        if (to.mode.pull) this.#saveCredits(live, to.ws);
       }
       if (deliveries.length > 0) this.#dispatchRate?.charge(nowMs, deliveries.length, bytes);
       if (!more) break;
@@ -945,6 +977,17 @@ export class SubscriptionsRoom {
     }
     this.#armTimer(live);
     if (live.sub.hasPendingCommand) this.#scheduleFlush();
+  }
+
+  /** A consumer socket's encoding and flow mode, read from its attachment once per socket. */
+  #socketMode(ws: WebSocket): { base64: boolean; pull: boolean } {
+    let mode = this.#socketModes.get(ws);
+    if (mode === undefined) {
+      const a = attachmentOf(ws);
+      mode = { base64: a?.k === "c" && a.b, pull: a?.k === "c" && a.q === 0 };
+      this.#socketModes.set(ws, mode);
+    }
+    return mode;
   }
 
   /** Pull mode: the credits left go in the attachment, so a hibernation keeps them. */
@@ -973,7 +1016,12 @@ export class SubscriptionsRoom {
     for (const records of cached !== null ? [cached] : this.#storedBatches(from)) {
       for (const r of records) {
         if (r.offset < from || r.offset >= end) continue;
-        out.push({ offset: r.offset, key: r.key === null ? null : fromUtf8(r.key), deliverAtMs: deliverAtOf(r.headers), record: r });
+        let meta = this.#metas.get(r);
+        if (meta === undefined) {
+          meta = { offset: r.offset, key: r.key === null ? null : fromUtf8(r.key), deliverAtMs: deliverAtOf(r.headers), record: r };
+          this.#metas.set(r, meta);
+        }
+        out.push(meta);
         if (out.length >= max) return out;
       }
     }
@@ -1027,10 +1075,16 @@ export class SubscriptionsRoom {
     const room = a.q - a.f;
     if (room <= 0) return;
     const start = Math.max(a.o, this.#bounds().logStartOffset);
-    const msgs = this.#read(start, room).map((m) => wireMessage(partition, m.record, 0, a.b));
-    if (msgs.length === 0) return;
-    sendMessages(ws, msgs);
-    this.#ctx.saveAttachment(ws, { ...a, o: msgs[msgs.length - 1]!.offset + 1, f: a.f + msgs.length });
+    const read = this.#read(start, room);
+    if (read.length === 0) return;
+    sendFrames(
+      ws,
+      this.#frames.frames(
+        read.map((m) => this.#json.json(partition, m.record, 0, a.b ? "base64" : "string")),
+        MAX_SERVER_FRAME_BYTES,
+      ),
+    );
+    this.#ctx.saveAttachment(ws, { ...a, o: read[read.length - 1]!.offset + 1, f: a.f + read.length });
   }
 
   // ---- flush: one command for every subscription's batched changes ----
@@ -1404,20 +1458,6 @@ function deliverAtOf(headers: readonly RecordHeader[]): number | null {
   return null;
 }
 
-function wireMessage(partition: number, r: LogRecord, redeliveryCount: number, base64: boolean): WireMessage {
-  const enc = base64 ? "base64" : "string";
-  return {
-    messageId: formatMessageId(partition, r.offset),
-    partition,
-    offset: r.offset,
-    timestamp: r.timestamp,
-    key: decodeField(r.key, enc, "key") as string | null,
-    value: decodeField(r.value, enc, "value") as string | null,
-    headers: r.headers.map((h) => ({ key: h.key, value: decodeField(h.value, enc, "header") as string | null })),
-    redeliveryCount,
-  };
-}
-
 function send(ws: WebSocket, frame: ServerFrame): void {
   try {
     ws.send(JSON.stringify(frame));
@@ -1426,21 +1466,16 @@ function send(ws: WebSocket, frame: ServerFrame): void {
   }
 }
 
-/** Sends messages in `messages` frames of at most {@link MAX_SERVER_FRAME_BYTES} (a single larger message goes alone). */
-function sendMessages(ws: WebSocket, messages: WireMessage[]): void {
-  let batch: WireMessage[] = [];
-  let bytes = 0;
-  for (const m of messages) {
-    const size = (m.value?.length ?? 0) + (m.key?.length ?? 0) + 200;
-    if (batch.length > 0 && bytes + size > MAX_SERVER_FRAME_BYTES) {
-      send(ws, { type: "messages", messages: batch });
-      batch = [];
-      bytes = 0;
+/** Sends `messages` frames (src/subscriptions/message-json.ts `messagesFrames`), in order, until the socket refuses one. */
+function sendFrames(ws: WebSocket, frames: readonly string[]): void {
+  for (const frame of frames) {
+    try {
+      ws.send(frame);
+    } catch {
+      // The socket closed meanwhile: its close event removes the consumer.
+      return;
     }
-    batch.push(m);
-    bytes += size;
   }
-  if (batch.length > 0) send(ws, { type: "messages", messages: batch });
 }
 
 function closeQuietly(ws: WebSocket, code: number, reason: string): void {

@@ -57,6 +57,21 @@ export class RecordCache {
     return b !== undefined && offset <= b[b.length - 1]!.offset ? b : undefined;
   }
 
+  /** The cached record at `offset` (binary search in the batch holding it), if a cached batch holds one. */
+  record(offset: number): LogRecord | undefined {
+    const b = this.holding(offset);
+    if (b === undefined) return undefined;
+    let lo = 0;
+    let hi = b.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (b[mid]!.offset < offset) lo = mid + 1;
+      else hi = mid;
+    }
+    const r = b[lo];
+    return r !== undefined && r.offset === offset ? r : undefined;
+  }
+
   /**
    * Records with `from <= offset < end` in offset order, at most `max`, from cached batches
    * only; null when an offset in between is not in a cached batch (read the log then). The

@@ -135,6 +135,8 @@ export class Subscription {
   private delta: Delta = freshDelta();
 
   private readonly consumers = new Map<string, ConsumerState>();
+  /** The consumers' refs in join order, for the shared picker (rebuilt after a join or leave, not per message). */
+  private refs: ConsumerRef[] | null = null;
   private joinSeq = 0;
   private readonly pending = new Map<number, InFlight>();
   /** offset -> due time (0 = at once) and key hash (Key_Shared; lets a blocked key be skipped without a read). */
@@ -242,6 +244,7 @@ export class Subscription {
     }
     const ref: ConsumerRef = { id: opts.id, name: opts.name ?? opts.id, priorityLevel, joinSeq: this.joinSeq++ };
     this.consumers.set(opts.id, { ref, permits, inFlight: new Set() });
+    this.refs = null;
     if (this.subType === "key_shared") this.hashRanges.add(opts.id);
     this.updateActive();
     return null;
@@ -253,6 +256,7 @@ export class Subscription {
     if (c === undefined) return;
     this.returnAll(c);
     this.consumers.delete(id);
+    this.refs = null;
     if (this.subType === "key_shared") this.hashRanges.remove(id);
     this.updateActive();
   }
@@ -341,7 +345,8 @@ export class Subscription {
     const out: Delivery[] = [];
     const blocked = new Set<number>();
     let examined = 0;
-    const ready = [...this.replay.entries()].filter(([, r]) => r.due <= nowMs).sort((a, b) => a[0] - b[0]);
+    // Most dispatches find the replay queue empty: no copy of it then.
+    const ready = this.replay.size === 0 ? [] : [...this.replay.entries()].filter(([, r]) => r.due <= nowMs).sort((a, b) => a[0] - b[0]);
     for (const [o, r] of ready) {
       if (this.isAcked(o) || this.durable.deadLetters.has(o) || o < this.logStart || o >= this.logEnd) {
         this.replay.delete(o);
@@ -438,10 +443,8 @@ export class Subscription {
         return id !== null && this.hasPermit(id) ? id : null;
       }
       case "shared":
-        return this.rr.pick(
-          [...this.consumers.values()].map((c) => c.ref),
-          this.hasPermit,
-        );
+        this.refs ??= [...this.consumers.values()].map((c) => c.ref);
+        return this.rr.pick(this.refs, this.hasPermit);
       case "key_shared": {
         const h = keyHash(meta.key);
         return this.keyReady(h, blocked) ? this.hashRanges.owner(h) : null;

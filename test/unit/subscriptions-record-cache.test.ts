@@ -64,6 +64,31 @@ describe("RecordCache", () => {
     );
   });
 
+  it("record(offset) is the cached record at that offset, or undefined (gaps, uncached batches)", () => {
+    fc.assert(
+      fc.property(
+        arbLog,
+        fc.integer({ min: 1, max: 12 }),
+        fc.array(fc.nat(), { maxLength: 30 }),
+        fc.array(fc.nat(100), { maxLength: 20 }),
+        ({ sizes, keep, gaps }, maxBatches, inserts, offsets) => {
+          const log = logOf(sizes, keep, gaps);
+          const cache = new RecordCache(maxBatches);
+          for (const i of inserts) {
+            const b = log[i % log.length]!;
+            cache.batch(b.base, () => b.records);
+          }
+          for (const o of offsets) {
+            const got = cache.record(o);
+            const held = cache.holding(o);
+            expect(got).toBe(held?.find((r) => r.offset === o));
+            if (got !== undefined) expect(got.offset).toBe(o);
+          }
+        },
+      ),
+    );
+  });
+
   it("on a dense log with every batch cached, every read answers", () => {
     fc.assert(
       fc.property(arbLog, fc.nat(60), fc.nat(60), fc.integer({ min: 1, max: 50 }), ({ sizes }, from, span, max) => {
