@@ -52,6 +52,7 @@ import {
   segmentEnd,
   startCompaction,
   abortCompaction,
+  appendsFlowing,
   compactionPaceFromVars,
   compactionPauseMs,
   compactionStepBudget,
@@ -219,6 +220,8 @@ export class LifecycleRoom {
   readonly #pace: CompactionPace;
   /** Appends since the last compaction step (in memory: pacing is advisory, a restart forgets it). */
   #appendsSinceStep = 0;
+  /** When the last append was planned (ms), or null since the object started. */
+  #lastAppendMs: number | null = null;
   /** The last compaction step's bytes read and measured duration, or null. */
   #lastStep: StepCost | null = null;
 
@@ -315,6 +318,7 @@ export class LifecycleRoom {
   planAppend(p: AppendPlan, nowMs: number): LifecycleCommand | null {
     // Appends are flowing: the next compaction step is paced.
     this.#appendsSinceStep++;
+    this.#lastAppendMs = nowMs;
     if (this.#catchingUp) return null;
     const cfg = this.#config();
     const out: SegmentCommand[] = [];
@@ -860,7 +864,7 @@ export class LifecycleRoom {
    */
   async #pacedCompactStep(nowMs: number, commit: (cmd: LifecycleWrite) => void): Promise<void> {
     const startMs = Date.now();
-    const busy = this.#appendsSinceStep > 0;
+    const busy = appendsFlowing(this.#appendsSinceStep, this.#lastAppendMs, startMs);
     this.#appendsSinceStep = 0;
     const bytes = this.#compactStep(nowMs, commit, compactionStepBudget(busy, this.#lastStep, this.#pace));
     // Only a step that read a slice of a pass that goes on is paced: starting a pass reads nothing.

@@ -54,6 +54,8 @@ export {
   MAX_PAUSE_MS,
   MIN_MAX_BYTES_PER_SECOND,
   MIN_STEP_BYTES,
+  RECENT_APPEND_MS,
+  appendsFlowing,
   compactionPaceFromVars,
   compactionPauseMs,
   compactionStepBudget,

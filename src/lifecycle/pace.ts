@@ -8,7 +8,8 @@
  * (read, key scan, batch rewrites, checkpoint, one transaction) runs between appends, and an
  * append that arrives meanwhile waits for it. So the room paces the steps:
  *
- * - while appends flow (at least one append arrived since the previous step), a step reads a
+ * - while appends flow ({@link appendsFlowing}: an append since the previous step, or in the
+ *   last {@link RECENT_APPEND_MS}), a step reads a
  *   budget sized so that it takes about {@link CompactionPace.targetStepMs} (scaled from the
  *   previous step's bytes and measured duration), and the next step waits for a pause
  *   proportional to the step's own duration: a duty cycle of at most
@@ -57,6 +58,21 @@ export const FIRST_PACED_STEP_BYTES = 512 * 1024;
 export const MAX_PAUSE_MS = 1_000;
 /** Smallest `maxBytesPerSecond` accepted: one smallest step per second. */
 export const MIN_MAX_BYTES_PER_SECOND = MIN_STEP_BYTES;
+
+/**
+ * Appends this recent (ms) count as flowing: a pass that starts right after a burst's last append
+ * (or right before the next burst's first) is paced from its first step. Kafka's cleaner
+ * throttle needs no such signal (it holds at all times); Edgelog paces only against appends.
+ */
+export const RECENT_APPEND_MS = 250;
+
+/**
+ * Whether appends flow, for the next step: any append since the previous step, or the last one
+ * less than {@link RECENT_APPEND_MS} ago. `lastAppendMs` null: none since the object started.
+ */
+export function appendsFlowing(appendsSinceStep: number, lastAppendMs: number | null, nowMs: number): boolean {
+  return appendsSinceStep > 0 || (lastAppendMs !== null && nowMs - lastAppendMs < RECENT_APPEND_MS);
+}
 
 /** A step that ran: what it read and how long it took (ms, as measured around it; 0 when the clock did not move). */
 export interface StepCost {
