@@ -72,7 +72,7 @@ export interface Env extends AuthSettingsEnv {
   EDGELOG_BACKLOG_HOLD_TIMEOUT_MS?: string;
   /**
    * Largest share of wall time a partition's compaction steps take while appends flow, in (0, 1]
-   * (src/lifecycle/pace.ts, docs/LIFECYCLE.md "Compaction"). @default "0.2"
+   * (src/lifecycle/pace.ts, docs/LIFECYCLE.md "Compaction"). @default "0.1"
    */
   EDGELOG_COMPACTION_DUTY_CYCLE?: string;
   /**

@@ -32,7 +32,7 @@
 
 /** Pacing settings (the partition's; docs/LIFECYCLE.md "Compaction"). */
 export interface CompactionPace {
-  /** Largest share of wall time compaction steps take while appends flow, in (0, 1]. 1 = no pause. @default 0.2 */
+  /** Largest share of wall time compaction steps take while appends flow, in (0, 1]. 1 = no pause. @default 0.1 */
   dutyCycle: number;
   /** Intended duration of one step while appends flow (ms): the next step's bytes scale to it. @default 10 */
   targetStepMs: number;
@@ -40,7 +40,7 @@ export interface CompactionPace {
   maxBytesPerSecond: number | null;
 }
 
-export const DEFAULT_COMPACTION_PACE: CompactionPace = { dutyCycle: 0.2, targetStepMs: 10, maxBytesPerSecond: null };
+export const DEFAULT_COMPACTION_PACE: CompactionPace = { dutyCycle: 0.1, targetStepMs: 10, maxBytesPerSecond: null };
 
 /** What one step may read: batches and stored bytes (the first batch always, whatever its size). */
 export interface StepBudget {

@@ -11,6 +11,8 @@ import {
   MAX_PAUSE_MS,
   MIN_MAX_BYTES_PER_SECOND,
   MIN_STEP_BYTES,
+  RECENT_APPEND_MS,
+  appendsFlowing,
   compactionPaceFromVars,
   compactionPauseMs,
   compactionStepBudget,
@@ -71,6 +73,15 @@ describe("compactionPauseMs", () => {
     expect(compactionPauseMs({ bytes: 1024 * 1024, ms: 100 }, false, { ...pace, maxBytesPerSecond: 1024 * 1024 })).toBe(900);
     expect(compactionPauseMs({ bytes: 1, ms: 1_000 }, true, pace)).toBe(MAX_PAUSE_MS);
     expect(compactionPauseMs({ bytes: 1, ms: 10 }, true, { ...pace, dutyCycle: 1 })).toBe(0);
+  });
+});
+
+describe("appendsFlowing", () => {
+  it("an append since the previous step, or the last one less than RECENT_APPEND_MS ago", () => {
+    expect(appendsFlowing(1, null, 0)).toBe(true);
+    expect(appendsFlowing(0, null, 5_000)).toBe(false);
+    expect(appendsFlowing(0, 1_000, 1_000 + RECENT_APPEND_MS - 1)).toBe(true);
+    expect(appendsFlowing(0, 1_000, 1_000 + RECENT_APPEND_MS)).toBe(false);
   });
 });
 
@@ -152,7 +163,7 @@ describe("compactionPaceFromVars (wrangler vars)", () => {
     for (const duty of ["0", "1.5", "-0.2", "abc", "0.2x", "."]) {
       const r = compactionPaceFromVars({ EDGELOG_COMPACTION_DUTY_CYCLE: duty });
       expect(r.pace).toEqual(DEFAULT_COMPACTION_PACE);
-      expect(r.errors).toEqual([`EDGELOG_COMPACTION_DUTY_CYCLE must be a number in (0, 1], got ${JSON.stringify(duty)}; using 0.2`]);
+      expect(r.errors).toEqual([`EDGELOG_COMPACTION_DUTY_CYCLE must be a number in (0, 1], got ${JSON.stringify(duty)}; using 0.1`]);
     }
     for (const rate of ["0", "100", "1e9", "01048576", "-2", "1.5"]) {
       const r = compactionPaceFromVars({ EDGELOG_COMPACTION_MAX_BYTES_PER_SECOND: rate });
