@@ -64,7 +64,7 @@ export const MIN_MAX_BYTES_PER_SECOND = MIN_STEP_BYTES;
  * (or right before the next burst's first) is paced from its first step. Kafka's cleaner
  * throttle needs no such signal (it holds at all times); Edgelog paces only against appends.
  */
-export const RECENT_APPEND_MS = 250;
+export const RECENT_APPEND_MS = 100;
 
 /**
  * Whether appends flow, for the next step: any append since the previous step, or the last one
