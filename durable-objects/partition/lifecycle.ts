@@ -225,15 +225,7 @@ export class LifecycleRoom {
   /** The last compaction step's bytes read and measured duration, or null. */
   #lastStep: StepCost | null = null;
 
-  constructor(
-    sql: Sql,
-    log: LogRoom,
-    timers: RoomTimers,
-    floor: () => number | null,
-    bucket: R2Bucket | undefined,
-    owner: OwnerDoor,
-    pace: CompactionPace = DEFAULT_COMPACTION_PACE,
-  ) {
+  constructor(sql: Sql, log: LogRoom, timers: RoomTimers, floor: () => number | null, bucket: R2Bucket | undefined, owner: OwnerDoor, pace: CompactionPace = DEFAULT_COMPACTION_PACE) {
     this.#pace = pace;
     this.#bucket = bucket;
     this.#owner = owner;

@@ -135,7 +135,10 @@ export function compactionPaceFromVars(vars: CompactionPaceVars): { pace: Compac
   if (rate !== undefined && rate !== "" && rate !== "-1") {
     const n = /^[1-9][0-9]*$/.test(rate) ? Number(rate) : Number.NaN;
     if (Number.isSafeInteger(n) && n >= MIN_MAX_BYTES_PER_SECOND) pace.maxBytesPerSecond = n;
-    else errors.push(`EDGELOG_COMPACTION_MAX_BYTES_PER_SECOND must be -1 or an integer >= ${MIN_MAX_BYTES_PER_SECOND}, got ${JSON.stringify(vars.EDGELOG_COMPACTION_MAX_BYTES_PER_SECOND)}; using no limit`);
+    else
+      errors.push(
+        `EDGELOG_COMPACTION_MAX_BYTES_PER_SECOND must be -1 or an integer >= ${MIN_MAX_BYTES_PER_SECOND}, got ${JSON.stringify(vars.EDGELOG_COMPACTION_MAX_BYTES_PER_SECOND)}; using no limit`,
+      );
   }
   return { pace, errors };
 }
