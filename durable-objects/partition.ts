@@ -29,7 +29,7 @@ import { FETCH_MAX_WAIT_MS_LIMIT, MAX_APPEND_GROUP_REQUESTS } from "../src/proto
 import type { PartitionDescription, TopicConfigs } from "../src/protocol/types.ts";
 import type * as Ds from "../src/streams/rpc.ts";
 import { SqliteDurableObject, lazyTimers, type SocketAccept, type SocketAttachment, type SocketEvent } from "./base.ts";
-import { LifecycleRoom, type LifecycleCommandPart, type LifecycleWrite } from "./partition/lifecycle.ts";
+import { LifecycleRoom, compactionPace, type LifecycleCommandPart, type LifecycleWrite } from "./partition/lifecycle.ts";
 import { LogRoom, unknownPartition, type LogCommand } from "./partition/log.ts";
 import { PartitionCounters } from "./partition/metrics.ts";
 import { PRODUCER_EXPIRY_TIMER, ProducersRoom, type ProducersCommand } from "./partition/producers.ts";
@@ -142,6 +142,7 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
       () => this.#retainFloor(),
       env.SEGMENTS,
       { getTopic: (name) => this.#peers.metadata.getTopic(name), destroySelf: () => this.#destroyLocal() },
+      compactionPace(env),
     );
     // Who hears what, in order.
     this.#log.onAppended(this.#waiters.wake);

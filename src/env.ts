@@ -70,6 +70,16 @@ export interface Env extends AuthSettingsEnv {
    * fails with BACKLOG_QUOTA_HOLD_TIMEOUT, in ms (docs/TENANTS.md). @default "30000" (Pulsar's client send timeout)
    */
   EDGELOG_BACKLOG_HOLD_TIMEOUT_MS?: string;
+  /**
+   * Largest share of wall time a partition's compaction steps take while appends flow, in (0, 1]
+   * (src/lifecycle/pace.ts, docs/LIFECYCLE.md "Compaction"). @default "0.1"
+   */
+  EDGELOG_COMPACTION_DUTY_CYCLE?: string;
+  /**
+   * Bytes a partition's compaction reads per second at most, or "-1" for no limit: Kafka's
+   * broker config `log.cleaner.io.max.bytes.per.second`. @default unset (no limit)
+   */
+  EDGELOG_COMPACTION_MAX_BYTES_PER_SECOND?: string;
   /** Durable Streams long-poll timeout in ms (docs/DURABLE-STREAMS.md). @default "20000" */
   STREAMS_LONG_POLL_TIMEOUT_MS?: string;
   /** Origins allowed to call /v1 from a browser, comma-separated, or "*" (docs/PROTOCOL.md, CORS). @default "*" */

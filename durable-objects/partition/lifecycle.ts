@@ -11,8 +11,11 @@
  *   {@link INDEX_SLICE_ROWS} rows (the migration creates the tables only; no batch is rewritten);
  * - `retention`: idle roll (`segment.ms`), retention by `retention.ms` / `retention.bytes`, the log
  *   start's advance, then the row deletion in slices of {@link TRUNCATE_LIMITS};
- * - `compact`: one compaction step per wake (at most {@link COMPACT_SLICE_BATCHES} batches /
- *   {@link COMPACT_SLICE_BYTES} bytes read), restartable from the `seg_clean_state` checkpoint;
+ * - `compact`: one compaction step per wake, restartable from the `seg_clean_state` checkpoint,
+ *   paced (src/lifecycle/pace.ts): with no appends since the previous step it reads at most
+ *   {@link COMPACT_SLICE_BATCHES} batches / {@link COMPACT_SLICE_BYTES} bytes and the next step
+ *   follows at once; while appends flow, a smaller step (sized from the last one's measured
+ *   duration) and a pause after it keep compaction under the duty cycle of wall time;
  * - `tier`: offload to R2 and remote deletes (below);
  * - `owner`: what nothing owns (src/lifecycle/owner.ts): asks the metadata store whether a topic
  *   record still names this object; if none does, the object destroys itself (rows, timers, R2
@@ -49,6 +52,12 @@ import {
   segmentEnd,
   startCompaction,
   abortCompaction,
+  appendsFlowing,
+  compactionPaceFromVars,
+  compactionPauseMs,
+  compactionStepBudget,
+  DEFAULT_COMPACTION_PACE,
+  FULL_STEP_BUDGET,
   completeRemoteDelete,
   completeUpload,
   decodeSegmentHeader,
@@ -69,6 +78,10 @@ import {
   type SegmentIndexEntry,
   type BatchMeta,
   type CompactionCheckpoint,
+  type CompactionPace,
+  type CompactionPaceVars,
+  type StepBudget,
+  type StepCost,
   type CompactionCommand,
   type CompactionState,
   type LifecycleConfig,
@@ -125,9 +138,9 @@ export const INDEX_SLICE_ROWS = 2_000;
 /** One truncate slice: at most this many batch rows / bytes deleted per wake. */
 export const TRUNCATE_LIMITS = { maxRows: 1_000, maxBytes: 256 * 1024 * 1024 } as const;
 /** One compaction step reads at most this many batches ... */
-export const COMPACT_SLICE_BATCHES = 256;
-/** ... and this many stored bytes (the first batch always). */
-export const COMPACT_SLICE_BYTES = 8 * 1024 * 1024;
+export const COMPACT_SLICE_BATCHES = FULL_STEP_BUDGET.maxBatches;
+/** ... and this many stored bytes (the first batch always); less while appends flow (src/lifecycle/pace.ts). */
+export const COMPACT_SLICE_BYTES = FULL_STEP_BUDGET.maxBytes;
 /** Key map capacity of one pass (rows of seg_clean_keys); a full map ends the pass early. */
 export const COMPACT_MAX_MAP_KEYS = 100_000;
 /**
@@ -166,6 +179,17 @@ type SegmentDbRow = {
   remote: string;
 };
 
+/**
+ * The compaction pace of this Worker's partitions from its wrangler vars
+ * (`EDGELOG_COMPACTION_DUTY_CYCLE`, `EDGELOG_COMPACTION_MAX_BYTES_PER_SECOND`; docs/LIFECYCLE.md
+ * "Compaction"). A bad value is logged and its default kept.
+ */
+export function compactionPace(vars: CompactionPaceVars): CompactionPace {
+  const { pace, errors } = compactionPaceFromVars(vars);
+  for (const message of errors) log.error("edgelog.lifecycle.bad_compaction_pace", { message });
+  return pace;
+}
+
 /** Key-map keys are strings of one char per byte (src/lifecycle keyId): stored as the bytes. */
 function keyBytes(key: string): Uint8Array {
   const out = new Uint8Array(key.length);
@@ -192,8 +216,17 @@ export class LifecycleRoom {
   #clean: CompactionState = INITIAL_COMPACTION_STATE;
   #cfgOf: TopicConfigs | null = null;
   #cfg: LifecycleConfig | null = null;
+  /** Compaction pacing (wrangler vars, src/lifecycle/pace.ts). */
+  readonly #pace: CompactionPace;
+  /** Appends since the last compaction step (in memory: pacing is advisory, a restart forgets it). */
+  #appendsSinceStep = 0;
+  /** When the last append was planned (ms), or null since the object started. */
+  #lastAppendMs: number | null = null;
+  /** The last compaction step's bytes read and measured duration, or null. */
+  #lastStep: StepCost | null = null;
 
-  constructor(sql: Sql, log: LogRoom, timers: RoomTimers, floor: () => number | null, bucket: R2Bucket | undefined, owner: OwnerDoor) {
+  constructor(sql: Sql, log: LogRoom, timers: RoomTimers, floor: () => number | null, bucket: R2Bucket | undefined, owner: OwnerDoor, pace: CompactionPace = DEFAULT_COMPACTION_PACE) {
+    this.#pace = pace;
     this.#bucket = bucket;
     this.#owner = owner;
     this.#sql = sql;
@@ -275,6 +308,9 @@ export class LifecycleRoom {
    * active segment), or null while the index is catching up (the `index` timer covers the batch).
    */
   planAppend(p: AppendPlan, nowMs: number): LifecycleCommand | null {
+    // Appends are flowing: the next compaction step is paced.
+    this.#appendsSinceStep++;
+    this.#lastAppendMs = nowMs;
     if (this.#catchingUp) return null;
     const cfg = this.#config();
     const out: SegmentCommand[] = [];
@@ -444,7 +480,8 @@ export class LifecycleRoom {
   #armCompactNow(): void {
     if (this.#log.state === null) return;
     const cfg = this.#config();
-    if (cfg.compaction.compact) this.#setEarlier(LIFECYCLE_TIMERS.compact, Date.now());
+    // A running pass always has its timer set, maybe paced later: a roll does not cut the pause short.
+    if (cfg.compaction.compact && this.#clean.phase === "idle") this.#setEarlier(LIFECYCLE_TIMERS.compact, Date.now());
     // A closed segment may be offloaded.
     if (cfg.tiering.remoteStorageEnable) this.#setEarlier(LIFECYCLE_TIMERS.tier, Date.now());
   }
@@ -513,7 +550,7 @@ export class LifecycleRoom {
         this.#retention(nowMs, commit);
         return;
       case LIFECYCLE_TIMERS.compact:
-        this.#compactStep(nowMs, commit);
+        await this.#pacedCompactStep(nowMs, commit);
         return;
       case LIFECYCLE_TIMERS.tier:
         await this.#tier(nowMs, commit);
@@ -811,33 +848,64 @@ export class LifecycleRoom {
     return index;
   }
 
-  /** One compaction step: decide a pass when idle, else map or rewrite one slice (checkpoint last). */
-  #compactStep(nowMs: number, commit: (cmd: LifecycleWrite) => void): void {
+  /**
+   * One compaction step, paced (src/lifecycle/pace.ts): its budget follows whether appends
+   * arrived since the previous step and what that step cost; its duration is measured around it
+   * (on a clock that did not move, as in production Workers during synchronous work, after a
+   * zero-delay timer), and the next step waits for the pause the pace asks for.
+   */
+  async #pacedCompactStep(nowMs: number, commit: (cmd: LifecycleWrite) => void): Promise<void> {
+    const startMs = Date.now();
+    const busy = appendsFlowing(this.#appendsSinceStep, this.#lastAppendMs, startMs);
+    this.#appendsSinceStep = 0;
+    const bytes = this.#compactStep(nowMs, commit, compactionStepBudget(busy, this.#lastStep, this.#pace));
+    // Only a step that read a slice of a pass that goes on is paced: starting a pass reads nothing.
+    const after = this.#clean;
+    if (bytes === null || after.phase === "idle") return;
+    let ms = Date.now() - startMs;
+    if (ms <= 0 && (busy || this.#pace.maxBytesPerSecond !== null)) {
+      await new Promise((resolve) => setTimeout(resolve, 0));
+      ms = Date.now() - startMs;
+    }
+    const step: StepCost = { bytes, ms };
+    this.#lastStep = step;
+    const pauseMs = compactionPauseMs(step, busy, this.#pace);
+    // The pass may have been abandoned or the partition deleted during the await.
+    if (pauseMs > 0 && this.#log.state !== null && this.#clean === after) this.#timers.set(LIFECYCLE_TIMERS.compact, Date.now() + pauseMs);
+  }
+
+  /**
+   * One compaction step: decide a pass when idle, else map or rewrite one slice of at most
+   * `budget` (checkpoint last). Answers the stored bytes read, or null when no slice was read.
+   */
+  #compactStep(nowMs: number, commit: (cmd: LifecycleWrite) => void, budget: StepBudget): number | null {
     const cfg = this.#config();
     const s = this.#log.state!;
     let state = this.#clean;
     if (state.phase === "idle") {
-      if (!cfg.compaction.compact) return;
+      if (!cfg.compaction.compact) return null;
       const decision = planCompactionPass(state, { segments: this.#segments, bounds: s, lastStableOffset: null, nowMs }, cfg.compaction);
       if (!decision.run) {
         this.#armCompactLater(nowMs);
-        return;
+        return null;
       }
       const started = startCompaction(state, decision.pass);
       commit({ log: null, append: null, lifecycle: { segments: [], clean: started.commands } });
       this.#clean = state = started.state;
       this.#timers.set(LIFECYCLE_TIMERS.compact, nowMs);
-      return;
+      return null;
     }
     if (!cfg.compaction.compact) {
       // The topic stopped being compacted: abandon the pass (nothing is lost).
       const aborted = abortCompaction(state);
       commit({ log: null, append: null, lifecycle: { segments: [], clean: aborted.commands } });
       this.#clean = aborted.state;
-      return;
+      return null;
     }
     const range = compactionReadRange(state)!;
-    const { rows, exhausted } = this.#log.batchesInRange(range.from, range.end, COMPACT_SLICE_BATCHES, COMPACT_SLICE_BYTES);
+    const { rows, exhausted } = this.#log.batchesInRange(range.from, range.end, budget.maxBatches, budget.maxBytes);
+    let bytesRead = 0;
+    for (const r of rows) bytesRead += r.bytes;
     const batches = rows.map((b) => ({
       baseOffset: b.baseOffset,
       lastOffset: b.lastOffset,
@@ -870,6 +938,7 @@ export class LifecycleRoom {
     this.#clean = step.state;
     // The next slice, or (a pass ended) a look at whether another is due (a full key map ends a pass early).
     this.#timers.set(LIFECYCLE_TIMERS.compact, nowMs);
+    return bytesRead;
   }
 
   /** No pass now: look again when a kept tombstone's window ends or a dirty segment passes max.compaction.lag.ms (segment closes arm it too). */

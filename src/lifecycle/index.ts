@@ -46,6 +46,22 @@ export type {
   PassSegment,
 } from "./compaction.ts";
 
+// ---- compaction pacing ----
+export {
+  DEFAULT_COMPACTION_PACE,
+  FIRST_PACED_STEP_BYTES,
+  FULL_STEP_BUDGET,
+  MAX_PAUSE_MS,
+  MIN_MAX_BYTES_PER_SECOND,
+  MIN_STEP_BYTES,
+  RECENT_APPEND_MS,
+  appendsFlowing,
+  compactionPaceFromVars,
+  compactionPauseMs,
+  compactionStepBudget,
+} from "./pace.ts";
+export type { CompactionPace, CompactionPaceVars, StepBudget, StepCost } from "./pace.ts";
+
 // ---- the bytes of a rewritten (compacted) batch ----
 export { rewriteStoredBatch, scanRecordKeys } from "./batch-rewrite.ts";
 export type { ScannedKey } from "./batch-rewrite.ts";
