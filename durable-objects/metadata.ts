@@ -35,6 +35,7 @@ import { mergeTopicConfigs, DEFAULT_TOPIC_CONFIGS } from "../src/protocol/config
 import {
   TOPIC_POLICY_NAMES,
   checkPolicyRules,
+  configSources,
   effectiveConfigs,
   parsePolicyMap,
   policyValues,
@@ -212,7 +213,8 @@ export class MetadataDO extends SqliteDurableObject<Env> implements TopicMetadat
             else own[k] = v;
           }
         }
-        const view = topicView(configs, explicit, this.#tenants.namespacePolicies(`${row.tenant}/${row.namespace}`) ?? {}, own as PolicyOverrides, { validate: true });
+        const nsPolicies = this.#tenants.namespacePolicies(`${row.tenant}/${row.namespace}`) ?? {};
+        const view = topicView(configs, explicit, nsPolicies, own as PolicyOverrides, { validate: true });
         const partitions = req.partitions === undefined ? current.partitions : checkPartitions(req.partitions);
         if (partitions < current.partitions) {
           return errorResult("PARTITION_DECREASE_NOT_ALLOWED", `Topic ${full} has ${current.partitions} partitions; the count can only grow.`, {
@@ -238,7 +240,7 @@ export class MetadataDO extends SqliteDurableObject<Env> implements TopicMetadat
           const failed = await this.#pushConfigs(current.topicId, current.partitions, view.partitionConfigs);
           if (failed !== undefined) return failed;
         }
-        return this.#describe({ ...current, partitions, configs: view.summaryConfigs, policies: view.policies });
+        return this.#describe({ ...current, partitions, configs: view.summaryConfigs, policies: view.policies, configSources: configSources(explicit, nsPolicies) });
       });
     });
   }
@@ -386,8 +388,9 @@ export class MetadataDO extends SqliteDurableObject<Env> implements TopicMetadat
   /** A topic row as the gateway sees it: effective configs and policies (namespace policies read unless given). */
   #summary(row: TopicRow, namespacePolicies?: PolicyOverrides): TopicSummary {
     const ns = namespacePolicies ?? this.#tenants.namespacePolicies(`${row.tenant}/${row.namespace}`) ?? {};
-    const view = topicView(storedConfigs(row), new Set(explicitKeys(row)), ns, JSON.parse(row.policies) as PolicyOverrides);
-    return toSummary(row, view.summaryConfigs, view.policies);
+    const explicit = new Set(explicitKeys(row));
+    const view = topicView(storedConfigs(row), explicit, ns, JSON.parse(row.policies) as PolicyOverrides);
+    return { ...toSummary(row, view.summaryConfigs, view.policies), configSources: configSources(explicit, ns) };
   }
 
   /** Sends configs to partitions [0, partitions); the first failure, if any. */

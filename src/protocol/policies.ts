@@ -266,6 +266,22 @@ export function resolvePolicies(namespace: PolicyOverrides, topic: PolicyOverrid
   return out as EffectivePolicies;
 }
 
+/**
+ * Where each of a topic's effective configs comes from, as Kafka's DescribeConfigs reports a
+ * config's source (KIP-226: DYNAMIC_TOPIC_CONFIG or DEFAULT_CONFIG): `topic` when the topic set
+ * it, `namespace` for `retention.ms` / `retention.bytes` the topic did not set while its
+ * namespace has a retention policy, else `default`.
+ * @param explicit names of the configs the topic set itself.
+ */
+export function configSources(explicit: ReadonlySet<string>, namespace: PolicyOverrides): Record<keyof TopicConfigs, PolicySource> {
+  const retentionKeys = new Set<string>(Object.values(RETENTION_CONFIGS));
+  const out = {} as Record<keyof TopicConfigs, PolicySource>;
+  for (const key of Object.keys(DEFAULT_TOPIC_CONFIGS) as (keyof TopicConfigs)[]) {
+    out[key] = explicit.has(key) ? "topic" : retentionKeys.has(key) && namespace.retention !== undefined ? "namespace" : "default";
+  }
+  return out;
+}
+
 /** The values of effective policies, without their sources (what partitions receive). */
 export function policyValues(p: EffectivePolicies): TopicPolicies {
   const out = {} as Record<PolicyName, unknown>;

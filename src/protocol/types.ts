@@ -6,7 +6,7 @@
  * milliseconds since the Unix epoch; sizes are bytes.
  */
 
-import type { EffectivePolicies, PolicyName, TopicPolicies } from "./policies.ts";
+import type { EffectivePolicies, PolicyName, PolicySource, TopicPolicies } from "./policies.ts";
 
 /** Media type of the binary record-batch encoding (src/codec/batch.ts) used by the SDK. */
 export const BATCH_MEDIA_TYPE = "application/vnd.edgelog.batch";
@@ -240,6 +240,12 @@ export interface TopicSummary {
   configs: TopicConfigs;
   /** Effective policies, each with its source (default, namespace or topic): docs/TENANTS.md. */
   policies: EffectivePolicies;
+  /**
+   * Where each of `configs` comes from: `topic` (set by the topic), `namespace` (retention from
+   * the namespace's policy) or `default` (src/protocol/policies.ts `configSources`). Absent with
+   * the metadata quorum on (docs/RAFT.md: namespaces are not in it yet).
+   */
+  configSources?: Record<keyof TopicConfigs, PolicySource>;
   createdAt: number;
 }
 

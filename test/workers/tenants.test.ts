@@ -193,6 +193,10 @@ describe("policies", () => {
     // Retention per field: the topic's retention.ms, the namespace's size.
     expect(own.policies.retention).toEqual({ value: { timeMs: 60_000, sizeBytes: 1_048_576 }, source: "topic" });
     expect([own.configs["retention.ms"], own.configs["retention.bytes"]]).toEqual([60_000, 1_048_576]);
+    // Each config's source (as Kafka's DescribeConfigs): the topic's own, the namespace's retention, or the default.
+    const sources = (t: TopicDescription, keys: (keyof TopicDescription["configs"])[]) => keys.map((k) => t.configSources?.[k]);
+    expect(sources(inherit, ["retention.ms", "retention.bytes", "cleanup.policy"])).toEqual(["namespace", "namespace", "default"]);
+    expect(sources(own, ["retention.ms", "retention.bytes", "segment.bytes"])).toEqual(["topic", "namespace", "default"]);
 
     // The partitions hold the effective configs and policy values (every partition: 0 and 1).
     const p0 = await partitionConfigs(inherit.topicId);
@@ -220,6 +224,7 @@ describe("policies", () => {
     expect(o3.policies.retention).toEqual({ value: { timeMs: 7_200_000, sizeBytes: -1 }, source: "namespace" });
     expect(o3.policies.messageTtlSeconds).toEqual({ value: 0, source: "default" });
     expect(o3.policies.publishRate.source).toBe("topic");
+    expect(sources(o3, ["retention.ms", "retention.bytes"])).toEqual(["namespace", "namespace"]);
     expect((await partitionConfigs(own.topicId))["retention.ms"]).toBe(7_200_000);
     expect((await policiesOf(ns)).retention).toEqual({ value: { timeMs: 7_200_000, sizeBytes: -1 }, source: "namespace" });
   });
