@@ -10,6 +10,7 @@ import fc from "fast-check";
 import { describe as suite, expect, it } from "vitest";
 import { Consumer, EdgelogClient, GroupConsumer } from "../../sdk/src/index.ts";
 import { encodeBatch } from "../../src/codec/index.ts";
+import { MAX_PAUSE_MS } from "../../src/lifecycle/pace.ts";
 import { partitionObjectName } from "../../src/partition/rpc.ts";
 import type { OffsetFetchResponse } from "../../src/protocol/groups.ts";
 import { utf8, type DeleteRecordsResponse } from "../../src/protocol/index.ts";
@@ -23,18 +24,22 @@ function stub(topicId: string): DurableObjectStub {
   return env.PARTITION.getByName(partitionObjectName(topicId, 0));
 }
 
-/** Runs the partition's due timers until a wake finds nothing due (bounded). */
+/**
+ * Runs the partition's due timers until no lifecycle timer is due (bounded). A paced compaction
+ * (src/lifecycle/pace.ts) moves its `compact` timer up to MAX_PAUSE_MS later after appends: a
+ * timer due within that horizon counts, and settle sleeps until it is due and runs it.
+ */
 async function settle(topicId: string): Promise<void> {
-  for (let i = 0; i < 20; i++) {
+  for (let i = 0; i < 400; i++) {
     await new Promise((r) => setTimeout(r, 5));
-    if (!(await runDurableObjectAlarm(stub(topicId)))) {
-      // No alarm was set, or it ran already: check nothing is due now.
-      const due = await runInDurableObject(
-        stub(topicId),
-        (_o, state) => state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM _schedule WHERE room = 'lifecycle' AND due_ms <= ?", Date.now()).one().n,
-      );
-      if (due === 0) return;
-    }
+    await runDurableObjectAlarm(stub(topicId));
+    const now = Date.now();
+    const next = await runInDurableObject(
+      stub(topicId),
+      (_o, state) => state.storage.sql.exec<{ d: number | null }>("SELECT MIN(due_ms) AS d FROM _schedule WHERE room = 'lifecycle' AND due_ms <= ?", now + MAX_PAUSE_MS + 100).one().d,
+    );
+    if (next === null) return;
+    if (next > Date.now()) await new Promise((r) => setTimeout(r, next - Date.now()));
   }
 }
 
