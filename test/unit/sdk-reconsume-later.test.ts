@@ -32,7 +32,7 @@ async function retryConsumer(policy?: { maxRedeliverCount: number }): Promise<Su
   server.append("orders", 0, [{ key: utf8("k1"), value: utf8("pay"), headers: [{ key: "app", value: utf8("billing") }], timestamp: 1000 }]);
   return subscribe(client, {
     topic: "orders",
-    subscription: "work",
+    subscription: "billing",
     type: "shared",
     initialPosition: "earliest",
     retryEnable: true,
@@ -43,13 +43,13 @@ async function retryConsumer(policy?: { maxRedeliverCount: number }): Promise<Su
 describe("reconsumeLater", () => {
   it("creates and subscribes the retry topic {topic}-{subscription}-RETRY, with the dead-letter policy on both sockets", async () => {
     const consumer = await retryConsumer();
-    expect(consumer.retryLetterTopic).toBe("public/default/orders-work-RETRY");
-    expect(server.topics.get("orders-work-RETRY")?.partitions.length).toBe(1);
+    expect(consumer.retryLetterTopic).toBe("public/default/orders-billing-RETRY");
+    expect(server.topics.get("orders-billing-RETRY")?.partitions.length).toBe(1);
     expect(
       sockets.opened.map((u) => [decodeURIComponent(u.pathname), u.searchParams.get("initialPosition"), u.searchParams.get("maxRedeliverCount"), u.searchParams.get("deadLetterTopic")]),
     ).toEqual([
-      ["/v1/topics/public/default/orders/partitions/0/subscriptions/work/ws", "earliest", "16", "public/default/orders-work-DLQ"],
-      ["/v1/topics/public/default/orders-work-RETRY/partitions/0/subscriptions/work/ws", "earliest", "16", "public/default/orders-work-DLQ"],
+      ["/v1/topics/public/default/orders/partitions/0/subscriptions/billing/ws", "earliest", "16", "public/default/orders-billing-DLQ"],
+      ["/v1/topics/public/default/orders-billing-RETRY/partitions/0/subscriptions/billing/ws", "earliest", "16", "public/default/orders-billing-DLQ"],
     ]);
     consumer.close();
   });
@@ -60,7 +60,7 @@ describe("reconsumeLater", () => {
     const before = Date.now();
     await consumer.reconsumeLater(m, 5000);
     const after = Date.now();
-    const copy = server.log("orders-work-RETRY", 0).records[0]!;
+    const copy = server.log("orders-billing-RETRY", 0).records[0]!;
     expect([text(copy.key), text(copy.value)]).toEqual(["k1", "pay"]);
     const h = copy.headers.map((x) => [x.key, text(x.value)] as [string, string]);
     const deliverAt = Number(h.find(([k]) => k === "edgelog-deliver-at")![1]);
@@ -70,33 +70,33 @@ describe("reconsumeLater", () => {
       ["app", "billing"],
       ["REAL_TOPIC", "public/default/orders"],
       ["ORIGIN_MESSAGE_ID", m.messageId],
-      ["REAL_SUBSCRIPTION", "work"],
+      ["REAL_SUBSCRIPTION", "billing"],
       ["RECONSUMETIMES", "1"],
       ["DELAY_TIME", "5000"],
       ["edgelog-deliver-at", String(deliverAt)],
     ]);
     // The ack went to the original's socket, after the produce request.
     const acks = sockets.frames.filter((f) => f.frame.type === "ack");
-    expect(acks.map((f) => [f.path, f.frame.messageIds])).toEqual([["/v1/topics/public/default/orders/partitions/0/subscriptions/work/ws", [m.messageId]]]);
-    const produceAt = server.requests.findIndex((r) => r.method === "POST" && r.path.includes("orders-work-RETRY/partitions/0/records"));
+    expect(acks.map((f) => [f.path, f.frame.messageIds])).toEqual([["/v1/topics/public/default/orders/partitions/0/subscriptions/billing/ws", [m.messageId]]]);
+    const produceAt = server.requests.findIndex((r) => r.method === "POST" && r.path.includes("orders-billing-RETRY/partitions/0/records"));
     expect(produceAt).toBeGreaterThanOrEqual(0);
     expect(produceAt).toBeLessThan(acks[0]!.requestsBefore);
 
     // The copy arrives from the retry topic (the fake ignores the delay); reconsuming it again.
     const r1 = await consumer.receive();
-    expect(r1.topic).toBe("public/default/orders-work-RETRY");
+    expect(r1.topic).toBe("public/default/orders-billing-RETRY");
     await consumer.reconsumeLater(r1, 0);
-    expect(headersOf("orders-work-RETRY")[1]).toEqual([
+    expect(headersOf("orders-billing-RETRY")[1]).toEqual([
       ["app", "billing"],
       ["REAL_TOPIC", "public/default/orders"],
       ["ORIGIN_MESSAGE_ID", m.messageId],
-      ["REAL_SUBSCRIPTION", "work"],
+      ["REAL_SUBSCRIPTION", "billing"],
       ["RECONSUMETIMES", "2"],
       ["DELAY_TIME", "0"],
     ]);
     expect(sockets.frames.filter((f) => f.frame.type === "ack").map((f) => [f.path, f.frame.messageIds])).toEqual([
-      ["/v1/topics/public/default/orders/partitions/0/subscriptions/work/ws", [m.messageId]],
-      ["/v1/topics/public/default/orders-work-RETRY/partitions/0/subscriptions/work/ws", [r1.messageId]],
+      ["/v1/topics/public/default/orders/partitions/0/subscriptions/billing/ws", [m.messageId]],
+      ["/v1/topics/public/default/orders-billing-RETRY/partitions/0/subscriptions/billing/ws", [r1.messageId]],
     ]);
     consumer.close();
   });
@@ -107,13 +107,13 @@ describe("reconsumeLater", () => {
     await consumer.reconsumeLater(m, 10);
     const r1 = await consumer.receive();
     await consumer.reconsumeLater(r1, 10);
-    expect(server.log("orders-work-RETRY", 0).records.length).toBe(1);
-    expect(headersOf("orders-work-DLQ")).toEqual([
+    expect(server.log("orders-billing-RETRY", 0).records.length).toBe(1);
+    expect(headersOf("orders-billing-DLQ")).toEqual([
       [
         ["app", "billing"],
         ["REAL_TOPIC", "public/default/orders"],
         ["ORIGIN_MESSAGE_ID", m.messageId],
-        ["REAL_SUBSCRIPTION", "work"],
+        ["REAL_SUBSCRIPTION", "billing"],
         ["RECONSUMETIMES", "2"],
         ["DELAY_TIME", "10"],
       ],
