@@ -51,6 +51,7 @@ import { SqliteDurableObject, lazyTimers } from "./base.ts";
 import { ApplyWaiters } from "./raft/apply-waiters.ts";
 import { checkFaults, faultsEnabled } from "./raft/faults.ts";
 import { RAFT_ROOM, RaftJournal } from "./raft/journal.ts";
+import { sendMessages } from "./raft/send.ts";
 import { STATE_MACHINES, type ReplicatedStateMachine } from "./raft/state-machine.ts";
 
 /** A linearizable read waiting for its ReadState (index undefined) or for the apply of its index. */
@@ -360,39 +361,16 @@ export class RaftMemberDO extends SqliteDurableObject<Env> implements RaftMember
     this.ctx.storage.transactionSync(() => this.#journal.writeSnapshot(snap, false));
   }
 
-  /** Sends a Ready's messages: one `deliver` call per peer, not awaited. */
+  /** Sends a Ready's messages (./raft/send.ts): one `deliver` call per peer, not awaited. */
   #send(messages: readonly Message[]): void {
-    if (messages.length === 0) return;
-    const byPeer = new Map<NodeId, Message[]>();
-    for (const m of messages) {
-      // The persistence contract, checked once more at the door: an append never carries
-      // entries this member has not written, and a message never carries a term it has not.
-      if (m.type === "append" && m.entries.length > 0)
-        this.#check(m.entries[m.entries.length - 1]!.index <= this.#journal.lastIndex, `append to ${m.to} carries entries beyond the durable log`);
-      // (A pre-vote and its answers carry the term a pre-candidate would take: never written.)
-      if (m.type !== "preVote" && m.type !== "preVoteResp")
-        this.#check(m.term <= this.#journal.hardState.term, `message ${m.type} to ${m.to} in term ${m.term} before that term was written`);
-      let batch = byPeer.get(m.to);
-      if (batch === undefined) byPeer.set(m.to, (batch = []));
-      batch.push(m);
-    }
-    const { dropRate = 0, delayMs = 0 } = this.#faults;
-    for (const [to, batch] of byPeer) {
-      const kept = dropRate > 0 ? batch.filter(() => Math.random() >= dropRate) : batch;
-      if (kept.length === 0) continue;
-      const go = async (): Promise<void> => {
-        if (this.#faults.crashed === true) return;
-        try {
-          await this.#stub(to).deliver(kept);
-        } catch {
-          // A lost message (the peer is down, reset or unreachable): Raft resends. A broken
-          // stub must not be reused, so the next send makes a new one.
-          this.#stubs.delete(to);
-        }
-      };
-      if (delayMs > 0) setTimeout(() => void go(), delayMs);
-      else void go();
-    }
+    sendMessages(messages, {
+      durable: () => ({ lastIndex: this.#journal.lastIndex, term: this.#journal.hardState.term }),
+      check: (cond, message) => this.#check(cond, message),
+      faults: () => this.#faults,
+      deliver: (to, kept) => this.#stub(to).deliver(kept),
+      // A broken stub must not be reused: the next send makes a new one.
+      lost: (to) => this.#stubs.delete(to),
+    });
   }
 
   #stub(to: NodeId): MemberStub {

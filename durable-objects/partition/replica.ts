@@ -29,6 +29,7 @@
  *   member's.
  */
 import { ApplyWaiters } from "../raft/apply-waiters.ts";
+import { sendMessages } from "../raft/send.ts";
 import { errorResult, type ErrorResult } from "../../src/protocol/errors.ts";
 import { resolveGroupConfig, type RaftFaults } from "../../src/raft/group.ts";
 import { RaftContractError, RaftNode, type Entry, type Message, type NodeId } from "../../src/raft/index.ts";
@@ -296,32 +297,12 @@ export class PartitionReplica {
   }
 
   #send(messages: readonly Message[]): void {
-    if (messages.length === 0) return;
-    const byPeer = new Map<NodeId, Message[]>();
-    for (const m of messages) {
-      if (m.type === "append" && m.entries.length > 0)
-        this.#check(m.entries[m.entries.length - 1]!.index <= this.#journal.lastIndex, `append to ${m.to} carries entries beyond the durable log`);
-      if (m.type !== "preVote" && m.type !== "preVoteResp")
-        this.#check(m.term <= this.#journal.hardState.term, `message ${m.type} to ${m.to} in term ${m.term} before that term was written`);
-      let batch = byPeer.get(m.to);
-      if (batch === undefined) byPeer.set(m.to, (batch = []));
-      batch.push(m);
-    }
-    const { dropRate = 0, delayMs = 0 } = this.#faults;
-    for (const [to, batch] of byPeer) {
-      const kept = dropRate > 0 ? batch.filter(() => Math.random() >= dropRate) : batch;
-      if (kept.length === 0) continue;
-      const go = async (): Promise<void> => {
-        if (this.#faults.crashed === true) return;
-        try {
-          await this.#host.deliver(to, kept);
-        } catch {
-          // A lost message (the peer is down or reset): Raft resends.
-        }
-      };
-      if (delayMs > 0) setTimeout(() => void go(), delayMs);
-      else void go();
-    }
+    sendMessages(messages, {
+      durable: () => ({ lastIndex: this.#journal.lastIndex, term: this.#journal.hardState.term }),
+      check: (cond, message) => this.#check(cond, message),
+      faults: () => this.#faults,
+      deliver: (to, kept) => this.#host.deliver(to, kept),
+    });
   }
 
   #settle(e: Entry, result: unknown): void {
