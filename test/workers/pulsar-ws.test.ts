@@ -8,7 +8,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { call, createTopic, expectError, fetchJson, randomTopic } from "./helpers.ts";
-import { sleep, subStats } from "./subs-helpers.ts";
+import { sleep, subStats, watchSocket } from "./subs-helpers.ts";
 
 interface PulsarClient {
   ws: WebSocket;
@@ -26,34 +26,7 @@ async function open(path: string): Promise<PulsarClient> {
   const res = await call(path, { headers: { upgrade: "websocket" } });
   if (res.status !== 101) throw new Error(`upgrade refused ${res.status}: ${await res.text()}`);
   const ws = res.webSocket as WebSocket;
-  const frames: Record<string, unknown>[] = [];
-  const checks = new Set<() => void>();
-  ws.addEventListener("message", (e) => {
-    frames.push(JSON.parse(e.data as string) as Record<string, unknown>);
-    for (const c of [...checks]) c();
-  });
-  let closedResolve: (e: CloseEvent) => void = () => {};
-  const closed = new Promise<CloseEvent>((r) => (closedResolve = r));
-  ws.addEventListener("close", (e) => {
-    closedResolve(e);
-    for (const c of [...checks]) c();
-  });
-  ws.accept();
-  const until = (pred: () => boolean, what: string, timeoutMs = 8000): Promise<void> =>
-    new Promise((resolve, reject) => {
-      const check = () => {
-        if (!pred()) return;
-        checks.delete(check);
-        clearTimeout(timer);
-        resolve();
-      };
-      const timer = setTimeout(() => {
-        checks.delete(check);
-        reject(new Error(`timed out waiting for ${what}; frames: ${JSON.stringify(frames).slice(0, 2000)}`));
-      }, timeoutMs);
-      checks.add(check);
-      check();
-    });
+  const { frames, closed, until } = watchSocket<Record<string, unknown>>(ws);
   return {
     ws,
     frames,

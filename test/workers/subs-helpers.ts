@@ -42,14 +42,21 @@ export async function connectReader(topic: string, query: Record<string, string 
   return wrap(res.webSocket as WebSocket);
 }
 
-function wrap(ws: WebSocket): Consumer {
-  const frames: ServerFrame[] = [];
-  const messages: WireMessage[] = [];
+/**
+ * Accepts `ws` and records its JSON frames: `until(pred)` resolves once `pred` holds over what
+ * arrived (checked on every frame and at the close), or rejects after `timeoutMs` naming the
+ * frames seen. `onFrame` sees each frame as it is recorded.
+ */
+export function watchSocket<F>(
+  ws: WebSocket,
+  onFrame?: (f: F) => void,
+): { frames: F[]; closed: Promise<CloseEvent>; until(pred: () => boolean, what: string, timeoutMs?: number): Promise<void> } {
+  const frames: F[] = [];
   const checks = new Set<() => void>();
   ws.addEventListener("message", (e) => {
-    const f = JSON.parse(e.data as string) as ServerFrame;
+    const f = JSON.parse(e.data as string) as F;
     frames.push(f);
-    if (f.type === "messages") messages.push(...f.messages);
+    onFrame?.(f);
     for (const c of [...checks]) c();
   });
   let closedResolve: (e: CloseEvent) => void = () => {};
@@ -74,6 +81,14 @@ function wrap(ws: WebSocket): Consumer {
       checks.add(check);
       check();
     });
+  return { frames, closed, until };
+}
+
+function wrap(ws: WebSocket): Consumer {
+  const messages: WireMessage[] = [];
+  const { frames, closed, until } = watchSocket<ServerFrame>(ws, (f) => {
+    if (f.type === "messages") messages.push(...f.messages);
+  });
   const c: Consumer = {
     ws,
     frames,
