@@ -1,7 +1,8 @@
 /**
  * Bytes in and out: stdin split into lines, stdout with back-pressure and EPIPE handling, and
- * the streams `main()` runs on.
+ * the streams `main()` runs on, and the stop signals of a command that runs until stopped.
  */
+import process from "node:process";
 
 /** The streams main() uses (process's by default). */
 export interface CliIo {
@@ -165,4 +166,23 @@ export class Output {
     }
     if (this.#closed) throw new OutputClosed();
   }
+}
+
+/**
+ * Ctrl-C (SIGINT) or SIGTERM for a command that runs until stopped: `stopped` resolves null on
+ * the first of them; `dispose()` removes the listeners (call it in `finally`, so a later signal
+ * has Node's default effect again).
+ */
+export function untilSignal(): { stopped: Promise<null>; dispose(): void } {
+  let stop!: () => void;
+  const stopped = new Promise<null>((resolve) => (stop = () => resolve(null)));
+  process.once("SIGINT", stop);
+  process.once("SIGTERM", stop);
+  return {
+    stopped,
+    dispose() {
+      process.off("SIGINT", stop);
+      process.off("SIGTERM", stop);
+    },
+  };
 }

@@ -3,12 +3,12 @@
  * WebSocket"), a non-durable cursor over every partition of the topic that stores nothing on
  * the server; prints each message as `consume` does.
  */
-import process from "node:process";
 import { parseMessageId } from "../../../../src/subscriptions/message-id.ts";
 import { createReader, type ReaderMessage, type ReaderStart } from "../../reader.ts";
 import { flag, intOption, str, UsageError } from "../args.ts";
 import { defineCommand } from "../command.ts";
 import { formatRecord } from "../format.ts";
+import { untilSignal } from "../io.ts";
 import { formatOptions, parseRecordOutput, RECORD_OUTPUT_OPTIONS, type RecordOutput } from "./consume.ts";
 
 export interface ReadCommand extends RecordOutput {
@@ -81,10 +81,7 @@ export const read = defineCommand<ReadCommand>({
       startMessageIdInclusive: cmd.inclusive,
       ...(cmd.count === undefined ? {} : { receiverQueueSize: Math.min(cmd.count, MAX_RECEIVER_QUEUE) }),
     });
-    let stop!: () => void;
-    const stopped = new Promise<null>((resolve) => (stop = () => resolve(null)));
-    process.once("SIGINT", stop);
-    process.once("SIGTERM", stop);
+    const { stopped, dispose } = untilSignal();
     const format = formatOptions(cmd);
     let printed = 0;
     try {
@@ -97,8 +94,7 @@ export const read = defineCommand<ReadCommand>({
       }
     } finally {
       reader.close();
-      process.off("SIGINT", stop);
-      process.off("SIGTERM", stop);
+      dispose();
     }
   },
 });

@@ -4,13 +4,13 @@
  * create-subscription, unsubscribe, reset-cursor, skip, clear-backlog, stats) and `subscribe`
  * (pulsar-client consume: prints each message, then acks it).
  */
-import process from "node:process";
 import { EdgelogError } from "../../../../src/protocol/index.ts";
 import type { SubscriptionPosition, SubscriptionStats } from "../../admin.ts";
 import { type SubscriptionMessage, type SubscriptionType, subscribe as openSubscription } from "../../subscription.ts";
 import { flag, intOption, JSON_OPTION, PARTITION_OPTION, str, UsageError } from "../args.ts";
 import { defineCommand } from "../command.ts";
 import { formatRecord, formatTable, shownTopic } from "../format.ts";
+import { untilSignal } from "../io.ts";
 import { formatOptions, parseRecordOutput, RECORD_OUTPUT_OPTIONS, type RecordOutput } from "./consume.ts";
 
 export interface SubscribeCommand extends RecordOutput {
@@ -295,10 +295,7 @@ export const subscribe = defineCommand<SubscribeCommand>({
       initialPosition: cmd.position,
       ...(cmd.count === undefined ? {} : { receiverQueueSize: Math.min(cmd.count, MAX_RECEIVER_QUEUE) }),
     });
-    let stop!: () => void;
-    const stopped = new Promise<null>((resolve) => (stop = () => resolve(null)));
-    process.once("SIGINT", stop);
-    process.once("SIGTERM", stop);
+    const { stopped, dispose } = untilSignal();
     const format = formatOptions(cmd);
     const acks = new Set<Promise<void>>();
     let unconfirmed = 0;
@@ -325,8 +322,7 @@ export const subscribe = defineCommand<SubscribeCommand>({
       // before closing, else a closed socket would hand the messages to the next consumer.
       await Promise.all(acks);
       consumer.close();
-      process.off("SIGINT", stop);
-      process.off("SIGTERM", stop);
+      dispose();
     }
     if (unconfirmed > 0) throw new Error(`${unconfirmed} ack(s) not confirmed: those messages will be delivered again`);
   },
