@@ -14,6 +14,7 @@
  */
 import { CodecError, scanBatch, verifyBatchCrc } from "../codec/index.ts";
 import type { Env } from "../env.ts";
+import { checkCompactedKeys, checkTimestampBounds, lifecycleConfig } from "../lifecycle/index.ts";
 import { validateAppend } from "../partition/core.ts";
 import { partitionStub, type AppendOk, type AppendRequest } from "../partition/rpc.ts";
 import { EdgelogError, toEdgelogError, type ErrorResult, type RpcResult } from "../protocol/errors.ts";
@@ -102,11 +103,35 @@ export async function produceToTopic(ctx: ProduceContext, name: string, req: Par
   return withTopic(ctx.env, name, async (topic) => {
     checkRecordSizes(req.records, topic.configs["max.message.bytes"]);
     for (const p of req.partitions) if (p !== undefined) checkPartition(topic, p);
+    checkAcrossPartitions(topic, req);
     const partitions = choosePartitions(req.records, req.partitions, topic.partitions, () => nextRoundRobin(topic.name));
     const append = () => appendGroups(ctx, topic, groupByPartition(req.records, partitions), null, req.records.length);
     if (ctx.acks === "0") return fireAndForget(ctx, topic, req.records.length, append);
     return { kind: "records", body: await append() };
   });
+}
+
+/**
+ * The partitions' own produce checks (docs/LIFECYCLE.md "Produce-time checks": a key on every
+ * record of a compacted topic, KIP-937 timestamp bounds), run on the whole request before any
+ * partition is called: a request spread over several partitions is refused whole, rather than
+ * written on the partitions that accepted their part (a rejected request changes nothing). The
+ * partitions check again (the topic cache may be up to its TTL behind a config change).
+ * @throws EdgelogError INVALID_RECORD (details.index = the record's index in the request) or INVALID_TIMESTAMP.
+ */
+function checkAcrossPartitions(topic: TopicSummary, req: ParsedProduceRequest): void {
+  const cfg = lifecycleConfig(topic.configs);
+  const bad =
+    checkTimestampBounds(
+      req.records.map((r) => r.timestamp),
+      Date.now(),
+      cfg.timestamps,
+    ) ??
+    checkCompactedKeys(
+      req.records.map((r) => r.key),
+      cfg.compaction.compact,
+    );
+  if (bad !== null) throw partitionError(bad);
 }
 
 /**

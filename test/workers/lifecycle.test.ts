@@ -269,6 +269,27 @@ suite("produce-time checks", () => {
     await produceTo(topic, [{ key: "", value: "empty key" }]);
     expect(await offsetOf(topic, "latest")).toBe(1);
   });
+
+  it("a request spread over partitions is refused whole: a keyless record or an out-of-bounds timestamp writes nothing anywhere (fuzz seed 1144339226)", async () => {
+    const topic = randomTopic();
+    await createTopic(topic, 4, { "cleanup.policy": "compact,delete" });
+    const ends = async () => {
+      const d = (await (await call(`/v1/topics/${topic}`)).json()) as { partitionDetails: { logEndOffset: number }[] };
+      return d.partitionDetails.map((p) => p.logEndOffset);
+    };
+    // Keyed records land on other partitions than the keyless one would: none may be written.
+    const keyed = ["a", "b", "c", "d", "e", "f"].map((key) => ({ key, value: "v" }));
+    const e = await expectError(await json("POST", `/v1/topics/${topic}/records`, { records: [...keyed, { key: null, value: "" }] }), "INVALID_RECORD", 400);
+    expect(e.details).toEqual({ index: 6, reason: "null-key" });
+    expect(await ends()).toEqual([0, 0, 0, 0]);
+    const t = await expectError(
+      await json("POST", `/v1/topics/${topic}/records`, { records: [...keyed, { key: "g", value: "v", timestamp: Date.now() + 86_400_000 }] }),
+      "INVALID_TIMESTAMP",
+      400,
+    );
+    expect(t.details).toMatchObject({ index: 6, config: "message.timestamp.after.max.ms" });
+    expect(await ends()).toEqual([0, 0, 0, 0]);
+  });
 });
 
 /** Closes the active segment (segment.ms = 1, a dynamic config change) and runs the lifecycle's timers until idle. */
