@@ -497,11 +497,13 @@ describe("coordinator core: a member's subscription is filtered by what its prin
     let state = newGroup("g", 0);
     const now = 1000;
     const beat = (memberId: string | null, epoch: number, owned: Assignment | null, principal: string | null, first: boolean) => {
-      const r = heartbeat(
-        state,
-        hbInput({ memberId, memberEpoch: epoch, ownedPartitions: owned, subscribedTopicRegex: first ? "acme/prod/.*" : null, assignor: first ? "range" : null }),
-        { nowMs: now, topics, newMemberId: memberId ?? `m-${principal ?? "admin"}`, principal, mayDescribe: acl },
-      );
+      const r = heartbeat(state, hbInput({ memberId, memberEpoch: epoch, ownedPartitions: owned, subscribedTopicRegex: first ? "acme/prod/.*" : null, assignor: first ? "range" : null }), {
+        nowMs: now,
+        topics,
+        newMemberId: memberId ?? `m-${principal ?? "admin"}`,
+        principal,
+        mayDescribe: acl,
+      });
       if (!r.ok) throw new Error(`${r.code} ${r.message ?? ""}`);
       expect(checkInvariants(r.state)).toBeUndefined();
       state = r.state;
