@@ -33,10 +33,13 @@ class Member {
   owned: TopicPartitions[] = [];
   /** Every heartbeat answer's text, to check none ever named a secret topic. */
   readonly answers: string[] = [];
-  constructor(
-    readonly group: string,
-    readonly token: string,
-  ) {}
+  readonly group: string;
+  readonly token: string;
+
+  constructor(group: string, token: string) {
+    this.group = group;
+    this.token = token;
+  }
 
   async heartbeat(): Promise<ConsumerGroupHeartbeatResponse> {
     const joining = this.epoch === 0;
