@@ -31,6 +31,7 @@ import {
   resolvePosition,
   groupStateName,
   heartbeat as coreHeartbeat,
+  lastResolvedFilter,
   leave as coreLeave,
   newGroup,
   partitionOwners,
@@ -397,7 +398,7 @@ export class GroupCoordinatorDO extends SqliteDurableObject<Env> implements Grou
     } catch (err) {
       // Nor for the ACLs: the last snapshot read, else what each principal's members had.
       log.warn("edgelog.group.acls_unavailable", { where: "timer", error: err });
-      mayDescribe = this.#acls !== null ? this.#aclPredicate() : previouslyResolved(this.#state);
+      mayDescribe = this.#acls !== null ? this.#aclPredicate() : lastResolvedFilter(this.#state);
     }
     const s = this.#state;
     if (s === null) return;
@@ -681,21 +682,6 @@ export class GroupCoordinatorDO extends SqliteDurableObject<Env> implements Grou
     );
     return out;
   }
-}
-
-/**
- * A `describe` filter from the state alone, for when no ACL snapshot can be read: a principal
- * keeps the topics its members last resolved to (nothing is added until the ACLs are readable).
- */
-function previouslyResolved(s: GroupState | null): MayDescribe {
-  const seen = new Map<string, Set<string>>();
-  for (const m of Object.values(s?.members ?? {})) {
-    if (m.principal === null) continue;
-    let set = seen.get(m.principal);
-    if (set === undefined) seen.set(m.principal, (set = new Set()));
-    for (const t of m.resolvedTopics ?? []) set.add(t);
-  }
-  return (principal, topic) => seen.get(principal)?.has(topic) ?? false;
 }
 
 /** Calls `write` for every key whose value changed by identity (undefined = removed). */

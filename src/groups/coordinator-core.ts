@@ -318,8 +318,13 @@ export function heartbeat(state: GroupState, req: HeartbeatInput, ctx: CoreConte
   if (req.rebalanceTimeoutMs !== null) m = { ...m, rebalanceTimeoutMs: req.rebalanceTimeoutMs };
   if (req.clientId !== null) m = { ...m, clientId: req.clientId };
   // The principal follows the member's latest heartbeat; what it may see is re-resolved below.
+  // A new principal (a superuser's token, auth turned on or off) changes the filter: bump, so
+  // the target follows even for a member stored before resolvedTopics existed.
   const principal = ctx.principal ?? null;
-  if (principal !== m.principal) m = { ...m, principal };
+  if (principal !== (m.principal ?? null)) {
+    m = { ...m, principal };
+    bump = true;
+  }
   s = { ...s, members: { ...s.members, [m.memberId]: m }, emptySinceMs: null };
 
   s = refreshTarget(s, ctx, bump);
@@ -393,6 +398,21 @@ export function resolveSubscription(m: MemberState, topics: TopicsSnapshot, mayD
     }
   }
   return [...out].sort();
+}
+
+/**
+ * A `describe` filter from the state alone, for when the ACLs cannot be read (the shell's
+ * timers): a principal keeps the topics its members last resolved to, and gains none.
+ */
+export function lastResolvedFilter(s: GroupState | null): MayDescribe {
+  const seen = new Map<string, Set<string>>();
+  for (const m of Object.values(s?.members ?? {})) {
+    if (m.principal === null) continue;
+    let set = seen.get(m.principal);
+    if (set === undefined) seen.set(m.principal, (set = new Set()));
+    for (const t of m.resolvedTopics ?? []) set.add(t);
+  }
+  return (principal, topic) => seen.get(principal)?.has(topic) ?? false;
 }
 
 function sameMeta(a: Readonly<Record<string, TopicMeta>>, b: Readonly<Record<string, TopicMeta>>): boolean {

@@ -12,6 +12,7 @@ import {
   expire,
   groupStateName,
   heartbeat,
+  lastResolvedFilter,
   leave,
   type MayDescribe,
   type MemberState,
@@ -551,6 +552,20 @@ describe("coordinator core: a member's subscription is filtered by what its prin
     round();
     expect(topicsHeld("alice").some((t) => t.includes("/secret-"))).toBe(false);
     expect(Object.keys(state.targetAssignment[clients.alice?.id ?? ""] ?? {}).some((t) => t.includes("/secret-"))).toBe(false);
+  });
+
+  it("without readable ACLs (a timer), a principal keeps what its members last resolved to and gains nothing", () => {
+    const topics = topicsOf([mine("a"), mine("b"), secret("a")]);
+    const j = heartbeat(newGroup("g", 0), hbInput({ subscribedTopicRegex: "acme/prod/.*" }), { nowMs: 0, topics, newMemberId: "m", principal: "alice", mayDescribe: acl });
+    if (!j.ok) throw new Error(j.code);
+    const fallback = lastResolvedFilter(j.state);
+    expect([mine("a"), mine("b"), secret("a"), mine("c")].filter((t) => fallback("alice", t))).toEqual([mine("a"), mine("b")]);
+    expect(fallback("bob", mine("a"))).toBe(false);
+    expect(lastResolvedFilter(null)("alice", mine("a"))).toBe(false);
+    // A session expiry of another member with that filter leaves alice's target as it was.
+    const withMine = { ...topics, [mine("c")]: { topicId: "id-c", partitions: 1 } };
+    const r = expire(j.state, { nowMs: 1, topics: withMine, mayDescribe: fallback });
+    expect(r.state.members.m?.resolvedTopics).toEqual([mine("a"), mine("b")]);
   });
 
   it("a member that loses its principal (auth turned off, or made a superuser) is unfiltered at its next heartbeat", () => {
