@@ -31,6 +31,7 @@ import {
   resolvePosition,
   groupStateName,
   heartbeat as coreHeartbeat,
+  lastResolvedFilter,
   leave as coreLeave,
   newGroup,
   partitionOwners,
@@ -43,6 +44,7 @@ import {
   type GroupState,
   type HeartbeatInput,
   type LeaveInput,
+  type MayDescribe,
   type MemberState,
   type TopicMeta,
   type TopicsSnapshot,
@@ -73,6 +75,8 @@ import {
 import type { PartitionDescription } from "../src/protocol/types.ts";
 import { SqliteDurableObject, expected, type Migration } from "./base.ts";
 import { log } from "../src/log/logger.ts";
+import type { AclIndex } from "../src/auth/authorizer.ts";
+import { securitySnapshot } from "../src/auth/cache.ts";
 
 /** Longest the coordinator uses a topic list without asking the metadata store again (ms). */
 export const TOPICS_SNAPSHOT_TTL_MS = 1000;
@@ -86,6 +90,11 @@ const GROUP_ROOM = "group";
 const DIRECTORY_ROOM = "directory";
 /** Most partitions whose log bounds describe reads (each is one partition RPC). */
 const MAX_DESCRIBE_PARTITIONS = 2048;
+/**
+ * Superusers are never stored as a member's principal (the gateway passes null for them, with
+ * the EDGELOG_SUPERUSERS it authenticated with), so the ACL decisions here need none.
+ */
+const NO_SUPERUSERS: ReadonlySet<string> = new Set();
 
 const MIGRATIONS: readonly Migration[] = [
   {
@@ -162,6 +171,8 @@ export class GroupCoordinatorDO extends SqliteDurableObject<Env> implements Grou
   #directoryVersion = 0;
   /** The group id after the group was deleted (for the directory's tombstone). */
   #lastGroupId: string | null = null;
+  /** The last ACL snapshot read (src/auth/cache.ts), for the members' `describe` filter. */
+  #acls: AclIndex | null = null;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -189,13 +200,14 @@ export class GroupCoordinatorDO extends SqliteDurableObject<Env> implements Grou
 
   // ---- RPC ----
 
-  heartbeat(groupId: string, req: HeartbeatInput): Promise<RpcResult<ConsumerGroupHeartbeatResponse>> {
+  heartbeat(groupId: string, req: HeartbeatInput, principal: string | null = null): Promise<RpcResult<ConsumerGroupHeartbeatResponse>> {
     return expected(async () => {
       const topics = await this.#topics(req.subscribedTopicNames ?? []);
+      const mayDescribe = await this.#mayDescribe(principal);
       const now = Date.now();
       const state = this.#stateFor(groupId, now);
       if (!state.ok) return state;
-      const r = coreHeartbeat(state.state, req, { nowMs: now, topics, newMemberId: crypto.randomUUID() });
+      const r = coreHeartbeat(state.state, req, { nowMs: now, topics, newMemberId: crypto.randomUUID(), principal, mayDescribe });
       if (!r.ok) return r;
       this.#persist(r.state);
       return { ok: true as const, ...r.value, assignment: toWire(r.value.assignment) };
@@ -205,9 +217,10 @@ export class GroupCoordinatorDO extends SqliteDurableObject<Env> implements Grou
   leave(groupId: string, req: LeaveInput): Promise<RpcResult<LeaveGroupResponse>> {
     return expected(async () => {
       const topics = await this.#topics();
+      const mayDescribe = await this.#mayDescribe(null);
       const s = this.#existing(groupId);
       if (s === null) return errorResult("UNKNOWN_MEMBER_ID", `Member ${req.memberId} is not in group ${groupId}.`);
-      const r = coreLeave(s, req, { nowMs: Date.now(), topics });
+      const r = coreLeave(s, req, { nowMs: Date.now(), topics, mayDescribe });
       if (!r.ok) return r;
       this.#persist(r.state);
       return { ok: true as const, ...r.value };
@@ -379,9 +392,17 @@ export class GroupCoordinatorDO extends SqliteDurableObject<Env> implements Grou
       log.warn("edgelog.group.metadata_unavailable", { where: "timer", error: err });
       topics = this.#state?.subscriptionMetadata ?? {};
     }
+    let mayDescribe: MayDescribe;
+    try {
+      mayDescribe = await this.#mayDescribe(null);
+    } catch (err) {
+      // Nor for the ACLs: the last snapshot read, else what each principal's members had.
+      log.warn("edgelog.group.acls_unavailable", { where: "timer", error: err });
+      mayDescribe = this.#acls !== null ? this.#aclPredicate() : lastResolvedFilter(this.#state);
+    }
     const s = this.#state;
     if (s === null) return;
-    const r = expire(s, { nowMs: Date.now(), topics });
+    const r = expire(s, { nowMs: Date.now(), topics, mayDescribe });
     if (r.dead) this.#destroy();
     else if (r.state !== s) this.#persist(r.state);
     else this.ctx.storage.transactionSync(() => this.#writeTimers(s, s)); // the fired timer was removed: set it again
@@ -406,7 +427,9 @@ export class GroupCoordinatorDO extends SqliteDurableObject<Env> implements Grou
     if (g === undefined) return null;
     const members: Record<string, MemberState> = {};
     for (const r of this.sql.all<{ member_id: string; data: string }>("SELECT member_id, data FROM members")) {
-      members[r.member_id] = JSON.parse(r.data) as MemberState;
+      const m = JSON.parse(r.data) as MemberState;
+      // Members stored before the principal filter: unfiltered until their next heartbeat.
+      members[r.member_id] = { ...m, principal: m.principal ?? null, resolvedTopics: m.resolvedTopics ?? null };
     }
     const targetAssignment: Record<string, Assignment> = {};
     for (const r of this.sql.all<{ member_id: string; assignment: string }>("SELECT member_id, assignment FROM targets")) {
@@ -564,6 +587,26 @@ export class GroupCoordinatorDO extends SqliteDurableObject<Env> implements Grou
   }
 
   // ---- other objects ----
+
+  /**
+   * The `describe` filter of members with a principal (KIP-848: a subscription resolves only
+   * to topics the member may describe), over the same ACL snapshot the gateway uses: the
+   * per-isolate cache of src/auth/cache.ts, read again at most every SECURITY_CACHE_TTL_MS
+   * (5 s). It is read only when some member (or `caller`) has a principal, i.e. with auth on.
+   * @throws EdgelogError (UNAVAILABLE) when the snapshot cannot be read: fail closed.
+   */
+  async #mayDescribe(caller: string | null): Promise<MayDescribe> {
+    const s = this.#state;
+    const needed = caller !== null || (s !== null && Object.values(s.members).some((m) => m.principal !== null));
+    if (needed) this.#acls = (await securitySnapshot(this.env.METADATA)).acls;
+    // Reads #acls when called: a member with a principal that joined during the await was
+    // joined by a call that read a snapshot first.
+    return this.#aclPredicate();
+  }
+
+  #aclPredicate(): MayDescribe {
+    return (principal, topic) => this.#acls?.decide(principal, { type: "topic", name: topic }, "describe", NO_SUPERUSERS) ?? false;
+  }
 
   /**
    * Every existing topic (name -> id, partition count), cached for TOPICS_SNAPSHOT_TTL_MS.

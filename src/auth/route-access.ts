@@ -204,7 +204,9 @@ export const ROUTE_ACCESS: Readonly<Record<string, RouteAccess>> = Object.fromEn
     // KIP-848 (KafkaApis ConsumerGroupHeartbeat): every topic named in subscribedTopicNames
     // needs DESCRIBE, else TOPIC_AUTHORIZATION_FAILED: a member must not be assigned (and so
     // learn the partitions of, and take them from the group's other members) a topic it
-    // cannot see.
+    // cannot see. A regex is not checked here: the coordinator resolves it (and the names,
+    // again at every heartbeat of the group) only against the topics the caller's principal
+    // may describe (src/routes/groups.ts passes it; docs/SECURITY.md).
     "POST /v1/groups/:group/heartbeat",
     {
       access: "acl",

@@ -78,6 +78,19 @@ export interface MemberState {
   /** A static member that left temporarily (Kafka epoch -2): its partitions stay reserved. */
   readonly leftTemporarily: boolean;
   readonly joinedMs: number;
+  /**
+   * The authenticated principal of the member's last heartbeat, whose topic `describe`
+   * permission filters its subscription; null when unfiltered (auth off, or a superuser).
+   * Members stored before this field existed load as null until their next heartbeat.
+   */
+  readonly principal: string | null;
+  /**
+   * The topics the subscription resolved to at the last target computation (names and regex,
+   * existing and describable), sorted; null before the first one. A change bumps the group
+   * epoch even when the group's subscription metadata does not change (an ACL granted or
+   * revoked for one member of a mixed group).
+   */
+  readonly resolvedTopics: readonly string[] | null;
 }
 
 /** A committed offset: the next offset the group will read. */
@@ -124,6 +137,13 @@ export function newGroup(groupId: string, nowMs: number): GroupState {
   };
 }
 
+/**
+ * Whether `principal` may DESCRIBE `topic` (the shell evaluates the ACL snapshot). Kafka
+ * (KIP-848) resolves a member's subscription only against the topics its principal may
+ * describe, so a member is never assigned, nor told the partition count of, a topic it cannot see.
+ */
+export type MayDescribe = (principal: string, topic: string) => boolean;
+
 /** Inputs that vary per call. */
 export interface CoreContext {
   nowMs: number;
@@ -131,6 +151,13 @@ export interface CoreContext {
   topics: TopicsSnapshot;
   /** A fresh unique member id, used if this call creates a member. */
   newMemberId?: string;
+  /**
+   * The topic filter of members with a principal. Absent: such members resolve to no topic
+   * (fail closed); members without a principal are never filtered.
+   */
+  mayDescribe?: MayDescribe;
+  /** Heartbeat only: the caller's principal (null or absent = unfiltered: auth off or a superuser). */
+  principal?: string | null;
 }
 
 export type CoreResult<T> = { ok: true; state: GroupState; value: T } | ErrorResult;
@@ -254,6 +281,8 @@ export function heartbeat(state: GroupState, req: HeartbeatInput, ctx: CoreConte
         revocationStartedMs: null,
         leftTemporarily: false,
         joinedMs: now,
+        principal: null,
+        resolvedTopics: null,
       };
       bump = true;
     }
@@ -288,9 +317,17 @@ export function heartbeat(state: GroupState, req: HeartbeatInput, ctx: CoreConte
   if (req.sessionTimeoutMs !== null) m = { ...m, sessionTimeoutMs: req.sessionTimeoutMs };
   if (req.rebalanceTimeoutMs !== null) m = { ...m, rebalanceTimeoutMs: req.rebalanceTimeoutMs };
   if (req.clientId !== null) m = { ...m, clientId: req.clientId };
+  // The principal follows the member's latest heartbeat; what it may see is re-resolved below.
+  // A new principal (a superuser's token, auth turned on or off) changes the filter: bump, so
+  // the target follows even for a member stored before resolvedTopics existed.
+  const principal = ctx.principal ?? null;
+  if (principal !== (m.principal ?? null)) {
+    m = { ...m, principal };
+    bump = true;
+  }
   s = { ...s, members: { ...s.members, [m.memberId]: m }, emptySinceMs: null };
 
-  s = refreshTarget(s, ctx.topics, bump);
+  s = refreshTarget(s, ctx, bump);
   m = reconcile(s, s.members[m.memberId] as MemberState, req.ownedPartitions, now);
   s = { ...s, members: { ...s.members, [m.memberId]: m } };
 
@@ -334,10 +371,17 @@ export function heartbeatIntervalMs(s: GroupState, m: MemberState): number {
 
 const DEFAULT_PREFIX = "public/default/";
 
-/** The existing topics a member subscribes to, by name or regex, sorted. */
-export function resolveSubscription(m: MemberState, topics: TopicsSnapshot): string[] {
+/**
+ * The existing topics a member subscribes to, by name or regex, sorted. A member with a
+ * principal gets only the topics `mayDescribe` allows it (none without a predicate), as
+ * Kafka resolves a KIP-848 regex against the topics the member may describe; names are
+ * filtered too, so a revoked `describe` also takes a named topic away.
+ */
+export function resolveSubscription(m: MemberState, topics: TopicsSnapshot, mayDescribe?: MayDescribe): string[] {
+  const principal = m.principal ?? null;
+  const visible = (t: string) => principal === null || (mayDescribe?.(principal, t) ?? false);
   const out = new Set<string>();
-  for (const t of m.subscribedTopicNames) if (topics[t] !== undefined) out.add(t);
+  for (const t of m.subscribedTopicNames) if (topics[t] !== undefined && visible(t)) out.add(t);
   if (m.subscribedTopicRegex !== null) {
     // Validated at the gateway; a stored pattern that no longer compiles (a limit lowered since)
     // subscribes to nothing rather than failing every heartbeat of the group.
@@ -349,11 +393,26 @@ export function resolveSubscription(m: MemberState, topics: TopicsSnapshot): str
     }
     if (re !== null) {
       for (const t of Object.keys(topics)) {
-        if (re.matches(t) || (t.startsWith(DEFAULT_PREFIX) && re.matches(t.slice(DEFAULT_PREFIX.length)))) out.add(t);
+        if ((re.matches(t) || (t.startsWith(DEFAULT_PREFIX) && re.matches(t.slice(DEFAULT_PREFIX.length)))) && visible(t)) out.add(t);
       }
     }
   }
   return [...out].sort();
+}
+
+/**
+ * A `describe` filter from the state alone, for when the ACLs cannot be read (the shell's
+ * timers): a principal keeps the topics its members last resolved to, and gains none.
+ */
+export function lastResolvedFilter(s: GroupState | null): MayDescribe {
+  const seen = new Map<string, Set<string>>();
+  for (const m of Object.values(s?.members ?? {})) {
+    if (m.principal === null) continue;
+    let set = seen.get(m.principal);
+    if (set === undefined) seen.set(m.principal, (set = new Set()));
+    for (const t of m.resolvedTopics ?? []) set.add(t);
+  }
+  return (principal, topic) => seen.get(principal)?.has(topic) ?? false;
 }
 
 function sameMeta(a: Readonly<Record<string, TopicMeta>>, b: Readonly<Record<string, TopicMeta>>): boolean {
@@ -368,19 +427,30 @@ function sameStrings(a: readonly string[], b: readonly string[]): boolean {
 }
 
 /**
- * Bumps the group epoch when asked to or when the metadata of the subscribed topics changed
- * (more partitions, a new topic matching a regex, a deleted or recreated topic), and then
- * recomputes the target assignment.
+ * Bumps the group epoch when asked to, when the metadata of the subscribed topics changed
+ * (more partitions, a new topic matching a regex, a deleted or recreated topic) or when a
+ * member's resolved topics changed (its principal was granted or refused `describe`), and
+ * then recomputes the target assignment.
  */
-function refreshTarget(s: GroupState, topics: TopicsSnapshot, bump: boolean): GroupState {
+function refreshTarget(s: GroupState, ctx: CoreContext, bump: boolean): GroupState {
+  const { topics } = ctx;
   const resolved = new Map<string, string[]>();
   const meta: Record<string, TopicMeta> = {};
+  let members: Record<string, MemberState> | null = null;
   for (const m of Object.values(s.members)) {
-    const ts = resolveSubscription(m, topics);
+    const ts = resolveSubscription(m, topics, ctx.mayDescribe);
     resolved.set(m.memberId, ts);
     for (const t of ts) meta[t] = { ...(topics[t] as TopicMeta) };
+    const before = m.resolvedTopics ?? null;
+    if (before === null || !sameStrings(before, ts)) {
+      // The first resolution (a new member, or one stored before this field) bumps only if
+      // something else does; a later change is a subscription change.
+      if (before !== null) bump = true;
+      members ??= { ...s.members };
+      members[m.memberId] = { ...m, resolvedTopics: ts };
+    }
   }
-  let next = s;
+  let next = members === null ? s : { ...s, members };
   if (!sameMeta(meta, s.subscriptionMetadata)) {
     next = { ...next, subscriptionMetadata: meta };
     bump = true;
@@ -529,7 +599,7 @@ function removeMembers(state: GroupState, ids: readonly string[], ctx: CoreConte
     delete targetAssignment[id];
   }
   let s: GroupState = { ...state, members, targetAssignment };
-  s = refreshTarget(s, ctx.topics, true);
+  s = refreshTarget(s, ctx, true);
   if (Object.keys(s.members).length === 0) s = { ...s, emptySinceMs: ctx.nowMs };
   return s;
 }

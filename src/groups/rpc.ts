@@ -21,8 +21,12 @@ import type { CommitInput, HeartbeatInput, LeaveInput } from "./coordinator-core
 import type { OffsetFetchInput, ResetOffsetsInput } from "./requests.ts";
 
 export interface GroupCoordinatorRpc {
-  /** Errors: UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH, INCONSISTENT_GROUP_PROTOCOL, GROUP_MAX_SIZE_REACHED, INVALID_REQUEST, UNAVAILABLE. */
-  heartbeat(groupId: string, req: HeartbeatInput): Promise<RpcResult<ConsumerGroupHeartbeatResponse>>;
+  /**
+   * `principal`: the authenticated caller, whose topic `describe` permission filters the
+   * member's subscription (KIP-848); null when auth is off or the caller is a superuser.
+   * Errors: UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH, INCONSISTENT_GROUP_PROTOCOL, GROUP_MAX_SIZE_REACHED, INVALID_REQUEST, UNAVAILABLE.
+   */
+  heartbeat(groupId: string, req: HeartbeatInput, principal?: string | null): Promise<RpcResult<ConsumerGroupHeartbeatResponse>>;
   /** Errors: UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH, INVALID_REQUEST. */
   leave(groupId: string, req: LeaveInput): Promise<RpcResult<LeaveGroupResponse>>;
   /** All or none. Errors: UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH, FENCED_MEMBER_EPOCH, UNASSIGNED_PARTITION, UNKNOWN_TOPIC_OR_PARTITION. */

@@ -64,7 +64,9 @@ export function groupRoutes(app: Hono<AppEnv>): void {
   app.post("/v1/groups/:group/heartbeat", async (c) => {
     const req = parseHeartbeat(jsonBody(c));
     const { groupId, stub } = coordinator(c);
-    return c.json(unwrap(await stub.heartbeat(groupId, req)));
+    // The coordinator resolves the subscription against what this principal may describe.
+    const auth = c.get("auth");
+    return c.json(unwrap(await stub.heartbeat(groupId, req, auth.superuser ? null : auth.principal)));
   });
 
   app.post("/v1/groups/:group/leave", async (c) => {
@@ -110,7 +112,18 @@ export function groupRoutes(app: Hono<AppEnv>): void {
     const d = unwrap(await stub.describe(groupId));
     if (c.get("auth").superuser) return c.json(d);
     const offsets = describable(c, d.offsets);
-    return c.json({ ...d, offsets, totalLag: offsets.reduce((sum, o) => sum + (o.lag ?? 0), 0) });
+    // Other members (a superuser's, say) may hold topics this principal cannot see.
+    const members = d.members.map((m) => ({
+      ...m,
+      subscribedTopicNames: describable(
+        c,
+        m.subscribedTopicNames.map((topic) => ({ topic })),
+      ).map((t) => t.topic),
+      assignment: describable(c, m.assignment),
+      pendingRevocation: describable(c, m.pendingRevocation),
+      targetAssignment: describable(c, m.targetAssignment),
+    }));
+    return c.json({ ...d, members, offsets, totalLag: offsets.reduce((sum, o) => sum + (o.lag ?? 0), 0) });
   });
 
   app.patch("/v1/groups/:group", async (c) => {

@@ -12,10 +12,14 @@ import {
   expire,
   groupStateName,
   heartbeat,
+  lastResolvedFilter,
   leave,
+  type MayDescribe,
+  type MemberState,
   newGroup,
   partitionOwners,
   resetOffsets,
+  resolveSubscription,
   timers,
 } from "../../src/groups/coordinator-core.ts";
 import type { AssignorName } from "../../src/protocol/groups.ts";
@@ -443,6 +447,135 @@ describe("coordinator core: topic changes", () => {
     sim.topics = snapshot(1, { "acme/prod/orders-us": 1 });
     const r = heartbeat(sim.state, hbInput({ subscribedTopicRegex: "acme/prod/.*" }), sim.ctx());
     expect(r).toMatchObject({ ok: true, value: { assignment: { "acme/prod/orders-us": [0] } } });
+  });
+});
+
+describe("coordinator core: a member's subscription is filtered by what its principal may describe (KIP-848)", () => {
+  const mine = (n: string) => `acme/prod/mine-${n}`;
+  const secret = (n: string) => `acme/prod/secret-${n}`;
+  /** Alice may describe `mine-*` (a prefixed ACL) and whatever `extra` holds; nobody else is filtered here. */
+  const extra = new Set<string>();
+  const acl: MayDescribe = (principal, topic) => principal === "alice" && (topic.startsWith("acme/prod/mine-") || extra.has(topic));
+
+  function topicsOf(names: string[]): TopicsSnapshot {
+    return Object.fromEntries(names.map((n) => [n, { topicId: `id-${n}`, partitions: 2 }]));
+  }
+
+  it("resolveSubscription keeps only describable matches of names and regex; no predicate means nothing; no principal means no filter", () => {
+    const topics = topicsOf([mine("a"), secret("a"), "public/default/mine-b"]);
+    const m = (principal: string | null): MemberState =>
+      ({
+        memberId: "m",
+        subscribedTopicNames: [secret("a")],
+        subscribedTopicRegex: "(acme/prod/)?(mine|secret)-.*",
+        principal,
+        resolvedTopics: null,
+      }) as unknown as MemberState;
+    // public/default/mine-b matches by its short name, but alice's ACL covers acme/prod/mine-* only.
+    expect(resolveSubscription(m("alice"), topics, acl)).toEqual([mine("a")]);
+    expect(resolveSubscription(m("mallory"), topics, acl)).toEqual([]);
+    expect(resolveSubscription(m("alice"), topics)).toEqual([]);
+    expect(resolveSubscription(m(null), topics)).toEqual([mine("a"), secret("a"), "public/default/mine-b"].sort());
+  });
+
+  it("property: a principal's resolution is the unfiltered resolution intersected with what it may describe", () => {
+    const name = fc.tuple(fc.constantFrom("acme/prod/", "public/default/", "other/ns/"), fc.constantFrom("mine-", "secret-", "x"), fc.stringMatching(/^[a-c]{0,3}$/)).map((p) => p.join(""));
+    fc.assert(
+      fc.property(fc.uniqueArray(name, { maxLength: 12 }), fc.func(fc.boolean()), fc.constantFrom(".*", "mine-.*", ".*/secret-.*", "(acme/prod/)?x.*"), (names, allowed, regex) => {
+        const topics = topicsOf(names);
+        const mayDescribe: MayDescribe = (_p, t) => allowed(t);
+        const m = (principal: string | null) => ({ memberId: "m", subscribedTopicNames: names.slice(0, 3), subscribedTopicRegex: regex, principal }) as unknown as MemberState;
+        const all = resolveSubscription(m(null), topics, mayDescribe);
+        expect(resolveSubscription(m("p"), topics, mayDescribe)).toEqual(all.filter((t) => allowed(t)));
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it("in a group with a superuser, the restricted member is never assigned a topic it cannot describe; grants and revocations re-resolve it", () => {
+    extra.clear();
+    let topics = topicsOf([mine("a"), mine("b"), secret("a")]);
+    let state = newGroup("g", 0);
+    const now = 1000;
+    const beat = (memberId: string | null, epoch: number, owned: Assignment | null, principal: string | null, first: boolean) => {
+      const r = heartbeat(state, hbInput({ memberId, memberEpoch: epoch, ownedPartitions: owned, subscribedTopicRegex: first ? "acme/prod/.*" : null, assignor: first ? "range" : null }), {
+        nowMs: now,
+        topics,
+        newMemberId: memberId ?? `m-${principal ?? "admin"}`,
+        principal,
+        mayDescribe: acl,
+      });
+      if (!r.ok) throw new Error(`${r.code} ${r.message ?? ""}`);
+      expect(checkInvariants(r.state)).toBeUndefined();
+      state = r.state;
+      return r.value;
+    };
+    const clients: Record<string, { id: string | null; epoch: number; owned: Assignment | null; principal: string | null }> = {
+      alice: { id: null, epoch: 0, owned: null, principal: "alice" },
+      admin: { id: null, epoch: 0, owned: null, principal: null },
+    };
+    const round = () => {
+      for (let i = 0; i < 6; i++) {
+        for (const c of Object.values(clients)) {
+          const v = beat(c.id, c.epoch, c.owned, c.principal, c.id === null);
+          c.id = v.memberId;
+          c.epoch = v.memberEpoch;
+          c.owned = v.assignment;
+        }
+      }
+      expect(groupStateName(state)).toBe("Stable");
+    };
+    const topicsHeld = (c: string) => Object.keys(clients[c]?.owned ?? {}).sort();
+    round();
+    expect(topicsHeld("alice").every((t) => t.includes("/mine-"))).toBe(true);
+    // range: the secret topic's 2 partitions go to the only member subscribed to it.
+    expect(clients.admin?.owned?.[secret("a")]).toEqual([0, 1]);
+    expect(state.members[clients.alice?.id ?? ""]?.resolvedTopics).toEqual([mine("a"), mine("b")]);
+
+    // A topic created later: the describable one joins alice's subscription, the other never does.
+    topics = topicsOf([mine("a"), mine("b"), secret("a"), mine("c"), secret("b")]);
+    round();
+    expect(state.members[clients.alice?.id ?? ""]?.resolvedTopics).toEqual([mine("a"), mine("b"), mine("c")]);
+    expect(topicsHeld("alice").some((t) => t.includes("/secret-"))).toBe(false);
+
+    // A grant: the group's subscription metadata does not change (the superuser resolved the
+    // topic already), but the group epoch does, and alice now shares the topic.
+    const meta = state.subscriptionMetadata;
+    const epoch = state.groupEpoch;
+    extra.add(secret("a"));
+    round();
+    expect(state.subscriptionMetadata).toEqual(meta);
+    expect(state.groupEpoch).toBeGreaterThan(epoch);
+    expect(topicsHeld("alice")).toContain(secret("a"));
+    // A revocation takes it away again.
+    extra.clear();
+    round();
+    expect(topicsHeld("alice").some((t) => t.includes("/secret-"))).toBe(false);
+    expect(Object.keys(state.targetAssignment[clients.alice?.id ?? ""] ?? {}).some((t) => t.includes("/secret-"))).toBe(false);
+  });
+
+  it("without readable ACLs (a timer), a principal keeps what its members last resolved to and gains nothing", () => {
+    const topics = topicsOf([mine("a"), mine("b"), secret("a")]);
+    const j = heartbeat(newGroup("g", 0), hbInput({ subscribedTopicRegex: "acme/prod/.*" }), { nowMs: 0, topics, newMemberId: "m", principal: "alice", mayDescribe: acl });
+    if (!j.ok) throw new Error(j.code);
+    const fallback = lastResolvedFilter(j.state);
+    expect([mine("a"), mine("b"), secret("a"), mine("c")].filter((t) => fallback("alice", t))).toEqual([mine("a"), mine("b")]);
+    expect(fallback("bob", mine("a"))).toBe(false);
+    expect(lastResolvedFilter(null)("alice", mine("a"))).toBe(false);
+    // A session expiry of another member with that filter leaves alice's target as it was.
+    const withMine = { ...topics, [mine("c")]: { topicId: "id-c", partitions: 1 } };
+    const r = expire(j.state, { nowMs: 1, topics: withMine, mayDescribe: fallback });
+    expect(r.state.members.m?.resolvedTopics).toEqual([mine("a"), mine("b")]);
+  });
+
+  it("a member that loses its principal (auth turned off, or made a superuser) is unfiltered at its next heartbeat", () => {
+    const topics = topicsOf([mine("a"), secret("a")]);
+    const j = heartbeat(newGroup("g", 0), hbInput({ subscribedTopicRegex: "acme/prod/.*" }), { nowMs: 0, topics, newMemberId: "m", principal: "alice", mayDescribe: acl });
+    if (!j.ok) throw new Error(j.code);
+    expect(j.value.assignment).toEqual({ [mine("a")]: [0, 1] });
+    const h = heartbeat(j.state, hbInput({ memberId: "m", memberEpoch: j.value.memberEpoch, ownedPartitions: j.value.assignment }), { nowMs: 1, topics, principal: null, mayDescribe: acl });
+    if (!h.ok) throw new Error(h.code);
+    expect(h.value.assignment).toEqual({ [mine("a")]: [0, 1], [secret("a")]: [0, 1] });
   });
 });
 

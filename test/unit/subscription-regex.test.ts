@@ -88,6 +88,8 @@ describe("resolveSubscription", () => {
     revocationStartedMs: null,
     leftTemporarily: false,
     joinedMs: 0,
+    principal: null,
+    resolvedTopics: null,
   });
   const topics = {
     [`public/default/${"a".repeat(200)}b`]: { topicId: "t1", partitions: 1 },
