@@ -590,6 +590,7 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
         inSyncReplicas: node.role === "leader" ? this.#replica.inSyncReplicas(Date.now()) : null,
         snapshotIndex: node.snapshotMeta.index,
         catchUpInstalls: this.#catchUp.installs,
+        catchUpRunning: this.#catchUp.running,
       },
     };
   }

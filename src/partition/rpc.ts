@@ -162,6 +162,8 @@ export interface ReplicaStatus {
   snapshotIndex: number;
   /** Snapshot catch-ups this replica installed since its object started (docs/RAFT.md "Snapshot catch-up"). */
   catchUpInstalls: number;
+  /** True while this replica pulls a snapshot catch-up from a peer. */
+  catchUpRunning: boolean;
 }
 
 /**
