@@ -95,7 +95,10 @@ export class ReplicaCatchUp {
     if (node === null || s === null) return errorResult("NOT_LEADER_OR_FOLLOWER", "This replica has no Raft state to serve a catch-up from.", { replica: this.#h.replica.memberId });
     if (req.op === "begin") {
       if (node.appliedIndex < req.minIndex) {
-        return errorResult("NOT_LEADER_OR_FOLLOWER", `Replica ${node.id} has applied up to ${node.appliedIndex}, not yet ${req.minIndex}.`, { replica: node.id, appliedIndex: node.appliedIndex });
+        return errorResult("NOT_LEADER_OR_FOLLOWER", `Replica ${node.id} has applied up to ${node.appliedIndex}, not yet ${req.minIndex}.`, {
+          replica: node.id,
+          appliedIndex: node.appliedIndex,
+        });
       }
       const index = node.appliedIndex;
       const producers = this.#h.producers.rows();
