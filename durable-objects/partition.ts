@@ -614,7 +614,9 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
 
   /** Test-only knobs of this replica (the gates of fault injection). */
   async setReplicaTestKnobs(knobs: ReplicaTestKnobs): Promise<RpcResult<{ knobs: ReplicaTestKnobs }>> {
-    if (!faultsEnabled(this.env)) return errorResult("INVALID_REQUEST", "Replica test knobs are not available: not in this build, or EDGELOG_RAFT_FAULTS is not '1' (docs/RAFT.md).");
+    if (!faultsEnabled(this.env)) {
+      return errorResult("INVALID_REQUEST", "Replica test knobs are not available: not in this build, or EDGELOG_RAFT_FAULTS is not '1' (docs/RAFT.md).", { faultInjection: false });
+    }
     for (const [k, v] of Object.entries(knobs)) {
       if (!["keepEntries", "leaderKeepEntries", "chunkBytes", "holdAfterChunks"].includes(k) || typeof v !== "number" || !Number.isInteger(v) || v < 1) {
         return errorResult("INVALID_REQUEST", `Invalid replica test knob ${k}: a positive integer.`);

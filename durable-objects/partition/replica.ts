@@ -26,8 +26,9 @@
  *   a follower drops what is {@link REPLICA_KEEP_ENTRIES} behind its applied index.
  * - **Snapshot catch-up** (docs/RAFT.md "Snapshot catch-up"): a replica that needs entries no
  *   peer keeps gets InstallSnapshot; its chunks are not stepped into the node (the core would
- *   install an empty image at once). The shell steps a heartbeat in their place (same term, same
- *   leader: it keeps following) and asks the host to pull the partition's state from the sender
+ *   install an empty image at once; the leader's heartbeats keep the replica following, and the
+ *   leader sends the chunk again on each heartbeat answer). The shell asks the host to pull the
+ *   partition's state from the sender
  *   (`ReplicaHost.catchUp`, durable-objects/partition/catch-up.ts), which ends in
  *   {@link PartitionReplica.install}: one transaction with the rooms' state, the snapshot meta,
  *   commit and applied index; then the node is rebuilt from the journal. The leader's next chunk
@@ -198,8 +199,8 @@ export class PartitionReplica {
       this.#heardMs.set(m.from, now);
       if (m.type === "snapshot" && m.term >= node.term && m.meta.index > node.commitIndex && node.termAt(m.meta.index) !== m.meta.term) {
         // A snapshot the core would install (an empty image): pull the partition's state
-        // instead, and keep following the sender meanwhile (see the file comment).
-        node.step({ type: "heartbeat", from: m.from, to: m.to, term: m.term, commit: 0, readSeq: 0 });
+        // instead (see the file comment). The chunk is not stepped: the leader's heartbeats
+        // keep this replica following, and each heartbeat answer brings the chunk again.
         this.#host.catchUp(m.from, m.meta);
         continue;
       }
