@@ -256,6 +256,24 @@ suite("snapshot catch-up of a replicated partition", () => {
     expect(await replicaLog(topicId, down)).toEqual(want);
   }, 120_000);
 
+  it("batches of 700 KB, 9.8 MB in all (more than one answer of at most 8 MiB), arrive byte for byte", async () => {
+    const { topicId, path } = await createReplicated({ keepEntries: 3, leaderKeepEntries: 5 });
+    const leader = await leaderOf(topicId);
+    await produceRetrying(path, "small");
+    await allAt(topicId, IDS, 1);
+    const down = IDS.find((id) => id !== leader.replica)!;
+    await replica(topicId, down).setFaults({ crashed: true });
+    const big = "y".repeat(700_000);
+    for (let i = 0; i < 14; i++) await produceRetrying(path, `${big}${i}`);
+    await until("the leader's journal compacted", async () => ((await status(topicId, leader.replica))!.snapshotIndex > 2 ? true : undefined));
+    await replica(topicId, down).setFaults({});
+    await allAt(topicId, [down], 15);
+    expect((await status(topicId, down))!.catchUpInstalls).toBe(1);
+    const want = await replicaLog(topicId, leader.replica);
+    expect(want.length).toBe(15);
+    expect(await replicaLog(topicId, down)).toEqual(want);
+  }, 120_000);
+
   it("test knobs are refused with bad values", async () => {
     const { topicId } = await createReplicated({ keepEntries: 3 });
     const r = await replica(topicId, "r1").setReplicaTestKnobs({ keepEntries: 0 });
