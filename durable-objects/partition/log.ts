@@ -661,9 +661,14 @@ export class LogRoom {
     const out: StoredBatch[] = [];
     let bytes = 0;
     for (const r of this.#sql.iterateRaw<[number, number, number, number, number, number, number, number, number, number, number, number, ArrayBuffer]>(
-      `SELECT ${BATCH_COLUMNS} FROM batches WHERE last_offset >= ? AND base_offset < ? ORDER BY base_offset`,
+      // A primary-key range from the batch holding `from` (no scan of the rows below it).
+      `SELECT ${BATCH_COLUMNS} FROM batches
+       WHERE base_offset >= COALESCE((SELECT base_offset FROM batches WHERE base_offset <= ? ORDER BY base_offset DESC LIMIT 1), 0)
+         AND base_offset < ? AND last_offset >= ?
+       ORDER BY base_offset`,
       from,
       end,
+      from,
     )) {
       if (out.length > 0 && bytes + r[11] > maxBytes) break;
       bytes += r[11];

@@ -91,7 +91,7 @@ export interface ReplicaHost {
   catchUp: (from: NodeId, meta: SnapshotMeta) => void;
 }
 
-/** Journal retention of a replica (test builds may make it small; see `setJournalRetention`). */
+/** Journal retention of a replica (test builds may make it small; see the partition's `setReplicaTestKnobs`). */
 export interface JournalRetention {
   /** Entries a follower keeps behind its applied index. */
   keepEntries: number;
@@ -135,7 +135,7 @@ export class PartitionReplica {
     return this.#generation;
   }
 
-  /** Journal retention (test builds shrink it through the partition's `setJournalRetention`). */
+  /** Journal retention (test builds shrink it through the partition's `setReplicaTestKnobs`). */
   setRetention(r: JournalRetention): void {
     this.#retention = { ...r };
   }
