@@ -23,7 +23,7 @@
 import type { Env } from "../src/env.ts";
 import type { ListOffsetsSpec, ProducerState } from "../src/partition/core.ts";
 import { peersOf, type Peers } from "../src/partition/peers.ts";
-import type { AppendOk, AppendRequest, FetchOk, FetchRequest, ListOffsetsOk, PartitionInit, PartitionMetrics, PartitionRpc, ReplicaStatus } from "../src/partition/rpc.ts";
+import type { AppendOk, AppendRequest, FetchOk, FetchRequest, ListOffsetsOk, PartitionInit, PartitionMetrics, PartitionRpc, ReplicaStatus, ReplicaTestKnobs } from "../src/partition/rpc.ts";
 import { errorResult, type ErrorResult, type RpcResult } from "../src/protocol/errors.ts";
 import { FETCH_MAX_WAIT_MS_LIMIT, MAX_APPEND_GROUP_REQUESTS } from "../src/protocol/limits.ts";
 import type { PartitionDescription, TopicConfigs } from "../src/protocol/types.ts";
@@ -59,7 +59,9 @@ import { partitionObjectName } from "../src/partition/rpc.ts";
 import { checkFaults, faultsEnabled } from "./raft/faults.ts";
 import { RAFT_ROOM } from "./raft/journal.ts";
 import { ReplicatedAppends } from "./partition/replicated.ts";
-import { PartitionReplica, REPLICA_IDS, replicaObjectName } from "./partition/replica.ts";
+import { PartitionReplica, REPLICA_IDS, REPLICA_KEEP_ENTRIES, REPLICA_LEADER_KEEP_ENTRIES, replicaObjectName } from "./partition/replica.ts";
+import { ReplicaCatchUp } from "./partition/catch-up.ts";
+import type { CatchUpChunk, CatchUpManifest, CatchUpRead } from "../src/partition/catch-up.ts";
 
 /** One write of the partition: each room's part, null when it has none. */
 export type Command = LogCommand & ProducersCommand & StreamsCommand & SubsCommand & LifecycleCommandPart;
@@ -83,6 +85,8 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
   readonly #replica: PartitionReplica;
   /** The produce path of a replicated partition (partition/replicated.ts). */
   readonly #replicated: ReplicatedAppends;
+  /** Snapshot catch-up of a replica, both sides (partition/catch-up.ts). */
+  readonly #catchUp: ReplicaCatchUp;
   /** The command `#commit` is applying: read by `#applyPending`, bound once (no closure per commit). */
   #pending: Command | null = null;
   /** A replicated partition's applied-index write, in the same transaction (null at rf 1). */
@@ -156,6 +160,7 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
       deliver: (to, messages) => this.#replicaStub(to).replicaDeliver(messages),
       apply: (e, writeApplied) => this.#replicated.apply(e.index, e.term, e.data, writeApplied),
       abort: (reason) => this.ctx.abort(reason),
+      catchUp: (from, meta) => this.#catchUp.start(from, meta),
     });
     this.#replicated = new ReplicatedAppends({
       log: this.#log,
@@ -168,6 +173,18 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
       appendBlocked: () => this.#appendBlocked(),
       produced: (r) => this.#counters.produced(r),
       aliveReplica: () => this.#aliveReplica(),
+    });
+    this.#catchUp = new ReplicaCatchUp({
+      log: this.#log,
+      producers: this.#producers,
+      lifecycle: this.#lifecycle,
+      replica: this.#replica,
+      commit: (cmd, alsoWrite) => this.#commit(cmd, alsoWrite ?? null),
+      peer: (id) => this.#peerReplica(id),
+      installed: () => {
+        this.#lifecycle.reset();
+        this.#lifecycle.load(Date.now());
+      },
     });
     // Pings are answered by the platform without waking a hibernated object.
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair(PING_FRAME, PONG_FRAME));
@@ -571,6 +588,9 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
         lastIndex: node.lastIndex,
         highWatermark: s?.highWatermark ?? 0,
         inSyncReplicas: node.role === "leader" ? this.#replica.inSyncReplicas(Date.now()) : null,
+        snapshotIndex: node.snapshotMeta.index,
+        catchUpInstalls: this.#catchUp.installs,
+        catchUpRunning: this.#catchUp.running,
       },
     };
   }
@@ -584,6 +604,27 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     if (typeof f === "string") return errorResult("INVALID_REQUEST", `Invalid faults: ${f}`);
     this.#replica.setFaults(f);
     return { ok: true, faults: f };
+  }
+
+  /** A peer's snapshot catch-up reads this replica's state (partition/catch-up.ts). */
+  async replicaSnapshotRead(req: CatchUpRead): Promise<RpcResult<{ manifest: CatchUpManifest } | { chunk: CatchUpChunk }>> {
+    this.#aliveReplica();
+    return this.#catchUp.read(req);
+  }
+
+  /** Test-only knobs of this replica (the gates of fault injection). */
+  async setReplicaTestKnobs(knobs: ReplicaTestKnobs): Promise<RpcResult<{ knobs: ReplicaTestKnobs }>> {
+    if (!faultsEnabled(this.env)) {
+      return errorResult("INVALID_REQUEST", "Replica test knobs are not available: not in this build, or EDGELOG_RAFT_FAULTS is not '1' (docs/RAFT.md).", { faultInjection: false });
+    }
+    for (const [k, v] of Object.entries(knobs)) {
+      if (!["keepEntries", "leaderKeepEntries", "chunkBytes", "holdAfterChunks"].includes(k) || typeof v !== "number" || !Number.isInteger(v) || v < 1) {
+        return errorResult("INVALID_REQUEST", `Invalid replica test knob ${k}: a positive integer.`);
+      }
+    }
+    this.#replica.setRetention({ keepEntries: knobs.keepEntries ?? REPLICA_KEEP_ENTRIES, leaderKeepEntries: knobs.leaderKeepEntries ?? REPLICA_LEADER_KEEP_ENTRIES });
+    this.#catchUp.setKnobs({ chunkBytes: knobs.chunkBytes, holdAfterChunks: knobs.holdAfterChunks });
+    return { ok: true, knobs };
   }
 
   /** Throws while this replica acts crashed (fault injection): to its callers it is down. */

@@ -34,6 +34,7 @@ import type { AppendOk, FetchOk, FetchRequest, ListOffsetsOk, PartitionInit } fr
 import { errorResult, type ErrorResult, type Ok, type RpcResult } from "../../src/protocol/errors.ts";
 import type { PartitionDescription, TopicConfigs } from "../../src/protocol/types.ts";
 import { nextFetchOffset } from "../../src/lifecycle/reads.ts";
+import type { StoredBatch } from "../../src/partition/catch-up.ts";
 import { blob, type Sql } from "../base.ts";
 
 /** In-memory copy of the meta table of an initialised partition (loaded once at start-up). */
@@ -82,7 +83,22 @@ export type LogChange =
    * A replicated partition's leader epoch moves to the Raft term of the entry being applied
    * (docs/RAFT.md): written with the first append of a new term, before its batches are planned.
    */
-  | { op: "leaderEpoch"; epoch: number };
+  | { op: "leaderEpoch"; epoch: number }
+  /**
+   * Snapshot catch-up of a replica (docs/RAFT.md "Snapshot catch-up"): pulled batches go to
+   * `batches_staged`, invisible to every read (`stage`); `unstage` drops them (a new pull starts).
+   */
+  | { op: "stage"; rows: readonly StoredBatch[] }
+  | { op: "unstage" }
+  /**
+   * The catch-up's install, in the one transaction that also writes the Raft snapshot and the
+   * applied index: the staged batches move into `batches` (after every stored one is deleted when
+   * `replace`), and the meta rows take the pulled state's bounds and leader epoch.
+   */
+  | { op: "install"; replace: boolean; logStartOffset: number; logEndOffset: number; leaderEpoch: number; storedBytes: number; runningMaxTimestamp: number };
+
+const BATCH_COLUMNS = `base_offset, last_offset, record_count, producer_id, producer_epoch, base_sequence,
+     partition_leader_epoch, attributes, base_timestamp, max_timestamp, running_max_timestamp, size_bytes, data`;
 
 /** One batch rewritten by compaction (src/lifecycle/batch-rewrite.ts made `data`). */
 export interface BatchRewrite {
@@ -277,6 +293,11 @@ export class LogRoom {
       if (s === null) return "leader epoch set on an uninitialised partition";
       if (c.epoch < s.leaderEpoch) return `the leader epoch never goes back: ${s.leaderEpoch} -> ${c.epoch}`;
     }
+    if (c !== null && c.op === "install") {
+      if (s === null) return "install on an uninitialised partition";
+      if (c.logStartOffset > c.logEndOffset || c.storedBytes < 0) return `install of a log [${c.logStartOffset}, ${c.logEndOffset}) of ${c.storedBytes} bytes`;
+      if (!c.replace && c.logEndOffset < s.logEndOffset) return `install moves the log end back: ${s.logEndOffset} -> ${c.logEndOffset}`;
+    }
     if (c !== null && c.op === "truncate") {
       if (s === null) return "truncate on an uninitialised partition";
       if (c.freedBytes < 0 || c.freedBytes > s.storedBytes) return `truncate frees ${c.freedBytes} of ${s.storedBytes} stored bytes`;
@@ -351,6 +372,38 @@ export class LogRoom {
         this.#sql.run("DELETE FROM batches WHERE last_offset < ?", c.before);
         this.#putMeta("stored_bytes", this.#state!.storedBytes - c.freedBytes);
         return;
+      case "stage":
+        for (const r of c.rows) {
+          this.#sql.run(
+            `INSERT INTO batches_staged (${BATCH_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+            r.baseOffset,
+            r.lastOffset,
+            r.recordCount,
+            r.producerId,
+            r.producerEpoch,
+            r.baseSequence,
+            r.partitionLeaderEpoch,
+            r.attributes,
+            r.baseTimestamp,
+            r.maxTimestamp,
+            r.runningMaxTimestamp,
+            r.sizeBytes,
+            blob(r.data),
+          );
+        }
+        return;
+      case "unstage":
+        this.#sql.run("DELETE FROM batches_staged");
+        return;
+      case "install":
+        if (c.replace) this.#sql.run("DELETE FROM batches");
+        this.#sql.run(`INSERT INTO batches (${BATCH_COLUMNS}) SELECT ${BATCH_COLUMNS} FROM batches_staged ORDER BY base_offset`);
+        this.#sql.run("DELETE FROM batches_staged");
+        this.#putMeta("log_start_offset", c.logStartOffset);
+        this.#putMeta("log_end_offset", c.logEndOffset);
+        this.#putMeta("leader_epoch", c.leaderEpoch);
+        this.#putMeta("stored_bytes", c.storedBytes);
+        return;
       case "rewrite": {
         let delta = 0;
         for (const b of c.batches) {
@@ -372,7 +425,8 @@ export class LogRoom {
   publish(cmd: LogCommand): void {
     const c = cmd.log;
     if (c !== null) this.#publishChange(c);
-    if (c?.op === "rewrite") for (const listener of this.#rewritten) listener();
+    if (c?.op === "rewrite" || c?.op === "install") for (const listener of this.#rewritten) listener();
+    if (c?.op === "install") this.#notify();
     const p = cmd.append;
     if (p === null) return;
     const s = this.#state!;
@@ -422,6 +476,17 @@ export class LogRoom {
         return;
       case "truncate":
         s.storedBytes -= c.freedBytes;
+        return;
+      case "stage":
+      case "unstage":
+        return;
+      case "install":
+        s.logStartOffset = c.logStartOffset;
+        s.logEndOffset = c.logEndOffset;
+        s.highWatermark = c.logEndOffset;
+        s.leaderEpoch = c.leaderEpoch;
+        s.storedBytes = c.storedBytes;
+        s.runningMaxTimestamp = c.runningMaxTimestamp;
         return;
       case "rewrite":
         for (const b of c.batches) s.storedBytes += (b.data === null ? 0 : b.data.length) - b.sizeBefore;
@@ -583,6 +648,54 @@ export class LogRoom {
       bytes += r.size_bytes;
     }
     return { rows, exhausted: true };
+  }
+
+  // ---- reads for a replica's snapshot catch-up (docs/RAFT.md "Snapshot catch-up") ----
+
+  /**
+   * Stored batches with `last_offset >= from` and `base_offset < end`, offset order, every
+   * column: the first row always, then rows while the chunk stays within `maxBytes` (a Durable
+   * Object RPC argument must stay well below 32 MiB; a row is at most ~2 MB).
+   */
+  batchRowsInRange(from: number, end: number, maxBytes: number): StoredBatch[] {
+    const out: StoredBatch[] = [];
+    let bytes = 0;
+    for (const r of this.#sql.iterateRaw<[number, number, number, number, number, number, number, number, number, number, number, number, ArrayBuffer]>(
+      // A primary-key range from the batch holding `from` (no scan of the rows below it).
+      `SELECT ${BATCH_COLUMNS} FROM batches
+       WHERE base_offset >= COALESCE((SELECT base_offset FROM batches WHERE base_offset <= ? ORDER BY base_offset DESC LIMIT 1), 0)
+         AND base_offset < ? AND last_offset >= ?
+       ORDER BY base_offset`,
+      from,
+      end,
+      from,
+    )) {
+      if (out.length > 0 && bytes + r[11] > maxBytes) break;
+      bytes += r[11];
+      out.push({
+        baseOffset: r[0],
+        lastOffset: r[1],
+        recordCount: r[2],
+        producerId: r[3],
+        producerEpoch: r[4],
+        baseSequence: r[5],
+        partitionLeaderEpoch: r[6],
+        attributes: r[7],
+        baseTimestamp: r[8],
+        maxTimestamp: r[9],
+        runningMaxTimestamp: r[10],
+        sizeBytes: r[11],
+        data: new Uint8Array(r[12]),
+      });
+    }
+    return out;
+  }
+
+  /** The staged batches' count, bytes, and the running max timestamp of the last one (-1: none). */
+  stagedSummary(): { rows: number; bytes: number; runningMaxTimestamp: number } {
+    const a = this.#sql.first<{ n: number; b: number | null }>("SELECT COUNT(*) AS n, SUM(size_bytes) AS b FROM batches_staged")!;
+    const last = this.#sql.first<{ m: number }>("SELECT running_max_timestamp AS m FROM batches_staged ORDER BY base_offset DESC LIMIT 1");
+    return { rows: a.n, bytes: a.b ?? 0, runningMaxTimestamp: last?.m ?? -1 };
   }
 
   #spans(query: string, ...params: SqlStorageValue[]): BatchSpan[] {

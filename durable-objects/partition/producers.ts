@@ -22,6 +22,7 @@
  * cache follows in {@link ProducersRoom.publish}, after the commit.
  */
 import { applyProducerAppend, checkSequence, type ProducerAppend, type ProducerState, type SequenceDecision } from "../../src/partition/core.ts";
+import type { ProducerRows } from "../../src/partition/catch-up.ts";
 import { producerIdExpirationMs } from "../../src/protocol/config.ts";
 import type { RoomTimers, Sql } from "../base.ts";
 import type { LogRoom } from "./log.ts";
@@ -54,7 +55,12 @@ export type ProducerChange =
       /** When the request was decided (epoch ms): the producer's last append time. */
       atMs: number;
     }
-  | { op: "expire"; beforeMs: number };
+  | { op: "expire"; beforeMs: number }
+  /**
+   * A replica's snapshot catch-up (docs/RAFT.md "Snapshot catch-up"): the whole producer state
+   * is replaced by the one pulled from a peer at the same Raft index.
+   */
+  | { op: "install"; rows: ProducerRows };
 
 /** The producers room's part of a command (see durable-objects/partition.ts `commit`). */
 export interface ProducersCommand {
@@ -110,6 +116,18 @@ export class ProducersRoom {
     return this.#sql.first<{ n: number }>("SELECT COUNT(*) AS n FROM producers")?.n ?? 0;
   }
 
+  /** Every producer state, as rows (a peer's snapshot catch-up reads it; bounded by the producer-id expiry). */
+  rows(): ProducerRows {
+    return {
+      producers: [...this.#sql.iterateRaw<[number, number, number, number]>("SELECT producer_id, producer_epoch, last_sequence, last_append_ms FROM producers ORDER BY producer_id")],
+      batches: [
+        ...this.#sql.iterateRaw<[number, number, number, number, number, number]>(
+          "SELECT producer_id, producer_epoch, base_sequence, last_sequence, first_offset, last_offset FROM producer_batches ORDER BY producer_id, first_offset",
+        ),
+      ],
+    };
+  }
+
   /** The change that records `req` appended at [firstOffset, lastOffset], decided at `atMs`. */
   change(req: ProducerAppend, previous: ProducerState | undefined, firstOffset: number, lastOffset: number, atMs: number): ProducerChange {
     return { op: "append", producerId: req.producerId, previous, next: applyProducerAppend(previous, req, firstOffset, lastOffset), atMs };
@@ -148,6 +166,15 @@ export class ProducersRoom {
   apply(cmd: ProducersCommand): void {
     const c = cmd.producer;
     if (c === null) return;
+    if (c.op === "install") {
+      this.#sql.run("DELETE FROM producer_batches");
+      this.#sql.run("DELETE FROM producers");
+      for (const r of c.rows.producers) this.#sql.run("INSERT INTO producers (producer_id, producer_epoch, last_sequence, last_append_ms) VALUES (?, ?, ?, ?)", ...r);
+      for (const r of c.rows.batches) {
+        this.#sql.run("INSERT INTO producer_batches (producer_id, producer_epoch, base_sequence, last_sequence, first_offset, last_offset) VALUES (?, ?, ?, ?, ?, ?)", ...r);
+      }
+      return;
+    }
     if (c.op === "expire") {
       this.#sql.run(
         `DELETE FROM producer_batches WHERE producer_id IN
@@ -194,9 +221,10 @@ export class ProducersRoom {
   publish(cmd: ProducersCommand): void {
     const c = cmd.producer;
     if (c === null) return;
-    if (c.op === "expire") {
-      // Rare (once per expiration window): the cache is rebuilt from SQLite on demand.
+    if (c.op === "expire" || c.op === "install") {
+      // Rare (once per expiration window, or a catch-up): the cache is rebuilt from SQLite on demand.
       this.#cache.clear();
+      if (c.op === "install") this.rearm(Date.now());
       return;
     }
     this.#remember(c.producerId, c.next);

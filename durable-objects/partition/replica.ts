@@ -20,11 +20,20 @@
  *   NOT_LEADER_OR_FOLLOWER when another entry took their index (lost with a leader change:
  *   nothing of it was applied, safe to resend), or REQUEST_TIMED_OUT after
  *   {@link REPLICA_REQUEST_TIMEOUT_MS} (outcome unknown).
- * - **Compaction**: a partition's state (its whole log) is not shipped as a Raft snapshot; the
- *   journal drops entries every replica has applied, as the leader learns from its followers'
- *   match indexes (followers drop what is {@link REPLICA_KEEP_ENTRIES} behind their applied
- *   index). A replica that needs an entry no one keeps cannot catch up (not handled yet: it
- *   would need a copy of the partition; docs/RAFT.md).
+ * - **Compaction**: the journal is compacted with an empty Raft snapshot image: the partition's
+ *   state (its whole log) is not copied into the journal. A leader drops entries every voter has
+ *   matched, but keeps at most {@link REPLICA_LEADER_KEEP_ENTRIES} behind its applied index;
+ *   a follower drops what is {@link REPLICA_KEEP_ENTRIES} behind its applied index.
+ * - **Snapshot catch-up** (docs/RAFT.md "Snapshot catch-up"): a replica that needs entries no
+ *   peer keeps gets InstallSnapshot; its chunks are not stepped into the node (the core would
+ *   install an empty image at once; the leader's heartbeats keep the replica following, and the
+ *   leader sends the chunk again on each heartbeat answer). The shell asks the host to pull the
+ *   partition's state from the sender
+ *   (`ReplicaHost.catchUp`, durable-objects/partition/catch-up.ts), which ends in
+ *   {@link PartitionReplica.install}: one transaction with the rooms' state, the snapshot meta,
+ *   commit and applied index; then the node is rebuilt from the journal. The leader's next chunk
+ *   is then old news to the core (at or below the commit): it answers done, and the leader
+ *   resumes appends after the snapshot's index.
  * - **Fault injection** (dev and test builds only, durable-objects/raft/faults.ts): as a Raft
  *   member's.
  */
@@ -33,6 +42,7 @@ import { sendMessages } from "../raft/send.ts";
 import { errorResult, type ErrorResult } from "../../src/protocol/errors.ts";
 import { resolveGroupConfig, type RaftFaults } from "../../src/raft/group.ts";
 import { RaftContractError, RaftNode, type Entry, type Message, type NodeId } from "../../src/raft/index.ts";
+import type { SnapshotMeta } from "../../src/raft/types.ts";
 import type { RoomTimers, Sql } from "../base.ts";
 import { RaftJournal } from "../raft/journal.ts";
 
@@ -43,6 +53,13 @@ export const REPLICA_ELECTION_TICKS = 10;
 export const REPLICA_REQUEST_TIMEOUT_MS = 5_000;
 /** Entries a follower keeps behind its applied index (a leader keeps what a follower still lacks). */
 export const REPLICA_KEEP_ENTRIES = 1_000;
+/**
+ * Most entries a leader keeps behind its applied index for a follower that lags (down, cut
+ * off): beyond it the follower catches up by snapshot (docs/RAFT.md "Snapshot catch-up"), as an
+ * etcd leader compacts by its snapshot count whatever its followers' progress. Each entry is one
+ * produce request (up to 1 MiB).
+ */
+export const REPLICA_LEADER_KEEP_ENTRIES = 10_000;
 /** Replica ids of a replication factor of 3. */
 export const REPLICA_IDS: readonly NodeId[] = ["r1", "r2", "r3"];
 
@@ -66,6 +83,20 @@ export interface ReplicaHost {
   apply: (e: { index: number; term: number; data: Uint8Array }, writeApplied: () => void) => unknown;
   /** Resets the object after a failed Ready loop. */
   abort: (reason: string) => void;
+  /**
+   * A peer sent InstallSnapshot (`meta`): this replica lacks entries no peer keeps. The host
+   * pulls the partition's state from `from` and calls {@link PartitionReplica.install}; one pull
+   * at a time (the host ignores the call while one runs).
+   */
+  catchUp: (from: NodeId, meta: SnapshotMeta) => void;
+}
+
+/** Journal retention of a replica (test builds may make it small; see the partition's `setReplicaTestKnobs`). */
+export interface JournalRetention {
+  /** Entries a follower keeps behind its applied index. */
+  keepEntries: number;
+  /** Most entries a leader keeps behind its applied index for lagging followers. */
+  leaderKeepEntries: number;
 }
 
 export class PartitionReplica {
@@ -77,6 +108,9 @@ export class PartitionReplica {
   readonly #waiters = new ApplyWaiters<unknown>();
   /** When each peer was last heard from (ms, this object's clock): min.insync.replicas. */
   readonly #heardMs = new Map<NodeId, number>();
+  #retention: JournalRetention = { keepEntries: REPLICA_KEEP_ENTRIES, leaderKeepEntries: REPLICA_LEADER_KEEP_ENTRIES };
+  /** Bumped whenever the node is rebuilt, crashed or dropped: a catch-up started under another generation stops. */
+  #generation = 0;
 
   constructor(host: ReplicaHost) {
     this.#host = host;
@@ -94,6 +128,16 @@ export class PartitionReplica {
 
   get crashed(): boolean {
     return this.#faults.crashed === true;
+  }
+
+  /** Changes with every rebuild, crash or reset of the node (a catch-up checks it after each await). */
+  get generation(): number {
+    return this.#generation;
+  }
+
+  /** Journal retention (test builds shrink it through the partition's `setReplicaTestKnobs`). */
+  setRetention(r: JournalRetention): void {
+    this.#retention = { ...r };
   }
 
   /** The Raft node (null before bootstrap or while crashed). */
@@ -114,6 +158,7 @@ export class PartitionReplica {
     this.#fail(new Error("the partition was destroyed"));
     this.#memberId = null;
     this.#node = null;
+    this.#generation++;
   }
 
   /**
@@ -152,9 +197,40 @@ export class PartitionReplica {
     for (const m of messages) {
       if (m.to !== node.id) continue;
       this.#heardMs.set(m.from, now);
+      if (m.type === "snapshot" && m.term >= node.term && m.meta.index > node.commitIndex && node.termAt(m.meta.index) !== m.meta.term) {
+        // A snapshot the core would install (an empty image): pull the partition's state
+        // instead (see the file comment). The chunk is not stepped: the leader's heartbeats
+        // keep this replica following, and each heartbeat answer brings the chunk again.
+        this.#host.catchUp(m.from, m.meta);
+        continue;
+      }
       node.step(m);
     }
     this.drain();
+  }
+
+  /**
+   * Installs a pulled partition state at Raft `meta` (docs/RAFT.md "Snapshot catch-up"):
+   * `commit` runs the rooms' install in ONE transaction together with `writeJournal` (the
+   * journal's log replaced by the snapshot meta, commit and applied index moved to its index);
+   * then the node is rebuilt from the journal (persistence contract rule 6). The caller checked
+   * `installDecision` synchronously before (src/partition/catch-up.ts).
+   * A throw resets the object, as a failed Ready loop does.
+   */
+  install(meta: SnapshotMeta, commit: (writeJournal: () => void) => void): void {
+    const node = this.#node;
+    if (node === null) throw new Error(`partition replica ${this.#memberId}: install without a node`);
+    const snap = { meta: { index: meta.index, term: meta.term, conf: { voters: [...meta.conf.voters], learners: [...meta.conf.learners] } }, data: new Uint8Array(0) };
+    try {
+      commit(() => this.#journal.writeSnapshot(snap, true));
+    } catch (err) {
+      console.error(`Partition replica ${this.#memberId}: the snapshot install failed; resetting the object`, err);
+      this.#node = null;
+      this.#host.abort(`partition replica snapshot install failed: ${String(err)}`);
+      throw err;
+    }
+    this.#fail(new Error(`Partition replica ${this.#memberId} installed a snapshot at index ${meta.index}.`));
+    this.#startNode();
   }
 
   /** The leader's refusal when this replica is not the leader, else null. */
@@ -250,8 +326,8 @@ export class PartitionReplica {
     const journal = this.#journal;
     while (node.hasReady()) {
       const rd = node.ready();
-      if (rd.snapshot !== undefined)
-        throw new RaftContractError(`partition replica ${this.#memberId}: a Raft snapshot arrived; a replica that fell behind the compacted log cannot catch up yet`);
+      // Snapshots are pulled, never installed by the core (see `deliver`): one here is a bug.
+      if (rd.snapshot !== undefined) throw new RaftContractError(`partition replica ${this.#memberId}: the core installed a Raft snapshot; partitions pull theirs`);
       if (rd.entries.length > 0 || rd.hardState !== undefined) {
         this.#host.transaction(() => {
           journal.writeEntries(rd.entries);
@@ -286,12 +362,15 @@ export class PartitionReplica {
 
   /** Drops journal entries no replica needs any more (see the file comment). */
   #maybeCompact(node: RaftNode): void {
-    let upTo = node.appliedIndex - REPLICA_KEEP_ENTRIES;
+    const { keepEntries, leaderKeepEntries } = this.#retention;
+    let upTo = node.appliedIndex - keepEntries;
     if (node.role === "leader") {
       upTo = node.appliedIndex;
       for (const id of node.conf.voters) if (id !== node.id) upTo = Math.min(upTo, node.matchOf(id) ?? 0);
+      // A follower further behind than this catches up by snapshot.
+      upTo = Math.max(upTo, node.appliedIndex - leaderKeepEntries);
     }
-    if (upTo - node.snapshotMeta.index < REPLICA_KEEP_ENTRIES) return;
+    if (upTo - node.snapshotMeta.index < keepEntries) return;
     const snap = node.compact(upTo, new Uint8Array(0));
     this.#host.transaction(() => this.#journal.writeSnapshot(snap, false));
   }
@@ -326,6 +405,7 @@ export class PartitionReplica {
   // ---- life cycle and faults ----
 
   #startNode(): void {
+    this.#generation++;
     const storage = this.#journal.load();
     this.#node = new RaftNode(
       {
@@ -349,6 +429,7 @@ export class PartitionReplica {
     this.#faults = f;
     if (f.crashed === true && !wasCrashed) {
       this.#node = null;
+      this.#generation++;
       this.#fail(new Error(this.crashedMessage()));
     }
     if (f.crashed !== true && wasCrashed && this.#memberId !== null) this.#startNode();

@@ -6,6 +6,7 @@
  * Addressing: one object per topic-partition, named `${topicId}/${partition}` (the topic id,
  * not the name, so deleting and re-creating a topic gives fresh objects starting at offset 0).
  */
+import type { CatchUpChunk, CatchUpManifest, CatchUpRead } from "./catch-up.ts";
 import type { RpcResult } from "../protocol/errors.ts";
 import type { PartitionDescription, TopicConfigs } from "../protocol/types.ts";
 import type { ListOffsetsSpec } from "./core.ts";
@@ -157,6 +158,27 @@ export interface ReplicaStatus {
   highWatermark: number;
   /** At the leader: itself and the voters heard from within an election timeout. */
   inSyncReplicas: number | null;
+  /** The Raft index of the journal's latest snapshot (entries up to it are compacted away). */
+  snapshotIndex: number;
+  /** Snapshot catch-ups this replica installed since its object started (docs/RAFT.md "Snapshot catch-up"). */
+  catchUpInstalls: number;
+  /** True while this replica pulls a snapshot catch-up from a peer. */
+  catchUpRunning: boolean;
+}
+
+/**
+ * Test-only knobs of a replica (dev and test builds with EDGELOG_RAFT_FAULTS=1, as fault
+ * injection): a small journal retention makes snapshot catch-up happen after a few entries.
+ */
+export interface ReplicaTestKnobs {
+  /** Entries a follower keeps behind its applied index (default REPLICA_KEEP_ENTRIES). */
+  keepEntries?: number;
+  /** Most entries a leader keeps behind its applied index (default REPLICA_LEADER_KEEP_ENTRIES). */
+  leaderKeepEntries?: number;
+  /** Bytes per catch-up chunk this replica asks for. */
+  chunkBytes?: number;
+  /** A pull waits after staging this many chunks until the knob is cleared. */
+  holdAfterChunks?: number;
 }
 
 /** The RPC methods of PartitionDO (named so none collides with the DO's HTTP `fetch`). */
@@ -183,6 +205,15 @@ export interface PartitionRpc {
   replicaStatus(): Promise<RpcResult<{ replica: ReplicaStatus | null }>>;
   /** Fault injection of a replica (dev and test builds with EDGELOG_RAFT_FAULTS=1 only; else INVALID_REQUEST). */
   setFaults(faults: RaftFaults): Promise<RpcResult<{ faults: RaftFaults }>>;
+  /**
+   * A peer replica's snapshot catch-up reads this replica's state (docs/RAFT.md "Snapshot
+   * catch-up"): `begin` the manifest at its applied index (NOT_LEADER_OR_FOLLOWER while it has
+   * not applied `minIndex`; REQUEST_TOO_LARGE when the producer state exceeds one answer),
+   * `batches` stored rows of a range (OFFSET_OUT_OF_RANGE below its log start). Writes nothing.
+   */
+  replicaSnapshotRead(req: CatchUpRead): Promise<RpcResult<{ manifest: CatchUpManifest } | { chunk: CatchUpChunk }>>;
+  /** Test-only knobs of a replica (same gates as {@link setFaults}; else INVALID_REQUEST). */
+  setReplicaTestKnobs(knobs: ReplicaTestKnobs): Promise<RpcResult<{ knobs: ReplicaTestKnobs }>>;
   /**
    * deleteRecords (KIP-107): the log start offset moves to `offset` (-1 = the high watermark) and
    * the rows below it are deleted on the lifecycle's timer. Answers the new log start offset (Kafka's
