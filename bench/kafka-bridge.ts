@@ -20,12 +20,14 @@
  * Worker's own socket over HTTP, as it would to a deployed gateway. kafkajs, the bridge and the
  * SDK share the bench's Node process, so the bridge's CPU competes with the client's.
  */
-import { spawn, type ChildProcess } from "node:child_process";
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { PerformanceObserver } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { Kafka, logLevel } from "kafkajs";
 import { Consumer, EdgelogClient, Producer } from "../sdk/src/index.ts";
-import { startKafkaBridge } from "../sdk/src/kafka-bridge/index.ts";
+import { bridgeFetch, startKafkaBridge } from "../sdk/src/kafka-bridge/index.ts";
 import { startEngine } from "./engine.ts";
 import { closedLoop, fmt } from "./util.ts";
 
@@ -52,6 +54,33 @@ function printRows(title: string, rows: Row[]): void {
   }
 }
 
+/** CPU time (user + system) of another process so far, ms; NaN where /proc is missing. */
+function processCpuMs(pid: number | undefined): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+    return (Number(fields[11]) + Number(fields[12])) * 10; // clock ticks of 10 ms (USER_HZ 100)
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/** Edgelog appends (binary produce requests) seen by a counting fetch. */
+interface Appends {
+  n: number;
+  bytes: number;
+}
+
+function countingFetch(inner: typeof fetch, into: () => Appends): typeof fetch {
+  return (input, init) => {
+    if (init?.method === "POST" && init.body instanceof Uint8Array) {
+      const a = into();
+      a.n++;
+      a.bytes += init.body.byteLength;
+    }
+    return inner(input, init);
+  };
+}
+
 export async function run({ quick }: { quick: boolean }): Promise<void> {
   const ROUNDS = quick ? 2 : 4;
   const PER_ROUND = quick ? 5_000 : 20_000;
@@ -61,10 +90,21 @@ export async function run({ quick }: { quick: boolean }): Promise<void> {
   const PARTITIONS = 6;
   const value = Buffer.alloc(1024, 97);
   const engine = await startEngine();
+  // Appends of each path in the current phase (per-round diagnostics).
+  let appends = { bridge: { n: 0, bytes: 0 }, direct: { n: 0, bytes: 0 } };
   const client = new EdgelogClient({ baseUrl: engine.url });
-  const bridge = await startKafkaBridge({ client, port: 0, log: () => {} });
+  // The SDK producer with the SDK's default fetch, the bridges with the bridge's default
+  // (bridgeFetch), as each is used; both counted.
+  const directClient = new EdgelogClient({
+    baseUrl: engine.url,
+    fetch: countingFetch(
+      (i, init) => globalThis.fetch(i, init),
+      () => appends.direct,
+    ),
+  });
+  const bridge = await startKafkaBridge({ url: engine.url, fetch: countingFetch(bridgeFetch, () => appends.bridge), port: 0, log: () => {} });
   const kafka = new Kafka({ brokers: [`127.0.0.1:${bridge.port}`], clientId: "bench", logLevel: logLevel.NOTHING });
-  const readAheadBridge = await startKafkaBridge({ client, port: 0, log: () => {}, fetchReadAhead: true });
+  const readAheadBridge = await startKafkaBridge({ url: engine.url, port: 0, log: () => {}, fetchReadAhead: true });
   const kafkaReadAhead = new Kafka({ brokers: [`127.0.0.1:${readAheadBridge.port}`], clientId: "bench", logLevel: logLevel.NOTHING });
   // The floor: appends answered at once, in-process (no HTTP); everything else from the engine.
   const instantAppends: typeof fetch = async (input, init) => {
@@ -89,6 +129,24 @@ export async function run({ quick }: { quick: boolean }): Promise<void> {
       if (m) resolve(Number(m[1]));
     });
   });
+  // workerd (Miniflare's child) and the CLI bridge, for their CPU time per phase.
+  const workerdPid = (() => {
+    try {
+      return Number(
+        execFileSync("pgrep", ["-P", String(process.pid), "workerd"])
+          .toString()
+          .trim()
+          .split("\n")[0],
+      );
+    } catch {
+      return undefined;
+    }
+  })();
+  let gcMs = 0;
+  const gcObserver = new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) gcMs += e.duration;
+  });
+  gcObserver.observe({ entryTypes: ["gc"] });
   const cliKafka = new Kafka({ brokers: [`127.0.0.1:${cliPort}`], clientId: "bench-cli", logLevel: logLevel.NOTHING });
   try {
     const viaBridge = `kb-bridge-${Date.now()}`;
@@ -104,7 +162,7 @@ export async function run({ quick }: { quick: boolean }): Promise<void> {
     await floorProducer.connect();
     const cliProducer = cliKafka.producer({ allowAutoTopicCreation: false });
     await cliProducer.connect();
-    const sdkProducer = new Producer(client);
+    const sdkProducer = new Producer(directClient);
     const messages = (round: number, chunk: number) => Array.from({ length: CHUNK }, (_, i) => ({ key: `k${(round * PER_ROUND + chunk * CHUNK + i) % 1000}`, value }));
     // warm-up: connections, isolates, objects
     await kProducer.send({ topic: viaBridge, messages: messages(0, 0) });
@@ -117,23 +175,35 @@ export async function run({ quick }: { quick: boolean }): Promise<void> {
     let floorMs = 0;
     let cliMs = 0;
     /** CPU time of this process (kafkajs + bridge, or the SDK producer), ms. */
-    const cpu = { bridge: 0, direct: 0, floor: 0 };
+    const cpu = { bridge: 0, direct: 0, floor: 0, cli: 0 };
+    /** CPU time of workerd during each path's phases, and of the CLI bridge process, ms. */
+    const workerdCpu = { bridge: 0, direct: 0, cli: 0 };
+    let cliBridgeCpu = 0;
+    const roundLines: string[] = [];
     const cpuMs = (): number => {
       const u = process.cpuUsage();
       return (u.user + u.system) / 1000;
     };
     const ratios: number[] = [];
     for (let round = 0; round < ROUNDS; round++) {
+      appends = { bridge: { n: 0, bytes: 0 }, direct: { n: 0, bytes: 0 } };
+      const gc = { bridge: 0, direct: 0 };
       const runBridge = async (): Promise<number> => {
         const t0 = performance.now();
         const c0 = cpuMs();
+        const w0 = processCpuMs(workerdPid);
+        const g0 = gcMs;
         await closedLoop(PER_ROUND / CHUNK, IN_FLIGHT, async (c) => void (await kProducer.send({ topic: viaBridge, acks: -1, messages: messages(round, c) })));
         cpu.bridge += cpuMs() - c0;
+        workerdCpu.bridge += processCpuMs(workerdPid) - w0;
+        gc.bridge = gcMs - g0;
         return performance.now() - t0;
       };
       const runDirect = async (): Promise<number> => {
         const t0 = performance.now();
         const c0 = cpuMs();
+        const w0 = processCpuMs(workerdPid);
+        const g0 = gcMs;
         await closedLoop(
           PER_ROUND / CHUNK,
           IN_FLIGHT,
@@ -141,6 +211,8 @@ export async function run({ quick }: { quick: boolean }): Promise<void> {
         );
         await sdkProducer.flush();
         cpu.direct += cpuMs() - c0;
+        workerdCpu.direct += processCpuMs(workerdPid) - w0;
+        gc.direct = gcMs - g0;
         return performance.now() - t0;
       };
       const [b, d] =
@@ -153,14 +225,24 @@ export async function run({ quick }: { quick: boolean }): Promise<void> {
       bridgeMs += b;
       directMs += d;
       ratios.push(d / b);
+      const kb = (a: Appends): string => fmt(a.bytes / Math.max(1, a.n) / 1024);
+      roundLines.push(
+        `round ${round} (${round % 2 === 0 ? "bridge first" : "SDK first"}): ${(d / b).toFixed(2)}x; bridge ${fmt(b)} ms, ${appends.bridge.n} appends of ${kb(appends.bridge)} KiB, GC ${fmt(gc.bridge)} ms; SDK ${fmt(d)} ms, ${appends.direct.n} appends of ${kb(appends.direct)} KiB, GC ${fmt(gc.direct)} ms`,
+      );
       const f0 = performance.now();
       const c0 = cpuMs();
       await closedLoop(PER_ROUND / CHUNK, IN_FLIGHT, async (c) => void (await floorProducer.send({ topic: viaBridge, acks: -1, messages: messages(round, c) })));
       cpu.floor += cpuMs() - c0;
       floorMs += performance.now() - f0;
       const p0 = performance.now();
+      const pc0 = cpuMs();
+      const pw0 = processCpuMs(workerdPid);
+      const pb0 = processCpuMs(cli.pid);
       await closedLoop(PER_ROUND / CHUNK, IN_FLIGHT, async (c) => void (await cliProducer.send({ topic: ownProcess, acks: -1, messages: messages(round, c) })));
       cliMs += performance.now() - p0;
+      cpu.cli += cpuMs() - pc0;
+      workerdCpu.cli += processCpuMs(workerdPid) - pw0;
+      cliBridgeCpu += processCpuMs(cli.pid) - pb0;
     }
     await floorProducer.disconnect();
     await cliProducer.disconnect();
@@ -252,8 +334,16 @@ export async function run({ quick }: { quick: boolean }): Promise<void> {
     ]);
     console.log(`\nPer-round produce ratios (${ROUNDS} interleaved rounds): ${ratios.map((r) => `${r.toFixed(2)}x`).join(", ")}`);
     const perK = (ms: number): string => fmt(ms / (produced / 1000));
+    for (const line of roundLines) console.log(line);
     console.log(
-      `Produce CPU of the bench process per 1 000 records: SDK Producer ${perK(cpu.direct)} ms; kafkajs + bridge ${perK(cpu.bridge)} ms; kafkajs + bridge with appends answered at once ${perK(cpu.floor)} ms (workerd's CPU is not included)`,
+      `Produce CPU of the bench process per 1 000 records: SDK Producer ${perK(cpu.direct)} ms; kafkajs + bridge ${perK(cpu.bridge)} ms; kafkajs + bridge with appends answered at once ${perK(cpu.floor)} ms; kafkajs alone (bridge in its own process) ${perK(cpu.cli)} ms`,
+    );
+    console.log(
+      `Produce CPU of workerd per 1 000 records: SDK path ${perK(workerdCpu.direct)} ms; bridge path ${perK(workerdCpu.bridge)} ms; own-process bridge path ${perK(workerdCpu.cli)} ms. CPU of the bridge's own process per 1 000 records: ${perK(cliBridgeCpu)} ms`,
+    );
+    const sdkTotal = cpu.direct + workerdCpu.direct;
+    console.log(
+      `Whole-path CPU per 1 000 records (all processes): SDK path ${perK(sdkTotal)} ms; kafkajs + bridge in-process ${perK(cpu.bridge + workerdCpu.bridge)} ms (ratio if CPU-bound: ${(sdkTotal / (cpu.bridge + workerdCpu.bridge)).toFixed(2)}x); bridge in its own process ${perK(cpu.cli + cliBridgeCpu + workerdCpu.cli)} ms (${(sdkTotal / (cpu.cli + cliBridgeCpu + workerdCpu.cli)).toFixed(2)}x)`,
     );
     console.log(`Catch-up reads, ms: SDK ${reads.sdk.map(fmt).join(", ")}; kafkajs ${reads.none.map(fmt).join(", ")}; kafkajs with read-ahead ${reads.readAhead.map(fmt).join(", ")}`);
     console.log("Catch-up: the kafkajs time includes its connect and group join (one JoinGroup + SyncGroup through the bridge), the SDK's starts at its first poll.");
@@ -263,6 +353,7 @@ export async function run({ quick }: { quick: boolean }): Promise<void> {
       cli.kill("SIGINT");
       await exited;
     }
+    gcObserver.disconnect();
     await floorBridge.close();
     await readAheadBridge.close();
     await bridge.close();
