@@ -68,7 +68,12 @@ function processCpuMs(pid: number | undefined): number {
 interface Appends {
   n: number;
   bytes: number;
+  /** Answers that were not 2xx, or that carried a throttle time (quotas, SECURITY.md). */
+  errors: number;
+  throttled: number;
 }
+
+const noAppends = (): Appends => ({ n: 0, bytes: 0, errors: 0, throttled: 0 });
 
 function countingFetch(inner: typeof fetch, into: () => Appends): typeof fetch {
   return (input, init) => {
@@ -76,6 +81,11 @@ function countingFetch(inner: typeof fetch, into: () => Appends): typeof fetch {
       const a = into();
       a.n++;
       a.bytes += init.body.byteLength;
+      return inner(input, init).then((res) => {
+        if (!res.ok) a.errors++;
+        if (res.headers.has("edgelog-throttle-time-ms")) a.throttled++;
+        return res;
+      });
     }
     return inner(input, init);
   };
@@ -91,7 +101,7 @@ export async function run({ quick }: { quick: boolean }): Promise<void> {
   const value = Buffer.alloc(1024, 97);
   const engine = await startEngine();
   // Appends of each path in the current phase (per-round diagnostics).
-  let appends = { bridge: { n: 0, bytes: 0 }, direct: { n: 0, bytes: 0 } };
+  let appends = { bridge: noAppends(), direct: noAppends() };
   const client = new EdgelogClient({ baseUrl: engine.url });
   // The SDK producer with the SDK's default fetch, the bridges with the bridge's default
   // (bridgeFetch), as each is used; both counted.
@@ -103,7 +113,10 @@ export async function run({ quick }: { quick: boolean }): Promise<void> {
     ),
   });
   const bridge = await startKafkaBridge({ url: engine.url, fetch: countingFetch(bridgeFetch, () => appends.bridge), port: 0, log: () => {} });
-  const kafka = new Kafka({ brokers: [`127.0.0.1:${bridge.port}`], clientId: "bench", logLevel: logLevel.NOTHING });
+  // kafkajs's warnings and errors (retries, request timeouts, broker errors) are counted, not printed.
+  const kafkajsLog: string[] = [];
+  const logCreator = () => (entry: { namespace: string; log: { message: string } }) => void kafkajsLog.push(`${entry.namespace}: ${entry.log.message}`);
+  const kafka = new Kafka({ brokers: [`127.0.0.1:${bridge.port}`], clientId: "bench", logLevel: logLevel.WARN, logCreator });
   const readAheadBridge = await startKafkaBridge({ url: engine.url, port: 0, log: () => {}, fetchReadAhead: true });
   const kafkaReadAhead = new Kafka({ brokers: [`127.0.0.1:${readAheadBridge.port}`], clientId: "bench", logLevel: logLevel.NOTHING });
   // The floor: appends answered at once, in-process (no HTTP); everything else from the engine.
@@ -115,7 +128,7 @@ export async function run({ quick }: { quick: boolean }): Promise<void> {
     return globalThis.fetch(input, init);
   };
   const floorBridge = await startKafkaBridge({ client: new EdgelogClient({ baseUrl: engine.url, fetch: instantAppends }), port: 0, log: () => {} });
-  const floorKafka = new Kafka({ brokers: [`127.0.0.1:${floorBridge.port}`], clientId: "bench-floor", logLevel: logLevel.NOTHING });
+  const floorKafka = new Kafka({ brokers: [`127.0.0.1:${floorBridge.port}`], clientId: "bench-floor", logLevel: logLevel.WARN, logCreator });
   // The CLI's bridge in its own process; its port is read from its "listening on" line.
   const cli: ChildProcess = spawn(process.execPath, [fileURLToPath(new URL("../sdk/bin/edgelog.js", import.meta.url).href), "kafka-bridge", "--url", engine.url, "--listen", "127.0.0.1:0"], {
     stdio: ["ignore", "ignore", "pipe"],
@@ -147,7 +160,7 @@ export async function run({ quick }: { quick: boolean }): Promise<void> {
     for (const e of list.getEntries()) gcMs += e.duration;
   });
   gcObserver.observe({ entryTypes: ["gc"] });
-  const cliKafka = new Kafka({ brokers: [`127.0.0.1:${cliPort}`], clientId: "bench-cli", logLevel: logLevel.NOTHING });
+  const cliKafka = new Kafka({ brokers: [`127.0.0.1:${cliPort}`], clientId: "bench-cli", logLevel: logLevel.WARN, logCreator });
   try {
     const viaBridge = `kb-bridge-${Date.now()}`;
     const direct = `kb-direct-${Date.now()}`;
@@ -186,7 +199,7 @@ export async function run({ quick }: { quick: boolean }): Promise<void> {
     };
     const ratios: number[] = [];
     for (let round = 0; round < ROUNDS; round++) {
-      appends = { bridge: { n: 0, bytes: 0 }, direct: { n: 0, bytes: 0 } };
+      appends = { bridge: noAppends(), direct: noAppends() };
       const gc = { bridge: 0, direct: 0 };
       const runBridge = async (): Promise<number> => {
         const t0 = performance.now();
@@ -225,9 +238,9 @@ export async function run({ quick }: { quick: boolean }): Promise<void> {
       bridgeMs += b;
       directMs += d;
       ratios.push(d / b);
-      const kb = (a: Appends): string => fmt(a.bytes / Math.max(1, a.n) / 1024);
+      const kb = (a: Appends): string => `${fmt(a.bytes / Math.max(1, a.n) / 1024)} KiB (${a.errors} errors, ${a.throttled} throttled)`;
       roundLines.push(
-        `round ${round} (${round % 2 === 0 ? "bridge first" : "SDK first"}): ${(d / b).toFixed(2)}x; bridge ${fmt(b)} ms, ${appends.bridge.n} appends of ${kb(appends.bridge)} KiB, GC ${fmt(gc.bridge)} ms; SDK ${fmt(d)} ms, ${appends.direct.n} appends of ${kb(appends.direct)} KiB, GC ${fmt(gc.direct)} ms`,
+        `round ${round} (${round % 2 === 0 ? "bridge first" : "SDK first"}): ${(d / b).toFixed(2)}x; bridge ${fmt(b)} ms, ${appends.bridge.n} appends of ${kb(appends.bridge)}, GC ${fmt(gc.bridge)} ms; SDK ${fmt(d)} ms, ${appends.direct.n} appends of ${kb(appends.direct)}, GC ${fmt(gc.direct)} ms`,
       );
       const f0 = performance.now();
       const c0 = cpuMs();
@@ -335,6 +348,7 @@ export async function run({ quick }: { quick: boolean }): Promise<void> {
     console.log(`\nPer-round produce ratios (${ROUNDS} interleaved rounds): ${ratios.map((r) => `${r.toFixed(2)}x`).join(", ")}`);
     const perK = (ms: number): string => fmt(ms / (produced / 1000));
     for (const line of roundLines) console.log(line);
+    console.log(`kafkajs warnings and errors logged (all phases): ${kafkajsLog.length}${kafkajsLog.length > 0 ? ` (first: ${kafkajsLog.slice(0, 3).join("; ")})` : ""}`);
     console.log(
       `Produce CPU of the bench process per 1 000 records: SDK Producer ${perK(cpu.direct)} ms; kafkajs + bridge ${perK(cpu.bridge)} ms; kafkajs + bridge with appends answered at once ${perK(cpu.floor)} ms; kafkajs alone (bridge in its own process) ${perK(cpu.cli)} ms`,
     );
