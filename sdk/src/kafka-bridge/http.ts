@@ -32,7 +32,7 @@ function headersOf(init: RequestInit | undefined): Record<string, string> {
   return out;
 }
 
-function answerOf(res: IncomingMessage, body: Buffer): Response {
+function answerOf(res: IncomingMessage, body: Uint8Array): Response {
   const headers = new Headers();
   for (let i = 0; i < res.rawHeaders.length; i += 2) headers.append(res.rawHeaders[i]!, res.rawHeaders[i + 1]!);
   const status = res.statusCode ?? 0;
@@ -76,7 +76,15 @@ export const bridgeFetch: typeof fetch = (input, init) => {
       });
       res.once("end", () => {
         done();
-        resolve(answerOf(res, chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)));
+        // Copied into a buffer of its own: a socket chunk (and a small Buffer.concat) is a
+        // view into a larger shared buffer, which the Response was seen copying at some cost.
+        const body = new Uint8Array(chunks.reduce((n, c) => n + c.length, 0));
+        let at = 0;
+        for (const c of chunks) {
+          body.set(c, at);
+          at += c.length;
+        }
+        resolve(answerOf(res, body));
       });
     });
     req.end(body);
