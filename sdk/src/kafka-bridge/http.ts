@@ -11,6 +11,10 @@
  * body): they are read in full and handed back as a `Response`, so the SDK client's handling
  * (status, error bodies, throttle headers, timeouts through `signal`) is unchanged.
  *
+ * Differences from `fetch` on that path: redirects are not followed (the produce route never
+ * redirects; a 3xx comes back as it is and the SDK client reports it as an error), and the
+ * body is sent with a Content-Length, never chunked.
+ *
  * Errors: network failures reject with a `TypeError("fetch failed")` whose `cause` is the socket
  * error, as Node's fetch does (errors.ts errorFromNetwork reads the cause); an aborted `signal`
  * rejects with its reason.
