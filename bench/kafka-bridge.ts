@@ -20,12 +20,14 @@
  * Worker's own socket over HTTP, as it would to a deployed gateway. kafkajs, the bridge and the
  * SDK share the bench's Node process, so the bridge's CPU competes with the client's.
  */
-import { spawn, type ChildProcess } from "node:child_process";
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { PerformanceObserver } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { Kafka, logLevel } from "kafkajs";
 import { Consumer, EdgelogClient, Producer } from "../sdk/src/index.ts";
-import { startKafkaBridge } from "../sdk/src/kafka-bridge/index.ts";
+import { bridgeFetch, startKafkaBridge } from "../sdk/src/kafka-bridge/index.ts";
 import { startEngine } from "./engine.ts";
 import { closedLoop, fmt } from "./util.ts";
 
@@ -52,6 +54,43 @@ function printRows(title: string, rows: Row[]): void {
   }
 }
 
+/** CPU time (user + system) of another process so far, ms; NaN where /proc is missing. */
+function processCpuMs(pid: number | undefined): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+    return (Number(fields[11]) + Number(fields[12])) * 10; // clock ticks of 10 ms (USER_HZ 100)
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/** Edgelog appends (binary produce requests) seen by a counting fetch. */
+interface Appends {
+  n: number;
+  bytes: number;
+  /** Answers that were not 2xx, or that carried a throttle time (quotas, SECURITY.md). */
+  errors: number;
+  throttled: number;
+}
+
+const noAppends = (): Appends => ({ n: 0, bytes: 0, errors: 0, throttled: 0 });
+
+function countingFetch(inner: typeof fetch, into: () => Appends): typeof fetch {
+  return (input, init) => {
+    if (init?.method === "POST" && init.body instanceof Uint8Array) {
+      const a = into();
+      a.n++;
+      a.bytes += init.body.byteLength;
+      return inner(input, init).then((res) => {
+        if (!res.ok) a.errors++;
+        if (res.headers.has("edgelog-throttle-time-ms")) a.throttled++;
+        return res;
+      });
+    }
+    return inner(input, init);
+  };
+}
+
 export async function run({ quick }: { quick: boolean }): Promise<void> {
   const ROUNDS = quick ? 2 : 4;
   const PER_ROUND = quick ? 5_000 : 20_000;
@@ -61,10 +100,24 @@ export async function run({ quick }: { quick: boolean }): Promise<void> {
   const PARTITIONS = 6;
   const value = Buffer.alloc(1024, 97);
   const engine = await startEngine();
+  // Appends of each path in the current phase (per-round diagnostics).
+  let appends = { bridge: noAppends(), direct: noAppends() };
   const client = new EdgelogClient({ baseUrl: engine.url });
-  const bridge = await startKafkaBridge({ client, port: 0, log: () => {} });
-  const kafka = new Kafka({ brokers: [`127.0.0.1:${bridge.port}`], clientId: "bench", logLevel: logLevel.NOTHING });
-  const readAheadBridge = await startKafkaBridge({ client, port: 0, log: () => {}, fetchReadAhead: true });
+  // The SDK producer with the SDK's default fetch, the bridges with the bridge's default
+  // (bridgeFetch), as each is used; both counted.
+  const directClient = new EdgelogClient({
+    baseUrl: engine.url,
+    fetch: countingFetch(
+      (i, init) => globalThis.fetch(i, init),
+      () => appends.direct,
+    ),
+  });
+  const bridge = await startKafkaBridge({ url: engine.url, fetch: countingFetch(bridgeFetch, () => appends.bridge), port: 0, log: () => {} });
+  // kafkajs's warnings and errors (retries, request timeouts, broker errors) are counted, not printed.
+  const kafkajsLog: string[] = [];
+  const logCreator = () => (entry: { namespace: string; log: { message: string } }) => void kafkajsLog.push(`${entry.namespace}: ${entry.log.message}`);
+  const kafka = new Kafka({ brokers: [`127.0.0.1:${bridge.port}`], clientId: "bench", logLevel: logLevel.WARN, logCreator });
+  const readAheadBridge = await startKafkaBridge({ url: engine.url, port: 0, log: () => {}, fetchReadAhead: true });
   const kafkaReadAhead = new Kafka({ brokers: [`127.0.0.1:${readAheadBridge.port}`], clientId: "bench", logLevel: logLevel.NOTHING });
   // The floor: appends answered at once, in-process (no HTTP); everything else from the engine.
   const instantAppends: typeof fetch = async (input, init) => {
@@ -75,7 +128,7 @@ export async function run({ quick }: { quick: boolean }): Promise<void> {
     return globalThis.fetch(input, init);
   };
   const floorBridge = await startKafkaBridge({ client: new EdgelogClient({ baseUrl: engine.url, fetch: instantAppends }), port: 0, log: () => {} });
-  const floorKafka = new Kafka({ brokers: [`127.0.0.1:${floorBridge.port}`], clientId: "bench-floor", logLevel: logLevel.NOTHING });
+  const floorKafka = new Kafka({ brokers: [`127.0.0.1:${floorBridge.port}`], clientId: "bench-floor", logLevel: logLevel.WARN, logCreator });
   // The CLI's bridge in its own process; its port is read from its "listening on" line.
   const cli: ChildProcess = spawn(process.execPath, [fileURLToPath(new URL("../sdk/bin/edgelog.js", import.meta.url).href), "kafka-bridge", "--url", engine.url, "--listen", "127.0.0.1:0"], {
     stdio: ["ignore", "ignore", "pipe"],
@@ -89,7 +142,25 @@ export async function run({ quick }: { quick: boolean }): Promise<void> {
       if (m) resolve(Number(m[1]));
     });
   });
-  const cliKafka = new Kafka({ brokers: [`127.0.0.1:${cliPort}`], clientId: "bench-cli", logLevel: logLevel.NOTHING });
+  // workerd (Miniflare's child) and the CLI bridge, for their CPU time per phase.
+  const workerdPid = (() => {
+    try {
+      return Number(
+        execFileSync("pgrep", ["-P", String(process.pid), "workerd"])
+          .toString()
+          .trim()
+          .split("\n")[0],
+      );
+    } catch {
+      return undefined;
+    }
+  })();
+  let gcMs = 0;
+  const gcObserver = new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) gcMs += e.duration;
+  });
+  gcObserver.observe({ entryTypes: ["gc"] });
+  const cliKafka = new Kafka({ brokers: [`127.0.0.1:${cliPort}`], clientId: "bench-cli", logLevel: logLevel.WARN, logCreator });
   try {
     const viaBridge = `kb-bridge-${Date.now()}`;
     const direct = `kb-direct-${Date.now()}`;
@@ -104,36 +175,57 @@ export async function run({ quick }: { quick: boolean }): Promise<void> {
     await floorProducer.connect();
     const cliProducer = cliKafka.producer({ allowAutoTopicCreation: false });
     await cliProducer.connect();
-    const sdkProducer = new Producer(client);
+    const sdkProducer = new Producer(directClient);
     const messages = (round: number, chunk: number) => Array.from({ length: CHUNK }, (_, i) => ({ key: `k${(round * PER_ROUND + chunk * CHUNK + i) % 1000}`, value }));
     // warm-up: connections, isolates, objects
     await kProducer.send({ topic: viaBridge, messages: messages(0, 0) });
     await floorProducer.send({ topic: viaBridge, messages: messages(0, 0) });
     await cliProducer.send({ topic: ownProcess, messages: messages(0, 0) });
     await sdkProducer.send({ topic: direct, messages: messages(0, 0).map((m) => ({ key: m.key, value: new Uint8Array(m.value) })) });
+    // Each kafkajs producer is connected only around its own phase (untimed): a connected
+    // kafkajs client re-arms a 1 ms timer forever (docs/benchmarks.md), which would take CPU
+    // from the other phases.
+    await kProducer.disconnect();
+    await floorProducer.disconnect();
+    await cliProducer.disconnect();
 
     let bridgeMs = 0;
     let directMs = 0;
     let floorMs = 0;
     let cliMs = 0;
     /** CPU time of this process (kafkajs + bridge, or the SDK producer), ms. */
-    const cpu = { bridge: 0, direct: 0, floor: 0 };
+    const cpu = { bridge: 0, direct: 0, floor: 0, cli: 0 };
+    /** CPU time of workerd during each path's phases, and of the CLI bridge process, ms. */
+    const workerdCpu = { bridge: 0, direct: 0, cli: 0 };
+    let cliBridgeCpu = 0;
+    const roundLines: string[] = [];
     const cpuMs = (): number => {
       const u = process.cpuUsage();
       return (u.user + u.system) / 1000;
     };
     const ratios: number[] = [];
     for (let round = 0; round < ROUNDS; round++) {
+      appends = { bridge: noAppends(), direct: noAppends() };
+      const gc = { bridge: 0, direct: 0 };
       const runBridge = async (): Promise<number> => {
+        await kProducer.connect();
         const t0 = performance.now();
         const c0 = cpuMs();
+        const w0 = processCpuMs(workerdPid);
+        const g0 = gcMs;
         await closedLoop(PER_ROUND / CHUNK, IN_FLIGHT, async (c) => void (await kProducer.send({ topic: viaBridge, acks: -1, messages: messages(round, c) })));
         cpu.bridge += cpuMs() - c0;
-        return performance.now() - t0;
+        workerdCpu.bridge += processCpuMs(workerdPid) - w0;
+        gc.bridge = gcMs - g0;
+        const ms = performance.now() - t0;
+        await kProducer.disconnect();
+        return ms;
       };
       const runDirect = async (): Promise<number> => {
         const t0 = performance.now();
         const c0 = cpuMs();
+        const w0 = processCpuMs(workerdPid);
+        const g0 = gcMs;
         await closedLoop(
           PER_ROUND / CHUNK,
           IN_FLIGHT,
@@ -141,6 +233,8 @@ export async function run({ quick }: { quick: boolean }): Promise<void> {
         );
         await sdkProducer.flush();
         cpu.direct += cpuMs() - c0;
+        workerdCpu.direct += processCpuMs(workerdPid) - w0;
+        gc.direct = gcMs - g0;
         return performance.now() - t0;
       };
       const [b, d] =
@@ -153,18 +247,29 @@ export async function run({ quick }: { quick: boolean }): Promise<void> {
       bridgeMs += b;
       directMs += d;
       ratios.push(d / b);
+      const kb = (a: Appends): string => `${fmt(a.bytes / Math.max(1, a.n) / 1024)} KiB (${a.errors} errors, ${a.throttled} throttled)`;
+      roundLines.push(
+        `round ${round} (${round % 2 === 0 ? "bridge first" : "SDK first"}): ${(d / b).toFixed(2)}x; bridge ${fmt(b)} ms, ${appends.bridge.n} appends of ${kb(appends.bridge)}, GC ${fmt(gc.bridge)} ms; SDK ${fmt(d)} ms, ${appends.direct.n} appends of ${kb(appends.direct)}, GC ${fmt(gc.direct)} ms`,
+      );
+      await floorProducer.connect();
       const f0 = performance.now();
       const c0 = cpuMs();
       await closedLoop(PER_ROUND / CHUNK, IN_FLIGHT, async (c) => void (await floorProducer.send({ topic: viaBridge, acks: -1, messages: messages(round, c) })));
       cpu.floor += cpuMs() - c0;
       floorMs += performance.now() - f0;
+      await floorProducer.disconnect();
+      await cliProducer.connect();
       const p0 = performance.now();
+      const pc0 = cpuMs();
+      const pw0 = processCpuMs(workerdPid);
+      const pb0 = processCpuMs(cli.pid);
       await closedLoop(PER_ROUND / CHUNK, IN_FLIGHT, async (c) => void (await cliProducer.send({ topic: ownProcess, acks: -1, messages: messages(round, c) })));
       cliMs += performance.now() - p0;
+      cpu.cli += cpuMs() - pc0;
+      workerdCpu.cli += processCpuMs(workerdPid) - pw0;
+      cliBridgeCpu += processCpuMs(cli.pid) - pb0;
+      await cliProducer.disconnect();
     }
-    await floorProducer.disconnect();
-    await cliProducer.disconnect();
-    await kProducer.disconnect();
     await sdkProducer.close();
     const produced = ROUNDS * PER_ROUND;
 
@@ -252,8 +357,17 @@ export async function run({ quick }: { quick: boolean }): Promise<void> {
     ]);
     console.log(`\nPer-round produce ratios (${ROUNDS} interleaved rounds): ${ratios.map((r) => `${r.toFixed(2)}x`).join(", ")}`);
     const perK = (ms: number): string => fmt(ms / (produced / 1000));
+    for (const line of roundLines) console.log(line);
+    console.log(`kafkajs warnings and errors logged (all phases): ${kafkajsLog.length}${kafkajsLog.length > 0 ? ` (first: ${kafkajsLog.slice(0, 3).join("; ")})` : ""}`);
     console.log(
-      `Produce CPU of the bench process per 1 000 records: SDK Producer ${perK(cpu.direct)} ms; kafkajs + bridge ${perK(cpu.bridge)} ms; kafkajs + bridge with appends answered at once ${perK(cpu.floor)} ms (workerd's CPU is not included)`,
+      `Produce CPU of the bench process per 1 000 records: SDK Producer ${perK(cpu.direct)} ms; kafkajs + bridge ${perK(cpu.bridge)} ms; kafkajs + bridge with appends answered at once ${perK(cpu.floor)} ms; kafkajs alone (bridge in its own process) ${perK(cpu.cli)} ms`,
+    );
+    console.log(
+      `Produce CPU of workerd per 1 000 records: SDK path ${perK(workerdCpu.direct)} ms; bridge path ${perK(workerdCpu.bridge)} ms; own-process bridge path ${perK(workerdCpu.cli)} ms. CPU of the bridge's own process per 1 000 records: ${perK(cliBridgeCpu)} ms`,
+    );
+    const sdkTotal = cpu.direct + workerdCpu.direct;
+    console.log(
+      `Whole-path CPU per 1 000 records (all processes): SDK path ${perK(sdkTotal)} ms; kafkajs + bridge in-process ${perK(cpu.bridge + workerdCpu.bridge)} ms (ratio if CPU-bound: ${(sdkTotal / (cpu.bridge + workerdCpu.bridge)).toFixed(2)}x); bridge in its own process ${perK(cpu.cli + cliBridgeCpu + workerdCpu.cli)} ms (${(sdkTotal / (cpu.cli + cliBridgeCpu + workerdCpu.cli)).toFixed(2)}x)`,
     );
     console.log(`Catch-up reads, ms: SDK ${reads.sdk.map(fmt).join(", ")}; kafkajs ${reads.none.map(fmt).join(", ")}; kafkajs with read-ahead ${reads.readAhead.map(fmt).join(", ")}`);
     console.log("Catch-up: the kafkajs time includes its connect and group join (one JoinGroup + SyncGroup through the bridge), the SDK's starts at its first poll.");
@@ -263,6 +377,7 @@ export async function run({ quick }: { quick: boolean }): Promise<void> {
       cli.kill("SIGINT");
       await exited;
     }
+    gcObserver.disconnect();
     await floorBridge.close();
     await readAheadBridge.close();
     await bridge.close();

@@ -22,7 +22,8 @@ let kafka: Kafka;
 
 beforeAll(async () => {
   ({ server, client } = await startWithClient());
-  bridge = await startKafkaBridge({ client, host: "127.0.0.1", port: 0, log: () => {} });
+  // Built from the URL, as the CLI runs it: appends go through the bridge's own HTTP path (http.ts).
+  bridge = await startKafkaBridge({ url: server.baseUrl, host: "127.0.0.1", port: 0, log: () => {} });
   kafka = new Kafka({ brokers: [`127.0.0.1:${bridge.port}`], clientId: "e2e", logLevel: logLevel.NOTHING, retry: { retries: 8 } });
 });
 afterAll(async () => {

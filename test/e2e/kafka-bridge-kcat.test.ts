@@ -25,7 +25,8 @@ let brokers: string;
 beforeAll(async () => {
   if (!HAS_KCAT) return;
   ({ server, client } = await startWithClient());
-  bridge = await startKafkaBridge({ client, host: "127.0.0.1", port: 0, log: () => {} });
+  // Built from the URL, as the CLI runs it: appends go through the bridge's own HTTP path (http.ts).
+  bridge = await startKafkaBridge({ url: server.baseUrl, host: "127.0.0.1", port: 0, log: () => {} });
   brokers = `127.0.0.1:${bridge.port}`;
 });
 afterAll(async () => {

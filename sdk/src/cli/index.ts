@@ -127,7 +127,9 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     io.stderr.write(`edgelog: ${e.message}\n`);
     return 2;
   }
-  const client = new EdgelogClient({ baseUrl: cmd.url, ...(io.fetch === undefined ? {} : { fetch: io.fetch }), ...(auth ?? {}) });
+  // The Kafka bridge sends ~1 MB appends: its fetch skips Node fetch's body copies (kafka-bridge/http.ts).
+  const fetchImpl = io.fetch ?? (cmd.kind === "kafka-bridge" ? (await import("../kafka-bridge/http.ts")).bridgeFetch : undefined);
+  const client = new EdgelogClient({ baseUrl: cmd.url, ...(fetchImpl === undefined ? {} : { fetch: fetchImpl }), ...(auth ?? {}) });
   const command = COMMANDS.find((c) => c.name === cmd.kind)!;
   try {
     await command.run(cmd, { client, admin: new Admin(client), out: new Output(io.stdout), io });

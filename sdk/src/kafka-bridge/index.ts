@@ -9,6 +9,7 @@
 // ---- server ----
 export { KafkaBridge, startKafkaBridge, DEFAULT_MAX_FRAME_BYTES } from "./server.ts";
 export type { KafkaBridgeOptions } from "./server.ts";
+export { bridgeFetch } from "./http.ts";
 
 // ---- protocol facts (for tools and tests) ----
 export { SUPPORTED_APIS, ApiKey } from "./apis.ts";

@@ -28,6 +28,7 @@ import { createServer, type Server, type Socket } from "node:net";
 import { DEFAULT_TOPIC_CONFIGS, EdgelogError } from "../../../src/protocol/index.ts";
 import { EdgelogClient } from "../client.ts";
 import { PartitionAppender } from "./appender.ts";
+import { bridgeFetch } from "./http.ts";
 import { ApiKey, SUPPORTED_APIS, isFlexible, isSupported, readRequestHeader, writeResponseHeader, type RequestHeader } from "./apis.ts";
 import { KafkaError } from "./errors.ts";
 import { ConsumerGroups } from "./consumer-groups.ts";
@@ -63,7 +64,11 @@ export interface KafkaBridgeOptions {
   client?: EdgelogClient;
   /** Extra headers for every Edgelog request (e.g. `authorization`). */
   headers?: Record<string, string>;
-  /** fetch implementation for Edgelog requests (tests, custom agents). @default globalThis.fetch */
+  /**
+   * fetch implementation for Edgelog requests (tests, custom agents). @default bridgeFetch
+   * (http.ts: binary appends through node:http, the rest through globalThis.fetch) for the
+   * client built from `url`; globalThis.fetch for the raw fetches
+   */
   fetch?: typeof fetch;
   /** Interface to listen on. @default "127.0.0.1" */
   host?: string;
@@ -135,7 +140,7 @@ export class KafkaBridge {
   readonly #options: KafkaBridgeOptions;
 
   private constructor(options: KafkaBridgeOptions) {
-    const client = options.client ?? (options.url !== undefined ? new EdgelogClient({ baseUrl: options.url, headers: options.headers, fetch: options.fetch }) : undefined);
+    const client = options.client ?? (options.url !== undefined ? new EdgelogClient({ baseUrl: options.url, headers: options.headers, fetch: options.fetch ?? bridgeFetch }) : undefined);
     if (client === undefined) throw new TypeError("KafkaBridge needs `url` or `client`");
     this.#options = options;
     this.#maxFrameBytes = options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES;
