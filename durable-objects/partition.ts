@@ -410,9 +410,12 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
   /**
    * deleteRecords (KIP-107): moves the log start to `offset` (-1 = the high watermark); rows go
    * on the lifecycle's timer. Field case B1: above the high watermark or negative other than -1
-   * is OFFSET_OUT_OF_RANGE with the bounds; at or below the log start a no-op.
+   * is OFFSET_OUT_OF_RANGE with the bounds; at or below the log start a no-op. Replicated
+   * (factor 3): a Raft command proposed by the leader, applied by every replica
+   * (partition/replicated.ts); other replicas answer NOT_LEADER_OR_FOLLOWER.
    */
   async deleteRecords(offset: number): Promise<RpcResult<{ logStartOffset: number }>> {
+    if (this.#replica.active) return this.#replicated.deleteRecords(offset);
     if (this.#log.state === null) return unknownPartition();
     const plan = this.#lifecycle.planDeleteRecords(offset);
     if ("code" in plan) return plan;

@@ -372,12 +372,18 @@ export class PartitionReplica {
 /**
  * A produce request as proposed by the leader and decided by every replica at apply: the batches
  * as received (CRC checked by the leader), the time it was decided (producer state, segment
- * roll) and the LogAppendTime stamp (null under CreateTime). Or the expiry of idle producers.
+ * roll) and the LogAppendTime stamp (null under CreateTime). Or the expiry of idle producers, or
+ * a deleteRecords.
  */
 export type ReplicatedCommand =
   | { kind: "append"; nowMs: number; logAppendTime: number | null; batches: Uint8Array[] }
   /** Producers idle since before `beforeMs` are forgotten (decided by the leader's clock and configs). */
-  | { kind: "expireProducers"; beforeMs: number };
+  | { kind: "expireProducers"; beforeMs: number }
+  /**
+   * deleteRecords (KIP-107): the log start offset moves to `offset` (already resolved by the
+   * leader: never -1, never above its high watermark) on every replica.
+   */
+  | { kind: "deleteRecords"; offset: number };
 
 /** Encodes: u32 header length, the JSON header, then per batch u32 length and its bytes. */
 export function encodeReplicated(cmd: ReplicatedCommand): Uint8Array {
@@ -402,8 +408,16 @@ export function encodeReplicated(cmd: ReplicatedCommand): Uint8Array {
 export function decodeReplicated(data: Uint8Array): ReplicatedCommand {
   const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
   const hl = view.getUint32(0);
-  const header = JSON.parse(new TextDecoder().decode(data.subarray(4, 4 + hl))) as { kind: string; nowMs: number; beforeMs: number; logAppendTime?: number | null; n?: number };
+  const header = JSON.parse(new TextDecoder().decode(data.subarray(4, 4 + hl))) as {
+    kind: string;
+    nowMs: number;
+    beforeMs: number;
+    offset: number;
+    logAppendTime?: number | null;
+    n?: number;
+  };
   if (header.kind === "expireProducers") return { kind: "expireProducers", beforeMs: header.beforeMs };
+  if (header.kind === "deleteRecords") return { kind: "deleteRecords", offset: header.offset };
   if (header.kind !== "append") throw new Error(`unknown replicated command ${header.kind}`);
   const batches: Uint8Array[] = [];
   let at = 4 + hl;

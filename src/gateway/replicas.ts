@@ -75,16 +75,8 @@ export async function appendAtLeader(env: Env, topicId: string, partition: numbe
     } catch (err) {
       // Down or unreachable: the outcome is unknown (see the file comment). The next request
       // starts at the next replica.
-      down.set(`${key}/${at}`, Date.now() + DOWN_MS);
-      leaders.set(key, nextReplica(key, at, rf));
-      const unavailable = errorResult(
-        "UNAVAILABLE",
-        `Replica r${at + 1} of this partition did not answer (${err instanceof Error ? err.message : String(err)}): retry; an idempotent producer's retry is safe.`,
-        {
-          replica: `r${at + 1}`,
-        },
-      );
-      for (const i of pending) out[i] = unavailable;
+      const failed = unavailable(key, at, rf, err, "an idempotent producer's retry is safe.");
+      for (const i of pending) out[i] = failed;
       return out;
     }
     const again: number[] = [];
@@ -105,14 +97,62 @@ export async function appendAtLeader(env: Env, topicId: string, partition: numbe
       for (const i of pending) out[i] = refusal;
       return out;
     }
-    const leader = replicaIndex(refusal.details?.leaderReplica, rf);
-    // A leader named that failed a call moments ago is most likely the one that is gone (the
-    // followers have not noticed yet): wait for the election instead.
-    if (leader !== null && leader !== at && (down.get(`${key}/${leader}`) ?? 0) <= Date.now()) at = leader;
-    else {
-      at = nextReplica(key, at, rf);
-      await new Promise((r) => setTimeout(r, ELECTION_BACKOFF_MS));
+    at = await afterNotLeader(key, at, rf, refusal);
+  }
+}
+
+/**
+ * The replica to ask after `at` answered NOT_LEADER_OR_FOLLOWER: the leader it names, or (during
+ * an election, or when the named one failed a call moments ago: most likely the one that is
+ * gone, the followers have not noticed yet) the next replica after {@link ELECTION_BACKOFF_MS}.
+ */
+async function afterNotLeader(key: string, at: number, rf: number, refusal: ErrorResult): Promise<number> {
+  const leader = replicaIndex(refusal.details?.leaderReplica, rf);
+  if (leader !== null && leader !== at && (down.get(`${key}/${leader}`) ?? 0) <= Date.now()) return leader;
+  await new Promise((r) => setTimeout(r, ELECTION_BACKOFF_MS));
+  return nextReplica(key, at, rf);
+}
+
+/** The retriable answer for a call to replica `at` that failed (down or unreachable): its outcome is unknown. */
+function unavailable(key: string, at: number, rf: number, err: unknown, advice: string): ErrorResult {
+  down.set(`${key}/${at}`, Date.now() + DOWN_MS);
+  leaders.set(key, nextReplica(key, at, rf));
+  return errorResult("UNAVAILABLE", `Replica r${at + 1} of this partition did not answer (${err instanceof Error ? err.message : String(err)}): retry; ${advice}`, {
+    replica: `r${at + 1}`,
+  });
+}
+
+/**
+ * Runs one leader-only call (deleteRecords, leadership transfer) at the partition's leader, as
+ * {@link appendAtLeader} does for produce: NOT_LEADER_OR_FOLLOWER answers are resent to the named
+ * leader (or the next replica during an election) for up to {@link LEADER_WAIT_MS}; a call that
+ * fails is not resent (UNAVAILABLE, retriable: its command may have been proposed).
+ */
+export async function callAtLeader<T extends object>(
+  env: Env,
+  topicId: string,
+  partition: number,
+  configs: Partial<TopicConfigs>,
+  call: (p: PartitionRpc) => Promise<RpcResult<T>>,
+): Promise<RpcResult<T>> {
+  const rf = replicationFactorOf(configs);
+  if (rf === 1) return call(replicaStub(env, topicId, partition, 0));
+  const key = `${topicId}/${partition}`;
+  const deadline = Date.now() + LEADER_WAIT_MS;
+  let at = leaders.get(key) ?? 0;
+  for (;;) {
+    let r: RpcResult<T>;
+    try {
+      r = await call(replicaStub(env, topicId, partition, at));
+    } catch (err) {
+      return unavailable(key, at, rf, err, "the outcome is unknown.");
     }
+    if (r.ok || r.code !== "NOT_LEADER_OR_FOLLOWER") {
+      leaders.set(key, at);
+      return r;
+    }
+    if (Date.now() >= deadline) return r;
+    at = await afterNotLeader(key, at, rf, r);
   }
 }
 

@@ -8,7 +8,7 @@ import type { Hono } from "hono";
 import type { AppEnv } from "../gateway/context.ts";
 import { asObject, jsonBody, partitionParam, topicRoute } from "../gateway/http.ts";
 import { checkPartition, partitionError, topicCache, withTopic } from "../gateway/topics.ts";
-import { partitionStub } from "../partition/rpc.ts";
+import { callAtLeader } from "../gateway/replicas.ts";
 import type { DeleteRecordsResponse } from "../protocol/types.ts";
 import { metadataStore } from "../metadata/store.ts";
 import { EdgelogError, toEdgelogError } from "../protocol/errors.ts";
@@ -84,7 +84,8 @@ export function topicRoutes(app: Hono<AppEnv>): void {
     }
     return withTopic(c.env, name, async (topic) => {
       checkPartition(topic, partition);
-      const r = await partitionStub(c.env.PARTITION, topic.topicId, partition).deleteRecords(offset);
+      // At the leader of a replicated partition (a Raft command every replica applies).
+      const r = await callAtLeader(c.env, topic.topicId, partition, topic.configs, (p) => p.deleteRecords(offset));
       if (!r.ok) throw partitionError(r);
       const answer: DeleteRecordsResponse = { topic: topic.name, partition, logStartOffset: r.logStartOffset };
       return c.json(answer);

@@ -1,0 +1,150 @@
+/**
+ * Operations on a replicated partition (`replication.factor` 3; docs/RAFT.md "Replicated
+ * partitions"): deleteRecords (KIP-107) as a replicated command, and field case B5 (retention
+ * never moves the log start past the high watermark). Three replicas in one workerd, real alarms
+ * and RPC, through the real gateway; fault injection (EDGELOG_RAFT_FAULTS) crashes replicas.
+ */
+import { afterEach, describe as suite, expect, it } from "vitest";
+import { encodeBatch } from "../../src/codec/index.ts";
+import type { ProduceResponse } from "../../src/protocol/index.ts";
+import type { DeleteRecordsResponse } from "../../src/protocol/types.ts";
+import { call, expectError, json } from "./helpers.ts";
+import { REPLICAS, crashStarted, createReplicated, leaderOf, replica, replicaLog, status, until } from "./replica-helpers.ts";
+
+afterEach(crashStarted);
+
+async function produceValues(name: string, values: string[]): Promise<number[]> {
+  const res = await json("POST", `/v1/topics/${name}/partitions/0/records`, { records: values.map((value) => ({ value })) });
+  const body = (await res.json()) as ProduceResponse;
+  expect(res.status, JSON.stringify(body)).toBe(200);
+  return body.records.map((r) => r.offset);
+}
+
+/** A replica's log start offset (ListOffsets earliest), or undefined when it is crashed. */
+async function logStartOf(topicId: string, id: string): Promise<number | undefined> {
+  try {
+    const r = await replica(topicId, id).listOffsets({ spec: "earliest" });
+    return r.ok && r.offset !== null ? r.offset : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+async function allAtLogStart(topicId: string, want: number, ids: readonly string[] = REPLICAS): Promise<void> {
+  for (const id of ids) await until(`${id} at log start ${want}`, async () => ((await logStartOf(topicId, id)) === want ? true : undefined));
+}
+
+const fetchAt = (topicId: string, id: string, offset: number) => replica(topicId, id).fetchRecords({ offset, maxRecords: 100, maxBytes: 1 << 20, maxWaitMs: 0, minBytes: 0 });
+
+suite("deleteRecords on a replicated partition (KIP-107 as a Raft command)", () => {
+  it("moves every replica's log start to the same offset; below it a fetch is OFFSET_OUT_OF_RANGE on each replica; refused past the high watermark; kept across failover", async () => {
+    const { name, topicId } = await createReplicated();
+    const leader = await leaderOf(topicId);
+    expect(await produceValues(name, ["v0", "v1", "v2", "v3", "v4", "v5"])).toEqual([0, 1, 2, 3, 4, 5]);
+    const path = `/v1/topics/${name}/partitions/0/delete-records`;
+
+    // Past the high watermark: refused with the bounds, nothing proposed.
+    const over = await expectError(await json("POST", path, { offset: 7 }), "OFFSET_OUT_OF_RANGE", 416);
+    expect(over.details).toMatchObject({ offset: 7, logStartOffset: 0, highWatermark: 6 });
+
+    // Through the gateway (routed to the leader whichever replica r1 is), answered after commit.
+    const res = await json("POST", path, { offset: 4 });
+    expect(res.status, await res.clone().text()).toBe(200);
+    expect((await res.json()) as DeleteRecordsResponse).toMatchObject({ partition: 0, logStartOffset: 4 });
+    await allAtLogStart(topicId, 4);
+    for (const id of REPLICAS) {
+      const below = await fetchAt(topicId, id, 3);
+      expect(below, id).toMatchObject({ ok: false, code: "OFFSET_OUT_OF_RANGE" });
+      expect((await replicaLog(topicId, id, 4)).map((r) => r.value)).toEqual(["v4", "v5"]);
+    }
+    // A follower asked directly proposes nothing and names the leader.
+    const follower = REPLICAS.find((id) => id !== leader.replica)!;
+    expect(await replica(topicId, follower).deleteRecords(5)).toMatchObject({ ok: false, code: "NOT_LEADER_OR_FOLLOWER", details: { leaderReplica: leader.replica } });
+    expect(await logStartOf(topicId, follower)).toBe(4);
+    // At or below the log start: a no-op answering the low watermark.
+    expect(await replica(topicId, leader.replica).deleteRecords(2)).toEqual({ ok: true, logStartOffset: 4 });
+
+    // Failover: the leader crashes; the new leader has the same log start, produce continues
+    // densely, and -1 (the high watermark) is replicated from the new leader.
+    await replica(topicId, leader.replica).setFaults({ crashed: true });
+    const next = await leaderOf(topicId, [leader.replica]);
+    expect(next.leaderEpoch).toBeGreaterThan(leader.leaderEpoch);
+    expect(await logStartOf(topicId, next.replica)).toBe(4);
+    let offsets: number[] | undefined;
+    await until("produce after failover", async () => {
+      const r = await json("POST", `/v1/topics/${name}/partitions/0/records`, { records: [{ value: "v6" }] });
+      if (r.status !== 200) return undefined;
+      offsets = ((await r.json()) as ProduceResponse).records.map((x) => x.offset);
+      return true;
+    });
+    expect(offsets).toEqual([6]);
+    const latest = await until("deleteRecords -1 after failover", async () => {
+      const r = await json("POST", path, { offset: -1 });
+      return r.status === 200 ? ((await r.json()) as DeleteRecordsResponse) : undefined;
+    });
+    expect(latest.logStartOffset).toBe(7);
+    const alive = REPLICAS.filter((id) => id !== leader.replica);
+    await allAtLogStart(topicId, 7, alive);
+    // The crashed replica restarts from its journal and catches up to the same log start.
+    await replica(topicId, leader.replica).setFaults({});
+    await allAtLogStart(topicId, 7);
+    for (const id of REPLICAS) {
+      await until(`${id} HW 7`, async () => ((await status(topicId, id))?.highWatermark === 7 ? true : undefined));
+      expect(await fetchAt(topicId, id, 6), id).toMatchObject({ ok: false, code: "OFFSET_OUT_OF_RANGE" });
+      expect(await fetchAt(topicId, id, 7), id).toMatchObject({ ok: true, batches: [], highWatermark: 7 });
+    }
+    // Through the gateway, whichever replica serves the read.
+    await expectError(await call(`/v1/topics/${name}/partitions/0/records?offset=5`), "OFFSET_OUT_OF_RANGE", 416);
+  }, 90_000);
+});
+
+suite("field case B5 on a replicated partition: retention never moves the log start past the high watermark", () => {
+  it("rf 3, one record per segment: r0..r4 committed, r5..r7 acks=1 with the followers stopped; retention.ms=1 moves the log start to 5 (the high watermark), not 8; once r5..r7 commit a fetch at 5 returns them", async () => {
+    const DAY = 86_400_000;
+    // segment.ms = 1: every append rolls a segment, and the idle roll closes the last one.
+    const { name, topicId } = await createReplicated({ "segment.ms": 1, "retention.ms": DAY });
+    const leader = await leaderOf(topicId);
+    const [f1, f2] = REPLICAS.filter((id) => id !== leader.replica) as [string, string];
+    for (let i = 0; i < 5; i++) expect(await produceValues(name, [`r${i}`])).toEqual([i]);
+    for (const id of REPLICAS) await until(`${id} HW 5`, async () => ((await status(topicId, id))?.highWatermark === 5 ? true : undefined));
+    // Both followers stop (SIGSTOP): the leader writes r5..r7 to its journal (acks=1) but cannot commit them.
+    for (const f of [f1, f2]) await replica(topicId, f).setFaults({ paused: true });
+    const stub = replica(topicId, leader.replica);
+    for (let i = 5; i < 8; i++) {
+      const batch = encodeBatch({}, [{ key: null, value: new TextEncoder().encode(`r${i}`), headers: [], timestamp: Date.now() }]);
+      expect(await stub.append({ batches: [batch], acks: "1" })).toMatchObject({ ok: true, baseOffset: i, highWatermark: 5 });
+    }
+    // Retention of 1 ms on every replica (configs are each replica's own; a stopped one still takes them).
+    expect((await json("PATCH", `/v1/topics/${name}`, { configs: { "retention.ms": 1 } })).status).toBe(200);
+    // logStart <= HW at every moment; the log start reaches 5 (every committed record expired) and stays there.
+    const bounds = async (id: string) => ({ logStart: await logStartOf(topicId, id), hw: (await status(topicId, id))?.highWatermark });
+    await until("the leader's log start at 5", async () => {
+      const b = await bounds(leader.replica);
+      expect(b.logStart!).toBeLessThanOrEqual(b.hw!);
+      return b.logStart === 5 ? true : undefined;
+    });
+    for (let k = 0; k < 10; k++) {
+      for (const id of REPLICAS) {
+        const b = await bounds(id);
+        expect(b, id).toEqual({ logStart: 5, hw: 5 });
+      }
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(await fetchAt(topicId, leader.replica, 5)).toMatchObject({ ok: true, batches: [], highWatermark: 5 });
+    // Retention back to a day (r5..r7 must not expire once committed), then one follower returns:
+    // only the old leader can win (its log holds r5..r7; Raft's up-to-date check), and they commit.
+    expect((await json("PATCH", `/v1/topics/${name}`, { configs: { "retention.ms": DAY } })).status).toBe(200);
+    await replica(topicId, f1).setFaults({});
+    const next = await leaderOf(topicId, [f2]);
+    expect(next.replica).toBe(leader.replica);
+    for (const id of [leader.replica, f1]) {
+      await until(`${id} HW 8`, async () => ((await status(topicId, id))?.highWatermark === 8 ? true : undefined));
+      expect(await logStartOf(topicId, id)).toBe(5);
+      expect((await replicaLog(topicId, id, 5)).map((r) => [r.offset, r.value])).toEqual([
+        [5, "r5"],
+        [6, "r6"],
+        [7, "r7"],
+      ]);
+    }
+  }, 90_000);
+});
