@@ -23,7 +23,7 @@
 import type { Env } from "../src/env.ts";
 import type { ListOffsetsSpec, ProducerState } from "../src/partition/core.ts";
 import { peersOf, type Peers } from "../src/partition/peers.ts";
-import type { AppendOk, AppendRequest, FetchOk, FetchRequest, ListOffsetsOk, PartitionInit, PartitionMetrics, PartitionRpc, ReplicaStatus } from "../src/partition/rpc.ts";
+import type { AppendOk, AppendRequest, FetchOk, FetchRequest, LeaderTransferOk, ListOffsetsOk, PartitionInit, PartitionMetrics, PartitionRpc, ReplicaStatus } from "../src/partition/rpc.ts";
 import { errorResult, type ErrorResult, type RpcResult } from "../src/protocol/errors.ts";
 import { FETCH_MAX_WAIT_MS_LIMIT, MAX_APPEND_GROUP_REQUESTS } from "../src/protocol/limits.ts";
 import type { PartitionDescription, TopicConfigs } from "../src/protocol/types.ts";
@@ -576,6 +576,16 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
         inSyncReplicas: node.role === "leader" ? this.#replica.inSyncReplicas(Date.now()) : null,
       },
     };
+  }
+
+  /** See {@link PartitionRpc.transferLeadership}; at replication.factor 1 only "r1", which leads. */
+  async transferLeadership(replica: string): Promise<RpcResult<LeaderTransferOk>> {
+    this.#aliveReplica();
+    const s = this.#log.state;
+    if (s === null) return unknownPartition();
+    if (this.#replica.active) return this.#replica.transferLeadership(replica);
+    if (replica === "r1") return { ok: true, leaderReplica: "r1", leaderEpoch: s.leaderEpoch, transferred: false };
+    return errorResult("INVALID_REQUEST", `${JSON.stringify(replica)} is not a replica of this partition (replication.factor 1: r1 only).`, { field: "replica" });
   }
 
   /** Fault injection of this replica (dev and test builds only; docs/RAFT.md "Fault injection"). */

@@ -30,9 +30,9 @@
  */
 import { ApplyWaiters } from "../raft/apply-waiters.ts";
 import { sendMessages } from "../raft/send.ts";
-import { errorResult, type ErrorResult } from "../../src/protocol/errors.ts";
+import { errorResult, type ErrorResult, type RpcResult } from "../../src/protocol/errors.ts";
 import { resolveGroupConfig, type RaftFaults } from "../../src/raft/group.ts";
-import { RaftContractError, RaftNode, type Entry, type Message, type NodeId } from "../../src/raft/index.ts";
+import { RaftContractError, RaftNode, type Entry, type Message, type NodeId, type ProposeError } from "../../src/raft/index.ts";
 import type { RoomTimers, Sql } from "../base.ts";
 import { RaftJournal } from "../raft/journal.ts";
 
@@ -203,7 +203,7 @@ export class PartitionReplica {
       const r = node.propose(data);
       if (!r.ok) {
         out.push({
-          answer: Promise.resolve(r.code === "tooLarge" ? errorResult("REQUEST_TOO_LARGE", `The produce request is too large to replicate: ${r.reason}.`) : this.notLeader()),
+          answer: Promise.resolve(r.code === "tooLarge" ? errorResult("REQUEST_TOO_LARGE", `The produce request is too large to replicate: ${r.reason}.`) : this.#proposalRefused(r)),
           index: null,
         });
         continue;
@@ -214,6 +214,62 @@ export class PartitionReplica {
     // (the output gate holds any answer until that write is durable).
     this.drain();
     return out;
+  }
+
+  /**
+   * NOT_LEADER_OR_FOLLOWER for a proposal the core refused: not the leader, or a leadership
+   * transfer is running (no leader named then, so that the gateway waits for the election
+   * instead of going back and forth between the two replicas).
+   */
+  #proposalRefused(r: ProposeError): ErrorResult {
+    if (r.code === "transferInProgress") {
+      return errorResult("NOT_LEADER_OR_FOLLOWER", `Replica ${this.#memberId} is handing leadership of this partition to ${r.leaderId}.`, {
+        replica: this.#memberId,
+        leaderReplica: null,
+        transferTo: r.leaderId,
+        leaderEpoch: this.#node?.term ?? null,
+      });
+    }
+    return this.notLeader() ?? errorResult("NOT_LEADER_OR_FOLLOWER", `Replica ${this.#memberId} refused the proposal (${r.code}).`, { replica: this.#memberId, leaderReplica: null });
+  }
+
+  // ---- leadership transfer (Raft's TimeoutNow; Kafka's preferred leader election, KIP-460) ----
+
+  /**
+   * At the leader: hands leadership to voter `to` (the core sends it TimeoutNow once its log is
+   * complete; proposals are refused meanwhile) and waits, polling every tick, until `to` leads in
+   * a later term, another replica wins, or the transfer is abandoned (the core gives up after an
+   * election timeout; this waits {@link REPLICA_REQUEST_TIMEOUT_MS} at most).
+   * @returns the new leader and its epoch; NOT_LEADER_OR_FOLLOWER when this replica does not
+   *   lead; INVALID_REQUEST when `to` is no voter; PREFERRED_LEADER_NOT_AVAILABLE otherwise.
+   */
+  async transferLeadership(to: NodeId): Promise<RpcResult<{ leaderReplica: NodeId; leaderEpoch: number; transferred: boolean }>> {
+    const node = this.#node;
+    if (node === null || !node.conf.voters.includes(to)) {
+      return errorResult("INVALID_REQUEST", `${JSON.stringify(to)} is not a replica of this partition: one of ${REPLICA_IDS.join(", ")}.`, { field: "replica" });
+    }
+    const refused = this.notLeader();
+    if (refused !== null) return refused;
+    if (to === node.id) return { ok: true, leaderReplica: to, leaderEpoch: node.term, transferred: false };
+    const fromTerm = node.term;
+    const r = node.transferLeadership(to);
+    if (!r.ok) return r.code === "notLeader" ? this.notLeader()! : errorResult("INVALID_REQUEST", r.reason, { field: "replica" });
+    this.drain();
+    const deadline = Date.now() + REPLICA_REQUEST_TIMEOUT_MS;
+    for (;;) {
+      const n = this.#node;
+      if (n !== null && n.term > fromTerm && n.leaderId === to) return { ok: true, leaderReplica: to, leaderEpoch: n.term, transferred: true };
+      const settledElsewhere = n !== null && n.term > fromTerm && n.leaderId !== null;
+      const abandoned = n !== null && n.role === "leader" && n.term === fromTerm && n.leadTransferee === null;
+      if (n === null || settledElsewhere || abandoned || Date.now() >= deadline) {
+        return errorResult("PREFERRED_LEADER_NOT_AVAILABLE", `Replica ${to} did not take over the leadership of this partition (it may be down or lagging): retry.`, {
+          replica: to,
+          leaderReplica: n?.leaderId ?? null,
+          leaderEpoch: n?.term ?? null,
+        });
+      }
+      await new Promise((resolve) => setTimeout(resolve, REPLICA_TICK_MS));
+    }
   }
 
   // ---- the clock ----

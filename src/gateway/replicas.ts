@@ -49,6 +49,12 @@ export function replicaStub(env: Env, topicId: string, partition: number, index:
   return env.PARTITION.getByName(index === 0 ? base : `${base}/r${index + 1}`) as unknown as PartitionRpc;
 }
 
+/** Records that replica `replicaId` ("r1".."r3") leads the partition now (after a leadership transfer). */
+export function noteLeader(topicId: string, partition: number, replicaId: string, configs: Partial<TopicConfigs>): void {
+  const i = replicaIndex(replicaId, replicationFactorOf(configs));
+  if (i !== null) leaders.set(`${topicId}/${partition}`, i);
+}
+
 /** `r2` -> 1; anything else -> null. */
 function replicaIndex(id: unknown, rf: number): number | null {
   if (typeof id !== "string" || !/^r[1-9]$/.test(id)) return null;

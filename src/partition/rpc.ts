@@ -191,6 +191,22 @@ export interface PartitionRpc {
    * integer), UNKNOWN_TOPIC_OR_PARTITION. At or below the log start: a no-op (field case B1).
    */
   deleteRecords(offset: number): Promise<RpcResult<{ logStartOffset: number }>>;
+  /**
+   * Leadership transfer (Kafka's preferred leader election, KIP-460; Raft's TimeoutNow): at the
+   * leader, hands leadership to replica `replica` ("r1".."r3") and answers once it leads (the new
+   * leader epoch) or, within 5 s, PREFERRED_LEADER_NOT_AVAILABLE (retriable). `transferred`
+   * false: it already led. Errors: NOT_LEADER_OR_FOLLOWER (this replica is not the leader),
+   * INVALID_REQUEST (not a replica of this partition), UNKNOWN_TOPIC_OR_PARTITION.
+   */
+  transferLeadership(replica: string): Promise<RpcResult<LeaderTransferOk>>;
+}
+
+/** The answer of a leadership transfer: the leader and its epoch (the Raft term) afterwards. */
+export interface LeaderTransferOk {
+  leaderReplica: string;
+  leaderEpoch: number;
+  /** False when the replica asked for already led (nothing done: Kafka's ELECTION_NOT_NEEDED). */
+  transferred: boolean;
 }
 
 /** The stub of a partition, typed by {@link PartitionRpc}. */

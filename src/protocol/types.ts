@@ -148,6 +148,19 @@ export interface DeleteRecordsResponse {
   logStartOffset: number;
 }
 
+/**
+ * `POST .../partitions/{p}/leader` answer (leadership transfer; Kafka's preferred leader
+ * election, KIP-460): the partition's leader replica and leader epoch (the Raft term) after the
+ * call; `transferred` false when the replica asked for already led.
+ */
+export interface PartitionLeaderResponse {
+  topic: string;
+  partition: number;
+  leaderReplica: string;
+  leaderEpoch: number;
+  transferred: boolean;
+}
+
 /** `GET .../offsets?spec=` answers. `offset` is null when no record qualifies (by timestamp). */
 export interface ListOffsetsResponse {
   topic: string;

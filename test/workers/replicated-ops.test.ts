@@ -6,9 +6,9 @@
  */
 import { afterEach, describe as suite, expect, it } from "vitest";
 import { encodeBatch } from "../../src/codec/index.ts";
-import type { ProduceResponse } from "../../src/protocol/index.ts";
-import type { DeleteRecordsResponse } from "../../src/protocol/types.ts";
-import { call, expectError, json } from "./helpers.ts";
+import type { ErrorBody, ProduceResponse } from "../../src/protocol/index.ts";
+import type { DeleteRecordsResponse, PartitionLeaderResponse } from "../../src/protocol/types.ts";
+import { call, createTopic, expectError, json, randomTopic } from "./helpers.ts";
 import { REPLICAS, crashStarted, createReplicated, leaderOf, replica, replicaLog, status, until } from "./replica-helpers.ts";
 
 afterEach(crashStarted);
@@ -146,5 +146,82 @@ suite("field case B5 on a replicated partition: retention never moves the log st
         [7, "r7"],
       ]);
     }
+  }, 90_000);
+});
+
+/** Produces `values` one request each through the gateway, resending only NOT_LEADER_OR_FOLLOWER (nothing appended); answers each value's offset. */
+async function produceSteady(name: string, values: string[]): Promise<Map<string, number>> {
+  const acked = new Map<string, number>();
+  for (const value of values) {
+    for (;;) {
+      const res = await json("POST", `/v1/topics/${name}/partitions/0/records`, { records: [{ value }] });
+      const text = await res.text();
+      if (res.status === 200) {
+        acked.set(value, (JSON.parse(text) as ProduceResponse).records[0]!.offset);
+        break;
+      }
+      expect((JSON.parse(text) as ErrorBody).error.code, text).toBe("NOT_LEADER_OR_FOLLOWER");
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+  return acked;
+}
+
+suite("leadership transfer (Kafka's preferred leader election, KIP-460; Raft's TimeoutNow)", () => {
+  it("hands leadership to the replica asked for under steady produce: a higher leader epoch, produce continues on the new leader, nothing lost, offsets dense, all replicas equal", async () => {
+    const { name, topicId } = await createReplicated();
+    const leader = await leaderOf(topicId);
+    const target = REPLICAS.find((id) => id !== leader.replica)!;
+    const path = `/v1/topics/${name}/partitions/0/leader`;
+    const values = Array.from({ length: 40 }, (_, i) => `w${i}`);
+    const first = await produceSteady(name, values.slice(0, 10));
+    const steady = produceSteady(name, values.slice(10, 30));
+    const res = await json("POST", path, { replica: target });
+    const text = await res.text();
+    expect(res.status, text).toBe(200);
+    const moved = JSON.parse(text) as PartitionLeaderResponse;
+    expect(moved).toMatchObject({ partition: 0, leaderReplica: target, transferred: true });
+    expect(moved.leaderEpoch).toBeGreaterThan(leader.leaderEpoch);
+    expect(await status(topicId, target)).toMatchObject({ role: "leader", leaderEpoch: moved.leaderEpoch });
+    const during = await steady;
+    const after = await produceSteady(name, values.slice(30));
+    // Asking again for the leader it already is: nothing to do.
+    const again = (await (await json("POST", path, { replica: target })).json()) as PartitionLeaderResponse;
+    expect(again).toMatchObject({ leaderReplica: target, leaderEpoch: moved.leaderEpoch, transferred: false });
+    // Every acknowledged record once, at its acknowledged offset, on every replica; offsets dense.
+    const acked = new Map([...first, ...during, ...after]);
+    expect([...acked.values()].sort((a, b) => a - b)).toEqual(values.map((_, i) => i));
+    for (const id of REPLICAS) {
+      await until(`${id} HW 40`, async () => ((await status(topicId, id))?.highWatermark === 40 ? true : undefined));
+      const log = await replicaLog(topicId, id);
+      expect(log.map((r) => [r.offset, r.value])).toEqual(values.map((v) => [acked.get(v)!, v]).sort((a, b) => (a[0] as number) - (b[0] as number)));
+      // The records appended after the transfer carry the new leader epoch.
+      expect(log.find((r) => r.value === "w39")!.epoch).toBe(moved.leaderEpoch);
+    }
+  }, 90_000);
+
+  it("refuses a replica the partition does not have; a transfer to a crashed replica fails retriably and the leader keeps leading", async () => {
+    const plain = randomTopic();
+    await createTopic(plain);
+    const bad = await expectError(await json("POST", `/v1/topics/${plain}/partitions/0/leader`, { replica: "r2" }), "INVALID_REQUEST", 400);
+    expect(bad.details).toMatchObject({ field: "replica", replicationFactor: 1 });
+    const one = await json("POST", `/v1/topics/${plain}/partitions/0/leader`, { replica: "r1" });
+    expect((await one.json()) as PartitionLeaderResponse).toMatchObject({ leaderReplica: "r1", transferred: false });
+
+    const { name, topicId } = await createReplicated();
+    const path = `/v1/topics/${name}/partitions/0/leader`;
+    await expectError(await json("POST", path, { replica: "r4" }), "INVALID_REQUEST", 400);
+    await expectError(await json("POST", path, { replica: 2 }), "INVALID_REQUEST", 400);
+    const leader = await leaderOf(topicId);
+    const target = REPLICAS.find((id) => id !== leader.replica)!;
+    await replica(topicId, target).setFaults({ crashed: true });
+    const e = await expectError(await json("POST", path, { replica: target }), "PREFERRED_LEADER_NOT_AVAILABLE", 503);
+    expect(e.retriable).toBe(true);
+    expect(e.details).toMatchObject({ replica: target });
+    // The abandoned transfer leaves the leader in place, taking produce again.
+    await until("produce after the abandoned transfer", async () =>
+      (await json("POST", `/v1/topics/${name}/partitions/0/records`, { records: [{ value: "x" }] })).status === 200 ? true : undefined,
+    );
+    expect(await status(topicId, leader.replica)).toMatchObject({ role: "leader", leaderEpoch: leader.leaderEpoch });
   }, 90_000);
 });
