@@ -55,11 +55,11 @@ export const CONFIGS_REFRESH_INTERVAL_MS = 60_000;
 import { replicationFactorOf } from "../src/protocol/config.ts";
 import type { RaftFaults } from "../src/raft/group.ts";
 import type { Message } from "../src/raft/index.ts";
-import { partitionObjectName } from "../src/partition/rpc.ts";
+import { replicaStubAt } from "../src/partition/rpc.ts";
 import { checkFaults, faultsEnabled } from "./raft/faults.ts";
 import { RAFT_ROOM } from "./raft/journal.ts";
 import { ReplicatedAppends } from "./partition/replicated.ts";
-import { PartitionReplica, REPLICA_IDS, replicaObjectName } from "./partition/replica.ts";
+import { PartitionReplica, REPLICA_IDS } from "./partition/replica.ts";
 
 /** One write of the partition: each room's part, null when it has none. */
 export type Command = LogCommand & ProducersCommand & StreamsCommand & SubsCommand & LifecycleCommandPart;
@@ -221,9 +221,9 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     const me = replica ?? "r1";
     if (replicated && !REPLICA_IDS.includes(me)) return errorResult("INVALID_REQUEST", `Unknown replica ${JSON.stringify(me)}: one of ${REPLICA_IDS.join(", ")}.`);
     if (replicated && me === "r1") {
-      const name = partitionObjectName(init.topicId, init.partition);
-      for (const r of REPLICA_IDS.slice(1)) {
-        const out = await this.#stubByName(replicaObjectName(name, r)).init({ ...init, replica: r });
+      for (let i = 1; i < REPLICA_IDS.length; i++) {
+        // This call creates r2 and r3: with their replica.locations hints.
+        const out = await replicaStubAt(this.env.PARTITION, init.topicId, init.partition, i, init.configs).init({ ...init, replica: REPLICA_IDS[i]! });
         if (!out.ok) return out;
       }
     }
@@ -604,13 +604,9 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     if (this.#replica.crashed) throw new Error(this.#replica.crashedMessage());
   }
 
-  #stubByName(name: string): PartitionRpc {
-    return this.env.PARTITION.getByName(name) as unknown as PartitionRpc;
-  }
-
   #peerReplica(replicaId: string): PartitionRpc {
     const s = this.#log.state!;
-    return this.#stubByName(replicaObjectName(partitionObjectName(s.topicId, s.partition), replicaId));
+    return replicaStubAt(this.env.PARTITION, s.topicId, s.partition, REPLICA_IDS.indexOf(replicaId), s.configs);
   }
 
   #replicaStub(replicaId: string): PartitionRpc {

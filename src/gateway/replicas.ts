@@ -19,7 +19,7 @@ import type { Env } from "../env.ts";
 import { errorResult, type ErrorResult, type RpcResult } from "../protocol/errors.ts";
 import { replicationFactorOf } from "../protocol/config.ts";
 import type { TopicConfigs } from "../protocol/types.ts";
-import { partitionObjectName, type AppendOk, type AppendRequest, type PartitionRpc } from "../partition/rpc.ts";
+import { replicaStubAt, type AppendOk, type AppendRequest, type PartitionRpc } from "../partition/rpc.ts";
 
 /** How long a produce waits for a leader to be found or elected (ms): above 2 election timeouts (2 x 1-2 s). */
 export const LEADER_WAIT_MS = 5_000;
@@ -43,10 +43,9 @@ function nextReplica(key: string, at: number, rf: number): number {
   return (at + 1) % rf;
 }
 
-/** The object of replica `index` (0-based: r1 is the partition object itself). */
-export function replicaStub(env: Env, topicId: string, partition: number, index: number): PartitionRpc {
-  const base = partitionObjectName(topicId, partition);
-  return env.PARTITION.getByName(index === 0 ? base : `${base}/r${index + 1}`) as unknown as PartitionRpc;
+/** The object of replica `index` (0-based: r1 is the partition object itself), with its `replica.locations` hint. */
+export function replicaStub(env: Env, topicId: string, partition: number, index: number, configs: Partial<TopicConfigs>): PartitionRpc {
+  return replicaStubAt(env.PARTITION, topicId, partition, index, configs);
 }
 
 /** Records that replica `replicaId` ("r1".."r3") leads the partition now (after a leadership transfer). */
@@ -68,7 +67,7 @@ function replicaIndex(id: unknown, rf: number): number | null {
  */
 export async function appendAtLeader(env: Env, topicId: string, partition: number, configs: Partial<TopicConfigs>, reqs: AppendRequest[]): Promise<RpcResult<AppendOk>[]> {
   const rf = replicationFactorOf(configs);
-  if (rf === 1) return replicaStub(env, topicId, partition, 0).appendMany(reqs);
+  if (rf === 1) return replicaStub(env, topicId, partition, 0, configs).appendMany(reqs);
   const key = `${topicId}/${partition}`;
   const deadline = Date.now() + LEADER_WAIT_MS;
   const out: RpcResult<AppendOk>[] = new Array(reqs.length);
@@ -77,7 +76,7 @@ export async function appendAtLeader(env: Env, topicId: string, partition: numbe
   for (;;) {
     let answers: RpcResult<AppendOk>[];
     try {
-      answers = await replicaStub(env, topicId, partition, at).appendMany(pending.map((i) => reqs[i]!));
+      answers = await replicaStub(env, topicId, partition, at, configs).appendMany(pending.map((i) => reqs[i]!));
     } catch (err) {
       // Down or unreachable: the outcome is unknown (see the file comment). The next request
       // starts at the next replica.
@@ -142,14 +141,14 @@ export async function callAtLeader<T extends object>(
   call: (p: PartitionRpc) => Promise<RpcResult<T>>,
 ): Promise<RpcResult<T>> {
   const rf = replicationFactorOf(configs);
-  if (rf === 1) return call(replicaStub(env, topicId, partition, 0));
+  if (rf === 1) return call(replicaStub(env, topicId, partition, 0, configs));
   const key = `${topicId}/${partition}`;
   const deadline = Date.now() + LEADER_WAIT_MS;
   let at = leaders.get(key) ?? 0;
   for (;;) {
     let r: RpcResult<T>;
     try {
-      r = await call(replicaStub(env, topicId, partition, at));
+      r = await call(replicaStub(env, topicId, partition, at, configs));
     } catch (err) {
       return unavailable(key, at, rf, err, "the outcome is unknown.");
     }
@@ -168,12 +167,12 @@ export async function callAtLeader<T extends object>(
  */
 export async function atAnyReplica<T>(env: Env, topicId: string, partition: number, configs: Partial<TopicConfigs>, call: (p: PartitionRpc) => Promise<T>): Promise<T> {
   const rf = replicationFactorOf(configs);
-  if (rf === 1) return call(replicaStub(env, topicId, partition, 0));
+  if (rf === 1) return call(replicaStub(env, topicId, partition, 0, configs));
   const start = leaders.get(`${topicId}/${partition}`) ?? 0;
   let last: unknown;
   for (let k = 0; k < rf; k++) {
     try {
-      return await call(replicaStub(env, topicId, partition, (start + k) % rf));
+      return await call(replicaStub(env, topicId, partition, (start + k) % rf, configs));
     } catch (err) {
       last = err;
     }

@@ -7,6 +7,7 @@
  * not the name, so deleting and re-creating a topic gives fresh objects starting at offset 0).
  */
 import type { RpcResult } from "../protocol/errors.ts";
+import { replicaLocation } from "../protocol/config.ts";
 import type { PartitionDescription, TopicConfigs } from "../protocol/types.ts";
 import type { ListOffsetsSpec } from "./core.ts";
 import type { SubscriptionMetrics } from "../subscriptions/rpc.ts";
@@ -207,6 +208,34 @@ export interface LeaderTransferOk {
   leaderEpoch: number;
   /** False when the replica asked for already led (nothing done: Kafka's ELECTION_NOT_NEEDED). */
   transferred: boolean;
+}
+
+/**
+ * The object name of replica `index` (0-based) of a partition: r1 is the partition object
+ * itself, r2 and r3 are `${topicId}/${partition}/r2` and `/r3` (docs/RAFT.md).
+ */
+export function replicaObjectNameAt(topicId: string, partition: number, index: number): string {
+  const base = partitionObjectName(topicId, partition);
+  return index === 0 ? base : `${base}/r${index + 1}`;
+}
+
+/**
+ * The stub of replica `index` (0-based) of a partition, with its `replica.locations` hint
+ * (`idFromName` + `get(id, { locationHint })`): every caller that may be the first to reach a
+ * replica passes the same hint, which the platform honours only when it creates the object
+ * (docs/RAFT.md "Location hints"). Without a hint, `getByName` as before.
+ */
+export function replicaStubAt(
+  ns: Pick<DurableObjectNamespace, "getByName" | "idFromName" | "get">,
+  topicId: string,
+  partition: number,
+  index: number,
+  configs: Partial<TopicConfigs>,
+): PartitionRpc {
+  const name = replicaObjectNameAt(topicId, partition, index);
+  const locationHint = replicaLocation(configs, index);
+  if (locationHint === undefined) return ns.getByName(name) as unknown as PartitionRpc;
+  return ns.get(ns.idFromName(name), { locationHint }) as unknown as PartitionRpc;
 }
 
 /** The stub of a partition, typed by {@link PartitionRpc}. */

@@ -212,6 +212,14 @@ export interface TopicConfigs {
   /** Kafka's min.insync.replicas: in-sync replicas an acks=all produce needs, in [1, replication.factor]. @default 1 */
   "min.insync.replicas": number;
   /**
+   * Cloudflare location hints of the partition's replicas, in replica order (r1, r2, r3),
+   * comma-separated: `"wnam,enam,weur"` (docs/RAFT.md "Location hints"). One hint per replica,
+   * from the documented list (`LOCATION_HINTS`); fixed at creation, since a hint only places a
+   * Durable Object when it is first created. Absent: no hints (each object is created near its
+   * first caller).
+   */
+  "replica.locations"?: string;
+  /**
    * The topic's effective policies (src/protocol/policies.ts), pushed by the metadata store to
    * the partitions with the configs, so the rooms that enforce them read them where they read
    * the configs. Never set through `configs` (an unknown config there); absent on partitions

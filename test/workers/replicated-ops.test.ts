@@ -225,3 +225,23 @@ suite("leadership transfer (Kafka's preferred leader election, KIP-460; Raft's T
     expect(await status(topicId, leader.replica)).toMatchObject({ role: "leader", leaderEpoch: leader.leaderEpoch });
   }, 90_000);
 });
+
+suite("replica.locations (a location hint per replica)", () => {
+  it("creates the three replicas with their hints (ignored by local workerd): they elect and replicate; the config is fixed and validated", async () => {
+    const { name, topicId } = await createReplicated({ "replica.locations": "wnam, enam, weur" });
+    const d = (await (await call(`/v1/topics/${name}`)).json()) as { configs: Record<string, unknown> };
+    expect(d.configs["replica.locations"]).toBe("wnam,enam,weur");
+    await leaderOf(topicId);
+    expect(await produceValues(name, ["a", "b", "c"])).toEqual([0, 1, 2]);
+    for (const id of REPLICAS) await until(`${id} HW 3`, async () => ((await status(topicId, id))?.highWatermark === 3 ? true : undefined));
+    const fixed = await expectError(await json("PATCH", `/v1/topics/${name}`, { configs: { "replica.locations": "weur,enam,wnam" } }), "INVALID_CONFIG", 400);
+    expect(fixed.details).toEqual({ config: "replica.locations" });
+    const unknown = await expectError(
+      await json("POST", "/v1/topics", { name: randomTopic(), configs: { "replication.factor": 3, "replica.locations": "wnam,enam,moon" } }),
+      "INVALID_CONFIG",
+      400,
+    );
+    expect(unknown.details).toEqual({ config: "replica.locations" });
+    await expectError(await json("POST", "/v1/topics", { name: randomTopic(), configs: { "replication.factor": 3, "replica.locations": "wnam" } }), "INVALID_CONFIG", 400);
+  }, 60_000);
+});

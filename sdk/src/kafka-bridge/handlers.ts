@@ -538,6 +538,7 @@ const CONFIG_TYPES: Record<Exclude<keyof TopicConfigs, "policies">, number> = {
   "remote.storage.enable": CONFIG_TYPE.BOOLEAN,
   "replication.factor": CONFIG_TYPE.INT,
   "min.insync.replicas": CONFIG_TYPE.INT,
+  "replica.locations": CONFIG_TYPE.LIST,
 };
 
 export async function handleDescribeConfigs(ctx: BridgeContext, req: DescribeConfigsRequest): Promise<{ throttleTimeMs: number; results: DescribeConfigsResult[] }> {
