@@ -128,10 +128,12 @@ function unavailable(key: string, at: number, rf: number, err: unknown, advice: 
 }
 
 /**
- * Runs one leader-only call (deleteRecords, leadership transfer) at the partition's leader, as
- * {@link appendAtLeader} does for produce: NOT_LEADER_OR_FOLLOWER answers are resent to the named
- * leader (or the next replica during an election) for up to {@link LEADER_WAIT_MS}; a call that
- * fails is not resent (UNAVAILABLE, retriable: its command may have been proposed).
+ * Runs one idempotent leader-only call (deleteRecords, leadership transfer) at the partition's
+ * leader, as {@link appendAtLeader} does for produce: NOT_LEADER_OR_FOLLOWER answers are resent
+ * to the named leader (or the next replica during an election) for up to {@link LEADER_WAIT_MS}.
+ * Unlike a produce, a call that fails (the replica is down) is resent to the next replica after
+ * {@link ELECTION_BACKOFF_MS}: doing it twice is harmless (the same log start; the same leader).
+ * After the wait: the last refusal, or UNAVAILABLE (retriable) when the last call failed.
  */
 export async function callAtLeader<T extends object>(
   env: Env,
@@ -150,7 +152,11 @@ export async function callAtLeader<T extends object>(
     try {
       r = await call(replicaStub(env, topicId, partition, at, configs));
     } catch (err) {
-      return unavailable(key, at, rf, err, "the outcome is unknown.");
+      const failed = unavailable(key, at, rf, err, "the request is idempotent.");
+      if (Date.now() >= deadline) return failed;
+      await new Promise((resolve) => setTimeout(resolve, ELECTION_BACKOFF_MS));
+      at = nextReplica(key, at, rf);
+      continue;
     }
     if (r.ok || r.code !== "NOT_LEADER_OR_FOLLOWER") {
       leaders.set(key, at);
