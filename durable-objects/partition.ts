@@ -23,7 +23,19 @@
 import type { Env } from "../src/env.ts";
 import type { ListOffsetsSpec, ProducerState } from "../src/partition/core.ts";
 import { peersOf, type Peers } from "../src/partition/peers.ts";
-import type { AppendOk, AppendRequest, FetchOk, FetchRequest, ListOffsetsOk, PartitionInit, PartitionMetrics, PartitionRpc, ReplicaStatus, ReplicaTestKnobs } from "../src/partition/rpc.ts";
+import type {
+  AppendOk,
+  AppendRequest,
+  FetchOk,
+  FetchRequest,
+  LeaderTransferOk,
+  ListOffsetsOk,
+  PartitionInit,
+  PartitionMetrics,
+  PartitionRpc,
+  ReplicaStatus,
+  ReplicaTestKnobs,
+} from "../src/partition/rpc.ts";
 import { errorResult, type ErrorResult, type RpcResult } from "../src/protocol/errors.ts";
 import { FETCH_MAX_WAIT_MS_LIMIT, MAX_APPEND_GROUP_REQUESTS } from "../src/protocol/limits.ts";
 import type { PartitionDescription, TopicConfigs } from "../src/protocol/types.ts";
@@ -55,11 +67,11 @@ export const CONFIGS_REFRESH_INTERVAL_MS = 60_000;
 import { replicationFactorOf } from "../src/protocol/config.ts";
 import type { RaftFaults } from "../src/raft/group.ts";
 import type { Message } from "../src/raft/index.ts";
-import { partitionObjectName } from "../src/partition/rpc.ts";
+import { replicaStubAt } from "../src/partition/rpc.ts";
 import { checkFaults, faultsEnabled } from "./raft/faults.ts";
 import { RAFT_ROOM } from "./raft/journal.ts";
 import { ReplicatedAppends } from "./partition/replicated.ts";
-import { PartitionReplica, REPLICA_IDS, REPLICA_KEEP_ENTRIES, REPLICA_LEADER_KEEP_ENTRIES, replicaObjectName } from "./partition/replica.ts";
+import { PartitionReplica, REPLICA_IDS, REPLICA_KEEP_ENTRIES, REPLICA_LEADER_KEEP_ENTRIES } from "./partition/replica.ts";
 import { ReplicaCatchUp } from "./partition/catch-up.ts";
 import type { CatchUpChunk, CatchUpManifest, CatchUpRead } from "../src/partition/catch-up.ts";
 
@@ -238,9 +250,9 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     const me = replica ?? "r1";
     if (replicated && !REPLICA_IDS.includes(me)) return errorResult("INVALID_REQUEST", `Unknown replica ${JSON.stringify(me)}: one of ${REPLICA_IDS.join(", ")}.`);
     if (replicated && me === "r1") {
-      const name = partitionObjectName(init.topicId, init.partition);
-      for (const r of REPLICA_IDS.slice(1)) {
-        const out = await this.#stubByName(replicaObjectName(name, r)).init({ ...init, replica: r });
+      for (let i = 1; i < REPLICA_IDS.length; i++) {
+        // This call creates r2 and r3: with their replica.locations hints.
+        const out = await replicaStubAt(this.env.PARTITION, init.topicId, init.partition, i, init.configs).init({ ...init, replica: REPLICA_IDS[i]! });
         if (!out.ok) return out;
       }
     }
@@ -427,9 +439,12 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
   /**
    * deleteRecords (KIP-107): moves the log start to `offset` (-1 = the high watermark); rows go
    * on the lifecycle's timer. Field case B1: above the high watermark or negative other than -1
-   * is OFFSET_OUT_OF_RANGE with the bounds; at or below the log start a no-op.
+   * is OFFSET_OUT_OF_RANGE with the bounds; at or below the log start a no-op. Replicated
+   * (factor 3): a Raft command proposed by the leader, applied by every replica
+   * (partition/replicated.ts); other replicas answer NOT_LEADER_OR_FOLLOWER.
    */
   async deleteRecords(offset: number): Promise<RpcResult<{ logStartOffset: number }>> {
+    if (this.#replica.active) return this.#replicated.deleteRecords(offset);
     if (this.#log.state === null) return unknownPartition();
     const plan = this.#lifecycle.planDeleteRecords(offset);
     if ("code" in plan) return plan;
@@ -595,6 +610,16 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     };
   }
 
+  /** See {@link PartitionRpc.transferLeadership}; at replication.factor 1 only "r1", which leads. */
+  async transferLeadership(replica: string): Promise<RpcResult<LeaderTransferOk>> {
+    this.#aliveReplica();
+    const s = this.#log.state;
+    if (s === null) return unknownPartition();
+    if (this.#replica.active) return this.#replica.transferLeadership(replica);
+    if (replica === "r1") return { ok: true, leaderReplica: "r1", leaderEpoch: s.leaderEpoch, transferred: false };
+    return errorResult("INVALID_REQUEST", `${JSON.stringify(replica)} is not a replica of this partition (replication.factor 1: r1 only).`, { field: "replica" });
+  }
+
   /** Fault injection of this replica (dev and test builds only; docs/RAFT.md "Fault injection"). */
   async setFaults(faults: RaftFaults): Promise<RpcResult<{ faults: RaftFaults }>> {
     if (!faultsEnabled(this.env)) {
@@ -632,13 +657,9 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     if (this.#replica.crashed) throw new Error(this.#replica.crashedMessage());
   }
 
-  #stubByName(name: string): PartitionRpc {
-    return this.env.PARTITION.getByName(name) as unknown as PartitionRpc;
-  }
-
   #peerReplica(replicaId: string): PartitionRpc {
     const s = this.#log.state!;
-    return this.#stubByName(replicaObjectName(partitionObjectName(s.topicId, s.partition), replicaId));
+    return replicaStubAt(this.env.PARTITION, s.topicId, s.partition, REPLICA_IDS.indexOf(replicaId), s.configs);
   }
 
   #replicaStub(replicaId: string): PartitionRpc {

@@ -6,7 +6,7 @@
  *
  * - **Members**: replica `r1` is the partition object itself (`${topicId}/${partition}`, the
  *   object the metadata store creates and destroys); `r2` and `r3` are the objects
- *   `${topicId}/${partition}/r2` and `/r3` of the same namespace ({@link replicaObjectName}).
+ *   `${topicId}/${partition}/r2` and `/r3` of the same namespace (`replicaObjectNameAt` in src/partition/rpc.ts).
  * - **Storage**: the Raft journal (room `raft`, durable-objects/raft/journal.ts) beside the
  *   partition's rooms, in the same SQLite storage.
  * - **The Ready loop** as RaftMemberDO's: snapshot, entries and hard state in one transaction;
@@ -39,9 +39,9 @@
  */
 import { ApplyWaiters } from "../raft/apply-waiters.ts";
 import { sendMessages } from "../raft/send.ts";
-import { errorResult, type ErrorResult } from "../../src/protocol/errors.ts";
+import { errorResult, type ErrorResult, type RpcResult } from "../../src/protocol/errors.ts";
 import { resolveGroupConfig, type RaftFaults } from "../../src/raft/group.ts";
-import { RaftContractError, RaftNode, type Entry, type Message, type NodeId } from "../../src/raft/index.ts";
+import { RaftContractError, RaftNode, type Entry, type Message, type NodeId, type ProposeError } from "../../src/raft/index.ts";
 import type { SnapshotMeta } from "../../src/raft/types.ts";
 import type { RoomTimers, Sql } from "../base.ts";
 import { RaftJournal } from "../raft/journal.ts";
@@ -62,11 +62,6 @@ export const REPLICA_KEEP_ENTRIES = 1_000;
 export const REPLICA_LEADER_KEEP_ENTRIES = 10_000;
 /** Replica ids of a replication factor of 3. */
 export const REPLICA_IDS: readonly NodeId[] = ["r1", "r2", "r3"];
-
-/** The object name of replica `replicaId` of a partition object named `partitionName`: r1 is the partition object itself. */
-export function replicaObjectName(partitionName: string, replicaId: NodeId): string {
-  return replicaId === "r1" ? partitionName : `${partitionName}/${replicaId}`;
-}
 
 /** What the replica needs of its partition object. */
 export interface ReplicaHost {
@@ -279,7 +274,7 @@ export class PartitionReplica {
       const r = node.propose(data);
       if (!r.ok) {
         out.push({
-          answer: Promise.resolve(r.code === "tooLarge" ? errorResult("REQUEST_TOO_LARGE", `The produce request is too large to replicate: ${r.reason}.`) : this.notLeader()),
+          answer: Promise.resolve(r.code === "tooLarge" ? errorResult("REQUEST_TOO_LARGE", `The produce request is too large to replicate: ${r.reason}.`) : this.#proposalRefused(r)),
           index: null,
         });
         continue;
@@ -290,6 +285,62 @@ export class PartitionReplica {
     // (the output gate holds any answer until that write is durable).
     this.drain();
     return out;
+  }
+
+  /**
+   * NOT_LEADER_OR_FOLLOWER for a proposal the core refused: not the leader, or a leadership
+   * transfer is running (no leader named then, so that the gateway waits for the election
+   * instead of going back and forth between the two replicas).
+   */
+  #proposalRefused(r: ProposeError): ErrorResult {
+    if (r.code === "transferInProgress") {
+      return errorResult("NOT_LEADER_OR_FOLLOWER", `Replica ${this.#memberId} is handing leadership of this partition to ${r.leaderId}.`, {
+        replica: this.#memberId,
+        leaderReplica: null,
+        transferTo: r.leaderId,
+        leaderEpoch: this.#node?.term ?? null,
+      });
+    }
+    return this.notLeader() ?? errorResult("NOT_LEADER_OR_FOLLOWER", `Replica ${this.#memberId} refused the proposal (${r.code}).`, { replica: this.#memberId, leaderReplica: null });
+  }
+
+  // ---- leadership transfer (Raft's TimeoutNow; Kafka's preferred leader election, KIP-460) ----
+
+  /**
+   * At the leader: hands leadership to voter `to` (the core sends it TimeoutNow once its log is
+   * complete; proposals are refused meanwhile) and waits, polling every tick, until `to` leads in
+   * a later term, another replica wins, or the transfer is abandoned (the core gives up after an
+   * election timeout; this waits {@link REPLICA_REQUEST_TIMEOUT_MS} at most).
+   * @returns the new leader and its epoch; NOT_LEADER_OR_FOLLOWER when this replica does not
+   *   lead; INVALID_REQUEST when `to` is no voter; PREFERRED_LEADER_NOT_AVAILABLE otherwise.
+   */
+  async transferLeadership(to: NodeId): Promise<RpcResult<{ leaderReplica: NodeId; leaderEpoch: number; transferred: boolean }>> {
+    const node = this.#node;
+    if (node === null || !node.conf.voters.includes(to)) {
+      return errorResult("INVALID_REQUEST", `${JSON.stringify(to)} is not a replica of this partition: one of ${REPLICA_IDS.join(", ")}.`, { field: "replica" });
+    }
+    const refused = this.notLeader();
+    if (refused !== null) return refused;
+    if (to === node.id) return { ok: true, leaderReplica: to, leaderEpoch: node.term, transferred: false };
+    const fromTerm = node.term;
+    const r = node.transferLeadership(to);
+    if (!r.ok) return r.code === "notLeader" ? this.notLeader()! : errorResult("INVALID_REQUEST", r.reason, { field: "replica" });
+    this.drain();
+    const deadline = Date.now() + REPLICA_REQUEST_TIMEOUT_MS;
+    for (;;) {
+      const n = this.#node;
+      if (n !== null && n.term > fromTerm && n.leaderId === to) return { ok: true, leaderReplica: to, leaderEpoch: n.term, transferred: true };
+      const settledElsewhere = n !== null && n.term > fromTerm && n.leaderId !== null;
+      const abandoned = n !== null && n.role === "leader" && n.term === fromTerm && n.leadTransferee === null;
+      if (n === null || settledElsewhere || abandoned || Date.now() >= deadline) {
+        return errorResult("PREFERRED_LEADER_NOT_AVAILABLE", `Replica ${to} did not take over the leadership of this partition (it may be down or lagging): retry.`, {
+          replica: to,
+          leaderReplica: n?.leaderId ?? null,
+          leaderEpoch: n?.term ?? null,
+        });
+      }
+      await new Promise((resolve) => setTimeout(resolve, REPLICA_TICK_MS));
+    }
   }
 
   // ---- the clock ----
@@ -453,12 +504,18 @@ export class PartitionReplica {
 /**
  * A produce request as proposed by the leader and decided by every replica at apply: the batches
  * as received (CRC checked by the leader), the time it was decided (producer state, segment
- * roll) and the LogAppendTime stamp (null under CreateTime). Or the expiry of idle producers.
+ * roll) and the LogAppendTime stamp (null under CreateTime). Or the expiry of idle producers, or
+ * a deleteRecords.
  */
 export type ReplicatedCommand =
   | { kind: "append"; nowMs: number; logAppendTime: number | null; batches: Uint8Array[] }
   /** Producers idle since before `beforeMs` are forgotten (decided by the leader's clock and configs). */
-  | { kind: "expireProducers"; beforeMs: number };
+  | { kind: "expireProducers"; beforeMs: number }
+  /**
+   * deleteRecords (KIP-107): the log start offset moves to `offset` (already resolved by the
+   * leader: never -1, never above its high watermark) on every replica.
+   */
+  | { kind: "deleteRecords"; offset: number };
 
 /** Encodes: u32 header length, the JSON header, then per batch u32 length and its bytes. */
 export function encodeReplicated(cmd: ReplicatedCommand): Uint8Array {
@@ -483,8 +540,16 @@ export function encodeReplicated(cmd: ReplicatedCommand): Uint8Array {
 export function decodeReplicated(data: Uint8Array): ReplicatedCommand {
   const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
   const hl = view.getUint32(0);
-  const header = JSON.parse(new TextDecoder().decode(data.subarray(4, 4 + hl))) as { kind: string; nowMs: number; beforeMs: number; logAppendTime?: number | null; n?: number };
+  const header = JSON.parse(new TextDecoder().decode(data.subarray(4, 4 + hl))) as {
+    kind: string;
+    nowMs: number;
+    beforeMs: number;
+    offset: number;
+    logAppendTime?: number | null;
+    n?: number;
+  };
   if (header.kind === "expireProducers") return { kind: "expireProducers", beforeMs: header.beforeMs };
+  if (header.kind === "deleteRecords") return { kind: "deleteRecords", offset: header.offset };
   if (header.kind !== "append") throw new Error(`unknown replicated command ${header.kind}`);
   const batches: Uint8Array[] = [];
   let at = 4 + hl;

@@ -97,7 +97,7 @@ export class ReplicatedAppends {
     for (const e of node.entries(node.appliedIndex + 1, node.lastIndex)) {
       const end = this.#h.log.state!.logEndOffset;
       const cmd = e.type === "normal" ? decodeReplicated(e.data) : null;
-      if (cmd === null) this.#tail.skip(e.index, end);
+      if (cmd === null || cmd.kind === "deleteRecords") this.#tail.skip(e.index, end);
       else if (cmd.kind === "expireProducers") this.#tail.add(e.index, null, end, () => undefined);
       else {
         const scanned = this.#h.log.scanCommitted(cmd.batches);
@@ -143,8 +143,9 @@ export class ReplicatedAppends {
    * only on the entry and the replicated state, so every replica writes the same offsets.
    * @returns the answer for the leader's waiting request.
    */
-  apply(index: number, term: number, data: Uint8Array, writeApplied: () => void): RpcResult<AppendOk> | null {
+  apply(index: number, term: number, data: Uint8Array, writeApplied: () => void): unknown {
     const cmd = decodeReplicated(data);
+    if (cmd.kind === "deleteRecords") return this.#applyDeleteRecords(index, cmd.offset, writeApplied);
     const decided = this.#decideReplicated(cmd, term);
     let result: RpcResult<AppendOk> | null;
     if ("result" in decided) {
@@ -180,6 +181,7 @@ export class ReplicatedAppends {
     const s = this.#h.log.state;
     if (s === null) return { result: unknownPartition() };
     if (cmd.kind === "expireProducers") return { command: { log: null, append: null, producer: { op: "expire", beforeMs: cmd.beforeMs }, stream: null } };
+    if (cmd.kind !== "append") throw new Error(`replicated command ${cmd.kind} is not a produce`);
     const scanned = this.#h.log.scanCommitted(cmd.batches);
     if ("code" in scanned) return { result: scanned };
     const p = scanned.validated.producer;
@@ -210,5 +212,43 @@ export class ReplicatedAppends {
     if (proposed!.index !== null) this.#tail.add(proposed!.index, null, this.#h.log.state!.logEndOffset, () => undefined);
     await proposed!.answer;
     this.#h.producers.rearm(Date.now());
+  }
+
+  // ---- deleteRecords (KIP-107) as a replicated command ----
+
+  /**
+   * deleteRecords at the leader of a replicated partition: checked against the leader's high
+   * watermark (the commit: OFFSET_OUT_OF_RANGE above it, -1 resolved to it, field case B1),
+   * proposed as one Raft entry, and answered when the entry is applied here, with the log start
+   * offset every replica then has (Kafka's low watermark). An offset at or below the log start
+   * is a no-op answered at once. A replica that is not the leader answers
+   * NOT_LEADER_OR_FOLLOWER (nothing proposed).
+   */
+  async deleteRecords(offset: number): Promise<RpcResult<{ logStartOffset: number }>> {
+    this.#h.aliveReplica();
+    const refused = this.#h.log.state === null ? unknownPartition() : this.#h.replica.notLeader();
+    if (refused !== null) return refused;
+    const plan = this.#h.lifecycle.planDeleteRecords(offset);
+    if ("code" in plan) return plan;
+    if (plan.change === null) return { ok: true, logStartOffset: plan.logStartOffset };
+    this.#buildTail();
+    const [proposed] = this.#h.replica.proposeAll([encodeReplicated({ kind: "deleteRecords", offset: plan.logStartOffset })]);
+    if (proposed!.index !== null) this.#tail.skip(proposed!.index, this.#h.log.state!.logEndOffset);
+    return (await proposed!.answer) as RpcResult<{ logStartOffset: number }>;
+  }
+
+  /**
+   * Applies a committed deleteRecords on this replica: the same plan on the committed state
+   * (deterministic: the high watermark only grows, so an offset the leader accepted is still
+   * valid; one at or below the log start by now is a no-op) and the log start change committed
+   * with the applied index in one transaction. Rows go later, on each replica's lifecycle timer.
+   * @returns the leader's answer: the log start offset after the entry.
+   */
+  #applyDeleteRecords(index: number, offset: number, writeApplied: () => void): RpcResult<{ logStartOffset: number }> {
+    const plan = this.#h.log.state === null ? unknownPartition() : this.#h.lifecycle.planDeleteRecords(offset);
+    if ("code" in plan || plan.change === null) this.#h.transaction(writeApplied);
+    else this.#h.commit({ log: plan.change, append: null, producer: null, stream: null }, writeApplied);
+    this.#checkPrediction(index, null);
+    return "code" in plan ? plan : { ok: true, logStartOffset: plan.logStartOffset };
   }
 }

@@ -7,7 +7,17 @@
  */
 import type { ConsumerInfo, SubscriptionInfo } from "../../src/subscriptions/rpc.ts";
 import type { AclBinding, AclFilter, PulsarAction } from "../../src/protocol/acl.ts";
-import type { EffectivePolicies, NamespaceDescription, PolicyName, TenantInfo, TopicConfigs, TopicDescription, TopicPolicies, TopicSummary } from "../../src/protocol/index.ts";
+import type {
+  EffectivePolicies,
+  NamespaceDescription,
+  PartitionLeaderResponse,
+  PolicyName,
+  TenantInfo,
+  TopicConfigs,
+  TopicDescription,
+  TopicPolicies,
+  TopicSummary,
+} from "../../src/protocol/index.ts";
 import { type CallOptions, type EdgelogClient, topicPath } from "./client.ts";
 import type { SubscriptionType } from "./subscription.ts";
 
@@ -166,6 +176,15 @@ export class Admin {
       out[Number(partition)] = (await this.#client.deleteRecords(topic, Number(partition), offset, options)).logStartOffset;
     }
     return out;
+  }
+
+  /**
+   * Leadership transfer of a replicated partition (Kafka's `electLeaders` with a named replica,
+   * KIP-460; Raft's TimeoutNow): answers the new leader replica and leader epoch once it leads.
+   * Errors: PREFERRED_LEADER_NOT_AVAILABLE (retriable), INVALID_REQUEST, UNKNOWN_TOPIC_OR_PARTITION.
+   */
+  async transferLeadership(topic: string, partition: number, replica: string, options?: CallOptions): Promise<PartitionLeaderResponse> {
+    return this.#client.transferLeadership(topic, partition, replica, options);
   }
 
   // ---- tenants and namespaces (docs/TENANTS.md; Pulsar's admin model) ----

@@ -13,6 +13,7 @@ import {
   type JsonProduceRequest,
   type ListOffsetsResponse,
   type DeleteRecordsResponse,
+  type PartitionLeaderResponse,
   type PartitionBounds,
   type ProduceAcceptedResponse,
   type ProduceResponse,
@@ -314,6 +315,17 @@ export class EdgelogClient {
    */
   async deleteRecords(topic: string, partition: number, offset: number, options?: CallOptions): Promise<DeleteRecordsResponse> {
     return this.#json<DeleteRecordsResponse>({ method: "POST", path: `${topicPath(topic)}/partitions/${partition}/delete-records`, json: { offset }, ...options });
+  }
+
+  /**
+   * `POST /v1/topics/{topic}/partitions/{partition}/leader` (Kafka's preferred leader election,
+   * KIP-460; Raft's TimeoutNow): makes replica `replica` ("r1".."r3") the partition's leader and
+   * answers once it leads (`transferred` false: it already did). Needs ALTER on the cluster.
+   * Errors: PREFERRED_LEADER_NOT_AVAILABLE (retriable: the replica did not take over within 5 s),
+   * INVALID_REQUEST (not a replica of the partition), UNKNOWN_TOPIC_OR_PARTITION.
+   */
+  async transferLeadership(topic: string, partition: number, replica: string, options?: CallOptions): Promise<PartitionLeaderResponse> {
+    return this.#json<PartitionLeaderResponse>({ method: "POST", path: `${topicPath(topic)}/partitions/${partition}/leader`, json: { replica }, ...options });
   }
 
   // ---- produce ----

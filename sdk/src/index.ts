@@ -123,6 +123,7 @@ export type {
   JsonProduceRequest,
   ListOffsetsResponse,
   DeleteRecordsResponse,
+  PartitionLeaderResponse,
   PartitionBounds,
   PartitionDescription,
   ProduceRecordResult,

@@ -161,6 +161,8 @@ export const ROUTE_ACCESS: Readonly<Record<string, RouteAccess>> = Object.fromEn
   ...topicForms("GET", "/partitions/:partition/offsets", onTopic("describe")),
   // Kafka's DeleteRecords needs DELETE on the topic (KIP-107).
   ...topicForms("POST", "/partitions/:partition/delete-records", onTopic("delete")),
+  // Kafka's ElectLeaders (KIP-460) needs ALTER on the cluster.
+  ...topicForms("POST", "/partitions/:partition/leader", onCluster("alter")),
   ["POST /v1/producers", { access: "authenticated" }],
 
   // ---- subscriptions (Pulsar's consume permission is topic READ; stats and lists DESCRIBE) ----

@@ -19,7 +19,7 @@ import type { Env } from "../env.ts";
 import { errorResult, type ErrorResult, type RpcResult } from "../protocol/errors.ts";
 import { replicationFactorOf } from "../protocol/config.ts";
 import type { TopicConfigs } from "../protocol/types.ts";
-import { partitionObjectName, type AppendOk, type AppendRequest, type PartitionRpc } from "../partition/rpc.ts";
+import { replicaStubAt, type AppendOk, type AppendRequest, type PartitionRpc } from "../partition/rpc.ts";
 
 /** How long a produce waits for a leader to be found or elected (ms): above 2 election timeouts (2 x 1-2 s). */
 export const LEADER_WAIT_MS = 5_000;
@@ -43,10 +43,15 @@ function nextReplica(key: string, at: number, rf: number): number {
   return (at + 1) % rf;
 }
 
-/** The object of replica `index` (0-based: r1 is the partition object itself). */
-export function replicaStub(env: Env, topicId: string, partition: number, index: number): PartitionRpc {
-  const base = partitionObjectName(topicId, partition);
-  return env.PARTITION.getByName(index === 0 ? base : `${base}/r${index + 1}`) as unknown as PartitionRpc;
+/** The object of replica `index` (0-based: r1 is the partition object itself), with its `replica.locations` hint. */
+export function replicaStub(env: Env, topicId: string, partition: number, index: number, configs: Partial<TopicConfigs>): PartitionRpc {
+  return replicaStubAt(env.PARTITION, topicId, partition, index, configs);
+}
+
+/** Records that replica `replicaId` ("r1".."r3") leads the partition now (after a leadership transfer). */
+export function noteLeader(topicId: string, partition: number, replicaId: string, configs: Partial<TopicConfigs>): void {
+  const i = replicaIndex(replicaId, replicationFactorOf(configs));
+  if (i !== null) leaders.set(`${topicId}/${partition}`, i);
 }
 
 /** `r2` -> 1; anything else -> null. */
@@ -62,7 +67,7 @@ function replicaIndex(id: unknown, rf: number): number | null {
  */
 export async function appendAtLeader(env: Env, topicId: string, partition: number, configs: Partial<TopicConfigs>, reqs: AppendRequest[]): Promise<RpcResult<AppendOk>[]> {
   const rf = replicationFactorOf(configs);
-  if (rf === 1) return replicaStub(env, topicId, partition, 0).appendMany(reqs);
+  if (rf === 1) return replicaStub(env, topicId, partition, 0, configs).appendMany(reqs);
   const key = `${topicId}/${partition}`;
   const deadline = Date.now() + LEADER_WAIT_MS;
   const out: RpcResult<AppendOk>[] = new Array(reqs.length);
@@ -71,20 +76,12 @@ export async function appendAtLeader(env: Env, topicId: string, partition: numbe
   for (;;) {
     let answers: RpcResult<AppendOk>[];
     try {
-      answers = await replicaStub(env, topicId, partition, at).appendMany(pending.map((i) => reqs[i]!));
+      answers = await replicaStub(env, topicId, partition, at, configs).appendMany(pending.map((i) => reqs[i]!));
     } catch (err) {
       // Down or unreachable: the outcome is unknown (see the file comment). The next request
       // starts at the next replica.
-      down.set(`${key}/${at}`, Date.now() + DOWN_MS);
-      leaders.set(key, nextReplica(key, at, rf));
-      const unavailable = errorResult(
-        "UNAVAILABLE",
-        `Replica r${at + 1} of this partition did not answer (${err instanceof Error ? err.message : String(err)}): retry; an idempotent producer's retry is safe.`,
-        {
-          replica: `r${at + 1}`,
-        },
-      );
-      for (const i of pending) out[i] = unavailable;
+      const failed = unavailable(key, at, rf, err, "an idempotent producer's retry is safe.");
+      for (const i of pending) out[i] = failed;
       return out;
     }
     const again: number[] = [];
@@ -105,14 +102,68 @@ export async function appendAtLeader(env: Env, topicId: string, partition: numbe
       for (const i of pending) out[i] = refusal;
       return out;
     }
-    const leader = replicaIndex(refusal.details?.leaderReplica, rf);
-    // A leader named that failed a call moments ago is most likely the one that is gone (the
-    // followers have not noticed yet): wait for the election instead.
-    if (leader !== null && leader !== at && (down.get(`${key}/${leader}`) ?? 0) <= Date.now()) at = leader;
-    else {
+    at = await afterNotLeader(key, at, rf, refusal);
+  }
+}
+
+/**
+ * The replica to ask after `at` answered NOT_LEADER_OR_FOLLOWER: the leader it names, or (during
+ * an election, or when the named one failed a call moments ago: most likely the one that is
+ * gone, the followers have not noticed yet) the next replica after {@link ELECTION_BACKOFF_MS}.
+ */
+async function afterNotLeader(key: string, at: number, rf: number, refusal: ErrorResult): Promise<number> {
+  const leader = replicaIndex(refusal.details?.leaderReplica, rf);
+  if (leader !== null && leader !== at && (down.get(`${key}/${leader}`) ?? 0) <= Date.now()) return leader;
+  await new Promise((r) => setTimeout(r, ELECTION_BACKOFF_MS));
+  return nextReplica(key, at, rf);
+}
+
+/** The retriable answer for a call to replica `at` that failed (down or unreachable): its outcome is unknown. */
+function unavailable(key: string, at: number, rf: number, err: unknown, advice: string): ErrorResult {
+  down.set(`${key}/${at}`, Date.now() + DOWN_MS);
+  leaders.set(key, nextReplica(key, at, rf));
+  return errorResult("UNAVAILABLE", `Replica r${at + 1} of this partition did not answer (${err instanceof Error ? err.message : String(err)}): retry; ${advice}`, {
+    replica: `r${at + 1}`,
+  });
+}
+
+/**
+ * Runs one idempotent leader-only call (deleteRecords, leadership transfer) at the partition's
+ * leader, as {@link appendAtLeader} does for produce: NOT_LEADER_OR_FOLLOWER answers are resent
+ * to the named leader (or the next replica during an election) for up to {@link LEADER_WAIT_MS}.
+ * Unlike a produce, a call that fails (the replica is down) is resent to the next replica after
+ * {@link ELECTION_BACKOFF_MS}: doing it twice is harmless (the same log start; the same leader).
+ * After the wait: the last refusal, or UNAVAILABLE (retriable) when the last call failed.
+ */
+export async function callAtLeader<T extends object>(
+  env: Env,
+  topicId: string,
+  partition: number,
+  configs: Partial<TopicConfigs>,
+  call: (p: PartitionRpc) => Promise<RpcResult<T>>,
+): Promise<RpcResult<T>> {
+  const rf = replicationFactorOf(configs);
+  if (rf === 1) return call(replicaStub(env, topicId, partition, 0, configs));
+  const key = `${topicId}/${partition}`;
+  const deadline = Date.now() + LEADER_WAIT_MS;
+  let at = leaders.get(key) ?? 0;
+  for (;;) {
+    let r: RpcResult<T>;
+    try {
+      r = await call(replicaStub(env, topicId, partition, at, configs));
+    } catch (err) {
+      const failed = unavailable(key, at, rf, err, "the request is idempotent.");
+      if (Date.now() >= deadline) return failed;
+      await new Promise((resolve) => setTimeout(resolve, ELECTION_BACKOFF_MS));
       at = nextReplica(key, at, rf);
-      await new Promise((r) => setTimeout(r, ELECTION_BACKOFF_MS));
+      continue;
     }
+    if (r.ok || r.code !== "NOT_LEADER_OR_FOLLOWER") {
+      leaders.set(key, at);
+      return r;
+    }
+    if (Date.now() >= deadline) return r;
+    at = await afterNotLeader(key, at, rf, r);
   }
 }
 
@@ -122,12 +173,12 @@ export async function appendAtLeader(env: Env, topicId: string, partition: numbe
  */
 export async function atAnyReplica<T>(env: Env, topicId: string, partition: number, configs: Partial<TopicConfigs>, call: (p: PartitionRpc) => Promise<T>): Promise<T> {
   const rf = replicationFactorOf(configs);
-  if (rf === 1) return call(replicaStub(env, topicId, partition, 0));
+  if (rf === 1) return call(replicaStub(env, topicId, partition, 0, configs));
   const start = leaders.get(`${topicId}/${partition}`) ?? 0;
   let last: unknown;
   for (let k = 0; k < rf; k++) {
     try {
-      return await call(replicaStub(env, topicId, partition, (start + k) % rf));
+      return await call(replicaStub(env, topicId, partition, (start + k) % rf, configs));
     } catch (err) {
       last = err;
     }

@@ -10,7 +10,7 @@
  * task twice, or after a crash in the middle, is harmless; KRaft gets the same property by
  * having brokers replay the metadata log.
  */
-import { partitionStub } from "../partition/rpc.ts";
+import { partitionStub, replicaStubAt } from "../partition/rpc.ts";
 import type { Env } from "../env.ts";
 import type { LifecycleTask, MetadataAnswer, MetadataCommand } from "./commands.ts";
 
@@ -48,7 +48,10 @@ export async function runLifecycleTask(ns: Env["PARTITION"], task: LifecycleTask
     if (failed !== undefined && !failed.ok) throw new Error(`destroying a partition of ${task.name} failed: ${failed.code}`);
     return;
   }
-  const inits = all.slice(task.initFrom).map((partition) => partitionStub(ns, task.topicId, partition).init({ topic: task.name, topicId: task.topicId, partition, configs: task.configs }));
+  // Init may create the object: with the topic's replica.locations hint for r1 (docs/RAFT.md).
+  const inits = all
+    .slice(task.initFrom)
+    .map((partition) => replicaStubAt(ns, task.topicId, partition, 0, task.configs).init({ topic: task.name, topicId: task.topicId, partition, configs: task.configs }));
   const pushes = task.pushConfigs ? all.slice(0, task.initFrom).map((p) => partitionStub(ns, task.topicId, p).updateConfigs(task.configs)) : [];
   const results = await Promise.all([...inits, ...pushes]);
   // UNKNOWN_TOPIC_OR_PARTITION: the partition was destroyed (the topic was deleted after this

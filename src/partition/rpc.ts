@@ -8,6 +8,7 @@
  */
 import type { CatchUpChunk, CatchUpManifest, CatchUpRead } from "./catch-up.ts";
 import type { RpcResult } from "../protocol/errors.ts";
+import { replicaLocation } from "../protocol/config.ts";
 import type { PartitionDescription, TopicConfigs } from "../protocol/types.ts";
 import type { ListOffsetsSpec } from "./core.ts";
 import type { SubscriptionMetrics } from "../subscriptions/rpc.ts";
@@ -222,6 +223,50 @@ export interface PartitionRpc {
    * integer), UNKNOWN_TOPIC_OR_PARTITION. At or below the log start: a no-op (field case B1).
    */
   deleteRecords(offset: number): Promise<RpcResult<{ logStartOffset: number }>>;
+  /**
+   * Leadership transfer (Kafka's preferred leader election, KIP-460; Raft's TimeoutNow): at the
+   * leader, hands leadership to replica `replica` ("r1".."r3") and answers once it leads (the new
+   * leader epoch) or, within 5 s, PREFERRED_LEADER_NOT_AVAILABLE (retriable). `transferred`
+   * false: it already led. Errors: NOT_LEADER_OR_FOLLOWER (this replica is not the leader),
+   * INVALID_REQUEST (not a replica of this partition), UNKNOWN_TOPIC_OR_PARTITION.
+   */
+  transferLeadership(replica: string): Promise<RpcResult<LeaderTransferOk>>;
+}
+
+/** The answer of a leadership transfer: the leader and its epoch (the Raft term) afterwards. */
+export interface LeaderTransferOk {
+  leaderReplica: string;
+  leaderEpoch: number;
+  /** False when the replica asked for already led (nothing done: Kafka's ELECTION_NOT_NEEDED). */
+  transferred: boolean;
+}
+
+/**
+ * The object name of replica `index` (0-based) of a partition: r1 is the partition object
+ * itself, r2 and r3 are `${topicId}/${partition}/r2` and `/r3` (docs/RAFT.md).
+ */
+export function replicaObjectNameAt(topicId: string, partition: number, index: number): string {
+  const base = partitionObjectName(topicId, partition);
+  return index === 0 ? base : `${base}/r${index + 1}`;
+}
+
+/**
+ * The stub of replica `index` (0-based) of a partition, with its `replica.locations` hint
+ * (`idFromName` + `get(id, { locationHint })`): every caller that may be the first to reach a
+ * replica passes the same hint, which the platform honours only when it creates the object
+ * (docs/RAFT.md "Location hints"). Without a hint, `getByName` as before.
+ */
+export function replicaStubAt(
+  ns: Pick<DurableObjectNamespace, "getByName" | "idFromName" | "get">,
+  topicId: string,
+  partition: number,
+  index: number,
+  configs: Partial<TopicConfigs>,
+): PartitionRpc {
+  const name = replicaObjectNameAt(topicId, partition, index);
+  const locationHint = replicaLocation(configs, index);
+  if (locationHint === undefined) return ns.getByName(name) as unknown as PartitionRpc;
+  return ns.get(ns.idFromName(name), { locationHint }) as unknown as PartitionRpc;
 }
 
 /** The stub of a partition, typed by {@link PartitionRpc}. */

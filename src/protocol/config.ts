@@ -37,6 +37,13 @@ export const DEFAULT_TOPIC_CONFIGS: TopicConfigs = {
   "min.insync.replicas": 1,
 };
 
+/**
+ * Location hints a Durable Object may be created with (developers.cloudflare.com/durable-objects/
+ * reference/data-location/): a hint is honoured only when the object is first created.
+ */
+export const LOCATION_HINTS = ["wnam", "enam", "sam", "weur", "eeur", "apac", "oc", "afr", "me"] as const;
+export type LocationHint = (typeof LOCATION_HINTS)[number];
+
 /** The replication factors a topic may have: one object, or a Raft group of three (docs/RAFT.md). */
 export const REPLICATION_FACTORS: readonly number[] = [1, 3];
 
@@ -180,6 +187,9 @@ export function mergeTopicConfigs(base: TopicConfigs, patch: unknown): TopicConf
       case "min.insync.replicas":
         out[key] = intIn(key, v, 1, 3);
         break;
+      case "replica.locations":
+        out[key] = locationList(key, v);
+        break;
       default:
         throw new EdgelogError("INVALID_CONFIG", `Unknown topic config ${JSON.stringify(key)}.`, { config: key });
     }
@@ -212,11 +222,41 @@ function checkReplicationConfigs(base: TopicConfigs, out: TopicConfigs, patch: R
   if (out["min.insync.replicas"] > rf) {
     throw new EdgelogError("INVALID_CONFIG", `Config min.insync.replicas ${out["min.insync.replicas"]} exceeds replication.factor ${rf}.`, { config: "min.insync.replicas" });
   }
+  const locations = out["replica.locations"];
+  if (locations !== undefined && locations.split(",").length !== rf) {
+    throw new EdgelogError("INVALID_CONFIG", `Config replica.locations must name one location hint per replica (replication.factor ${rf}), got ${JSON.stringify(locations)}.`, {
+      config: "replica.locations",
+    });
+  }
+  if (base !== DEFAULT_TOPIC_CONFIGS && "replica.locations" in patch && locations !== base["replica.locations"]) {
+    throw new EdgelogError("INVALID_CONFIG", "Config replica.locations is fixed when the topic is created: a location hint only places a Durable Object when it is first created.", {
+      config: "replica.locations",
+    });
+  }
   if (rf > 1 && out["remote.storage.enable"]) {
     throw new EdgelogError("INVALID_CONFIG", "Config remote.storage.enable is not supported with replication.factor 3 yet: tiered storage of a replicated partition is not built.", {
       config: "remote.storage.enable",
     });
   }
+}
+
+/**
+ * A `replica.locations` value: Cloudflare location hints (`LOCATION_HINTS`, the documented list
+ * of `get(id, { locationHint })`), comma-separated, spaces around commas allowed; answered
+ * normalised (`"wnam,enam,weur"`). The count is checked against the replication factor in
+ * {@link checkReplicationConfigs}.
+ */
+function locationList(key: string, v: unknown): string {
+  const parts = typeof v === "string" ? v.split(",").map((p) => p.trim()) : [];
+  if (parts.length === 0 || parts.some((p) => !(LOCATION_HINTS as readonly string[]).includes(p))) {
+    throw new EdgelogError("INVALID_CONFIG", `Config ${key} must be comma-separated location hints, each one of ${LOCATION_HINTS.join(" | ")}, got ${JSON.stringify(v)}.`, { config: key });
+  }
+  return parts.join(",");
+}
+
+/** The location hint of replica `index` (0-based: r1 first), or undefined (none configured). */
+export function replicaLocation(configs: Partial<TopicConfigs>, index: number): LocationHint | undefined {
+  return configs["replica.locations"]?.split(",")[index] as LocationHint | undefined;
 }
 
 /** The topic's replication factor (1 for configs stored before the key existed). */

@@ -139,6 +139,11 @@ export const ERRORS = {
     retriable: true,
     message: "Fewer in-sync replicas than the topic's min.insync.replicas: an acks=all produce is refused (nothing appended).",
   },
+  PREFERRED_LEADER_NOT_AVAILABLE: {
+    httpStatus: 503,
+    retriable: true,
+    message: "The leadership transfer to the replica asked for did not complete (it is down, lagging, or another replica won the election): retry.",
+  },
 
   // ---- security (docs/SECURITY.md; Kafka's SASL_AUTHENTICATION_FAILED, *_AUTHORIZATION_FAILED, THROTTLING_QUOTA_EXCEEDED) ----
   UNAUTHENTICATED: { httpStatus: 401, retriable: false, message: "No valid credentials: send Authorization: Bearer <token> (or Basic to /v1/auth/token)." },

@@ -148,6 +148,19 @@ export interface DeleteRecordsResponse {
   logStartOffset: number;
 }
 
+/**
+ * `POST .../partitions/{p}/leader` answer (leadership transfer; Kafka's preferred leader
+ * election, KIP-460): the partition's leader replica and leader epoch (the Raft term) after the
+ * call; `transferred` false when the replica asked for already led.
+ */
+export interface PartitionLeaderResponse {
+  topic: string;
+  partition: number;
+  leaderReplica: string;
+  leaderEpoch: number;
+  transferred: boolean;
+}
+
 /** `GET .../offsets?spec=` answers. `offset` is null when no record qualifies (by timestamp). */
 export interface ListOffsetsResponse {
   topic: string;
@@ -198,6 +211,14 @@ export interface TopicConfigs {
   "replication.factor": number;
   /** Kafka's min.insync.replicas: in-sync replicas an acks=all produce needs, in [1, replication.factor]. @default 1 */
   "min.insync.replicas": number;
+  /**
+   * Cloudflare location hints of the partition's replicas, in replica order (r1, r2, r3),
+   * comma-separated: `"wnam,enam,weur"` (docs/RAFT.md "Location hints"). One hint per replica,
+   * from the documented list (`LOCATION_HINTS`); fixed at creation, since a hint only places a
+   * Durable Object when it is first created. Absent: no hints (each object is created near its
+   * first caller).
+   */
+  "replica.locations"?: string;
   /**
    * The topic's effective policies (src/protocol/policies.ts), pushed by the metadata store to
    * the partitions with the configs, so the rooms that enforce them read them where they read

@@ -11,12 +11,9 @@
 import type { RpcResult } from "../protocol/errors.ts";
 import type { ConfChange, ConfState, Message, NodeId, Role } from "./types.ts";
 
-/**
- * Location hints a Durable Object may be created with (developers.cloudflare.com/durable-objects/
- * reference/data-location/): a hint is honoured only when the object is first created.
- */
-export const LOCATION_HINTS = ["wnam", "enam", "sam", "weur", "eeur", "apac", "oc", "afr", "me"] as const;
-export type LocationHint = (typeof LOCATION_HINTS)[number];
+// Location hints (one list for Raft groups and replicated partitions' `replica.locations`).
+import { LOCATION_HINTS, type LocationHint } from "../protocol/config.ts";
+export { LOCATION_HINTS, type LocationHint };
 
 /** One member of a group: its id (the Raft node id) and where to create its object. */
 export interface RaftMemberSpec {

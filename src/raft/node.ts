@@ -314,6 +314,10 @@ export class RaftNode {
   get leaderId(): NodeId | null {
     return this.#leaderId;
   }
+  /** The voter a leadership transfer is handing over to (null: none running). */
+  get leadTransferee(): NodeId | null {
+    return this.#leadTransferee;
+  }
   get commitIndex(): number {
     return this.#commit;
   }

@@ -8,8 +8,9 @@ import type { Hono } from "hono";
 import type { AppEnv } from "../gateway/context.ts";
 import { asObject, jsonBody, partitionParam, topicRoute } from "../gateway/http.ts";
 import { checkPartition, partitionError, topicCache, withTopic } from "../gateway/topics.ts";
-import { partitionStub } from "../partition/rpc.ts";
-import type { DeleteRecordsResponse } from "../protocol/types.ts";
+import { callAtLeader, noteLeader } from "../gateway/replicas.ts";
+import { replicationFactorOf } from "../protocol/config.ts";
+import type { DeleteRecordsResponse, PartitionLeaderResponse } from "../protocol/types.ts";
 import { metadataStore } from "../metadata/store.ts";
 import { EdgelogError, toEdgelogError } from "../protocol/errors.ts";
 import { parseTopicName } from "../protocol/names.ts";
@@ -84,9 +85,33 @@ export function topicRoutes(app: Hono<AppEnv>): void {
     }
     return withTopic(c.env, name, async (topic) => {
       checkPartition(topic, partition);
-      const r = await partitionStub(c.env.PARTITION, topic.topicId, partition).deleteRecords(offset);
+      // At the leader of a replicated partition (a Raft command every replica applies).
+      const r = await callAtLeader(c.env, topic.topicId, partition, topic.configs, (p) => p.deleteRecords(offset));
       if (!r.ok) throw partitionError(r);
       const answer: DeleteRecordsResponse = { topic: topic.name, partition, logStartOffset: r.logStartOffset };
+      return c.json(answer);
+    });
+  });
+
+  // Leadership transfer (Kafka's preferred leader election, KIP-460; Raft's TimeoutNow): body
+  // {"replica": "r2"}; answered once that replica leads (docs/RAFT.md "Leadership transfer").
+  topicRoute(app, "POST", "/partitions/:partition/leader", async (c, name) => {
+    const partition = partitionParam(c);
+    const body = asObject(jsonBody(c), "body");
+    const replica = body.replica;
+    if (typeof replica !== "string" || !/^r[1-9]$/.test(replica)) {
+      throw new EdgelogError("INVALID_REQUEST", `replica must be a replica id "r1".."r3", got ${JSON.stringify(replica ?? null)}.`, { field: "replica" });
+    }
+    return withTopic(c.env, name, async (topic) => {
+      checkPartition(topic, partition);
+      const rf = replicationFactorOf(topic.configs);
+      if (Number(replica.slice(1)) > rf) {
+        throw new EdgelogError("INVALID_REQUEST", `${replica} is not a replica of this partition: replication.factor is ${rf}.`, { field: "replica", replicationFactor: rf });
+      }
+      const r = await callAtLeader(c.env, topic.topicId, partition, topic.configs, (p) => p.transferLeadership(replica));
+      if (!r.ok) throw partitionError(r);
+      noteLeader(topic.topicId, partition, r.leaderReplica, topic.configs);
+      const answer: PartitionLeaderResponse = { topic: topic.name, partition, leaderReplica: r.leaderReplica, leaderEpoch: r.leaderEpoch, transferred: r.transferred };
       return c.json(answer);
     });
   });

@@ -28,6 +28,9 @@ describe("parseCli", () => {
     expect(parseCli(["topics", "delete-records", "t", "-p", "2", "--before", "-1"])).toEqual({ kind: "topics delete-records", url: DEFAULT_URL, name: "t", partition: 2, offset: -1 });
     expect(() => parseCli(["topics", "delete-records", "t", "--before", "3"])).toThrow("give --partition and --before");
     expect(() => parseCli(["topics", "delete-records", "t", "-p", "0", "--before", "1e3"])).toThrow("--before must be an integer");
+    expect(parseCli(["topics", "elect-leader", "t", "-p", "1", "--replica", "r2"])).toEqual({ kind: "topics elect-leader", url: DEFAULT_URL, name: "t", partition: 1, replica: "r2" });
+    expect(() => parseCli(["topics", "elect-leader", "t", "--replica", "r2"])).toThrow("give --partition and --replica");
+    expect(() => parseCli(["topics", "elect-leader", "t", "-p", "0", "--replica", "2"])).toThrow("--replica must be a replica id");
   });
 
   it("parses produce with ordered, duplicate headers whose values may contain '='", () => {
@@ -79,7 +82,7 @@ describe("parseCli", () => {
     const cases: Array<[string[], string]> = [
       [[], "Missing command."],
       [["nope"], "Unknown command: nope"],
-      [["topics"], "topics: missing subcommand (list, create, describe, alter, delete, delete-records)"],
+      [["topics"], "topics: missing subcommand (list, create, describe, alter, delete, delete-records, elect-leader)"],
       [["topics", "create"], "topics create: missing NAME"],
       [["topics", "delete", "a", "b"], 'topics delete: unexpected argument "b"'],
       [["topics", "create", "t", "--partitions=-1"], "--partitions must be a non-negative integer"],

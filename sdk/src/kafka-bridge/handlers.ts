@@ -7,7 +7,15 @@
  * per-topic failures become Kafka error codes through errors.ts, so one bad partition never
  * fails the others (as a Kafka broker answers).
  */
-import { FETCH_MAX_MAX_BYTES, FETCH_MAX_MAX_RECORDS, FETCH_MAX_WAIT_MS_LIMIT, MAX_REQUEST_BYTES, type TopicConfigs, type TopicSummary } from "../../../src/protocol/index.ts";
+import {
+  FETCH_MAX_MAX_BYTES,
+  FETCH_MAX_MAX_RECORDS,
+  FETCH_MAX_WAIT_MS_LIMIT,
+  MAX_REQUEST_BYTES,
+  REPLICATION_FACTORS,
+  type TopicConfigs,
+  type TopicSummary,
+} from "../../../src/protocol/index.ts";
 import type { EdgelogClient } from "../client.ts";
 import { EdgelogClientError } from "../errors.ts";
 import { decompress } from "./compression.ts";
@@ -451,6 +459,22 @@ function topicError(name: string, e: unknown): TopicResult {
   return { name, errorCode: kafkaErrorOf(e, "admin"), errorMessage: errorMessageOf(e) };
 }
 
+/**
+ * CreateTopics' replication factor as Edgelog's `replication.factor` topic config: -1 is the
+ * default (KIP-464: the broker's default, here 1, or the config if given); 1 or 3 (the factors
+ * Edgelog has, docs/RAFT.md) is set as the config; any other value, or one that contradicts a
+ * `replication.factor` config in the same request, is Kafka's INVALID_REPLICATION_FACTOR.
+ * @returns the configs to create the topic with, or the refusal's message.
+ */
+export function withReplicationFactor(replicationFactor: number, configs: Record<string, string>): { ok: true; configs: Record<string, string> } | { ok: false; message: string } {
+  if (replicationFactor === -1) return { ok: true, configs };
+  if (!REPLICATION_FACTORS.includes(replicationFactor))
+    return { ok: false, message: `replication factor ${replicationFactor}: Edgelog has ${REPLICATION_FACTORS.join(" or ")} (-1 = the default, 1)` };
+  const given = configs["replication.factor"];
+  if (given !== undefined && Number(given) !== replicationFactor) return { ok: false, message: `replication factor ${replicationFactor} contradicts the config replication.factor=${given}` };
+  return { ok: true, configs: { ...configs, "replication.factor": String(replicationFactor) } };
+}
+
 export async function handleCreateTopics(ctx: BridgeContext, req: CreateTopicsRequest): Promise<{ throttleTimeMs: number; topics: TopicResult[] }> {
   const known = req.validateOnly ? await kafkaTopics(ctx) : undefined;
   const topics = await Promise.all(
@@ -460,8 +484,11 @@ export async function handleCreateTopics(ctx: BridgeContext, req: CreateTopicsRe
         return { name: t.name, errorCode: KafkaError.INVALID_REPLICA_ASSIGNMENT, errorMessage: `the bridge is the only broker (node ${BRIDGE_NODE_ID})` };
       }
       const partitions = t.assignments.length > 0 ? t.assignments.length : t.numPartitions === -1 ? ctx.defaultPartitions : t.numPartitions;
-      const configs: Record<string, string> = {};
-      for (const c of t.configs) if (c.value !== null) configs[c.name] = c.value;
+      const given: Record<string, string> = {};
+      for (const c of t.configs) if (c.value !== null) given[c.name] = c.value;
+      const rf = withReplicationFactor(t.replicationFactor, given);
+      if (!rf.ok) return { name: t.name, errorCode: KafkaError.INVALID_REPLICATION_FACTOR, errorMessage: rf.message };
+      const configs = rf.configs;
       if (known !== undefined) {
         // Edgelog has no dry run: check what can be checked without creating.
         if (known.has(t.name)) return { name: t.name, errorCode: KafkaError.TOPIC_ALREADY_EXISTS, errorMessage: `topic ${t.name} already exists` };
@@ -538,6 +565,7 @@ const CONFIG_TYPES: Record<Exclude<keyof TopicConfigs, "policies">, number> = {
   "remote.storage.enable": CONFIG_TYPE.BOOLEAN,
   "replication.factor": CONFIG_TYPE.INT,
   "min.insync.replicas": CONFIG_TYPE.INT,
+  "replica.locations": CONFIG_TYPE.LIST,
 };
 
 export async function handleDescribeConfigs(ctx: BridgeContext, req: DescribeConfigsRequest): Promise<{ throttleTimeMs: number; results: DescribeConfigsResult[] }> {

@@ -37,7 +37,7 @@ import {
   subscriptionsStats,
 } from "./subscriptions.ts";
 import { type TopCommand, top } from "./top.ts";
-import { type TopicsCommand, topicsAlter, topicsCreate, topicsDelete, topicsDeleteRecords, topicsDescribe, topicsList } from "./topics.ts";
+import { type TopicsCommand, topicsAlter, topicsCreate, topicsDelete, topicsDeleteRecords, topicsDescribe, topicsElectLeader, topicsList } from "./topics.ts";
 
 /** A parsed command line of any command. */
 export type Command =
@@ -61,6 +61,7 @@ export const COMMANDS: readonly CliCommand<Command>[] = [
   topicsAlter,
   topicsDelete,
   topicsDeleteRecords,
+  topicsElectLeader,
   tenantsList,
   tenantsCreate,
   tenantsDescribe,

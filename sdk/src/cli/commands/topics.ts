@@ -1,4 +1,4 @@
-/** `topics list | create | describe | alter | delete | delete-records` (kafka-topics, kafka-delete-records). */
+/** `topics list | create | describe | alter | delete | delete-records | elect-leader` (kafka-topics, kafka-delete-records, kafka-leader-election). */
 import { EdgelogError } from "../../../../src/protocol/index.ts";
 import type { TopicConfigInput } from "../../admin.ts";
 import { flag, intOption, JSON_OPTION, keyValues, list, PARTITION_OPTION, str, UsageError } from "../args.ts";
@@ -14,7 +14,8 @@ export type TopicsCommand =
   | { kind: "topics describe"; url: string; name: string; json: boolean }
   | { kind: "topics alter"; url: string; name: string; partitions: number | undefined; configs: Record<string, string> }
   | { kind: "topics delete"; url: string; name: string }
-  | { kind: "topics delete-records"; url: string; name: string; partition: number; offset: number };
+  | { kind: "topics delete-records"; url: string; name: string; partition: number; offset: number }
+  | { kind: "topics elect-leader"; url: string; name: string; partition: number; replica: string };
 
 const plural = (n: number): string => `${n} partition${n === 1 ? "" : "s"}`;
 
@@ -103,6 +104,25 @@ export const topicsDeleteRecords = defineCommand<Extract<TopicsCommand, { kind: 
   async run(cmd, { admin, out }) {
     const low = await admin.deleteRecords(cmd.name, { [cmd.partition]: cmd.offset });
     await out.write(`Partition ${cmd.partition} of ${cmd.name}: log start offset ${low[cmd.partition]}.\n`);
+  },
+});
+
+export const topicsElectLeader = defineCommand<Extract<TopicsCommand, { kind: "topics elect-leader" }>>({
+  name: "topics elect-leader",
+  usage: "  topics elect-leader NAME --partition P --replica rN\n      Makes replica rN the leader of partition P of a replicated topic (leadership transfer; kafka-leader-election).\n",
+  options: { partition: PARTITION_OPTION, replica: { type: "string" } },
+  args: ["NAME"],
+  parse({ url, args, values }) {
+    const partition = intOption("--partition", str(values, "partition"));
+    const replica = str(values, "replica");
+    if (partition === undefined || replica === undefined) throw new UsageError("topics elect-leader: give --partition and --replica");
+    if (!/^r[1-9]$/.test(replica)) throw new UsageError(`--replica must be a replica id r1, r2 or r3, got ${JSON.stringify(replica)}`);
+    return { kind: "topics elect-leader", url, name: args[0]!, partition, replica };
+  },
+  async run(cmd, { admin, out }) {
+    const r = await admin.transferLeadership(cmd.name, cmd.partition, cmd.replica);
+    const what = r.transferred ? "is now led by" : "was already led by";
+    await out.write(`Partition ${cmd.partition} of ${cmd.name} ${what} ${r.leaderReplica} (leader epoch ${r.leaderEpoch}).\n`);
   },
 });
 

@@ -1,0 +1,73 @@
+/**
+ * The Kafka bridge's CreateTopics honours the replication factor (docs/KAFKA-BRIDGE.md): -1 is
+ * the default, 1 and 3 become the topic config `replication.factor`, any other value is Kafka's
+ * INVALID_REPLICATION_FACTOR and creates nothing. A scripted Edgelog (the SDK client's `fetch`
+ * option) records the create requests.
+ */
+import { describe, expect, it } from "vitest";
+import { EdgelogClient } from "../../sdk/src/client.ts";
+import { KafkaError } from "../../sdk/src/kafka-bridge/errors.ts";
+import { type BridgeContext, handleCreateTopics, withReplicationFactor } from "../../sdk/src/kafka-bridge/handlers.ts";
+import { TopicNames } from "../../sdk/src/kafka-bridge/names.ts";
+
+function context(): { ctx: BridgeContext; created: unknown[] } {
+  const created: unknown[] = [];
+  const fake: typeof fetch = async (_input, init) => {
+    if (init?.method === "GET") return new Response(JSON.stringify({ topics: [] }), { status: 200, headers: { "content-type": "application/json" } });
+    const body = JSON.parse(String(init?.body)) as { name: string; partitions: number; configs: Record<string, string> };
+    created.push(body);
+    const configs = { "replication.factor": Number(body.configs["replication.factor"] ?? 1) };
+    return new Response(JSON.stringify({ name: body.name, topicId: "x", partitions: body.partitions, configs }), { status: 201, headers: { "content-type": "application/json" } });
+  };
+  const ctx: BridgeContext = {
+    client: new EdgelogClient({ baseUrl: "http://edgelog.test", fetch: fake }),
+    headers: {},
+    fetch: fake,
+    names: new TopicNames(),
+    advertisedHost: "127.0.0.1",
+    advertisedPort: 9092,
+    clusterId: "c",
+    autoCreateTopics: false,
+    defaultPartitions: 1,
+  };
+  return { ctx, created };
+}
+
+const topic = (name: string, replicationFactor: number, configs: { name: string; value: string | null }[] = []) => ({ name, numPartitions: 1, replicationFactor, assignments: [], configs });
+
+describe("Kafka bridge CreateTopics: replication factor", () => {
+  it("-1 leaves the default; 1 and 3 set replication.factor; 2, 0 and 5 are INVALID_REPLICATION_FACTOR and create nothing", async () => {
+    const { ctx, created } = context();
+    const res = await handleCreateTopics(ctx, {
+      topics: [topic("d", -1), topic("one", 1), topic("three", 3), topic("two", 2), topic("zero", 0), topic("five", 5)],
+      timeoutMs: 1000,
+      validateOnly: false,
+    });
+    expect(res.topics.map((t) => [t.name, t.errorCode])).toEqual([
+      ["d", 0],
+      ["one", 0],
+      ["three", 0],
+      ["two", KafkaError.INVALID_REPLICATION_FACTOR],
+      ["zero", KafkaError.INVALID_REPLICATION_FACTOR],
+      ["five", KafkaError.INVALID_REPLICATION_FACTOR],
+    ]);
+    expect(KafkaError.INVALID_REPLICATION_FACTOR).toBe(38);
+    expect(created).toEqual([
+      { name: "public/default/d", partitions: 1, configs: {} },
+      { name: "public/default/one", partitions: 1, configs: { "replication.factor": "1" } },
+      { name: "public/default/three", partitions: 1, configs: { "replication.factor": "3" } },
+    ]);
+  });
+
+  it("a replication factor contradicting the replication.factor config is refused; agreeing with it is not", () => {
+    expect(withReplicationFactor(3, { "replication.factor": "1" })).toMatchObject({ ok: false });
+    expect(withReplicationFactor(3, { "replication.factor": "3" })).toEqual({ ok: true, configs: { "replication.factor": "3" } });
+    expect(withReplicationFactor(-1, { "replication.factor": "3" })).toEqual({ ok: true, configs: { "replication.factor": "3" } });
+  });
+
+  it("validateOnly refuses a bad factor too", async () => {
+    const { ctx } = context();
+    const res = await handleCreateTopics(ctx, { topics: [topic("two", 2)], timeoutMs: 1000, validateOnly: true });
+    expect(res.topics[0]!.errorCode).toBe(KafkaError.INVALID_REPLICATION_FACTOR);
+  });
+});

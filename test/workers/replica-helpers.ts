@@ -1,0 +1,87 @@
+/**
+ * Helpers for tests of replicated partitions (`replication.factor` 3; docs/RAFT.md "Replicated
+ * partitions"): the replicas' objects, their Raft status, waiting for a leader, and the log a
+ * replica holds. Replicas a test started are made to act crashed after it ({@link crashStarted}),
+ * so no clock runs on after the file.
+ */
+import { env } from "cloudflare:test";
+import { expect } from "vitest";
+import { decodeBatch } from "../../src/codec/index.ts";
+import type { PartitionRpc, ReplicaStatus } from "../../src/partition/rpc.ts";
+import { partitionObjectName } from "../../src/partition/rpc.ts";
+import { createTopic, randomTopic } from "./helpers.ts";
+
+export const REPLICAS = ["r1", "r2", "r3"] as const;
+
+/** The object of replica `id` of partition `p`. */
+export function replica(topicId: string, id: string, p = 0): PartitionRpc {
+  const base = partitionObjectName(topicId, p);
+  return env.PARTITION.getByName(id === "r1" ? base : `${base}/${id}`) as unknown as PartitionRpc;
+}
+
+const started: string[] = [];
+
+/** For `afterEach`: every replica started by the test acts crashed (no clock runs on). */
+export async function crashStarted(): Promise<void> {
+  await Promise.all(started.splice(0).flatMap((topicId) => REPLICAS.map((id) => replica(topicId, id).setFaults({ crashed: true }))));
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Polls `probe` every 25 ms until it answers something other than undefined. */
+export async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await probe();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(25);
+  }
+}
+
+/** A replica's Raft view, or null when it is crashed. */
+export async function status(topicId: string, id: string): Promise<ReplicaStatus | null> {
+  try {
+    const r = await replica(topicId, id).replicaStatus();
+    return r.ok ? r.replica : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Waits for a replica (not in `except`) that is the leader. */
+export async function leaderOf(topicId: string, except: string[] = []): Promise<ReplicaStatus> {
+  return until("a leader", async () => {
+    for (const id of REPLICAS) {
+      if (except.includes(id)) continue;
+      const s = await status(topicId, id);
+      if (s?.role === "leader") return s;
+    }
+    return undefined;
+  });
+}
+
+/** Creates a one-partition topic at replication.factor 3 (crashed after the test: {@link crashStarted}). */
+export async function createReplicated(configs: Record<string, unknown> = {}): Promise<{ name: string; topicId: string }> {
+  const name = randomTopic("rf3");
+  const d = await createTopic(name, 1, { "replication.factor": 3, ...configs });
+  started.push(d.topicId);
+  expect(d.configs["replication.factor"]).toBe(3);
+  return { name, topicId: d.topicId };
+}
+
+/** Every stored record of a replica from `from` on, as (offset, value, leader epoch). */
+export async function replicaLog(topicId: string, id: string, from = 0): Promise<{ offset: number; value: string; epoch: number }[]> {
+  const out: { offset: number; value: string; epoch: number }[] = [];
+  let offset = from;
+  for (;;) {
+    const r = await replica(topicId, id).fetchRecords({ offset, maxRecords: 1000, maxBytes: 1 << 20, maxWaitMs: 0, minBytes: 0 });
+    if (!r.ok) throw new Error(JSON.stringify(r));
+    for (const b of r.batches) {
+      const { header, records } = decodeBatch(b, 0, { verifyCrc: true });
+      for (const rec of records) if (rec.offset >= offset) out.push({ offset: rec.offset, value: new TextDecoder().decode(rec.value!), epoch: header.partitionLeaderEpoch });
+    }
+    if (r.nextOffset >= r.highWatermark) return out;
+    offset = r.nextOffset;
+  }
+}
