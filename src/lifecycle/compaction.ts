@@ -17,9 +17,9 @@
  *
  * The key map lives in memory for the whole pass ({@link CompactionState} `latest`): a map step
  * adds its slice's keys to it in place (no copy per step) and persists only what it changed, as
- * one blob row per slice (its delta, encoded by {@link encodeKeyRows}), or, once the deltas hold
- * more than twice the map's entries, one snapshot of the whole map that replaces them. The rows
- * are there for a restart only; the running pass never reads them.
+ * blob rows (the slice's mapped keys and offsets, encoded by {@link encodeKeyRows}), or, once the
+ * rows would hold more than twice the map's entries, one snapshot of the whole map that replaces
+ * them. The rows are there for a restart only; the running pass never reads them.
  *
  * Crash safety: every step returns its commands and a checkpoint, committed in one transaction by
  * the room (the batch rewrites, the key-map rows of `seg_clean_map`, the checkpoint row). A crash
@@ -202,29 +202,40 @@ export function checkpointOf(state: CompactionState): CompactionCheckpoint {
  * Encodes key-map entries as rows from sequence number `seq` on, each of about
  * {@link KEY_ROW_BYTES} (an entry is never split). Per entry: the key length (unsigned LEB128),
  * the key's bytes (the key is a {@link keyId} string, one char per byte), the offset (8 bytes,
- * big-endian). Replaying the rows in order into a map rebuilds it ({@link restoreCompaction}).
+ * big-endian). Replaying the rows in order into a map rebuilds it, a later entry of a key winning
+ * ({@link restoreCompaction}).
  * @throws Error when a key has a char above 0xff (not a keyId string).
  */
-export function encodeKeyRows(entries: ReadonlyMap<string, number>, seq: number): KeyRow[] {
-  const out: KeyRow[] = [];
-  let total = 0;
-  for (const key of entries.keys()) total += key.length + 13;
-  let buf = new Uint8Array(Math.min(total, KEY_ROW_BYTES));
-  let view = new DataView(buf.buffer);
-  let pos = 0;
-  let count = 0;
-  const flush = (): void => {
-    out.push({ seq: seq + out.length, entries: count, data: buf.slice(0, pos) });
-    pos = 0;
-    count = 0;
-  };
-  for (const [key, offset] of entries) {
+export function encodeKeyRows(entries: Iterable<readonly [string, number]>, seq: number): KeyRow[] {
+  const w = new KeyRowWriter(seq);
+  for (const [key, offset] of entries) w.add(key, offset);
+  return w.finish();
+}
+
+/** Builds the rows of {@link encodeKeyRows} one entry at a time (no tuple per entry). */
+class KeyRowWriter {
+  readonly #rows: KeyRow[] = [];
+  readonly #seq: number;
+  #buf = new Uint8Array(64 * 1024);
+  #view = new DataView(this.#buf.buffer);
+  #pos = 0;
+  #count = 0;
+
+  constructor(seq: number) {
+    this.#seq = seq;
+  }
+
+  add(key: string, offset: number): void {
     const need = key.length + 13;
-    if (pos > 0 && pos + need > KEY_ROW_BYTES) flush();
-    if (pos + need > buf.length) {
-      buf = new Uint8Array(need);
-      view = new DataView(buf.buffer);
+    if (this.#pos > 0 && this.#pos + need > KEY_ROW_BYTES) this.#flush();
+    if (this.#pos + need > this.#buf.length) {
+      const grown = new Uint8Array(Math.max(this.#pos + need, Math.min(2 * this.#buf.length, KEY_ROW_BYTES)));
+      grown.set(this.#buf.subarray(0, this.#pos));
+      this.#buf = grown;
+      this.#view = new DataView(grown.buffer);
     }
+    const buf = this.#buf;
+    let pos = this.#pos;
     let n = key.length;
     while (n >= 0x80) {
       buf[pos++] = (n & 0x7f) | 0x80;
@@ -236,13 +247,22 @@ export function encodeKeyRows(entries: ReadonlyMap<string, number>, seq: number)
       if (c > 0xff) throw new Error(`key-map key has a char ${c} above 0xff`);
       buf[pos++] = c;
     }
-    view.setUint32(pos, Math.floor(offset / 0x1_0000_0000));
-    view.setUint32(pos + 4, offset >>> 0);
-    pos += 8;
-    count++;
+    this.#view.setUint32(pos, Math.floor(offset / 0x1_0000_0000));
+    this.#view.setUint32(pos + 4, offset >>> 0);
+    this.#pos = pos + 8;
+    this.#count++;
   }
-  if (count > 0) flush();
-  return out;
+
+  #flush(): void {
+    this.#rows.push({ seq: this.#seq + this.#rows.length, entries: this.#count, data: this.#buf.slice(0, this.#pos) });
+    this.#pos = 0;
+    this.#count = 0;
+  }
+
+  finish(): KeyRow[] {
+    if (this.#count > 0) this.#flush();
+    return this.#rows;
+  }
 }
 
 /** Replays one row of {@link encodeKeyRows} into `into`; answers the map's byte estimate after it. */
@@ -384,12 +404,13 @@ export function compactionStep(state: CompactionState, slice: CompactionSlice, c
 function mapStep(state: CompactionState & { phase: "map" }, slice: CompactionSlice, limits: CompactionLimits): CompactionStepResult {
   // The pass's map, added to in place: the state that was stepped is spent (CompactionState).
   const latest = state.latest;
-  const delta = new Map<string, number>();
   const pass = { ...state.pass };
   const maxBytes = limits.maxMapBytes ?? Number.POSITIVE_INFINITY;
   let mapBytes = state.mapBytes;
   let cursor = state.cursor;
   let full = false;
+  let mapped = 0;
+  let batches = 0;
   for (const b of slice.batches) {
     if (cursor > pass.dirtyFrom && !batchFits(b, pass, latest, mapBytes, limits.maxMapKeys, maxBytes)) {
       // The map is full: this pass ends before this batch; the next pass starts here.
@@ -402,24 +423,30 @@ function mapStep(state: CompactionState & { phase: "map" }, slice: CompactionSli
       const size = latest.size;
       latest.set(r.key, r.offset);
       if (latest.size !== size) mapBytes += r.key.length + KEY_MAP_ENTRY_BYTES;
-      delta.set(r.key, r.offset);
+      mapped++;
     }
     cursor = b.lastOffset + 1;
+    batches++;
   }
-  // Persist what changed: the slice's delta, or a snapshot of the map once the deltas would hold
-  // more than twice its entries (so the rows stay within about twice the map, and the snapshot's
-  // cost is paid at most once per map's worth of delta entries).
+  // Persist what changed: the slice's mapped records in offset order (a replay keeps the last of a
+  // key), or a snapshot of the map once the rows would hold more than twice its entries. So the
+  // rows stay within about twice the map plus one slice, no second map is built per step, and a
+  // snapshot costs at most half the entries it replaces.
   const commands: CompactionCommand[] = [];
   let keyRows = state.keyRows;
-  if (delta.size > 0) {
-    if (keyRows.entries + delta.size > 2 * latest.size) {
+  if (mapped > 0) {
+    if (keyRows.entries + mapped > 2 * latest.size) {
       const put = encodeKeyRows(latest, keyRows.to);
       commands.push({ kind: "keyRows", put, dropBelow: keyRows.to });
       keyRows = { from: keyRows.to, to: keyRows.to + put.length, entries: latest.size };
     } else {
-      const put = encodeKeyRows(delta, keyRows.to);
+      const w = new KeyRowWriter(keyRows.to);
+      for (let i = 0; i < batches; i++) {
+        for (const r of slice.batches[i]!.records) if (r.offset >= pass.dirtyFrom && r.offset < pass.end && r.key !== null) w.add(r.key, r.offset);
+      }
+      const put = w.finish();
       commands.push({ kind: "keyRows", put, dropBelow: null });
-      keyRows = { from: keyRows.from, to: keyRows.to + put.length, entries: keyRows.entries + delta.size };
+      keyRows = { from: keyRows.from, to: keyRows.to + put.length, entries: keyRows.entries + mapped };
     }
   }
   const next: CompactionState =
