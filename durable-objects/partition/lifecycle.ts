@@ -254,7 +254,6 @@ export class LifecycleRoom {
     this.#segments = this.#sql.all<SegmentDbRow>("SELECT * FROM seg_segments ORDER BY id").map(fromRow);
     const bad = checkSegmentIndex(this.#segments);
     if (bad !== undefined) throw new Error(`partition segment index loaded with a broken invariant: ${bad}`);
-    const cp = this.#sql.first<{ checkpoint: string }>("SELECT checkpoint FROM seg_clean_state WHERE id = 1");
     this.#restoreCompaction();
     const s = this.#log.state;
     if (s === null) return;
