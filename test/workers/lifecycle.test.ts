@@ -484,6 +484,46 @@ suite("compaction (cleanup.policy=compact)", () => {
   });
 });
 
+suite("compaction state from before migration 2 (seg_clean_keys)", () => {
+  it("a pass in progress when migration 2 replaced the key rows maps its dirty range again and finishes as it would have", async () => {
+    const topic = randomTopic();
+    // min.compaction.lag.ms holds any pass back: the test plants the running pass itself.
+    const t = await createTopic(topic, 1, { "cleanup.policy": "compact", "delete.retention.ms": 0, "min.compaction.lag.ms": DAY });
+    await produceEach(topic, [
+      { key: "k1", value: "a" },
+      { key: "k2", value: "b" },
+      { key: "k1", value: "c" },
+      { key: "k2", value: null },
+      { key: "k3", value: "d" },
+    ]);
+    await rollAndSettle(topic, t.topicId);
+    expect((await keyed(topic)).records).toHaveLength(5);
+    // The object as lifecycle schema version 1 left it: seg_clean_keys with a row, and a checkpoint
+    // in the rewrite phase that names no key rows (the map was in seg_clean_keys).
+    await runInDurableObject(stub(t.topicId), (_o, state) => {
+      const sql = state.storage.sql;
+      const segs = sql.exec<{ base_offset: number; last_append_ms: number }>("SELECT base_offset, last_append_ms FROM seg_segments ORDER BY id").toArray();
+      const segments = segs.map((r, i) => ({ baseOffset: r.base_offset, end: segs[i + 1]?.base_offset ?? 5, lastAppendMs: r.last_append_ms }));
+      const pass = { startedMs: Date.now(), dirtyFrom: 0, end: 5, segments, tombstoneExpiryMs: null };
+      sql.exec("DROP TABLE seg_clean_map");
+      sql.exec("CREATE TABLE seg_clean_keys (key BLOB PRIMARY KEY, offset INTEGER NOT NULL) WITHOUT ROWID");
+      sql.exec("INSERT INTO seg_clean_keys (key, offset) VALUES (?, ?)", new TextEncoder().encode("k1").buffer, 0);
+      sql.exec("UPDATE _rooms SET version = 1 WHERE room = 'lifecycle'");
+      sql.exec("INSERT OR REPLACE INTO seg_clean_state (id, checkpoint) VALUES (1, ?)", JSON.stringify({ phase: "rewrite", cleanOffset: 0, pass, cursor: 0 }));
+    });
+    await evictDurableObject(stub(t.topicId));
+    await settle(t.topicId);
+    expect(await keyed(topic)).toEqual({ records: ['k1="c"@2', 'k3="d"@4'], nextOffset: 5 });
+    await runInDurableObject(stub(t.topicId), (_o, state) => {
+      const sql = state.storage.sql;
+      expect(sql.exec<{ version: number }>("SELECT version FROM _rooms WHERE room = 'lifecycle'").one().version).toBe(2);
+      expect(sql.exec("SELECT name FROM sqlite_master WHERE name = 'seg_clean_keys'").toArray()).toEqual([]);
+      expect(sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM seg_clean_map").one().n).toBe(0);
+      expect((JSON.parse(sql.exec<{ checkpoint: string }>("SELECT checkpoint FROM seg_clean_state").one().checkpoint) as { phase: string }).phase).toBe("idle");
+    });
+  });
+});
+
 suite("property: the real partition against a model (fast-check)", () => {
   type Op = { kind: "produce"; records: { key: string; value: string | null }[] } | { kind: "settle" } | { kind: "deleteRecords"; fraction: number };
   const opArb: fc.Arbitrary<Op> = fc.oneof(
