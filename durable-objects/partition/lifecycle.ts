@@ -36,7 +36,6 @@ import {
   checkSegmentIndex,
   compactionReadRange,
   compactionStep,
-  keyId,
   lifecycleConfig,
   migrateSlice,
   planCompactionPass,
@@ -84,6 +83,7 @@ import {
   type StepCost,
   type CompactionCommand,
   type CompactionState,
+  type KeyRow,
   type LifecycleConfig,
   type SegmentCommand,
   type SegmentRow,
@@ -141,8 +141,14 @@ export const TRUNCATE_LIMITS = { maxRows: 1_000, maxBytes: 256 * 1024 * 1024 } a
 export const COMPACT_SLICE_BATCHES = FULL_STEP_BUDGET.maxBatches;
 /** ... and this many stored bytes (the first batch always); less while appends flow (src/lifecycle/pace.ts). */
 export const COMPACT_SLICE_BYTES = FULL_STEP_BUDGET.maxBytes;
-/** Key map capacity of one pass (rows of seg_clean_keys); a full map ends the pass early. */
-export const COMPACT_MAX_MAP_KEYS = 100_000;
+/**
+ * Key map capacity of one pass, in keys and in estimated bytes (key bytes + 64 per key): a batch
+ * whose new keys would pass either ends the pass early (Kafka: log.cleaner.dedupe.buffer.size,
+ * 128 MiB shared by the cleaner threads). The map is in memory for the whole pass; 16 MiB keeps
+ * it well inside the isolate's 128 MB with the slice being read.
+ */
+export const COMPACT_MAX_MAP_KEYS = 250_000;
+export const COMPACT_MAX_MAP_BYTES = 16 * 1024 * 1024;
 /**
  * When retention is due but the floor holds it (a Durable Stream keeps its whole log, a slow
  * subscription its backlog), look again after this long: Kafka's log.retention.check.interval.ms.
@@ -190,13 +196,6 @@ export function compactionPace(vars: CompactionPaceVars): CompactionPace {
   return pace;
 }
 
-/** Key-map keys are strings of one char per byte (src/lifecycle keyId): stored as the bytes. */
-function keyBytes(key: string): Uint8Array {
-  const out = new Uint8Array(key.length);
-  for (let i = 0; i < key.length; i++) out[i] = key.charCodeAt(i);
-  return out;
-}
-
 export class LifecycleRoom {
   readonly name = "lifecycle";
   readonly #sql: Sql;
@@ -214,6 +213,12 @@ export class LifecycleRoom {
   /** True while rows lie wholly below the truncation target. */
   #truncating = false;
   #clean: CompactionState = INITIAL_COMPACTION_STATE;
+  /**
+   * True while `#clean` was handed to a compaction step whose commit has not succeeded: the step
+   * added to its key map in place, so a failed commit leaves the map ahead of the rows, and the
+   * next step restores from the rows first.
+   */
+  #cleanSpent = false;
   #cfgOf: TopicConfigs | null = null;
   #cfg: LifecycleConfig | null = null;
   /** Compaction pacing (wrangler vars, src/lifecycle/pace.ts). */
@@ -249,13 +254,7 @@ export class LifecycleRoom {
     this.#segments = this.#sql.all<SegmentDbRow>("SELECT * FROM seg_segments ORDER BY id").map(fromRow);
     const bad = checkSegmentIndex(this.#segments);
     if (bad !== undefined) throw new Error(`partition segment index loaded with a broken invariant: ${bad}`);
-    const cp = this.#sql.first<{ checkpoint: string }>("SELECT checkpoint FROM seg_clean_state WHERE id = 1");
-    if (cp === undefined) this.#clean = INITIAL_COMPACTION_STATE;
-    else {
-      const keys: [string, number][] = [];
-      for (const [k, o] of this.#sql.iterateRaw<[ArrayBuffer, number]>("SELECT key, offset FROM seg_clean_keys")) keys.push([keyId(new Uint8Array(k)), o]);
-      this.#clean = restoreCompaction(JSON.parse(cp.checkpoint) as CompactionCheckpoint, keys);
-    }
+    this.#restoreCompaction();
     const s = this.#log.state;
     if (s === null) return;
     const last = this.#segments[this.#segments.length - 1];
@@ -267,7 +266,34 @@ export class LifecycleRoom {
     if (this.#timers.dueMs(LIFECYCLE_TIMERS.owner) === undefined) this.#timers.set(LIFECYCLE_TIMERS.owner, nowMs + OWNER_CHECK_GRACE_MS);
   }
 
+  /**
+   * Rebuilds the compaction state from its committed rows: the checkpoint, and the key-map rows
+   * it names (src/lifecycle/compaction.ts restoreCompaction). Also after a failed step, whose
+   * map changes were made in memory before the commit that failed.
+   */
+  #restoreCompaction(): void {
+    this.#cleanSpent = false;
+    const cp = this.#sql.first<{ checkpoint: string }>("SELECT checkpoint FROM seg_clean_state WHERE id = 1");
+    if (cp === undefined) {
+      this.#clean = INITIAL_COMPACTION_STATE;
+      return;
+    }
+    const checkpoint = JSON.parse(cp.checkpoint) as CompactionCheckpoint;
+    const rows: KeyRow[] = [];
+    if (checkpoint.phase !== "idle" && checkpoint.keyRows !== undefined) {
+      const { from, to } = checkpoint.keyRows;
+      for (const [seq, entries, data] of this.#sql.iterateRaw<[number, number, ArrayBuffer]>(
+        "SELECT seq, entries, data FROM seg_clean_map WHERE seq >= ? AND seq < ? ORDER BY seq",
+        from,
+        to,
+      ))
+        rows.push({ seq, entries, data: new Uint8Array(data) });
+    }
+    this.#clean = restoreCompaction(checkpoint, rows);
+  }
+
   reset(): void {
+    this.#cleanSpent = false;
     this.#segments = [];
     this.#catchingUp = false;
     this.#truncating = false;
@@ -400,12 +426,12 @@ export class LifecycleRoom {
     }
     for (const k of c.clean) {
       switch (k.kind) {
-        case "keys":
-          for (const [key, offset] of k.put)
-            sql.run("INSERT INTO seg_clean_keys (key, offset) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET offset = excluded.offset", blob(keyBytes(key)), offset);
+        case "keyRows":
+          for (const r of k.put) sql.run("INSERT OR REPLACE INTO seg_clean_map (seq, entries, data) VALUES (?, ?, ?)", r.seq, r.entries, blob(r.data));
+          if (k.dropBelow !== null) sql.run("DELETE FROM seg_clean_map WHERE seq < ?", k.dropBelow);
           break;
         case "keysClear":
-          sql.run("DELETE FROM seg_clean_keys");
+          sql.run("DELETE FROM seg_clean_map");
           break;
         case "checkpoint":
           sql.run("INSERT INTO seg_clean_state (id, checkpoint) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET checkpoint = excluded.checkpoint", JSON.stringify(k.checkpoint));
@@ -879,6 +905,7 @@ export class LifecycleRoom {
    * `budget` (checkpoint last). Answers the stored bytes read, or null when no slice was read.
    */
   #compactStep(nowMs: number, commit: (cmd: LifecycleWrite) => void, budget: StepBudget): number | null {
+    if (this.#cleanSpent) this.#restoreCompaction();
     const cfg = this.#config();
     const s = this.#log.state!;
     let state = this.#clean;
@@ -911,7 +938,9 @@ export class LifecycleRoom {
       lastOffset: b.lastOffset,
       records: scanRecordKeys(b.data),
     }));
-    const step = compactionStep(state, { batches, exhausted }, cfg.compaction, { maxMapKeys: COMPACT_MAX_MAP_KEYS });
+    // The step adds to the pass's key map in place: until its commit succeeds, the state is spent.
+    this.#cleanSpent = true;
+    const step = compactionStep(state, { batches, exhausted }, cfg.compaction, { maxMapKeys: COMPACT_MAX_MAP_KEYS, maxMapBytes: COMPACT_MAX_MAP_BYTES });
     const rewrites: BatchRewrite[] = [];
     const stats = new Map<number, { bytes: number; records: number }>();
     const clean: CompactionCommand[] = [];
@@ -936,6 +965,7 @@ export class LifecycleRoom {
     const segments: SegmentCommand[] = [...stats].map(([id, st]) => ({ kind: "segUpdate", id, patch: { bytes: Math.max(0, st.bytes), records: Math.max(0, st.records) } }));
     commit({ log: rewrites.length > 0 ? { op: "rewrite", batches: rewrites } : null, append: null, lifecycle: { segments, clean } });
     this.#clean = step.state;
+    this.#cleanSpent = false;
     // The next slice, or (a pass ended) a look at whether another is due (a full key map ends a pass early).
     this.#timers.set(LIFECYCLE_TIMERS.compact, nowMs);
     return bytesRead;

@@ -90,6 +90,8 @@ export interface ScannedKey {
 
 /** Key bytes as one char per byte (the cleaner's key identity, as src/lifecycle/compaction.ts keyId). */
 function keyIdOf(data: Uint8Array, from: number, to: number): string {
+  // Short keys (the common case) without the spread's iterator: about half the cost per record.
+  if (to - from <= 64) return String.fromCharCode.apply(null, data.subarray(from, to) as unknown as number[]);
   let s = "";
   for (let i = from; i < to; i += 8192) s += String.fromCharCode(...data.subarray(i, Math.min(to, i + 8192)));
   return s;

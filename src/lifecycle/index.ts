@@ -21,10 +21,13 @@ export type { TimestampBounds } from "./produce-checks.ts";
 // ---- compaction ----
 export {
   INITIAL_COMPACTION_STATE,
+  KEY_MAP_ENTRY_BYTES,
+  KEY_ROW_BYTES,
   abortCompaction,
   checkpointOf,
   compactionReadRange,
   compactionStep,
+  encodeKeyRows,
   keyId,
   planCompactionPass,
   restoreCompaction,
@@ -43,6 +46,8 @@ export type {
   CompactionSlice,
   CompactionState,
   CompactionStepResult,
+  KeyRow,
+  KeyRows,
   PassSegment,
 } from "./compaction.ts";
 

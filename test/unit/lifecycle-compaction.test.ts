@@ -1,6 +1,21 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { INITIAL_COMPACTION_STATE, abortCompaction, compactionStep, keyId, planCompactionPass, startCompaction, type CompactionConfig, type SegmentRow } from "../../src/lifecycle/index.ts";
+import {
+  INITIAL_COMPACTION_STATE,
+  KEY_MAP_ENTRY_BYTES,
+  KEY_ROW_BYTES,
+  abortCompaction,
+  checkpointOf,
+  compactionStep,
+  encodeKeyRows,
+  keyId,
+  planCompactionPass,
+  restoreCompaction,
+  startCompaction,
+  type CompactionCheckpoint,
+  type CompactionConfig,
+  type SegmentRow,
+} from "../../src/lifecycle/index.ts";
 import { Crash, SIM_DEFAULTS, SimPartition, show, type SimConfig } from "./lifecycle-sim.ts";
 
 const WINDOW = 1000;
@@ -367,5 +382,123 @@ describe("compaction is restartable: a crash at any step loses nothing and dupli
       }),
       { numRuns: 100 },
     );
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// The key map: in memory for the pass, persisted as deltas and snapshots
+// ---------------------------------------------------------------------------------------------
+
+describe("the key map of a pass", () => {
+  /** Keys k0..k(keys-1) cycled over `n` one-record batches, all closed. */
+  function cycled(n: number, keys: number): SimPartition {
+    const p = new SimPartition(compacted());
+    for (let i = 0; i < n; i++) p.produce([{ key: `k${i % keys}`, value: `v${i}` }], 0);
+    p.roll();
+    return p;
+  }
+
+  it("encodeKeyRows round-trips through a restore: any bytes, keys longer than a row, offsets past 2^32, rows of about KEY_ROW_BYTES", () => {
+    const entries = new Map<string, number>([
+      ["", 0],
+      [keyId(new Uint8Array([0, 255, 128, 7])), 2 ** 40 + 3],
+      [keyId(new Uint8Array(KEY_ROW_BYTES + 10).fill(200)), 5],
+    ]);
+    for (let i = 0; i < 100_000; i++) entries.set(`key-${i}`, i * 7);
+    const rows = encodeKeyRows(entries, 3);
+    expect(rows.map((r) => r.seq)).toEqual(rows.map((_, i) => 3 + i));
+    expect(rows.reduce((n, r) => n + r.entries, 0)).toBe(entries.size);
+    for (const r of rows) expect(r.data.length <= KEY_ROW_BYTES || r.entries === 1).toBe(true);
+    const pass = { startedMs: 0, dirtyFrom: 0, end: 10, segments: [], tombstoneExpiryMs: null };
+    const cp: CompactionCheckpoint = { phase: "rewrite", cleanOffset: 0, pass, cursor: 0, keyRows: { from: 3, to: 3 + rows.length, entries: entries.size } };
+    const back = restoreCompaction(cp, rows);
+    expect([...back.latest]).toEqual([...entries]);
+    let bytes = 0;
+    for (const k of entries.keys()) bytes += k.length + KEY_MAP_ENTRY_BYTES;
+    expect(back.mapBytes).toBe(bytes);
+    expect(() => encodeKeyRows(new Map([["\u0100", 1]]), 0)).toThrow(/above 0xff/);
+  });
+
+  it("a map step adds to the pass's map in place (no copy per step), and persists only its delta or a snapshot", () => {
+    const p = cycled(40, 5);
+    const d = planCompactionPass(INITIAL_COMPACTION_STATE, { segments: p.segments, bounds: p.bounds, lastStableOffset: null, nowMs: 5 }, p.cfg.compaction);
+    if (!d.run) throw new Error("expected a pass");
+    let state = startCompaction(INITIAL_COMPACTION_STATE, d.pass).state;
+    const map = state.latest;
+    const batch = (i: number) => ({ baseOffset: i, lastOffset: i, records: [{ offset: i, key: `k${i % 5}`, tombstone: false }] });
+    const written: number[] = [];
+    for (let i = 0; i < 39; i++) {
+      const r = compactionStep(state, { batches: [batch(i)], exhausted: false }, p.cfg.compaction, { maxMapKeys: 100 });
+      expect(r.state.latest).toBe(map);
+      const rows = r.commands.filter((c) => c.kind === "keyRows");
+      expect(rows.length).toBe(1);
+      written.push(rows[0]!.kind === "keyRows" ? rows[0]!.put.reduce((n, x) => n + x.entries, 0) : 0);
+      state = r.state;
+      // The rows a checkpoint names stay within twice the map's entries, plus one slice.
+      if (state.phase === "map") expect(state.keyRows.entries).toBeLessThanOrEqual(2 * state.latest.size + 1);
+    }
+    // One entry per step while the deltas are small, then a snapshot of the 5 keys now and then.
+    expect(written.filter((n) => n === 1).length).toBeGreaterThan(20);
+    expect(written.filter((n) => n === 5).length).toBeGreaterThan(3);
+    expect([...map]).toEqual([
+      ["k0", 35],
+      ["k1", 36],
+      ["k2", 37],
+      ["k3", 38],
+      ["k4", 34],
+    ]);
+  });
+
+  it("a full map ends the pass only at a batch with new keys: batches of keys already mapped still fit", () => {
+    // 3 keys cycled, a map of exactly 3 keys: one pass covers the whole log.
+    const p = cycled(12, 3);
+    expect(p.runCompaction(5, { maxBatches: 2, maxMapKeys: 3 })).toBeGreaterThan(0);
+    expect(p.cleaner.phase === "idle" && p.cleaner.cleanOffset).toBe(12);
+    expect(show(p.readAll(0))).toEqual(['k0="v9"@9', 'k1="v10"@10', 'k2="v11"@11']);
+  });
+
+  it("the map's byte bound ends a pass early as its key bound does, and the passes still compact everything", () => {
+    const p = cycled(12, 4);
+    // Room for two keys of 2 bytes only.
+    const maxMapBytes = 2 * (2 + KEY_MAP_ENTRY_BYTES);
+    p.runCompaction(5, { maxBatches: 3, maxMapKeys: 100, maxMapBytes });
+    expect(p.cleaner.phase === "idle" && p.cleaner.cleanOffset).toBe(2);
+    while (p.runCompaction(5, { maxBatches: 3, maxMapKeys: 100, maxMapBytes }) > 0) {}
+    expect(show(p.readAll(0))).toEqual(['k0="v8"@8', 'k1="v9"@9', 'k2="v10"@10', 'k3="v11"@11']);
+  });
+
+  it("a checkpoint whose rows are missing, or from before the rows existed, maps the pass again from its start and ends in the same log", () => {
+    for (const damage of ["legacy", "missing-row"] as const) {
+      const reference = cycled(30, 4);
+      reference.runCompaction(5, { maxBatches: 2 });
+      const p = cycled(30, 4);
+      // Run into the rewrite phase, then lose the rows (or the checkpoint's naming of them).
+      let steps = 0;
+      try {
+        p.runCompaction(5, {
+          maxBatches: 2,
+          crashAt: (st) => {
+            steps = st;
+            return p.cleaner.phase === "rewrite" && p.cleaner.cursor > 0;
+          },
+        });
+      } catch (e) {
+        if (!(e instanceof Crash)) throw e;
+      }
+      expect(steps).toBeGreaterThan(0);
+      expect(p.checkpoint.phase).toBe("rewrite");
+      expect(p.keyRows.size).toBeGreaterThan(0);
+      if (damage === "legacy") {
+        const { keyRows: _rows, ...legacy } = p.checkpoint as CompactionCheckpoint & { phase: "rewrite" };
+        p.checkpoint = legacy as CompactionCheckpoint;
+      } else p.keyRows.delete([...p.keyRows.keys()][0]!);
+      const restored = restoreCompaction(p.checkpoint, p.keyRows.values());
+      expect(restored).toMatchObject({ phase: "map", cursor: 0, keyRows: { from: 0, to: 0, entries: 0 } });
+      expect(restored.phase !== "idle" && restored.pass).toEqual(p.checkpoint.phase !== "idle" && p.checkpoint.pass);
+      p.cleaner = restored;
+      p.runCompaction(5, { maxBatches: 2 });
+      expect(JSON.stringify(p.batches)).toBe(JSON.stringify(reference.batches));
+      expect(checkpointOf(p.cleaner)).toEqual(checkpointOf(reference.cleaner));
+    }
   });
 });

@@ -26,6 +26,7 @@ import {
   type CompactionCommand,
   type CompactionConfig,
   type CompactionState,
+  type KeyRow,
   type RetentionConfig,
   type RollConfig,
   type SegmentCommand,
@@ -79,7 +80,8 @@ export class SimPartition {
   floor: number | null = null;
   /** The persisted cleaner state: checkpoint row and key-map rows. */
   checkpoint: CompactionCheckpoint = checkpointOf(INITIAL_COMPACTION_STATE);
-  keyRows = new Map<string, number>();
+  /** The key-map rows (`seg_clean_map`) by sequence number. */
+  keyRows = new Map<number, KeyRow>();
   /** The cleaner's in-memory state (lost on a crash). */
   cleaner: CompactionState = INITIAL_COMPACTION_STATE;
   /** Commands applied, for assertions. */
@@ -191,8 +193,9 @@ export class SimPartition {
         case "dropBatch":
           this.batches = this.batches.filter((x) => x.baseOffset !== c.baseOffset);
           break;
-        case "keys":
-          for (const [k, o] of c.put) this.keyRows.set(k, o);
+        case "keyRows":
+          for (const r of c.put) this.keyRows.set(r.seq, { ...r, data: r.data.slice() });
+          if (c.dropBelow !== null) for (const seq of [...this.keyRows.keys()]) if (seq < c.dropBelow) this.keyRows.delete(seq);
           break;
         case "keysClear":
           this.keyRows.clear();
@@ -222,9 +225,16 @@ export class SimPartition {
     return { batches: all.slice(0, maxBatches), exhausted: all.length <= maxBatches };
   }
 
+  /** Throws unless a restart now would rebuild exactly the in-memory cleaner state (checkpoint, key map, its size). */
+  expectRestorable(): void {
+    const back = restoreCompaction(this.checkpoint, this.keyRows.values());
+    const show = (s: CompactionState) => JSON.stringify({ ...checkpointOf(s), latest: [...s.latest].sort(), mapBytes: s.mapBytes });
+    if (show(back) !== show(this.cleaner)) throw new Error(`restore differs from memory:\n${show(back)}\n${show(this.cleaner)}`);
+  }
+
   /** Restart: the in-memory cleaner state is rebuilt from the persisted rows. */
   restart(): void {
-    this.cleaner = restoreCompaction(this.checkpoint, this.keyRows);
+    this.cleaner = restoreCompaction(this.checkpoint, this.keyRows.values());
   }
 
   /**
@@ -233,9 +243,13 @@ export class SimPartition {
    * step's writes but not its checkpoint (a non-atomic shell, the harsher case). Returns the
    * number of steps, or -1 when no pass started.
    */
-  runCompaction(nowMs: number, opts: { maxBatches?: number; maxMapKeys?: number; crashAt?: (step: number) => boolean; crashAfterCommands?: (step: number) => boolean } = {}): number {
+  runCompaction(
+    nowMs: number,
+    opts: { maxBatches?: number; maxMapKeys?: number; maxMapBytes?: number; crashAt?: (step: number) => boolean; crashAfterCommands?: (step: number) => boolean } = {},
+  ): number {
     const maxBatches = opts.maxBatches ?? 2;
     const maxMapKeys = opts.maxMapKeys ?? 1_000_000;
+    const limits = opts.maxMapBytes === undefined ? { maxMapKeys } : { maxMapKeys, maxMapBytes: opts.maxMapBytes };
     let step = 0;
     if (this.cleaner.phase === "idle") {
       const d = planCompactionPass(this.cleaner, { segments: this.segments, bounds: this.bounds, lastStableOffset: null, nowMs }, this.cfg.compaction);
@@ -263,7 +277,7 @@ export class SimPartition {
           exhausted: slice.exhausted,
         },
         this.cfg.compaction,
-        { maxMapKeys },
+        limits,
       );
       if (opts.crashAt?.(step)) throw new Crash(`crash at step ${step}`);
       if (opts.crashAfterCommands?.(step)) {
@@ -272,6 +286,7 @@ export class SimPartition {
       }
       this.applyCompaction(r.commands);
       this.cleaner = r.state;
+      this.expectRestorable();
       step++;
     }
     return step;

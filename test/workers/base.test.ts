@@ -153,7 +153,7 @@ suite("legacy adoption", () => {
     expect((await fetchJson(topic, 0, "offset=0")).records.map((r) => r.value)).toEqual(["a", "b", "c"]);
     await runInDurableObject(stub, (_o, state) => {
       expect(tableNames(state.storage)).not.toContain("_schema");
-      expect(rooms(state.storage)).toEqual({ lifecycle: 1, log: 2, producers: 2, raft: 1, streams: 1, subs: 1 });
+      expect(rooms(state.storage)).toEqual({ lifecycle: 2, log: 2, producers: 2, raft: 1, streams: 1, subs: 1 });
     });
   });
 

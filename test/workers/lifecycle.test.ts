@@ -418,69 +418,115 @@ suite("compaction (cleanup.policy=compact)", () => {
     expect(await keyed(topic)).toEqual({ records: ['k2=""@1'], nextOffset: 3 });
   });
 
-  it("is restartable: a failure inside a step and a restart between every step lose and duplicate nothing", async () => {
+  for (const evict of [true, false])
+    it(`is restartable: a failure inside a step ${evict ? "and a restart between every step" : "(no restart: the room restores its key map from the rows)"} lose and duplicate nothing`, async () => {
+      const topic = randomTopic();
+      const t = await createTopic(topic, 1, { "cleanup.policy": "compact", "delete.retention.ms": 0 });
+      // 600 one-record batches over 40 keys (more than two slices of 256 batches), every tenth a tombstone.
+      const p = partitionObject(t.topicId);
+      const latest = new Map<string, string | null>();
+      for (let i = 0; i < 600; i++) {
+        const key = `k${i % 40}`;
+        const value = i % 10 === 9 ? null : `v${i}`;
+        latest.set(key, value);
+        const r = await p.append({ batches: [encodeBatch({}, [{ key: utf8(key), value: value === null ? null : utf8(value), headers: [], timestamp: Date.now() }])] });
+        expect(r.ok).toBe(true);
+      }
+      let failures = 0;
+      /** Makes the next checkpoint write fail inside its transaction (after the batch rewrites). */
+      const failNextCheckpoint = (state: DurableObjectState): void => {
+        const sql = state.storage.sql as SqlStorage & { exec: SqlStorage["exec"] };
+        const exec = sql.exec.bind(sql);
+        sql.exec = ((query: string, ...params: SqlStorageValue[]) => {
+          if (query.startsWith("INSERT INTO seg_clean_state")) {
+            sql.exec = exec;
+            failures++;
+            throw new Error("injected failure between the rewrites and the checkpoint");
+          }
+          return exec(query, ...params);
+        }) as SqlStorage["exec"];
+      };
+      // The first failure is armed before the config change that starts the pass: on a loaded
+      // machine the runtime's own alarm calls may run the whole pass before the loop gets a turn.
+      await runInDurableObject(stub(t.topicId), (_o, state) => failNextCheckpoint(state));
+      expect((await json("PATCH", `/v1/topics/${topic}`, { configs: { "segment.ms": 1 } })).status).toBe(200);
+      for (let wake = 0; wake < 60; wake++) {
+        // Every third wake fails inside its transaction (at the checkpoint write, after the batch rewrites).
+        const fail = wake % 3 === 1;
+        const next = await runInDurableObject(stub(t.topicId), (_o, state) => {
+          // Evicted, the object reloads its timers from _schedule: make them due now. Live, it keeps
+          // them in memory: wait until the earliest is due (a failed step is retried after 1 s).
+          if (evict) state.storage.sql.exec("UPDATE _schedule SET due_ms = 0 WHERE room = 'lifecycle'");
+          if (fail) failNextCheckpoint(state);
+          return state.storage.sql.exec<{ d: number | null }>("SELECT MIN(due_ms) AS d FROM _schedule WHERE room = 'lifecycle'").one().d;
+        });
+        if (evict) {
+          await evictDurableObject(stub(t.topicId));
+          await runInDurableObject(stub(t.topicId), () => undefined);
+        } else if (next !== null && next > Date.now()) await new Promise((r) => setTimeout(r, Math.min(next - Date.now(), 1_100)));
+        await runDurableObjectAlarm(stub(t.topicId));
+        const idle = await runInDurableObject(stub(t.topicId), (_o, state) => {
+          const cp = state.storage.sql.exec<{ checkpoint: string }>("SELECT checkpoint FROM seg_clean_state").toArray()[0];
+          const open = state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM seg_segments WHERE closed = 0").one().n;
+          return cp !== undefined && (JSON.parse(cp.checkpoint) as { phase: string }).phase === "idle" && open === 0;
+        });
+        if (idle && wake > 6) break;
+      }
+      expect(failures).toBeGreaterThan(0);
+      const all: { key: string; value: string | null; offset: number }[] = [];
+      let offset = 0;
+      for (;;) {
+        const f = await fetchJson(topic, 0, `offset=${offset}&maxRecords=100`);
+        all.push(...f.records.map((r) => ({ key: String(r.key), value: r.value === null ? null : String(r.value), offset: r.offset })));
+        if (f.nextOffset >= 600) break;
+        expect(f.nextOffset).toBeGreaterThan(offset);
+        offset = f.nextOffset;
+      }
+      // Offsets strictly increasing, one record per key with a value, each its latest; tombstones gone.
+      expect(all.map((r) => r.offset)).toEqual([...all.map((r) => r.offset)].sort((a, b) => a - b));
+      expect(new Set(all.map((r) => r.offset)).size).toBe(all.length);
+      const expected = [...latest].filter(([, v]) => v !== null).sort();
+      expect(all.map((r) => [r.key, r.value]).sort()).toEqual(expected);
+    });
+});
+
+suite("compaction state from before migration 2 (seg_clean_keys)", () => {
+  it("a pass in progress when migration 2 replaced the key rows maps its dirty range again and finishes as it would have", async () => {
     const topic = randomTopic();
-    const t = await createTopic(topic, 1, { "cleanup.policy": "compact", "delete.retention.ms": 0 });
-    // 600 one-record batches over 40 keys (more than two slices of 256 batches), every tenth a tombstone.
-    const p = partitionObject(t.topicId);
-    const latest = new Map<string, string | null>();
-    for (let i = 0; i < 600; i++) {
-      const key = `k${i % 40}`;
-      const value = i % 10 === 9 ? null : `v${i}`;
-      latest.set(key, value);
-      const r = await p.append({ batches: [encodeBatch({}, [{ key: utf8(key), value: value === null ? null : utf8(value), headers: [], timestamp: Date.now() }])] });
-      expect(r.ok).toBe(true);
-    }
-    let failures = 0;
-    /** Makes the next checkpoint write fail inside its transaction (after the batch rewrites). */
-    const failNextCheckpoint = (state: DurableObjectState): void => {
-      const sql = state.storage.sql as SqlStorage & { exec: SqlStorage["exec"] };
-      const exec = sql.exec.bind(sql);
-      sql.exec = ((query: string, ...params: SqlStorageValue[]) => {
-        if (query.startsWith("INSERT INTO seg_clean_state")) {
-          sql.exec = exec;
-          failures++;
-          throw new Error("injected failure between the rewrites and the checkpoint");
-        }
-        return exec(query, ...params);
-      }) as SqlStorage["exec"];
-    };
-    // The first failure is armed before the config change that starts the pass: on a loaded
-    // machine the runtime's own alarm calls may run the whole pass before the loop gets a turn.
-    await runInDurableObject(stub(t.topicId), (_o, state) => failNextCheckpoint(state));
-    expect((await json("PATCH", `/v1/topics/${topic}`, { configs: { "segment.ms": 1 } })).status).toBe(200);
-    for (let wake = 0; wake < 60; wake++) {
-      // Every third wake fails inside its transaction (at the checkpoint write, after the batch rewrites).
-      const fail = wake % 3 === 1;
-      await runInDurableObject(stub(t.topicId), (_o, state) => {
-        state.storage.sql.exec("UPDATE _schedule SET due_ms = 0 WHERE room = 'lifecycle'");
-        if (fail) failNextCheckpoint(state);
-      });
-      await evictDurableObject(stub(t.topicId));
-      await runInDurableObject(stub(t.topicId), () => undefined);
-      await runDurableObjectAlarm(stub(t.topicId));
-      const idle = await runInDurableObject(stub(t.topicId), (_o, state) => {
-        const cp = state.storage.sql.exec<{ checkpoint: string }>("SELECT checkpoint FROM seg_clean_state").toArray()[0];
-        const open = state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM seg_segments WHERE closed = 0").one().n;
-        return cp !== undefined && (JSON.parse(cp.checkpoint) as { phase: string }).phase === "idle" && open === 0;
-      });
-      if (idle && wake > 6) break;
-    }
-    expect(failures).toBeGreaterThan(0);
-    const all: { key: string; value: string | null; offset: number }[] = [];
-    let offset = 0;
-    for (;;) {
-      const f = await fetchJson(topic, 0, `offset=${offset}&maxRecords=100`);
-      all.push(...f.records.map((r) => ({ key: String(r.key), value: r.value === null ? null : String(r.value), offset: r.offset })));
-      if (f.nextOffset >= 600) break;
-      expect(f.nextOffset).toBeGreaterThan(offset);
-      offset = f.nextOffset;
-    }
-    // Offsets strictly increasing, one record per key with a value, each its latest; tombstones gone.
-    expect(all.map((r) => r.offset)).toEqual([...all.map((r) => r.offset)].sort((a, b) => a - b));
-    expect(new Set(all.map((r) => r.offset)).size).toBe(all.length);
-    const expected = [...latest].filter(([, v]) => v !== null).sort();
-    expect(all.map((r) => [r.key, r.value]).sort()).toEqual(expected);
+    // min.compaction.lag.ms holds any pass back: the test plants the running pass itself.
+    const t = await createTopic(topic, 1, { "cleanup.policy": "compact", "delete.retention.ms": 0, "min.compaction.lag.ms": DAY });
+    await produceEach(topic, [
+      { key: "k1", value: "a" },
+      { key: "k2", value: "b" },
+      { key: "k1", value: "c" },
+      { key: "k2", value: null },
+      { key: "k3", value: "d" },
+    ]);
+    await rollAndSettle(topic, t.topicId);
+    expect((await keyed(topic)).records).toHaveLength(5);
+    // The object as lifecycle schema version 1 left it: seg_clean_keys with a row, and a checkpoint
+    // in the rewrite phase that names no key rows (the map was in seg_clean_keys).
+    await runInDurableObject(stub(t.topicId), (_o, state) => {
+      const sql = state.storage.sql;
+      const segs = sql.exec<{ base_offset: number; last_append_ms: number }>("SELECT base_offset, last_append_ms FROM seg_segments ORDER BY id").toArray();
+      const segments = segs.map((r, i) => ({ baseOffset: r.base_offset, end: segs[i + 1]?.base_offset ?? 5, lastAppendMs: r.last_append_ms }));
+      const pass = { startedMs: Date.now(), dirtyFrom: 0, end: 5, segments, tombstoneExpiryMs: null };
+      sql.exec("DROP TABLE seg_clean_map");
+      sql.exec("CREATE TABLE seg_clean_keys (key BLOB PRIMARY KEY, offset INTEGER NOT NULL) WITHOUT ROWID");
+      sql.exec("INSERT INTO seg_clean_keys (key, offset) VALUES (?, ?)", new TextEncoder().encode("k1").buffer, 0);
+      sql.exec("UPDATE _rooms SET version = 1 WHERE room = 'lifecycle'");
+      sql.exec("INSERT OR REPLACE INTO seg_clean_state (id, checkpoint) VALUES (1, ?)", JSON.stringify({ phase: "rewrite", cleanOffset: 0, pass, cursor: 0 }));
+    });
+    await evictDurableObject(stub(t.topicId));
+    await settle(t.topicId);
+    expect(await keyed(topic)).toEqual({ records: ['k1="c"@2', 'k3="d"@4'], nextOffset: 5 });
+    await runInDurableObject(stub(t.topicId), (_o, state) => {
+      const sql = state.storage.sql;
+      expect(sql.exec<{ version: number }>("SELECT version FROM _rooms WHERE room = 'lifecycle'").one().version).toBe(2);
+      expect(sql.exec("SELECT name FROM sqlite_master WHERE name = 'seg_clean_keys'").toArray()).toEqual([]);
+      expect(sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM seg_clean_map").one().n).toBe(0);
+      expect((JSON.parse(sql.exec<{ checkpoint: string }>("SELECT checkpoint FROM seg_clean_state").one().checkpoint) as { phase: string }).phase).toBe("idle");
+    });
   });
 });
 

@@ -68,7 +68,7 @@ suite("partition rooms: adoption of a legacy object", () => {
     await runInDurableObject(s, (_o, state) => {
       const rows = state.storage.sql.exec<{ room: string; version: number }>("SELECT room, version FROM _rooms ORDER BY room").toArray();
       expect(rows).toEqual([
-        { room: "lifecycle", version: 1 },
+        { room: "lifecycle", version: 2 },
         { room: "log", version: 2 },
         { room: "producers", version: 2 },
         // The Raft journal of a replicated partition's replica (docs/RAFT.md): empty at replication.factor 1.

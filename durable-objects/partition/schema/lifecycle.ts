@@ -5,8 +5,12 @@
  *   added to `batches`, so existing partitions migrate without rewriting a batch: the room builds
  *   the rows of already stored batches in bounded slices after this migration, on its `index` timer);
  * - `seg_clean_state`: the compaction checkpoint (zero or one row, JSON);
- * - `seg_clean_keys`: the compaction key map (key bytes as a one-char-per-byte string -> latest
- *   dirty offset), so that memory stays bounded and a crash resumes the pass.
+ * - `seg_clean_keys` (migration 1; dropped by migration 2): the compaction key map as one row per
+ *   key, upserted by every map step;
+ * - `seg_clean_map` (migration 2): the compaction key map of the running pass as blob rows, one per
+ *   map step (that step's changes) or a snapshot of the whole map, so that a restart rebuilds the
+ *   map the pass keeps in memory (src/lifecycle/compaction.ts `encodeKeyRows`). A pass in progress
+ *   when migration 2 runs maps its dirty range again (its checkpoint names no rows).
  */
 import type { Migration } from "../../base.ts";
 
@@ -33,6 +37,16 @@ export const LIFECYCLE_MIGRATIONS: readonly Migration[] = [
         );
         CREATE TABLE seg_clean_state (id INTEGER PRIMARY KEY CHECK (id = 1), checkpoint TEXT NOT NULL);
         CREATE TABLE seg_clean_keys (key BLOB PRIMARY KEY, offset INTEGER NOT NULL) WITHOUT ROWID;
+      `);
+    },
+  },
+  {
+    version: 2,
+    name: "compaction key map as blob rows",
+    up(sql) {
+      sql.run(`
+        DROP TABLE seg_clean_keys;
+        CREATE TABLE seg_clean_map (seq INTEGER PRIMARY KEY, entries INTEGER NOT NULL, data BLOB NOT NULL);
       `);
     },
   },
