@@ -79,6 +79,8 @@ export interface RaftMetadataStoreOptions {
   /** Group clock (see RaftGroupConfig). @default 100 ms ticks, 10-tick election timeout */
   tickMs?: number;
   electionTicks?: number;
+  /** Snapshot every this many applied records (see RaftGroupConfig). @default 1000 */
+  compactEveryEntries?: number;
   /** How long one call keeps looking for a leader before answering UNAVAILABLE (ms). @default 15000 */
   deadlineMs?: number;
 }
@@ -106,6 +108,7 @@ export class RaftMetadataStore implements TopicMetadataStore, TenantStore {
       stateMachine: "metadata",
       ...(options.tickMs === undefined ? {} : { tickMs: options.tickMs }),
       ...(options.electionTicks === undefined ? {} : { electionTicks: options.electionTicks }),
+      ...(options.compactEveryEntries === undefined ? {} : { compactEveryEntries: options.compactEveryEntries }),
     };
   }
 
