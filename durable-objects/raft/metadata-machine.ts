@@ -19,7 +19,17 @@ import { patchTopicSettings, planNamespacePolicies, settingsOf, topicView, type 
 import type { TopicConfigs, TopicSummary } from "../../src/protocol/types.ts";
 import type { JsonValue } from "../../src/raft/group.ts";
 import type { Migration, Sql } from "../base.ts";
-import { failOf, namespacesMigrationUp, QuorumNamespaces, unknownNamespace, type AclRow, type NamespaceRow, type RequestRow, type TenantRow } from "./metadata-namespaces.ts";
+import {
+  failOf,
+  malformedRecord,
+  namespacesMigrationUp,
+  QuorumNamespaces,
+  unknownNamespace,
+  type AclRow,
+  type NamespaceRow,
+  type RequestRow,
+  type TenantRow,
+} from "./metadata-namespaces.ts";
 import type { CommittedCommand, ReplicatedStateMachine, SweepContext } from "./state-machine.ts";
 
 const MIGRATIONS: readonly Migration[] = [
@@ -332,6 +342,8 @@ export function metadataStateMachine(sql: Sql): ReplicatedStateMachine {
         return { ok: false, code: "INVALID_REQUEST", message: "The metadata record is not JSON." };
       }
       if (typeof c !== "object" || c === null || !METADATA_COMMAND_TYPES.includes(c.type)) return { ok: false, code: "INVALID_REQUEST", message: "Unknown metadata record type." };
+      const wrong = malformedRecord(c);
+      if (wrong !== null) return { ok: false, code: "INVALID_REQUEST", message: `Malformed metadata record: ${wrong}.` };
       return apply(c, cmd.index) as JsonValue;
     },
     snapshot(): Uint8Array {

@@ -27,7 +27,7 @@ import {
   type PolicyOverrides,
   type TenantInfo,
 } from "../../src/protocol/policies.ts";
-import type { MetadataAnswer } from "../../src/metadata/commands.ts";
+import type { MetadataAnswer, MetadataCommand } from "../../src/metadata/commands.ts";
 import type { Sql } from "../base.ts";
 
 /** Records whose answers are kept for a retry with the same request id (a window of the log, in records). */
@@ -98,6 +98,48 @@ function toBinding(r: AclRow): AclBinding {
     operation: r.operation as AclBinding["operation"],
     permission: r.permission as AclBinding["permission"],
   };
+}
+
+const isString = (v: unknown): v is string => typeof v === "string" && v !== "";
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+const ACL_FIELDS = ["principal", "resourceType", "resourceName", "patternType", "operation", "permission"] as const;
+
+/**
+ * The shape of a tenant, namespace or ACL record, checked before it is applied: a malformed
+ * record (a bug in a proposer) is answered INVALID_REQUEST and changes nothing, on every
+ * member alike, rather than thrown on (which would stop every member at that entry).
+ * @returns what is wrong, or null
+ */
+export function malformedRecord(c: MetadataCommand): string | null {
+  switch (c.type) {
+    case "createTenant":
+      return isString(c.name) && Array.isArray(c.adminRoles) && c.adminRoles.every(isString) && Number.isSafeInteger(c.createdAt)
+        ? null
+        : "createTenant needs {name, adminRoles: string[], createdAt}";
+    case "deleteTenant":
+    case "deleteNamespace":
+      return isString(c.name) ? null : `${c.type} needs {name}`;
+    case "createNamespace":
+      return isString(c.tenant) && isString(c.namespace) && isObject(c.policies) && Number.isSafeInteger(c.createdAt)
+        ? null
+        : "createNamespace needs {tenant, namespace, policies, createdAt}";
+    case "setNamespacePolicies":
+      return isString(c.name) && c.name.includes("/") && isObject(c.changes) ? null : "setNamespacePolicies needs {name: tenant/namespace, changes}";
+    case "createAcls":
+      return Array.isArray(c.bindings) && c.bindings.every((b) => isObject(b) && ACL_FIELDS.every((f) => typeof b[f] === "string")) ? null : "createAcls needs {bindings: AclBinding[]}";
+    case "deleteAcls":
+      return isObject(c.filter) && Object.values(c.filter).every((v) => v === undefined || typeof v === "string") ? null : "deleteAcls needs {filter}";
+    case "createTopic":
+      return isObject(c.topic) && isString(c.topic.name) && isString(c.topic.topicId) && Number.isSafeInteger(c.topic.partitions) && isObject(c.topic.configs)
+        ? null
+        : "createTopic needs {topic: TopicSummary}";
+    case "alterTopic":
+      return isString(c.name) && isString(c.topicId) && (c.partitions === undefined || Number.isSafeInteger(c.partitions)) && (c.patch === undefined || isObject(c.patch))
+        ? null
+        : "alterTopic needs {name, topicId, partitions?, patch? | configs?}";
+    default:
+      return null;
+  }
 }
 
 /** The tenant, namespace, ACL and request tables of the state machine. */

@@ -225,6 +225,12 @@ describe("tenants and namespaces in the metadata quorum", () => {
     const d2 = await now.propose(encodeMetadataCommand(del));
     expect([d1.ok && d1.result, d2.ok && d2.result]).toEqual([{ ok: true }, { ok: true }]);
 
+    // A malformed record is answered, never thrown on: the group goes on.
+    const bad = await now.propose(new TextEncoder().encode(JSON.stringify({ type: "createAcls", requestId: "x", bindings: 5 })));
+    expect(bad.ok && bad.result).toMatchObject({ ok: false, code: "INVALID_REQUEST" });
+    expect((await store.createTenant(`${t}-after`, [])).ok).toBe(true);
+    await store.deleteTenant(`${t}-after`);
+
     // The crashed member restarts from its journal and holds the same tenants.
     expect((await member(groupId, leader).setFaults({})).ok).toBe(true);
     await eventually("the restarted member holds every tenant", async () => {
