@@ -5,7 +5,8 @@
  * namespace policy change reaching the partitions of its topics (through the record's tasks,
  * or the leader's sweep after a proposer's crash); a leader crash between operations (all
  * present, none twice); a follower that missed compacted records installing the snapshot; and
- * the gateway's routes with the switch on.
+ * the gateway's routes with the switch on, auth off and on (a tenant's admin roles are ACL
+ * records of the quorum, and the authorizer follows them).
  */
 import { createExecutionContext, env, runInDurableObject, waitOnExecutionContext } from "cloudflare:test";
 import { afterAll, describe, expect, it } from "vitest";
@@ -19,6 +20,8 @@ import { DEFAULT_TOPIC_CONFIGS } from "../../src/protocol/config.ts";
 import { resolvePolicies } from "../../src/protocol/policies.ts";
 import type { TopicConfigs } from "../../src/protocol/types.ts";
 import { raftMemberName, type RaftMemberRpc } from "../../src/raft/group.ts";
+import { securityStore } from "../../src/auth/store.ts";
+import { authEnv, expectCode, expectOk, hsToken, makeKeys, request, SUPERUSER } from "./auth-helpers.ts";
 
 const TICK_MS = 50;
 const ELECTION_TICKS = 10;
@@ -358,5 +361,41 @@ describe("the tenant routes with EDGELOG_METADATA_QUORUM = 1", () => {
     expect((await call("DELETE", `/v1/namespaces/${t}/ns`)).status).toBe(204);
     expect((await call("DELETE", `/v1/tenants/${t}`)).status).toBe(204);
     expect((await call("GET", `/v1/tenants/${t}`)).status).toBe(404);
+  });
+});
+
+describe("tenant admin roles from the quorum's ACLs, with auth on", () => {
+  it("a tenant's admin role (an ACL record of the quorum) manages its namespaces and grants, and nothing else", async () => {
+    started.push(["metadata", "m1"]);
+    const e = authEnv(await makeKeys(), { EDGELOG_METADATA_QUORUM: "1" });
+    const admin = await hsToken(SUPERUSER);
+    const id = crypto.randomUUID().slice(0, 8);
+    const tenant = `qa-${id}`;
+    const other = `qb-${id}`;
+    const boss = `boss-${id}`;
+    const user = `user-${id}`;
+    const bossToken = await hsToken(boss);
+    const userToken = await hsToken(user);
+    await expectCode(await request(e, "PUT", `/v1/tenants/${tenant}`, { token: bossToken, body: { adminRoles: [boss] } }), 403, "NOT_AUTHORIZED");
+    await expectOk(await request(e, "PUT", `/v1/tenants/${tenant}`, { token: admin, body: { adminRoles: [boss] } }), 201);
+    await expectOk(await request(e, "PUT", `/v1/tenants/${other}`, { token: admin }), 201);
+    await expectOk(await request(e, "PUT", `/v1/namespaces/${tenant}/ns`, { token: bossToken }), 201);
+    await expectOk(await request(e, "PUT", `/v1/namespaces/${tenant}/ns/policies/maxProducersPerTopic`, { token: bossToken, body: 3 }));
+    await expectCode(await request(e, "PUT", `/v1/namespaces/${other}/ns`, { token: bossToken }), 403, "NOT_AUTHORIZED");
+    expect(await expectOk(await request(e, "GET", "/v1/tenants", { token: bossToken }))).toEqual({ tenants: [tenant] });
+    // A Pulsar grant by the tenant admin: an ACL record too.
+    await expectCode(await request(e, "GET", `/v1/namespaces/${tenant}/ns`, { token: userToken }), 403, "NOT_AUTHORIZED");
+    await expectOk(await request(e, "POST", `/v1/namespaces/${tenant}/ns/permissions/${user}`, { token: bossToken, body: { actions: ["produce"] } }), 201);
+    await expectOk(await request(e, "GET", `/v1/namespaces/${tenant}/ns`, { token: userToken }));
+    // The bindings are the quorum's: MetadataDO's security store has none of them.
+    const local = await securityStore(env).securitySnapshot();
+    expect(local.ok && local.snapshot.acls.filter((b) => b.resourceName.startsWith(tenant))).toEqual([]);
+    const acls = (await expectOk(await request(e, "GET", `/v1/acls?resourceName=${tenant}`, { token: admin }))) as { acls: { principal: string }[] };
+    expect(acls.acls.map((b) => b.principal)).toEqual([boss]);
+    // Deleting the tenant (emptied first) takes its roles with it: the same name later grants nothing.
+    await expectOk(await request(e, "DELETE", `/v1/namespaces/${tenant}/ns`, { token: admin }), 204);
+    await expectOk(await request(e, "DELETE", `/v1/tenants/${tenant}`, { token: admin }), 204);
+    await expectOk(await request(e, "PUT", `/v1/tenants/${tenant}`, { token: admin }), 201);
+    await expectCode(await request(e, "PUT", `/v1/namespaces/${tenant}/ns`, { token: bossToken }), 403, "NOT_AUTHORIZED");
   });
 });
