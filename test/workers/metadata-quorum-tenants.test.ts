@@ -14,7 +14,7 @@ import { createApp } from "../../src/app.ts";
 import type { Env } from "../../src/env.ts";
 import { encodeMetadataCommand, type LifecycleTask, type MetadataAnswer, type MetadataCommand } from "../../src/metadata/commands.ts";
 import { RaftMetadataStore, type RaftMetadataStoreOptions } from "../../src/metadata/raft-store.ts";
-import { tenantStore } from "../../src/metadata/store.ts";
+import { metadataStore, tenantStore, type TenantStore, type TopicMetadataStore } from "../../src/metadata/store.ts";
 import { partitionObjectName } from "../../src/partition/rpc.ts";
 import { DEFAULT_TOPIC_CONFIGS } from "../../src/protocol/config.ts";
 import { resolvePolicies } from "../../src/protocol/policies.ts";
@@ -317,6 +317,53 @@ describe("tenants and namespaces in the metadata quorum", () => {
       return d.ok && d.namespace.topics === 1 && d.namespace.createdAt === 0;
     });
     expect(await store.describeTenant(t)).toMatchObject({ ok: true, tenant: { namespaces: [`${t}/legacy`], createdAt: 0 } });
+  });
+});
+
+describe("the same answers as MetadataDO", () => {
+  it("one script of tenant, namespace, policy and topic calls answers alike on both stores (creation times and the quorum's metadataOffset aside)", async () => {
+    const { store: quorum } = group("eq");
+    const local = tenantStore(env);
+    const localTopics = metadataStore(env);
+    const t = unique("same");
+    type Stores = { tenants: TenantStore; topics: TopicMetadataStore };
+    const script = async ({ tenants, topics }: Stores): Promise<unknown[]> => {
+      const out: unknown[] = [];
+      const step = async (p: Promise<unknown>) => out.push(await p);
+      await step(tenants.createTenant(t, ["zed", "amy"]));
+      await step(tenants.createTenant(t, []));
+      await step(tenants.createNamespace(`${t}-x`, "ns", undefined));
+      await step(tenants.createNamespace(t, "a", { messageTtlSeconds: 30, retention: { timeMs: 86_400_000, sizeBytes: -1 } }));
+      await step(tenants.createNamespace(t, "a", undefined));
+      await step(tenants.createNamespace(t, "b", { backlogQuota: { limitBytes: 10, action: "nope" } }));
+      await step(tenants.createNamespace(t, "b", { retention: { timeMs: -1, sizeBytes: 1_000 }, backlogQuota: { limitBytes: 5_000, action: "producer_request_hold" } }));
+      await step(topics.createTopic({ name: `${t}/zz/x` }));
+      const created = await topics.createTopic({ name: `${t}/a/x`, partitions: 2, configs: { "cleanup.policy": "compact" }, policies: { maxProducersPerTopic: 2 } });
+      out.push(created.ok ? { ...created.topic, topicId: "", partitionDetails: created.topic.partitionDetails.length } : created);
+      await step(tenants.setNamespacePolicies(`${t}/a`, { maxSubscriptionsPerTopic: 4, messageTtlSeconds: null }));
+      await step(tenants.setNamespacePolicies(`${t}/a`, { maxSubscriptionsPerTopic: -4 }));
+      await step(tenants.setNamespacePolicies(`${t}/q`, { maxSubscriptionsPerTopic: 4 }));
+      const got = await topics.getTopic(`${t}/a/x`);
+      out.push(got.ok ? { ...got.topic, topicId: "" } : got);
+      const altered = await topics.alterTopic(`${t}/a/x`, { configs: { "retention.ms": 1_000 }, policies: { maxProducersPerTopic: null } });
+      out.push(altered.ok ? { ...altered.topic, topicId: "", partitionDetails: altered.topic.partitionDetails.length } : altered);
+      await step(topics.alterTopic(`${t}/a/x`, { policies: { retention: { timeMs: 1, sizeBytes: 1 } } }));
+      await step(tenants.describeNamespace(`${t}/a`));
+      await step(tenants.deleteNamespace(`${t}/a`));
+      await step(tenants.deleteTenant(t));
+      await step(tenants.listNamespaces(t));
+      await step(tenants.describeTenant(t));
+      await step(topics.deleteTopic(`${t}/a/x`));
+      await step(tenants.deleteNamespace(`${t}/a`));
+      await step(tenants.deleteTenant(t));
+      await step(tenants.describeTenant(t));
+      return out.map((o) => JSON.parse(JSON.stringify(o, (k, v) => (k === "createdAt" ? 0 : k === "metadataOffset" ? undefined : v))) as unknown);
+    };
+    const a = await script({ tenants: local, topics: localTopics });
+    const b = await script({ tenants: quorum, topics: quorum });
+    expect(b).toEqual(a);
+    // (A script whose answers were all errors would prove little.)
+    expect(a.filter((x) => (x as { ok?: boolean }).ok !== false).length).toBeGreaterThan(8);
   });
 });
 
