@@ -1,9 +1,12 @@
 /**
  * The metadata quorum (KRaft-style; docs/RAFT.md, "The metadata quorum"): a
- * {@link TopicMetadataStore} whose topics and producer-id blocks are the replicated state
- * machine (`metadata`, durable-objects/raft/metadata-machine.ts) of the Raft group `metadata`,
- * one RaftMemberDO per member. Behind the switch EDGELOG_METADATA_QUORUM (unset: today's
- * MetadataDO; {@link metadataQuorumMembers}).
+ * {@link TopicMetadataStore} and {@link TenantStore} whose topics, producer-id blocks,
+ * tenants, namespaces (with their policies) and ACLs are the replicated state machine
+ * (`metadata`, durable-objects/raft/metadata-machine.ts) of the Raft group `metadata`, one
+ * RaftMemberDO per member. Behind the switch EDGELOG_METADATA_QUORUM (unset: today's
+ * MetadataDO; {@link metadataQuorumMembers}). Tenant, namespace and ACL records carry a random
+ * `requestId`, so this client's retry of a proposal whose outcome it does not know is applied
+ * once.
  *
  * This class is the client side, run by the gateway (and by Durable Objects that read topic
  * metadata): it proposes commands at the leader it knows of, follows NOT_LEADER's `leaderId`,
