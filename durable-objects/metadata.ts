@@ -36,7 +36,6 @@ import {
   TOPIC_POLICY_NAMES,
   checkPolicyRules,
   configSources,
-  effectiveConfigs,
   parsePolicyMap,
   policyValues,
   resolvePolicies,
@@ -46,6 +45,7 @@ import {
   type TenantInfo,
 } from "../src/protocol/policies.ts";
 import { TenantTables, tenantsMigration, unknownNamespace } from "./metadata-tenants.ts";
+import { configKeysOf, explicitKeys, splitRemovals, storedConfigs, topicView } from "../src/metadata/topic-view.ts";
 import { EdgelogError, errorResult, type ErrorResult, type RpcResult } from "../src/protocol/errors.ts";
 import { MAX_PARTITIONS } from "../src/protocol/limits.ts";
 import { parseTopicName } from "../src/protocol/names.ts";
@@ -451,66 +451,6 @@ function toSummary(row: TopicRow, configs: TopicConfigs, policies: EffectivePoli
     policies,
     createdAt: row.created_at,
   };
-}
-
-/** The stored configs, defaults first: configs stored before a key existed (producer.id.expiration.ms) show its default. */
-function storedConfigs(row: TopicRow): TopicConfigs {
-  return { ...DEFAULT_TOPIC_CONFIGS, ...(JSON.parse(row.configs) as Partial<TopicConfigs>) };
-}
-
-/** The configs the topic set itself; for a topic from before migration 3, those that differ from their defaults. */
-function explicitKeys(row: TopicRow): string[] {
-  if (row.config_keys !== null) return JSON.parse(row.config_keys) as string[];
-  const stored = JSON.parse(row.configs) as Record<string, unknown>;
-  return Object.keys(stored).filter((k) => Object.hasOwn(DEFAULT_TOPIC_CONFIGS, k) && stored[k] !== DEFAULT_TOPIC_CONFIGS[k as keyof TopicConfigs]);
-}
-
-/** Names of the configs a request sets (its non-null keys). */
-function configKeysOf(configs: unknown): Set<string> {
-  if (typeof configs !== "object" || configs === null || Array.isArray(configs)) return new Set();
-  return new Set(Object.entries(configs).flatMap(([k, v]) => (v === null ? [] : [k])));
-}
-
-/** A config patch split into values to set and keys whose null removes the topic's own value. */
-function splitRemovals(configs: unknown): { set: unknown; removed: string[] } {
-  if (typeof configs !== "object" || configs === null || Array.isArray(configs)) return { set: configs, removed: [] };
-  const set: Record<string, unknown> = {};
-  const removed: string[] = [];
-  for (const [k, v] of Object.entries(configs)) {
-    if (v === null) removed.push(k);
-    else set[k] = v;
-  }
-  return { set, removed };
-}
-
-/**
- * A topic's effective view: policies with sources, the configs shown (retention from the
- * effective retention policy) and the configs partitions receive (the same, plus the policy
- * values). Writes pass `validate`: the effective configs are validated as a whole (a namespace
- * retention may break a topic's local.retention rule), and so are the policy rules. Reads do
- * not, so a stored state can always be read back.
- * @throws EdgelogError INVALID_CONFIG or INVALID_POLICY (naming the topic when `o.topic` is given).
- */
-function topicView(
-  configs: TopicConfigs,
-  explicit: ReadonlySet<string>,
-  namespace: PolicyOverrides,
-  own: PolicyOverrides,
-  o: { validate: boolean; topic?: string } = { validate: false },
-): { policies: EffectivePolicies; summaryConfigs: TopicConfigs; partitionConfigs: TopicConfigs } {
-  const policies = resolvePolicies(namespace, own, { values: configs, explicit });
-  const { policies: _stale, ...plain } = configs;
-  const summaryConfigs = effectiveConfigs(plain, policies);
-  if (o.validate) {
-    try {
-      mergeTopicConfigs(DEFAULT_TOPIC_CONFIGS, summaryConfigs);
-      checkPolicyRules(policyValues(policies));
-    } catch (e) {
-      if (o.topic !== undefined && e instanceof EdgelogError) throw new EdgelogError(e.code, `Topic ${o.topic}: ${e.message}`, { ...e.details, topic: o.topic });
-      throw e;
-    }
-  }
-  return { policies, summaryConfigs, partitionConfigs: { ...summaryConfigs, policies: policyValues(policies) } };
 }
 
 function emptyPartitions(n: number): PartitionDescription[] {

@@ -1,22 +1,35 @@
 /**
  * `metadata`: the cluster metadata as a replicated state machine (the KRaft-style metadata
- * quorum; docs/RAFT.md). Topics (name, id, partitions, configs, creation time) and the
- * producer-id block counter. Commands and answers: src/metadata/commands.ts. The applied index
- * of an answer is the metadata offset it reflects.
+ * quorum; docs/RAFT.md). Topics (name, id, partitions, configs, own policies, creation time),
+ * the producer-id block counter, and tenants, namespaces, their policies and the ACLs
+ * (./metadata-namespaces.ts). Commands and answers: src/metadata/commands.ts. The applied
+ * index of an answer is the metadata offset it reflects. Topic answers are MetadataDO's views
+ * (src/metadata/topic-view.ts): effective configs and policies with their sources.
  *
  * Room `raft-metadata`: `rsm_topics` (the columns of MetadataDO's `topics`),
  * `rsm_counters(name PK, value)` (`next_producer_id`) and `rsm_lifecycle(topic_id PK, task,
  * record_index)`: the partition work committed records left to do (a {@link LifecycleTask} as
- * JSON; docs/RAFT.md, "Partition lifecycle"). The leader's sweep (`sweep`) completes what the
- * proposer did not.
+ * JSON; docs/RAFT.md, "Partition lifecycle"), and the tables of ./metadata-namespaces.ts
+ * (migration 3). The leader's sweep (`sweep`) completes what the proposer did not.
  */
-import { resolvePolicies } from "../../src/protocol/policies.ts";
-import { encodeMetadataCommand, type LifecycleTask, type MetadataAnswer, type MetadataCommand, type MetadataQuery } from "../../src/metadata/commands.ts";
+import { configSources, type PolicyOverrides } from "../../src/protocol/policies.ts";
+import { encodeMetadataCommand, METADATA_COMMAND_TYPES, type LifecycleTask, type MetadataAnswer, type MetadataCommand, type MetadataQuery } from "../../src/metadata/commands.ts";
 import { completeLifecycleTask } from "../../src/metadata/lifecycle.ts";
-import { DEFAULT_TOPIC_CONFIGS } from "../../src/protocol/config.ts";
+import { patchTopicSettings, planNamespacePolicies, settingsOf, topicView, type TopicSettings } from "../../src/metadata/topic-view.ts";
 import type { TopicConfigs, TopicSummary } from "../../src/protocol/types.ts";
 import type { JsonValue } from "../../src/raft/group.ts";
 import type { Migration, Sql } from "../base.ts";
+import {
+  failOf,
+  malformedRecord,
+  namespacesMigrationUp,
+  QuorumNamespaces,
+  unknownNamespace,
+  type AclRow,
+  type NamespaceRow,
+  type RequestRow,
+  type TenantRow,
+} from "./metadata-namespaces.ts";
 import type { CommittedCommand, ReplicatedStateMachine, SweepContext } from "./state-machine.ts";
 
 const MIGRATIONS: readonly Migration[] = [
@@ -40,16 +53,34 @@ const MIGRATIONS: readonly Migration[] = [
       sql.run("CREATE TABLE rsm_lifecycle (topic_id TEXT PRIMARY KEY, task TEXT NOT NULL, record_index INTEGER NOT NULL) WITHOUT ROWID");
     },
   },
+  // Tenants, namespaces, topic policies, ACLs, request ids (./metadata-namespaces.ts).
+  { version: 3, name: "tenants", up: namespacesMigrationUp },
 ];
 
 type LifecycleRow = { topic_id: string; task: string; record_index: number };
 
-type TopicRow = { name: string; tenant: string; namespace: string; topic: string; topic_id: string; partitions: number; configs: string; created_at: number };
+type TopicRow = {
+  name: string;
+  tenant: string;
+  namespace: string;
+  topic: string;
+  topic_id: string;
+  partitions: number;
+  configs: string;
+  created_at: number;
+  /** The topic's own policy overrides (JSON; `{}` for topics from before migration 3). */
+  policies: string;
+  /** JSON array of the configs the topic set itself; null for records from before (read as "those that differ from their defaults"). */
+  config_keys: string | null;
+};
 
 const dec = new TextDecoder();
 const enc = new TextEncoder();
 
-function toSummary(r: TopicRow): TopicSummary {
+/** A topic row as the gateway sees it (MetadataDO's #summary): effective configs and policies, with sources. */
+function toSummary(r: TopicRow, namespacePolicies: PolicyOverrides): TopicSummary {
+  const settings = settingsOf(r);
+  const view = topicView(settings.configs, settings.explicit, namespacePolicies, settings.own);
   return {
     name: r.name,
     tenant: r.tenant,
@@ -57,23 +88,32 @@ function toSummary(r: TopicRow): TopicSummary {
     topic: r.topic,
     topicId: r.topic_id,
     partitions: r.partitions,
-    configs: { ...DEFAULT_TOPIC_CONFIGS, ...(JSON.parse(r.configs) as Partial<TopicConfigs>) },
+    configs: view.summaryConfigs,
+    policies: view.policies,
     createdAt: r.created_at,
-    // The quorum does not carry tenants, namespaces or topic policies yet (docs/RAFT.md): defaults.
-    policies: resolvePolicies({}, {}),
+    configSources: configSources(settings.explicit, namespacePolicies),
   };
+}
+
+/** The configs a topic's partitions hold (the effective configs plus the policy values). */
+function partitionConfigsOf(settings: TopicSettings, namespacePolicies: PolicyOverrides): TopicConfigs {
+  return topicView(settings.configs, settings.explicit, namespacePolicies, settings.own).partitionConfigs;
 }
 
 const unknownTopic = (name: string): MetadataAnswer => ({ ok: false, code: "UNKNOWN_TOPIC_OR_PARTITION", message: `Topic ${name} does not exist.`, details: { topic: name } });
 
 export function metadataStateMachine(sql: Sql): ReplicatedStateMachine {
+  const namespaces = new QuorumNamespaces(sql);
   /** Tasks pending at the last sweep (`${topicId}@${recordIndex}`), in memory: a new leader waits one sweep period first. */
   let sweepSeen = new Set<string>();
   const pendingTasks = (): LifecycleTask[] => sql.all<LifecycleRow>("SELECT * FROM rsm_lifecycle ORDER BY record_index").map((r) => JSON.parse(r.task) as LifecycleTask);
   const row = (name: string) => sql.first<TopicRow>("SELECT * FROM rsm_topics WHERE name = ?", name);
-  const insert = (t: TopicSummary) =>
+  /** The policies of a topic's namespace; {} for a topic whose namespace has no row (created before tenants moved here, until adopted). */
+  const nsPoliciesOf = (r: Pick<TopicRow, "tenant" | "namespace">): PolicyOverrides => namespaces.namespacePolicies(`${r.tenant}/${r.namespace}`) ?? {};
+  const summary = (r: TopicRow): TopicSummary => toSummary(r, nsPoliciesOf(r));
+  const insert = (t: TopicSummary, own: PolicyOverrides, configKeys: string | null) =>
     sql.run(
-      "INSERT INTO rsm_topics (name, tenant, namespace, topic, topic_id, partitions, configs, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+      "INSERT INTO rsm_topics (name, tenant, namespace, topic, topic_id, partitions, configs, created_at, policies, config_keys) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
       t.name,
       t.tenant,
       t.namespace,
@@ -82,6 +122,8 @@ export function metadataStateMachine(sql: Sql): ReplicatedStateMachine {
       t.partitions,
       JSON.stringify(t.configs),
       t.createdAt,
+      JSON.stringify(own),
+      configKeys,
     );
 
   const taskOf = (topicId: string): LifecycleTask | undefined => {
@@ -97,57 +139,128 @@ export function metadataStateMachine(sql: Sql): ReplicatedStateMachine {
     );
     return t;
   };
+  /**
+   * Leaves a `sync` task for the topic of row `r` (its partition count and configs as now
+   * stored), merged with a task an earlier record left unfinished: the union of both, at the
+   * newest values. `pushConfigs` asks for the configs on the existing partitions.
+   */
+  const syncTask = (r: TopicRow, previousPartitions: number, pushConfigs: boolean, configs: TopicConfigs, index: number): LifecycleTask | undefined => {
+    const prev = taskOf(r.topic_id);
+    const pending = prev?.action === "sync" ? prev : undefined;
+    const initFrom = Math.min(pending?.initFrom ?? previousPartitions, previousPartitions);
+    const push = (pending?.pushConfigs ?? false) || pushConfigs;
+    if (pending === undefined && initFrom === r.partitions && !push) return undefined;
+    return setTask({ action: "sync", topicId: r.topic_id, name: r.name, initFrom, pushConfigs: push, partitions: r.partitions, configs, recordIndex: index });
+  };
   /** The topic's answer with its pending task, if any. */
   const withTask = (r: TopicRow): MetadataAnswer => {
     const task = taskOf(r.topic_id);
-    return task === undefined ? { ok: true, topic: toSummary(r) } : { ok: true, topic: toSummary(r), task };
+    return task === undefined ? { ok: true, topic: summary(r) } : { ok: true, topic: summary(r), task };
   };
+
+  function createTopic(c: Extract<MetadataCommand, { type: "createTopic" }>, index: number): MetadataAnswer {
+    const existing = row(c.topic.name);
+    if (existing !== undefined) {
+      // The same create again (a retry after an unknown outcome) is answered as it was.
+      if (existing.topic_id === c.topic.topicId) return withTask(existing);
+      return { ok: false, code: "TOPIC_ALREADY_EXISTS", message: `Topic ${c.topic.name} already exists.`, details: { topic: c.topic.name } };
+    }
+    const t = c.topic;
+    const nsName = `${t.tenant}/${t.namespace}`;
+    // The namespace check, in log order: a namespace deleted by an earlier record is gone here.
+    const nsPolicies = namespaces.namespacePolicies(nsName);
+    if (c.requireNamespace === true && nsPolicies === undefined) return unknownNamespace(nsName);
+    const own = c.policies ?? {};
+    const configKeys = c.configKeys === undefined ? null : JSON.stringify([...c.configKeys].sort());
+    const settings = settingsOf({ configs: JSON.stringify(t.configs), config_keys: configKeys, policies: JSON.stringify(own) });
+    let configs: TopicConfigs;
+    try {
+      // A record of this form validates the topic's effective view against its namespace's policies.
+      configs = topicView(settings.configs, settings.explicit, nsPolicies ?? {}, own, { validate: c.requireNamespace === true }).partitionConfigs;
+    } catch (e) {
+      return failOf(e);
+    }
+    insert(t, own, configKeys);
+    // The record leaves its partitions to initialise: the durable marker, in the same apply.
+    const task = setTask({ action: "sync", topicId: t.topicId, name: t.name, initFrom: 0, pushConfigs: false, partitions: t.partitions, configs, recordIndex: index });
+    return { ok: true, topic: summary(row(t.name)!), task };
+  }
+
+  function alterTopic(c: Extract<MetadataCommand, { type: "alterTopic" }>, index: number): MetadataAnswer {
+    const r = row(c.name);
+    if (r === undefined || r.topic_id !== c.topicId) return unknownTopic(c.name);
+    const partitions = c.partitions ?? r.partitions;
+    if (partitions < r.partitions) {
+      return {
+        ok: false,
+        code: "PARTITION_DECREASE_NOT_ALLOWED",
+        message: `Topic ${c.name} has ${r.partitions} partitions; the count can only grow.`,
+        details: { partitions: r.partitions },
+      };
+    }
+    const before = settingsOf(r);
+    const nsPolicies = nsPoliciesOf(r);
+    let after: TopicSettings;
+    let forcePush = false;
+    try {
+      if (c.patch !== undefined) {
+        // The PATCH applied to the topic as the log has it here: two alters never lose each other's change.
+        after = patchTopicSettings(before, c.patch);
+        topicView(after.configs, after.explicit, nsPolicies, after.own, { validate: true });
+        forcePush = c.patch.configs !== undefined || c.patch.policies !== undefined;
+      } else {
+        // Absolute configs (records from before topic policies moved here).
+        after = { configs: c.configs ?? before.configs, explicit: before.explicit, own: before.own };
+      }
+    } catch (e) {
+      return failOf(e);
+    }
+    const configKeys = c.patch === undefined ? r.config_keys : JSON.stringify([...after.explicit].sort());
+    sql.run(
+      "UPDATE rsm_topics SET partitions = ?, configs = ?, policies = ?, config_keys = ? WHERE name = ?",
+      partitions,
+      JSON.stringify(after.configs),
+      JSON.stringify(after.own),
+      configKeys,
+      c.name,
+    );
+    const now = row(c.name)!;
+    const configs = partitionConfigsOf(settingsOf(now), nsPolicies);
+    const changed = forcePush || JSON.stringify(configs) !== JSON.stringify(partitionConfigsOf(before, nsPolicies));
+    const task = syncTask(now, r.partitions, changed, configs, index);
+    return task === undefined ? { ok: true, topic: summary(now) } : { ok: true, topic: summary(now), task };
+  }
+
+  function setNamespacePolicies(c: Extract<MetadataCommand, { type: "setNamespacePolicies" }>, index: number): MetadataAnswer {
+    const current = namespaces.namespacePolicies(c.name);
+    if (current === undefined) return unknownNamespace(c.name);
+    const [tenant, ns] = c.name.split("/") as [string, string];
+    const topics = sql.all<TopicRow>("SELECT * FROM rsm_topics WHERE tenant = ? AND namespace = ? ORDER BY name", tenant, ns).map((r) => ({ name: r.name, row: r, settings: settingsOf(r) }));
+    let plan: ReturnType<typeof planNamespacePolicies<(typeof topics)[number]>>;
+    try {
+      plan = planNamespacePolicies(current, c.changes, topics);
+    } catch (e) {
+      return failOf(e);
+    }
+    namespaces.writeNamespacePolicies(c.name, plan.policies);
+    // Every topic whose effective view changed: its partitions get the new configs and policies.
+    const tasks = plan.changed.flatMap(({ topic, partitionConfigs }) => syncTask(topic.row, topic.row.partitions, true, partitionConfigs, index) ?? []);
+    return { ok: true, namespace: namespaces.describeRow(namespaces.namespaceRow(c.name)!), tasks };
+  }
 
   function apply(c: MetadataCommand, index: number): MetadataAnswer {
     switch (c.type) {
-      case "createTopic": {
-        const existing = row(c.topic.name);
-        if (existing !== undefined) {
-          // The same create again (a retry after an unknown outcome) is answered as it was.
-          if (existing.topic_id === c.topic.topicId) return withTask(existing);
-          return { ok: false, code: "TOPIC_ALREADY_EXISTS", message: `Topic ${c.topic.name} already exists.`, details: { topic: c.topic.name } };
-        }
-        insert(c.topic);
-        // The record leaves its partitions to initialise: the durable marker, in the same apply.
-        const t = c.topic;
-        const task = setTask({ action: "sync", topicId: t.topicId, name: t.name, initFrom: 0, pushConfigs: false, partitions: t.partitions, configs: t.configs, recordIndex: index });
-        return { ok: true, topic: toSummary(row(t.name)!), task };
-      }
-      case "alterTopic": {
-        const r = row(c.name);
-        if (r === undefined || r.topic_id !== c.topicId) return unknownTopic(c.name);
-        if (c.partitions < r.partitions) {
-          return {
-            ok: false,
-            code: "PARTITION_DECREASE_NOT_ALLOWED",
-            message: `Topic ${c.name} has ${r.partitions} partitions; the count can only grow.`,
-            details: { partitions: r.partitions },
-          };
-        }
-        const configs = JSON.stringify(c.configs);
-        sql.run("UPDATE rsm_topics SET partitions = ?, configs = ? WHERE name = ?", c.partitions, configs, c.name);
-        // New partitions to initialise and/or new configs to push; merged with a task an
-        // earlier record left unfinished (the union of both, at the newest values).
-        const prev = taskOf(r.topic_id);
-        const pending = prev?.action === "sync" ? prev : undefined;
-        const initFrom = Math.min(pending?.initFrom ?? r.partitions, r.partitions);
-        const pushConfigs = (pending?.pushConfigs ?? false) || configs !== r.configs;
-        if (pending === undefined && initFrom === c.partitions && !pushConfigs) return { ok: true, topic: toSummary(row(c.name)!) };
-        const task = setTask({ action: "sync", topicId: r.topic_id, name: c.name, initFrom, pushConfigs, partitions: c.partitions, configs: c.configs, recordIndex: index });
-        return { ok: true, topic: toSummary(row(c.name)!), task };
-      }
+      case "createTopic":
+        return createTopic(c, index);
+      case "alterTopic":
+        return alterTopic(c, index);
       case "deleteTopic": {
         const r = row(c.name);
         if (r === undefined || (c.topicId !== null && r.topic_id !== c.topicId)) return unknownTopic(c.name);
         sql.run("DELETE FROM rsm_topics WHERE name = ?", c.name);
         // Replaces an unfinished sync of the topic: destroying every partition covers it.
         const task = setTask({ action: "destroy", topicId: r.topic_id, name: r.name, partitions: r.partitions, recordIndex: index });
-        return { ok: true, topic: toSummary(r), task };
+        return { ok: true, topic: summary(r), task };
       }
       case "lifecycleDone": {
         if (typeof c.topicId !== "string" || !Number.isSafeInteger(c.throughIndex)) return { ok: false, code: "INVALID_REQUEST", message: "lifecycleDone needs {topicId, throughIndex}." };
@@ -160,8 +273,63 @@ export function metadataStateMachine(sql: Sql): ReplicatedStateMachine {
         sql.run("INSERT INTO rsm_counters (name, value) VALUES ('next_producer_id', ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value", first + c.count);
         return { ok: true, firstProducerId: first, count: c.count };
       }
+      case "createTenant":
+        return namespaces.once(c.requestId, index, () => namespaces.createTenant(c.name, c.adminRoles, c.createdAt));
+      case "deleteTenant":
+        return namespaces.once(c.requestId, index, () => namespaces.deleteTenant(c.name));
+      case "createNamespace":
+        return namespaces.once(c.requestId, index, () => namespaces.createNamespace(c.tenant, c.namespace, c.policies, c.createdAt));
+      case "deleteNamespace":
+        return namespaces.once(c.requestId, index, () => namespaces.deleteNamespace(c.name));
+      case "setNamespacePolicies":
+        return namespaces.once(c.requestId, index, () => setNamespacePolicies(c, index));
+      case "createAcls":
+        return namespaces.once(c.requestId, index, () => namespaces.createAcls(c.bindings));
+      case "deleteAcls":
+        return namespaces.once(c.requestId, index, () => namespaces.deleteAcls(c.filter));
+      case "adoptNamespaces":
+        return namespaces.adoptNamespaces();
     }
   }
+
+  function query(q: MetadataQuery): unknown {
+    switch (q?.type) {
+      case "getTopic": {
+        const r = row(q.name);
+        return r === undefined ? unknownTopic(q.name) : withTask(r);
+      }
+      case "pendingLifecycle":
+        return { ok: true, tasks: pendingTasks() };
+      case "listTenants":
+        return { ok: true, tenants: namespaces.listTenants() };
+      case "describeTenant":
+        return namespaces.describeTenant(q.name);
+      case "listNamespaces":
+        return namespaces.listNamespaces(q.tenant);
+      case "describeNamespace":
+        return namespaces.describeNamespace(q.name);
+      case "listAcls":
+        return { ok: true, acls: namespaces.listAcls() };
+      default: {
+        // listTopics: the namespaces' policies read once each.
+        const byNamespace = new Map<string, PolicyOverrides>();
+        const topics = sql.all<TopicRow>("SELECT * FROM rsm_topics ORDER BY name").map((r) => {
+          const key = `${r.tenant}/${r.namespace}`;
+          let p = byNamespace.get(key);
+          if (p === undefined) byNamespace.set(key, (p = nsPoliciesOf(r)));
+          return toSummary(r, p);
+        });
+        return { ok: true, topics };
+      }
+    }
+  }
+
+  const proposeWith =
+    (ctx: SweepContext) =>
+    async (c: MetadataCommand): Promise<MetadataAnswer> => {
+      const r = await ctx.propose(encodeMetadataCommand(c));
+      return r.ok ? (r.result as MetadataAnswer) : { ok: false, code: r.code, message: r.message ?? r.code };
+    };
 
   return {
     name: "metadata",
@@ -173,27 +341,39 @@ export function metadataStateMachine(sql: Sql): ReplicatedStateMachine {
       } catch {
         return { ok: false, code: "INVALID_REQUEST", message: "The metadata record is not JSON." };
       }
-      const known = ["createTopic", "alterTopic", "deleteTopic", "allocateProducerIds", "lifecycleDone"];
-      if (typeof c !== "object" || c === null || !known.includes(c.type)) return { ok: false, code: "INVALID_REQUEST", message: "Unknown metadata record type." };
+      if (typeof c !== "object" || c === null || !METADATA_COMMAND_TYPES.includes(c.type)) return { ok: false, code: "INVALID_REQUEST", message: "Unknown metadata record type." };
+      const wrong = malformedRecord(c);
+      if (wrong !== null) return { ok: false, code: "INVALID_REQUEST", message: `Malformed metadata record: ${wrong}.` };
       return apply(c, cmd.index) as JsonValue;
     },
     snapshot(): Uint8Array {
       const topics = sql.all<TopicRow>("SELECT * FROM rsm_topics ORDER BY name");
       const counters = sql.all<{ name: string; value: number }>("SELECT name, value FROM rsm_counters ORDER BY name");
       const lifecycle = sql.all<LifecycleRow>("SELECT * FROM rsm_lifecycle ORDER BY topic_id");
-      return enc.encode(JSON.stringify({ topics, counters, lifecycle }));
+      return enc.encode(JSON.stringify({ topics, counters, lifecycle, ...namespaces.image() }));
     },
     restore(image: Uint8Array): void {
       sql.run("DELETE FROM rsm_topics");
       sql.run("DELETE FROM rsm_counters");
       sql.run("DELETE FROM rsm_lifecycle");
-      if (image.byteLength === 0) return;
-      const { topics, counters, lifecycle } = JSON.parse(dec.decode(image)) as { topics: TopicRow[]; counters: { name: string; value: number }[]; lifecycle?: LifecycleRow[] };
-      // (An image from before the lifecycle table has none.)
-      for (const l of lifecycle ?? []) sql.run("INSERT INTO rsm_lifecycle (topic_id, task, record_index) VALUES (?, ?, ?)", l.topic_id, l.task, l.record_index);
-      for (const t of topics) {
+      if (image.byteLength === 0) {
+        namespaces.restore({});
+        return;
+      }
+      const img = JSON.parse(dec.decode(image)) as {
+        topics: TopicRow[];
+        counters: { name: string; value: number }[];
+        lifecycle?: LifecycleRow[];
+        tenants?: TenantRow[];
+        namespaces?: NamespaceRow[];
+        acls?: AclRow[];
+        requests?: RequestRow[];
+      };
+      // (An image from before the lifecycle table has none; from before migration 3, no tenants, policies or ACLs.)
+      for (const l of img.lifecycle ?? []) sql.run("INSERT INTO rsm_lifecycle (topic_id, task, record_index) VALUES (?, ?, ?)", l.topic_id, l.task, l.record_index);
+      for (const t of img.topics) {
         sql.run(
-          "INSERT INTO rsm_topics (name, tenant, namespace, topic, topic_id, partitions, configs, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+          "INSERT INTO rsm_topics (name, tenant, namespace, topic, topic_id, partitions, configs, created_at, policies, config_keys) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
           t.name,
           t.tenant,
           t.namespace,
@@ -202,26 +382,30 @@ export function metadataStateMachine(sql: Sql): ReplicatedStateMachine {
           t.partitions,
           t.configs,
           t.created_at,
+          t.policies ?? "{}",
+          t.config_keys ?? null,
         );
       }
-      for (const c of counters) sql.run("INSERT INTO rsm_counters (name, value) VALUES (?, ?)", c.name, c.value);
+      for (const c of img.counters) sql.run("INSERT INTO rsm_counters (name, value) VALUES (?, ?)", c.name, c.value);
+      namespaces.restore(img);
     },
     query(q: JsonValue): JsonValue {
-      const query = q as MetadataQuery;
-      if (query?.type === "getTopic") {
-        const r = row(query.name);
-        return (r === undefined ? unknownTopic(query.name) : withTask(r)) as JsonValue;
-      }
-      if (query?.type === "pendingLifecycle") return { ok: true, tasks: pendingTasks() } as unknown as JsonValue;
-      return { ok: true, topics: sql.all<TopicRow>("SELECT * FROM rsm_topics ORDER BY name").map(toSummary) } as unknown as JsonValue;
+      return query(q as MetadataQuery) as JsonValue;
     },
     /**
      * The leader's sweep: completes every task that was already pending at the previous sweep
      * (so the proposer, which runs its task right after the commit, normally gets there first;
      * a task is still run twice at worst, which its idempotence allows). One task at a time:
      * a sweep is a background slice, not a burst of RPCs. A failure leaves the task for the next sweep.
+     * It also proposes `adoptNamespaces` while a topic's namespace has no row (topics created
+     * before tenants moved into the quorum).
      */
     async sweep(ctx: SweepContext): Promise<void> {
+      const propose = proposeWith(ctx);
+      if (namespaces.hasOrphanTopics()) {
+        const r = await propose({ type: "adoptNamespaces" });
+        if (!r.ok) console.warn(`metadata sweep: adopting the namespaces of existing topics failed (${r.code}); retried at the next sweep`);
+      }
       const seen = sweepSeen;
       sweepSeen = new Set();
       for (const task of pendingTasks()) {
@@ -229,10 +413,7 @@ export function metadataStateMachine(sql: Sql): ReplicatedStateMachine {
         sweepSeen.add(key);
         if (!seen.has(key)) continue;
         try {
-          await completeLifecycleTask(ctx.env.PARTITION, task, async (c) => {
-            const r = await ctx.propose(encodeMetadataCommand(c));
-            return r.ok ? (r.result as MetadataAnswer) : { ok: false, code: r.code, message: r.message ?? r.code };
-          });
+          await completeLifecycleTask(ctx.env.PARTITION, task, propose);
           sweepSeen.delete(key);
         } catch (err) {
           console.warn(`metadata sweep: the partition task of ${task.name} (topic id ${task.topicId}, record ${task.recordIndex}) failed; retried at the next sweep`, err);

@@ -1,6 +1,6 @@
 /**
  * The per-isolate cache of the cluster's security metadata (ACLs, SCRAM user generations,
- * quota configs): one MetadataDO call per {@link SECURITY_CACHE_TTL_MS} per isolate.
+ * quota configs): one security store call (MetadataDO, and the metadata quorum for the ACLs when it is on) per {@link SECURITY_CACHE_TTL_MS} per isolate.
  *
  * Staleness bound (docs/SECURITY.md): a change made through one isolate applies there at once
  * (the admin routes invalidate this cache); other isolates see it within
@@ -10,6 +10,7 @@
 import { AclIndex } from "./authorizer.ts";
 import { securityStore, type SecuritySnapshot } from "./store.ts";
 import { toEdgelogError } from "../protocol/errors.ts";
+import type { MetadataStoreEnv } from "../metadata/store.ts";
 
 /** Longest time an isolate serves ACLs, users and quotas without re-reading them. */
 export const SECURITY_CACHE_TTL_MS = 5_000;
@@ -23,13 +24,13 @@ export interface CachedSecurity {
 let current: CachedSecurity | null = null;
 let inflight: Promise<CachedSecurity> | null = null;
 
-export async function securitySnapshot<T extends Rpc.DurableObjectBranded | undefined>(ns: DurableObjectNamespace<T>, nowMs = Date.now()): Promise<CachedSecurity> {
+export async function securitySnapshot(env: MetadataStoreEnv, nowMs = Date.now()): Promise<CachedSecurity> {
   if (current !== null && nowMs - current.fetchedAtMs < SECURITY_CACHE_TTL_MS) return current;
   if (inflight === null) {
     const started = Date.now();
     inflight = (async () => {
       try {
-        const r = await securityStore(ns).securitySnapshot();
+        const r = await securityStore(env).securitySnapshot();
         if (!r.ok) throw toEdgelogError(r);
         current = { snapshot: r.snapshot, acls: new AclIndex(r.snapshot.acls), fetchedAtMs: started };
         return current;

@@ -1,12 +1,15 @@
 /**
  * The narrow interface the gateway uses for security metadata (ACLs, SCRAM users, quotas),
- * implemented by MetadataDO (durable-objects/metadata-security.ts) next to the topics.
- * Expected failures are typed results.
+ * implemented by MetadataDO (durable-objects/metadata-security.ts) next to the topics. With
+ * the metadata quorum on (EDGELOG_METADATA_QUORUM), the ACLs are records of the quorum's log
+ * (with the tenants whose admin roles they are; docs/RAFT.md) and SCRAM users and quotas stay
+ * in MetadataDO ({@link QuorumSecurityStore}). Expected failures are typed results.
  */
 import type { RpcResult } from "../protocol/errors.ts";
 import type { AclBinding, AclFilter } from "../protocol/acl.ts";
 import type { ScramMechanism } from "./scram.ts";
-import { METADATA_OBJECT_NAME } from "../metadata/store.ts";
+import { METADATA_OBJECT_NAME, type MetadataStoreEnv } from "../metadata/store.ts";
+import { metadataQuorumMembers, RaftMetadataStore } from "../metadata/raft-store.ts";
 
 /** Kafka's client quota keys (KIP-55/KIP-124), Edgelog's units: bytes/s, bytes/s, requests/s. */
 export const QUOTA_KEYS = ["producer_byte_rate", "consumer_byte_rate", "request_rate"] as const;
@@ -66,7 +69,63 @@ export interface SecurityStore {
   alterQuotas(entity: QuotaEntity, values: Partial<Record<QuotaKey, number | null>>): Promise<RpcResult<{ quota: QuotaEntry | null }>>;
 }
 
-/** The store, typed by its interface. */
-export function securityStore<T extends Rpc.DurableObjectBranded | undefined>(ns: DurableObjectNamespace<T>): SecurityStore {
-  return ns.getByName(METADATA_OBJECT_NAME) as unknown as SecurityStore;
+/**
+ * The store, typed by its interface: MetadataDO "cluster", or with the metadata quorum on a
+ * {@link QuorumSecurityStore}.
+ * @throws Error when EDGELOG_METADATA_QUORUM is malformed.
+ */
+export function securityStore(env: MetadataStoreEnv): SecurityStore {
+  const local = env.METADATA.getByName(METADATA_OBJECT_NAME) as unknown as SecurityStore;
+  const members = metadataQuorumMembers(env.EDGELOG_METADATA_QUORUM);
+  return members === null ? local : new QuorumSecurityStore(local, new RaftMetadataStore(env, members));
+}
+
+/**
+ * ACLs in the metadata quorum (KRaft's AccessControlEntryRecord: in the metadata log, with the
+ * tenants whose admin roles are ACLs), SCRAM users and quotas in MetadataDO (not metadata
+ * records yet: docs/RAFT.md). The snapshot reads both.
+ */
+export class QuorumSecurityStore implements SecurityStore {
+  readonly #local: SecurityStore;
+  readonly #quorum: RaftMetadataStore;
+
+  constructor(local: SecurityStore, quorum: RaftMetadataStore) {
+    this.#local = local;
+    this.#quorum = quorum;
+  }
+
+  async securitySnapshot(): Promise<RpcResult<{ snapshot: SecuritySnapshot }>> {
+    const [acls, rest] = await Promise.all([this.#quorum.listAcls(), this.#local.securitySnapshot()]);
+    if (!acls.ok) return acls;
+    if (!rest.ok) return rest;
+    return { ok: true, snapshot: { ...rest.snapshot, acls: acls.acls } };
+  }
+
+  createAcls(bindings: AclBinding[]): Promise<RpcResult<{ created: number }>> {
+    return this.#quorum.createAcls(bindings);
+  }
+
+  deleteAcls(filter: AclFilter): Promise<RpcResult<{ deleted: AclBinding[] }>> {
+    return this.#quorum.deleteAcls(filter);
+  }
+
+  upsertScramUser(name: string, credential: ScramCredentialInput): Promise<RpcResult<{ user: ScramUserSummary }>> {
+    return this.#local.upsertScramUser(name, credential);
+  }
+
+  deleteScramUser(name: string, mechanism: ScramMechanism | null): Promise<RpcResult<object>> {
+    return this.#local.deleteScramUser(name, mechanism);
+  }
+
+  listScramUsers(): Promise<RpcResult<{ users: ScramUserSummary[] }>> {
+    return this.#local.listScramUsers();
+  }
+
+  authenticateScram(name: string, password: string): Promise<RpcResult<{ generation: string }>> {
+    return this.#local.authenticateScram(name, password);
+  }
+
+  alterQuotas(entity: QuotaEntity, values: Partial<Record<QuotaKey, number | null>>): Promise<RpcResult<{ quota: QuotaEntry | null }>> {
+    return this.#local.alterQuotas(entity, values);
+  }
 }

@@ -11,14 +11,31 @@
  * answered as {@link MetadataAnswer} errors; value checks (names, configs, counts) are done by
  * the proposer before it proposes.
  */
+import type { AclBinding, AclFilter } from "../protocol/acl.ts";
 import type { ErrorCode } from "../protocol/errors.ts";
+import type { NamespaceDescription, PolicyOverrides, TenantInfo } from "../protocol/policies.ts";
 import type { TopicConfigs, TopicSummary } from "../protocol/types.ts";
 
 export type MetadataCommand =
-  /** A new topic. Applied again with the same topicId (a retry), it answers the topic as it is. */
-  | { type: "createTopic"; topic: TopicSummary }
-  /** New partition count and configs of the topic of this id (absolute values: a retry is harmless). */
-  | { type: "alterTopic"; name: string; topicId: string; partitions: number; configs: TopicConfigs }
+  /**
+   * A new topic. Applied again with the same topicId (a retry), it answers the topic as it is.
+   * `topic.configs` are the topic's stored configs (defaults merged in), `policies` its own
+   * policy overrides and `configKeys` the configs it set itself. With `requireNamespace` (every
+   * record proposed since tenants moved into the quorum) its namespace must exist
+   * (NAMESPACE_NOT_FOUND), and the effective configs and policies are validated against the
+   * namespace's policies at apply (INVALID_CONFIG, INVALID_POLICY). Records from before carry
+   * none of the three and apply as they did.
+   */
+  | { type: "createTopic"; topic: TopicSummary; policies?: PolicyOverrides; configKeys?: string[]; requireNamespace?: boolean }
+  /**
+   * Alters the topic of this id: `partitions` (absolute; absent keeps the count; only grows)
+   * and either `patch` (a PATCH's configs and policies, null removing one, applied to the
+   * topic as the log has it at this record, so concurrent alters never lose each other's
+   * change; validated at apply: INVALID_CONFIG, INVALID_POLICY) or, in records from before
+   * topic policies moved here, absolute `configs`. A patch that names configs or policies
+   * pushes them to the partitions even when nothing changed (the repair of a push that failed).
+   */
+  | { type: "alterTopic"; name: string; topicId: string; partitions?: number; configs?: TopicConfigs; patch?: { configs?: unknown; policies?: unknown } }
   /** Removes the topic (of this id, when given). */
   | { type: "deleteTopic"; name: string; topicId: string | null }
   /** Hands out the next block of `count` producer ids (KIP-730's ProducerIdsRecord). */
@@ -28,9 +45,59 @@ export type MetadataCommand =
    * (the {@link LifecycleTask} of that record or an earlier one): removes the topic's task if
    * no later record replaced it.
    */
-  | { type: "lifecycleDone"; topicId: string; throughIndex: number };
+  | { type: "lifecycleDone"; topicId: string; throughIndex: number }
+  // ---- tenants, namespaces, ACLs (docs/TENANTS.md, docs/SECURITY.md). Each carries a
+  // `requestId` (a random id per request): applied again with the same id (the client's retry
+  // after an unknown outcome), a record answers what it answered the first time and changes
+  // nothing (the Raft thesis' client sessions, section 6.3).
+  /** A tenant and its admin roles (`all` allow ACLs on the tenant, in the same apply). Errors: TENANT_ALREADY_EXISTS. */
+  | { type: "createTenant"; requestId: string; name: string; adminRoles: string[]; createdAt: number }
+  /** Errors: INVALID_REQUEST (built in), TENANT_NOT_FOUND, TENANT_NOT_EMPTY. Removes the literal ACLs on the tenant. */
+  | { type: "deleteTenant"; requestId: string; name: string }
+  /** `policies` already validated. Errors: TENANT_NOT_FOUND, NAMESPACE_ALREADY_EXISTS. */
+  | { type: "createNamespace"; requestId: string; tenant: string; namespace: string; policies: PolicyOverrides; createdAt: number }
+  /** Errors: INVALID_REQUEST (built in), NAMESPACE_NOT_FOUND, NAMESPACE_NOT_EMPTY. Removes the literal ACLs on the namespace. */
+  | { type: "deleteNamespace"; requestId: string; name: string }
+  /**
+   * Sets (value) or removes (null) policies of a namespace (values already parsed). Checked at
+   * apply against the namespace and every topic in it (INVALID_POLICY, INVALID_CONFIG: nothing
+   * changes); leaves a `sync` task with `pushConfigs` for every topic whose effective view changed.
+   * Errors: NAMESPACE_NOT_FOUND, INVALID_POLICY, INVALID_CONFIG.
+   */
+  | { type: "setNamespacePolicies"; requestId: string; name: string; changes: { [name: string]: unknown } }
+  /** Adds ACL bindings (already validated); existing ones are kept once. */
+  | { type: "createAcls"; requestId: string; bindings: AclBinding[] }
+  /** Removes the bindings matching the filter. */
+  | { type: "deleteAcls"; requestId: string; filter: AclFilter }
+  /** Records a tenant and namespace for every topic whose namespace has none (topics created before tenants moved into the quorum). */
+  | { type: "adoptNamespaces" };
 
-export type MetadataQuery = { type: "getTopic"; name: string } | { type: "listTopics" } | { type: "pendingLifecycle" };
+/** Record types the state machine knows. */
+export const METADATA_COMMAND_TYPES: readonly MetadataCommand["type"][] = [
+  "createTopic",
+  "alterTopic",
+  "deleteTopic",
+  "allocateProducerIds",
+  "lifecycleDone",
+  "createTenant",
+  "deleteTenant",
+  "createNamespace",
+  "deleteNamespace",
+  "setNamespacePolicies",
+  "createAcls",
+  "deleteAcls",
+  "adoptNamespaces",
+];
+
+export type MetadataQuery =
+  | { type: "getTopic"; name: string }
+  | { type: "listTopics" }
+  | { type: "pendingLifecycle" }
+  | { type: "listTenants" }
+  | { type: "describeTenant"; name: string }
+  | { type: "listNamespaces"; tenant: string }
+  | { type: "describeNamespace"; name: string }
+  | { type: "listAcls" };
 
 /**
  * The partition work a committed record leaves to do (docs/RAFT.md, "Partition lifecycle"):
@@ -66,11 +133,25 @@ export type LifecycleTask =
 /**
  * A command's answer: the topic (create, alter), the removed topic (delete), the block
  * (allocate), the task the record left (create, alter, delete; getTopic too while one is
- * pending), `topicExists` (lifecycleDone), or a typed error.
+ * pending), `topicExists` (lifecycleDone), the tenant or namespace (their creates, describes
+ * and policy changes), the ACL changes, or a typed error.
  */
 export type MetadataAnswer =
-  | { ok: true; topic?: TopicSummary; firstProducerId?: number; count?: number; task?: LifecycleTask; topicExists?: boolean }
-  | { ok: false; code: ErrorCode; message: string; details?: { [key: string]: string | number } };
+  | {
+      ok: true;
+      topic?: TopicSummary;
+      firstProducerId?: number;
+      count?: number;
+      task?: LifecycleTask;
+      topicExists?: boolean;
+      tenant?: TenantInfo;
+      namespace?: NamespaceDescription;
+      /** setNamespacePolicies: the partition tasks it left (one per affected topic). */
+      tasks?: LifecycleTask[];
+      created?: number;
+      deleted?: AclBinding[];
+    }
+  | { ok: false; code: ErrorCode; message: string; details?: Record<string, unknown> };
 
 const enc = new TextEncoder();
 

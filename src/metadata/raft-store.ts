@@ -1,9 +1,12 @@
 /**
  * The metadata quorum (KRaft-style; docs/RAFT.md, "The metadata quorum"): a
- * {@link TopicMetadataStore} whose topics and producer-id blocks are the replicated state
- * machine (`metadata`, durable-objects/raft/metadata-machine.ts) of the Raft group `metadata`,
- * one RaftMemberDO per member. Behind the switch EDGELOG_METADATA_QUORUM (unset: today's
- * MetadataDO; {@link metadataQuorumMembers}).
+ * {@link TopicMetadataStore} and {@link TenantStore} whose topics, producer-id blocks,
+ * tenants, namespaces (with their policies) and ACLs are the replicated state machine
+ * (`metadata`, durable-objects/raft/metadata-machine.ts) of the Raft group `metadata`, one
+ * RaftMemberDO per member. Behind the switch EDGELOG_METADATA_QUORUM (unset: today's
+ * MetadataDO; {@link metadataQuorumMembers}). Tenant, namespace and ACL records carry a random
+ * `requestId`, so this client's retry of a proposal whose outcome it does not know is applied
+ * once.
  *
  * This class is the client side, run by the gateway (and by Durable Objects that read topic
  * metadata): it proposes commands at the leader it knows of, follows NOT_LEADER's `leaderId`,
@@ -21,11 +24,22 @@
  * whatever a crashed proposer left. Every answer is noted in the isolate's metadata offset
  * watermark (src/metadata/offsets.ts), which the gateway's topic cache follows.
  */
-import { resolvePolicies } from "../protocol/policies.ts";
+import type { AclBinding, AclFilter } from "../protocol/acl.ts";
+import {
+  checkPolicyRules,
+  parsePolicyMap,
+  policyValues,
+  resolvePolicies,
+  TOPIC_POLICY_NAMES,
+  type NamespaceDescription,
+  type PolicyOverrides,
+  type TenantInfo,
+} from "../protocol/policies.ts";
 import type { Env } from "../env.ts";
 import { partitionStub } from "../partition/rpc.ts";
 import { completeLifecycleTask } from "./lifecycle.ts";
 import { noteMetadataOffset } from "./offsets.ts";
+import { configKeysOf } from "./topic-view.ts";
 import { DEFAULT_TOPIC_CONFIGS, mergeTopicConfigs } from "../protocol/config.ts";
 import { EdgelogError, errorResult, type ErrorResult, type RpcResult } from "../protocol/errors.ts";
 import { MAX_PARTITIONS } from "../protocol/limits.ts";
@@ -33,7 +47,7 @@ import { parseTopicName } from "../protocol/names.ts";
 import type { InitProducerResponse, PartitionDescription, TopicDescription, TopicSummary } from "../protocol/types.ts";
 import { LOCATION_HINTS, type LocationHint, type RaftGroupConfig, type RaftMemberRpc, type RaftMemberSpec, raftMemberName } from "../raft/group.ts";
 import { encodeMetadataCommand, PRODUCER_ID_BLOCK, type LifecycleTask, type MetadataAnswer, type MetadataCommand, type MetadataQuery } from "./commands.ts";
-import type { AlterTopicInput, CreateTopicInput, TopicMetadataStore } from "./store.ts";
+import type { AlterTopicInput, CreateTopicInput, TenantStore, TopicMetadataStore } from "./store.ts";
 
 /** The bindings the store needs. */
 export type MetadataQuorumEnv = Pick<Env, "RAFT_MEMBER" | "PARTITION">;
@@ -68,6 +82,8 @@ export interface RaftMetadataStoreOptions {
   /** Group clock (see RaftGroupConfig). @default 100 ms ticks, 10-tick election timeout */
   tickMs?: number;
   electionTicks?: number;
+  /** Snapshot every this many applied records (see RaftGroupConfig). @default 1000 */
+  compactEveryEntries?: number;
   /** How long one call keeps looking for a leader before answering UNAVAILABLE (ms). @default 15000 */
   deadlineMs?: number;
 }
@@ -79,7 +95,7 @@ const producerIdBlocks = new Map<string, { next: number; end: number }>();
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
-export class RaftMetadataStore implements TopicMetadataStore {
+export class RaftMetadataStore implements TopicMetadataStore, TenantStore {
   readonly #env: MetadataQuorumEnv;
   readonly #config: RaftGroupConfig;
   readonly #ids: string[];
@@ -95,16 +111,16 @@ export class RaftMetadataStore implements TopicMetadataStore {
       stateMachine: "metadata",
       ...(options.tickMs === undefined ? {} : { tickMs: options.tickMs }),
       ...(options.electionTicks === undefined ? {} : { electionTicks: options.electionTicks }),
+      ...(options.compactEveryEntries === undefined ? {} : { compactEveryEntries: options.compactEveryEntries }),
     };
   }
 
   async createTopic(req: CreateTopicInput): Promise<RpcResult<{ topic: TopicDescription; metadataOffset?: number }>> {
     return guarded(async () => {
       const name = parseTopicName(req.name);
-      const refused = policiesRefused(req.policies);
-      if (refused !== null) return refused;
       const partitions = checkPartitions(req.partitions ?? 1);
       const configs = mergeTopicConfigs(DEFAULT_TOPIC_CONFIGS, req.configs);
+      const own = (req.policies === undefined ? {} : parsePolicyMap(req.policies, TOPIC_POLICY_NAMES)) as PolicyOverrides;
       // Known already? Answer before creating partition objects for nothing.
       const seen = await this.#query({ type: "getTopic", name: name.full });
       if (!seen.ok) return seen;
@@ -119,9 +135,10 @@ export class RaftMetadataStore implements TopicMetadataStore {
         partitions,
         configs,
         createdAt: Date.now(),
-        policies: resolvePolicies({}, {}),
+        policies: resolvePolicies({}, own),
       };
-      const r = await this.#propose({ type: "createTopic", topic });
+      // The namespace check and the validation against its policies happen at apply.
+      const r = await this.#propose({ type: "createTopic", topic, policies: own, configKeys: [...configKeysOf(req.configs)], requireNamespace: true });
       if (!r.ok) return r;
       // The record is committed: the topic exists. Its partitions are initialised now; if that
       // fails (or this isolate dies first), the first getTopic or the leader's sweep does it.
@@ -167,17 +184,20 @@ export class RaftMetadataStore implements TopicMetadataStore {
 
   async alterTopic(name: string, req: AlterTopicInput): Promise<RpcResult<{ topic: TopicDescription; metadataOffset?: number }>> {
     return guarded(async () => {
-      const refused = policiesRefused(req.policies);
-      if (refused !== null) return refused;
+      // Value checks before a record is written; the PATCH itself is applied at apply, to the
+      // topic as the log has it there (src/metadata/commands.ts, alterTopic).
+      if (req.policies !== undefined) parsePolicyMap(req.policies, TOPIC_POLICY_NAMES, true);
+      const partitions = req.partitions === undefined ? undefined : checkPartitions(req.partitions);
       const cur = await this.getTopic(name);
       if (!cur.ok) return cur;
       const current = cur.topic;
-      const configs = mergeTopicConfigs(current.configs, req.configs);
-      const partitions = req.partitions === undefined ? current.partitions : checkPartitions(req.partitions);
-      if (partitions < current.partitions) {
+      if (partitions !== undefined && partitions < current.partitions) {
         return errorResult("PARTITION_DECREASE_NOT_ALLOWED", `Topic ${current.name} has ${current.partitions} partitions; the count can only grow.`, { partitions: current.partitions });
       }
-      const r = await this.#propose({ type: "alterTopic", name: current.name, topicId: current.topicId, partitions, configs });
+      const patch: { configs?: unknown; policies?: unknown } = {};
+      if (req.configs !== undefined) patch.configs = req.configs;
+      if (req.policies !== undefined) patch.policies = req.policies;
+      const r = await this.#propose({ type: "alterTopic", name: current.name, topicId: current.topicId, ...(partitions === undefined ? {} : { partitions }), patch });
       if (!r.ok) return r;
       // New partitions and new configs reach the partition objects from the record's task.
       if (r.answer.task !== undefined) {
@@ -217,6 +237,97 @@ export class RaftMetadataStore implements TopicMetadataStore {
     return { ok: true, producerId: block.next++, producerEpoch: 0 };
   }
 
+  // ---- tenants and namespaces (docs/TENANTS.md): records of the same log as the topics ----
+
+  async createTenant(name: string, adminRoles: string[]): Promise<RpcResult<{ tenant: TenantInfo }>> {
+    const r = await this.#propose({ type: "createTenant", requestId: crypto.randomUUID(), name, adminRoles, createdAt: Date.now() });
+    return r.ok ? { ok: true, tenant: r.answer.tenant! } : r;
+  }
+
+  async listTenants(): Promise<RpcResult<{ tenants: string[] }>> {
+    const r = await this.#read<{ tenants: string[] }>({ type: "listTenants" });
+    return r.ok ? { ok: true, tenants: r.tenants } : r;
+  }
+
+  async describeTenant(name: string): Promise<RpcResult<{ tenant: TenantInfo }>> {
+    const r = await this.#read<{ tenant: TenantInfo }>({ type: "describeTenant", name });
+    return r.ok ? { ok: true, tenant: r.tenant } : r;
+  }
+
+  async deleteTenant(name: string): Promise<RpcResult<object>> {
+    const r = await this.#propose({ type: "deleteTenant", requestId: crypto.randomUUID(), name });
+    return r.ok ? { ok: true } : r;
+  }
+
+  async createNamespace(tenant: string, namespace: string, policies: unknown): Promise<RpcResult<{ namespace: NamespaceDescription }>> {
+    return guarded(async () => {
+      const own = (policies === undefined || policies === null ? {} : parsePolicyMap(policies)) as PolicyOverrides;
+      checkPolicyRules(policyValues(resolvePolicies(own, {})));
+      const r = await this.#propose({ type: "createNamespace", requestId: crypto.randomUUID(), tenant, namespace, policies: own, createdAt: Date.now() });
+      return r.ok ? { ok: true as const, namespace: r.answer.namespace! } : r;
+    });
+  }
+
+  async listNamespaces(tenant: string): Promise<RpcResult<{ namespaces: string[] }>> {
+    const r = await this.#read<{ namespaces: string[] }>({ type: "listNamespaces", tenant });
+    return r.ok ? { ok: true, namespaces: r.namespaces } : r;
+  }
+
+  async describeNamespace(full: string): Promise<RpcResult<{ namespace: NamespaceDescription }>> {
+    const r = await this.#read<{ namespace: NamespaceDescription }>({ type: "describeNamespace", name: full });
+    return r.ok ? { ok: true, namespace: r.namespace } : r;
+  }
+
+  async deleteNamespace(full: string): Promise<RpcResult<object>> {
+    const r = await this.#propose({ type: "deleteNamespace", requestId: crypto.randomUUID(), name: full });
+    return r.ok ? { ok: true } : r;
+  }
+
+  /**
+   * The change is checked and written at apply (against the namespace and every topic in it);
+   * the record leaves a `sync` task per topic whose effective view changed, run here right
+   * after the commit (or by the leader's sweep). A failed push answers UNAVAILABLE: the change
+   * is committed and the leader completes it. Errors: NAMESPACE_NOT_FOUND, INVALID_POLICY, INVALID_CONFIG.
+   */
+  async setNamespacePolicies(full: string, changes: unknown): Promise<RpcResult<{ namespace: NamespaceDescription }>> {
+    return guarded(async () => {
+      const patch = parsePolicyMap(changes, undefined, true);
+      const r = await this.#propose({ type: "setNamespacePolicies", requestId: crypto.randomUUID(), name: full, changes: patch });
+      if (!r.ok) return r;
+      const results = await Promise.allSettled((r.answer.tasks ?? []).map((t) => this.completeLifecycle(t)));
+      const failed = results.find((x) => x.status === "rejected");
+      if (failed !== undefined) {
+        return errorResult(
+          "UNAVAILABLE",
+          `The policies of ${full} are committed; not every partition of its topics has them yet (the metadata leader completes it): ${String(failed.reason)}`,
+          {
+            namespace: full,
+            metadataOffset: r.index,
+          },
+        );
+      }
+      return { ok: true as const, namespace: r.answer.namespace! };
+    });
+  }
+
+  // ---- ACLs (src/auth/store.ts QuorumSecurityStore): records of the same log ----
+
+  /** Every ACL binding, at a linearizable read. */
+  async listAcls(): Promise<RpcResult<{ acls: AclBinding[] }>> {
+    const r = await this.#read<{ acls: AclBinding[] }>({ type: "listAcls" });
+    return r.ok ? { ok: true, acls: r.acls } : r;
+  }
+
+  async createAcls(bindings: AclBinding[]): Promise<RpcResult<{ created: number }>> {
+    const r = await this.#propose({ type: "createAcls", requestId: crypto.randomUUID(), bindings });
+    return r.ok ? { ok: true, created: r.answer.created! } : r;
+  }
+
+  async deleteAcls(filter: AclFilter): Promise<RpcResult<{ deleted: AclBinding[] }>> {
+    const r = await this.#propose({ type: "deleteAcls", requestId: crypto.randomUUID(), filter });
+    return r.ok ? { ok: true, deleted: r.answer.deleted! } : r;
+  }
+
   // ---- partition lifecycle ----
 
   /**
@@ -253,6 +364,14 @@ export class RaftMetadataStore implements TopicMetadataStore {
 
   #query(q: MetadataQuery): Promise<RpcResult<{ index: number; result: unknown }>> {
     return this.#call((m) => m.read(q));
+  }
+
+  /** A query whose answer is a {@link MetadataAnswer}-shaped result or a typed error. */
+  async #read<T extends object>(q: MetadataQuery): Promise<RpcResult<T>> {
+    const r = await this.#query(q);
+    if (!r.ok) return r;
+    const a = r.result as ({ ok: true } & T) | (MetadataAnswer & { ok: false });
+    return a.ok ? a : toError(a);
   }
 
   /** Runs `op` at the leader (see the file comment). UNAVAILABLE when no leader answers within deadlineMs. */
@@ -331,18 +450,6 @@ async function guarded<T extends { ok: true }>(body: () => Promise<T | ErrorResu
     if (err instanceof EdgelogError) return errorResult(err.code, err.message, err.details);
     throw err;
   }
-}
-
-/**
- * Topic policies (docs/TENANTS.md) are not in the quorum's state machine yet (docs/RAFT.md):
- * a request that sets them is refused rather than half-applied.
- */
-function policiesRefused(policies: unknown): ErrorResult | null {
-  if (policies === undefined) return null;
-  return errorResult("INVALID_REQUEST", "Topic policies are not supported with the metadata quorum on (EDGELOG_METADATA_QUORUM) yet: docs/RAFT.md.", {
-    field: "policies",
-    reason: "metadata_quorum",
-  });
 }
 
 function toError(a: MetadataAnswer & { ok: false }): ErrorResult {

@@ -53,8 +53,8 @@ export interface TopicMetadataStore {
 }
 
 /**
- * Tenants and namespaces (Pulsar's model; docs/TENANTS.md), on the same object as the topics
- * (a topic create checks its namespace in the same thread). Names are validated by the route;
+ * Tenants and namespaces (Pulsar's model; docs/TENANTS.md), in the same store as the topics
+ * (a topic create checks its namespace in the same thread, or at apply in the quorum's log). Names are validated by the route;
  * values (policies) by the store.
  */
 export interface TenantStore {
@@ -97,7 +97,14 @@ export function metadataStore(env: MetadataStoreEnv): TopicMetadataStore {
   return env.METADATA.getByName(METADATA_OBJECT_NAME) as unknown as TopicMetadataStore;
 }
 
-/** The tenant store (the same object), typed by its interface. */
-export function tenantStore<T extends Rpc.DurableObjectBranded | undefined>(ns: DurableObjectNamespace<T>): TenantStore {
-  return ns.getByName(METADATA_OBJECT_NAME) as unknown as TenantStore;
+/**
+ * The tenant store, typed by its interface: the same store as {@link metadataStore} (tenants,
+ * namespaces and topics are one state, so a topic create checks its namespace in log order
+ * or in MetadataDO's thread).
+ * @throws Error when EDGELOG_METADATA_QUORUM is malformed.
+ */
+export function tenantStore(env: MetadataStoreEnv): TenantStore {
+  const members = metadataQuorumMembers(env.EDGELOG_METADATA_QUORUM);
+  if (members !== null) return new RaftMetadataStore(env, members);
+  return env.METADATA.getByName(METADATA_OBJECT_NAME) as unknown as TenantStore;
 }

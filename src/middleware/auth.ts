@@ -151,7 +151,7 @@ export function authMiddleware(o: AuthOptions): MiddlewareHandler<AppEnv> {
       if (e instanceof TokenRejected) return unauthenticated(c, `Invalid token (${e.message}).`, true);
       throw e;
     }
-    const sec = await securitySnapshot(c.env.METADATA);
+    const sec = await securitySnapshot(c.env);
     if (scramGeneration !== null && !(sec.snapshot.users[principal]?.includes(scramGeneration) ?? false)) {
       return unauthenticated(c, "Invalid token (the SCRAM user was deleted or its password changed).", true);
     }

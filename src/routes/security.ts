@@ -40,7 +40,7 @@ export const MAX_TOKEN_TTL_SEC = 3600;
 const SEGMENT = /^[a-zA-Z0-9._-]{1,64}$/;
 
 function store(c: AppContext) {
-  return securityStore(c.env.METADATA);
+  return securityStore(c.env);
 }
 
 function queryObject(c: AppContext): Record<string, unknown> {

@@ -63,7 +63,7 @@ function namespaceOf(c: AppContext) {
 }
 
 export function tenantRoutes(app: Hono<AppEnv>): void {
-  const store = (c: AppContext) => tenantStore(c.env.METADATA);
+  const store = (c: AppContext) => tenantStore(c.env);
 
   // ---- tenants ----
   app.get("/v1/tenants", async (c) => {

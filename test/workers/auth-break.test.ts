@@ -80,7 +80,7 @@ describe("SCRAM lock-out", () => {
     await expectOk(await request(e, "PUT", `/v1/users/${user}`, { token: admin, body: { password: "right" } }));
     for (let i = 0; i <= FREE_FAILURES; i++) await expectCode(await request(e, "POST", "/v1/auth/token", basic("wrong")), 401, "UNAUTHENTICATED");
     // The attacker fills the table with failures for names that do not exist (cheap: no PBKDF2).
-    const store = securityStore(e.METADATA);
+    const store = securityStore(e);
     for (let i = 0; i <= MAX_TRACKED_FAILURES; i += 500) {
       const rs = await Promise.all(Array.from({ length: 500 }, (_, j) => store.authenticateScram(`flood-${id}-${i + j}`, "x")));
       expect(rs.every((r) => !r.ok)).toBe(true);

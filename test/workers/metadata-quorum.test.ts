@@ -118,9 +118,15 @@ describe("the metadata quorum (3 members)", () => {
     expect(got.ok && { name: got.topic.name, partitions: got.topic.partitions }).toEqual({ name: `public/default/${prefix}-0`, partitions: 2 });
     expect(got.ok && got.metadataOffset! >= offsets[4]!).toBe(true);
     expect(await store.createTopic({ name: `${prefix}-0` })).toMatchObject({ ok: false, code: "TOPIC_ALREADY_EXISTS" });
-    // Topic policies are not in the quorum yet: refused, not silently dropped.
-    expect(await store.createTopic({ name: `${prefix}-p`, policies: { maxProducersPerTopic: 1 } })).toMatchObject({ ok: false, code: "INVALID_REQUEST", details: { field: "policies" } });
-    expect(await store.alterTopic(`${prefix}-0`, { policies: { maxProducersPerTopic: 1 } })).toMatchObject({ ok: false, code: "INVALID_REQUEST", details: { field: "policies" } });
+    // Topic policies are records of the quorum too: set at create, changed by an alter.
+    const withPolicy = await store.createTopic({ name: `${prefix}-p`, policies: { maxProducersPerTopic: 1 } });
+    expect(withPolicy.ok && withPolicy.topic.policies.maxProducersPerTopic).toEqual({ value: 1, source: "topic" });
+    const repoliced = await store.alterTopic(`${prefix}-p`, { policies: { maxProducersPerTopic: null, maxSubscriptionsPerTopic: 2 } });
+    expect(repoliced.ok && [repoliced.topic.policies.maxProducersPerTopic, repoliced.topic.policies.maxSubscriptionsPerTopic]).toEqual([
+      { value: 0, source: "default" },
+      { value: 2, source: "topic" },
+    ]);
+    expect(await store.deleteTopic(`${prefix}-p`)).toMatchObject({ ok: true });
     const altered = await store.alterTopic(`${prefix}-1`, { partitions: 3, configs: { "retention.ms": 60_000 } });
     expect(altered.ok && { partitions: altered.topic.partitions, retention: altered.topic.configs["retention.ms"], details: altered.topic.partitionDetails.length }).toEqual({
       partitions: 3,
