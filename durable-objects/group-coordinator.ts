@@ -598,7 +598,7 @@ export class GroupCoordinatorDO extends SqliteDurableObject<Env> implements Grou
   async #mayDescribe(caller: string | null): Promise<MayDescribe> {
     const s = this.#state;
     const needed = caller !== null || (s !== null && Object.values(s.members).some((m) => m.principal !== null));
-    if (needed) this.#acls = (await securitySnapshot(this.env.METADATA)).acls;
+    if (needed) this.#acls = (await securitySnapshot(this.env)).acls;
     // Reads #acls when called: a member with a principal that joined during the await was
     // joined by a call that read a snapshot first.
     return this.#aclPredicate();
