@@ -328,6 +328,21 @@ suite("compaction (cleanup.policy=compact)", () => {
     expect([d.partitionDetails[0]!.bytes, d.partitionDetails[0]!.logEndOffset]).toEqual([stored, 3]);
   });
 
+  it("a segment held back by min.compaction.lag.ms is compacted once it is old enough, without another append or roll (the timer is armed for it)", async () => {
+    const topic = randomTopic();
+    const t = await createTopic(topic, 1, { "cleanup.policy": "compact", "min.compaction.lag.ms": 3_000 });
+    await produceEach(topic, [
+      { key: "k", value: "1" },
+      { key: "k", value: "2" },
+    ]);
+    await rollAndSettle(topic, t.topicId);
+    // Too young: nothing cleaned yet (settle runs only timers due within about a second).
+    expect(await keyed(topic)).toEqual({ records: ['k="1"@0', 'k="2"@1'], nextOffset: 2 });
+    await new Promise((r) => setTimeout(r, 3_100));
+    await settle(t.topicId);
+    expect(await keyed(topic)).toEqual({ records: ['k="2"@1'], nextOffset: 2 });
+  });
+
   it("a subscription is never delivered a record compaction removed after its batch was read (the decoded-batch cache is dropped)", async () => {
     const topic = randomTopic();
     const t = await createTopic(topic, 1, { "cleanup.policy": "compact" });
