@@ -30,7 +30,7 @@
  */
 import type { Env } from "../src/env.ts";
 import { METADATA_OBJECT_NAME, type AlterTopicInput, type CreateTopicInput, type TenantStore, type TopicMetadataStore } from "../src/metadata/store.ts";
-import { partitionStub } from "../src/partition/rpc.ts";
+import { partitionStub, replicaStubAt } from "../src/partition/rpc.ts";
 import { mergeTopicConfigs, DEFAULT_TOPIC_CONFIGS } from "../src/protocol/config.ts";
 import {
   TOPIC_POLICY_NAMES,
@@ -412,7 +412,10 @@ export class MetadataDO extends SqliteDurableObject<Env> implements TopicMetadat
   }
 
   async #initPartitions(topic: string, topicId: string, from: number, to: number, configs: TopicConfigs): Promise<void> {
-    const results = await mapBounded(range(from, to), PARTITION_FANOUT, (partition) => partitionStub(this.env.PARTITION, topicId, partition).init({ topic, topicId, partition, configs }));
+    // Init may create the object: with the topic's replica.locations hint for r1 (docs/RAFT.md).
+    const results = await mapBounded(range(from, to), PARTITION_FANOUT, (partition) =>
+      replicaStubAt(this.env.PARTITION, topicId, partition, 0, configs).init({ topic, topicId, partition, configs }),
+    );
     const failed = results.find((r) => !r.ok);
     if (failed !== undefined && !failed.ok) throw new EdgelogError("UNAVAILABLE", `Initialising a partition of ${topic} failed: ${failed.code}.`);
   }

@@ -193,7 +193,9 @@ export class ReplicaCatchUp {
       log: {
         op: "install",
         replace: plan.replace,
-        logStartOffset: plan.replace ? m.logStartOffset : s.logStartOffset,
+        // Kept log: the peer's log start may be past ours (a replicated deleteRecords inside the
+        // snapshot, never applied here); its rows go on the lifecycle's timer, as after deleteRecords.
+        logStartOffset: plan.replace ? m.logStartOffset : Math.max(s.logStartOffset, m.logStartOffset),
         logEndOffset: m.logEndOffset,
         leaderEpoch: Math.max(s.leaderEpoch, m.leaderEpoch),
         storedBytes: (plan.replace ? 0 : s.storedBytes) + staged.bytes,

@@ -971,13 +971,20 @@ export class LifecycleRoom {
     return bytesRead;
   }
 
-  /** No pass now: look again when a kept tombstone's window ends or a dirty segment passes max.compaction.lag.ms (segment closes arm it too). */
+  /**
+   * No pass now: look again when a kept tombstone's window ends, a dirty segment passes
+   * max.compaction.lag.ms, or a closed segment that min.compaction.lag.ms holds back (it ends the
+   * cleanable range) becomes old enough (segment closes arm it too).
+   */
   #armCompactLater(nowMs: number): void {
     const cfg = this.#config();
     let due = this.#clean.phase === "idle" && this.#clean.tombstoneExpiryMs !== null ? this.#clean.tombstoneExpiryMs : Number.POSITIVE_INFINITY;
     const dirtyFrom = this.#clean.cleanOffset;
     const firstDirty = this.#segments.find((r) => r.closed && r.lastOffset >= dirtyFrom);
     if (firstDirty !== undefined) due = Math.min(due, firstDirty.firstAppendMs + cfg.compaction.maxCompactionLagMs + 1);
+    const lag = cfg.compaction.minCompactionLagMs;
+    const held = firstDirty === undefined || lag <= 0 ? undefined : this.#segments.find((r) => r.closed && r.remote !== "deleting" && nowMs - r.maxTimestamp < lag);
+    if (held !== undefined) due = Math.min(due, held.maxTimestamp + lag);
     if (due === Number.POSITIVE_INFINITY) return;
     this.#timers.set(LIFECYCLE_TIMERS.compact, Math.min(Math.max(due, nowMs + 1), nowMs + TIMER_HORIZON_MS));
   }

@@ -308,8 +308,9 @@ export interface CompactionInput {
 /**
  * Decides whether a pass starts now and over what range (Kafka's LogCleanerManager
  * grabFilthiestCompactedLog and cleanableOffsets). Only closed segments that end at or below
- * min(highWatermark, lastStableOffset) and whose max timestamp is at least min.compaction.lag.ms
- * old are cleanable; the first that is not ends the range. Segments marked `deleting` are ignored.
+ * min(highWatermark, lastStableOffset) and, when min.compaction.lag.ms > 0, whose max timestamp
+ * is at least that old are cleanable (LogCleanerManager.cleanableOffsets checks the lag only when
+ * it is > 0); the first that is not ends the range. Segments marked `deleting` are ignored.
  * Bytes are the segments' current sizes: clean = cleanable bytes below the clean offset, dirty =
  * cleanable bytes at or above it.
  */
@@ -328,7 +329,9 @@ export function planCompactionPass(state: CompactionState, input: CompactionInpu
     if (seg.remote === "deleting") continue;
     const end = segmentEnd(segments, i, bounds.logEndOffset);
     if (end <= bounds.logStartOffset) continue;
-    if (!seg.closed || end > limit || nowMs - seg.maxTimestamp < cfg.minCompactionLagMs) break;
+    // Kafka applies the lag only when it is > 0: at 0 a record timestamped ahead of this clock
+    // (a producer's clock, CreateTime) must not hold the segment, and every later one, back.
+    if (!seg.closed || end > limit || (cfg.minCompactionLagMs > 0 && nowMs - seg.maxTimestamp < cfg.minCompactionLagMs)) break;
     passSegments.push({ baseOffset: seg.baseOffset, end, lastAppendMs: seg.lastAppendMs });
     if (end <= dirtyFrom) clean += seg.bytes;
     else {

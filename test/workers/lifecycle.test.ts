@@ -328,6 +328,21 @@ suite("compaction (cleanup.policy=compact)", () => {
     expect([d.partitionDetails[0]!.bytes, d.partitionDetails[0]!.logEndOffset]).toEqual([stored, 3]);
   });
 
+  it("a segment held back by min.compaction.lag.ms is compacted once it is old enough, without another append or roll (the timer is armed for it)", async () => {
+    const topic = randomTopic();
+    const t = await createTopic(topic, 1, { "cleanup.policy": "compact", "min.compaction.lag.ms": 3_000 });
+    await produceEach(topic, [
+      { key: "k", value: "1" },
+      { key: "k", value: "2" },
+    ]);
+    await rollAndSettle(topic, t.topicId);
+    // Too young: nothing cleaned yet (settle runs only timers due within about a second).
+    expect(await keyed(topic)).toEqual({ records: ['k="1"@0', 'k="2"@1'], nextOffset: 2 });
+    await new Promise((r) => setTimeout(r, 3_100));
+    await settle(t.topicId);
+    expect(await keyed(topic)).toEqual({ records: ['k="2"@1'], nextOffset: 2 });
+  });
+
   it("a subscription is never delivered a record compaction removed after its batch was read (the decoded-batch cache is dropped)", async () => {
     const topic = randomTopic();
     const t = await createTopic(topic, 1, { "cleanup.policy": "compact" });
@@ -488,6 +503,69 @@ suite("compaction (cleanup.policy=compact)", () => {
       const expected = [...latest].filter(([, v]) => v !== null).sort();
       expect(all.map((r) => [r.key, r.value]).sort()).toEqual(expected);
     });
+});
+
+suite("compaction over binary, long and many keys (the key map held in memory, persisted as rows)", () => {
+  /** Every record from offset 0 on, keys and values as hex (fetched with encoding=base64). */
+  async function readHex(topic: string): Promise<{ offset: number; key: string; value: string | null }[]> {
+    const out: { offset: number; key: string; value: string | null }[] = [];
+    const hex = (b: string | null) => (b === null ? null : Array.from(atob(b), (c) => c.charCodeAt(0).toString(16).padStart(2, "0")).join(""));
+    for (let offset = 0; ; ) {
+      const f = await fetchJson(topic, 0, `offset=${offset}&maxRecords=100&encoding=base64`);
+      for (const r of f.records) out.push({ offset: r.offset, key: hex(r.key as string)!, value: hex(r.value as string | null) });
+      if (f.nextOffset >= f.highWatermark) return out;
+      offset = f.nextOffset;
+    }
+  }
+  const hexOf = (b: Uint8Array) => Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
+
+  for (const restart of [false, true]) {
+    it(`bytes 0x00-0xff, the empty key, keys of 64, 65 and 9000 bytes, 300 more; four rounds with tombstones${restart ? ", the object evicted between steps" : ""}: one record per key, the model's latest`, async () => {
+      const topic = randomTopic();
+      const t = await createTopic(topic, 1, { "cleanup.policy": "compact", "segment.ms": 1, "min.cleanable.dirty.ratio": 0, "delete.retention.ms": 0 });
+      const keys: Uint8Array[] = [new Uint8Array([0]), new Uint8Array([0, 0]), new Uint8Array([0xff, 0x80]), new Uint8Array(0), new Uint8Array(64).fill(7), new Uint8Array(65).fill(7)];
+      keys.push(
+        new Uint8Array(9000).map((_, i) => i % 256),
+        new Uint8Array(9000).map((_, i) => (i + 1) % 256),
+      );
+      for (let i = 0; i < 300; i++) keys.push(new TextEncoder().encode(`k${i}`));
+      const model = new Map<string, string | null>();
+      // Timestamps one ms apart, running a little ahead of the clock (min.compaction.lag.ms 0 holds nothing back).
+      let ts = Date.now();
+      const steps = async () => {
+        if (!restart) return settle(t.topicId);
+        for (let i = 0; i < 200; i++) {
+          await evictDurableObject(stub(t.topicId));
+          await runDurableObjectAlarm(stub(t.topicId));
+          const st = await runInDurableObject(stub(t.topicId), (_o, state) => state.storage.sql.exec<{ checkpoint: string }>("SELECT checkpoint FROM seg_clean_state").toArray());
+          if (st[0] !== undefined && JSON.parse(st[0].checkpoint).phase === "idle") return settle(t.topicId);
+        }
+      };
+      for (let round = 0; round < 4; round++) {
+        const records = keys.map((key, i) => ({ key, value: round > 0 && (i + round) % 5 === 0 ? null : new TextEncoder().encode(`v${round}-${i}`), headers: [], timestamp: ts++ }));
+        for (let j = 0; j < records.length; j += 50) {
+          const chunk = records.slice(j, j + 50);
+          const res = await call(`/v1/topics/${topic}/partitions/0/records`, { method: "POST", headers: { "content-type": "application/vnd.edgelog.batch" }, body: encodeBatch({}, chunk) });
+          expect(res.status, await res.clone().text()).toBe(200);
+          for (const r of chunk) model.set(hexOf(r.key), r.value === null ? null : hexOf(r.value));
+        }
+        await steps();
+      }
+      // Two more appends close the last segment of round 3, then compaction runs to the end.
+      await produceTo(topic, [{ key: "zz", value: "a" }]);
+      await steps();
+      await produceTo(topic, [{ key: "zz", value: "b" }]);
+      await steps();
+      const read = await readHex(topic);
+      const keysRead = read.map((r) => r.key);
+      expect(new Set(keysRead).size).toBe(keysRead.length);
+      const got = new Map(read.map((r) => [r.key, r.value]));
+      got.delete(hexOf(new TextEncoder().encode("zz")));
+      const live = [...model].filter(([, v]) => v !== null);
+      expect(got.size).toBe(live.length);
+      for (const [k, v] of live) expect(got.get(k), k.slice(0, 16)).toBe(v);
+    }, 120_000);
+  }
 });
 
 suite("compaction state from before migration 2 (seg_clean_keys)", () => {

@@ -224,6 +224,29 @@ suite("snapshot catch-up of a replicated partition", () => {
     expect((await replicaLog(topicId, down, start)).map((r) => r.value)).toEqual([...want.map((r) => r.value), "after"]);
   }, 120_000);
 
+  it("a replicated deleteRecords the follower missed (below its log end, so its log is kept) reaches it with the snapshot: its log start is the leader's", async () => {
+    const { name, topicId, path } = await createReplicated({ keepEntries: 3, leaderKeepEntries: 5, chunkBytes: 1 });
+    const leader = await leaderOf(topicId);
+    for (let i = 0; i < 4; i++) await produceRetrying(path, `early-${i}`);
+    await allAt(topicId, IDS, 4);
+    const down = IDS.find((id) => id !== leader.replica)!;
+    await fallBehind(topicId, path, leader.replica, down, 5);
+    // KIP-107 through the gateway: a Raft command the follower is down for, at 2 (below its log end, 4).
+    const res = await json("POST", `/v1/topics/${name}/partitions/0/delete-records`, { offset: 2 });
+    expect(res.status, await res.clone().text()).toBe(200);
+    // More entries, so the leader's journal no longer holds the deleteRecords entry either.
+    let end = 0;
+    for (let i = 0; i < 10; i++) end = (await produceRetrying(path, `late-${i}`)).records[0]!.offset + 1;
+    await replica(topicId, down).setFaults({});
+    await allAt(topicId, [down], end);
+    expect((await status(topicId, down))!.catchUpInstalls).toBe(1);
+    const d = await replica(topicId, down).describe();
+    expect(d.ok && d.partition.logStartOffset).toBe(2);
+    const below = await replica(topicId, down).fetchRecords({ offset: 0, maxRecords: 10, maxBytes: 1 << 20, maxWaitMs: 0, minBytes: 0 });
+    expect(below).toMatchObject({ ok: false, code: "OFFSET_OUT_OF_RANGE" });
+    expect(await replicaLog(topicId, down, 2)).toEqual(await replicaLog(topicId, leader.replica, 2));
+  }, 120_000);
+
   it("a crash in the middle of a pull leaves the old state visible (nothing half-installed); after the restart the pull starts over and installs whole", async () => {
     const { topicId, path } = await createReplicated({ keepEntries: 3, leaderKeepEntries: 5, chunkBytes: 1 });
     const leader = await leaderOf(topicId);

@@ -4,7 +4,7 @@
  * never moves the log start past the high watermark). Three replicas in one workerd, real alarms
  * and RPC, through the real gateway; fault injection (EDGELOG_RAFT_FAULTS) crashes replicas.
  */
-import { SELF } from "cloudflare:test";
+import { SELF, env, runInDurableObject } from "cloudflare:test";
 import { afterEach, describe as suite, expect, it } from "vitest";
 import { Admin } from "../../sdk/src/admin.ts";
 import { EdgelogClient } from "../../sdk/src/client.ts";
@@ -12,6 +12,7 @@ import { encodeBatch } from "../../src/codec/index.ts";
 import type { ErrorBody, ProduceResponse } from "../../src/protocol/index.ts";
 import type { DeleteRecordsResponse, PartitionLeaderResponse } from "../../src/protocol/types.ts";
 import { call, createTopic, expectError, json, randomTopic } from "./helpers.ts";
+import { METADATA_OBJECT_NAME } from "../../src/metadata/store.ts";
 import { REPLICAS, crashStarted, createReplicated, leaderOf, replica, replicaLog, status, until } from "./replica-helpers.ts";
 
 afterEach(crashStarted);
@@ -251,4 +252,37 @@ suite("replica.locations (a location hint per replica)", () => {
     expect(unknown.details).toEqual({ config: "replica.locations" });
     await expectError(await json("POST", "/v1/topics", { name: randomTopic(), configs: { "replication.factor": 3, "replica.locations": "wnam" } }), "INVALID_CONFIG", 400);
   }, 60_000);
+
+  it("the metadata store creates each partition object (r1) with the first hint, at creation and when partitions are added", async () => {
+    // Local workerd ignores hints: record what the metadata object asks its PARTITION namespace for.
+    const asked: string[] = [];
+    const name = randomTopic();
+    await runInDurableObject(env.METADATA.getByName(METADATA_OBJECT_NAME), async (instance) => {
+      const host = instance as unknown as { env: { PARTITION: DurableObjectNamespace } };
+      const real = host.env.PARTITION;
+      host.env.PARTITION = new Proxy(real, {
+        get(target, prop) {
+          if (prop === "get") {
+            return (id: DurableObjectId, opts?: DurableObjectNamespaceGetDurableObjectOptions) => {
+              asked.push(`${opts?.locationHint}`);
+              return target.get(id, opts);
+            };
+          }
+          const v = Reflect.get(target, prop, target) as unknown;
+          return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+        },
+      });
+      try {
+        const store = instance as unknown as {
+          createTopic(r: unknown): Promise<{ ok: boolean }>;
+          alterTopic(n: string, r: unknown): Promise<{ ok: boolean }>;
+        };
+        expect(await store.createTopic({ name, partitions: 2, configs: { "replica.locations": "weur" } })).toMatchObject({ ok: true });
+        expect(await store.alterTopic(`public/default/${name}`, { partitions: 3 })).toMatchObject({ ok: true });
+      } finally {
+        host.env.PARTITION = real;
+      }
+    });
+    expect(asked).toEqual(["weur", "weur", "weur"]);
+  });
 });
