@@ -330,15 +330,16 @@ suite("compaction (cleanup.policy=compact)", () => {
 
   it("a segment held back by min.compaction.lag.ms is compacted once it is old enough, without another append or roll (the timer is armed for it)", async () => {
     const topic = randomTopic();
-    const t = await createTopic(topic, 1, { "cleanup.policy": "compact", "min.compaction.lag.ms": 3_000 });
+    const t = await createTopic(topic, 1, { "cleanup.policy": "compact", "min.compaction.lag.ms": 6_000 });
     await produceEach(topic, [
       { key: "k", value: "1" },
       { key: "k", value: "2" },
     ]);
     await rollAndSettle(topic, t.topicId);
-    // Too young: nothing cleaned yet (settle runs only timers due within about a second).
+    // Too young: nothing cleaned yet (settle runs only timers due within about a second; the
+    // lag leaves a loaded machine several seconds between the produce and this read).
     expect(await keyed(topic)).toEqual({ records: ['k="1"@0', 'k="2"@1'], nextOffset: 2 });
-    await new Promise((r) => setTimeout(r, 3_100));
+    await new Promise((r) => setTimeout(r, 6_100));
     await settle(t.topicId);
     expect(await keyed(topic)).toEqual({ records: ['k="2"@1'], nextOffset: 2 });
   });
