@@ -13,6 +13,7 @@ import type { MetadataExport } from "../../src/metadata/commands.ts";
 import { IMPORT_PART_ROWS } from "../../src/metadata/import.ts";
 import { RaftMetadataStore } from "../../src/metadata/raft-store.ts";
 import { METADATA_OBJECT_NAME, metadataStore } from "../../src/metadata/store.ts";
+import type { RpcResult } from "../../src/protocol/errors.ts";
 import { raftMemberName, type RaftMemberRpc } from "../../src/raft/group.ts";
 
 const app = createApp();
@@ -52,9 +53,9 @@ afterAll(async () => {
 });
 
 async function exportOf(): Promise<MetadataExport> {
-  const r = await env.METADATA.getByName(METADATA_OBJECT_NAME).exportMetadata();
+  const r = (await env.METADATA.getByName(METADATA_OBJECT_NAME).exportMetadata()) as RpcResult<{ export: MetadataExport }>;
   if (!r.ok) throw new Error(r.code);
-  return r.export as MetadataExport;
+  return r.export;
 }
 
 /** Everything the gateway shows, as lists whose duplicates the test looks for. */
