@@ -2,15 +2,17 @@
  * `metadata`: the cluster metadata as a replicated state machine (the KRaft-style metadata
  * quorum; docs/RAFT.md). Topics (name, id, partitions, configs, own policies, creation time),
  * the producer-id block counter, and tenants, namespaces, their policies and the ACLs
- * (./metadata-namespaces.ts). Commands and answers: src/metadata/commands.ts. The applied
+ * (./metadata-namespaces.ts), SCRAM users and client quotas (./metadata-users.ts), and the
+ * one-time import of MetadataDO's state (`importMetadata`, `importDone`; src/metadata/import.ts,
+ * run by the sweep of the group `metadata`). Commands and answers: src/metadata/commands.ts. The applied
  * index of an answer is the metadata offset it reflects. Topic answers are MetadataDO's views
  * (src/metadata/topic-view.ts): effective configs and policies with their sources.
  *
  * Room `raft-metadata`: `rsm_topics` (the columns of MetadataDO's `topics`),
  * `rsm_counters(name PK, value)` (`next_producer_id`) and `rsm_lifecycle(topic_id PK, task,
  * record_index)`: the partition work committed records left to do (a {@link LifecycleTask} as
- * JSON; docs/RAFT.md, "Partition lifecycle"), and the tables of ./metadata-namespaces.ts
- * (migration 3). The leader's sweep (`sweep`) completes what the proposer did not.
+ * JSON; docs/RAFT.md, "Partition lifecycle"), the tables of ./metadata-namespaces.ts
+ * (migration 3) and of ./metadata-users.ts (migration 4). The leader's sweep (`sweep`) completes what the proposer did not.
  */
 import { configSources, type PolicyOverrides } from "../../src/protocol/policies.ts";
 import { encodeMetadataCommand, METADATA_COMMAND_TYPES, type LifecycleTask, type MetadataAnswer, type MetadataCommand, type MetadataQuery } from "../../src/metadata/commands.ts";
@@ -541,8 +543,8 @@ export function metadataStateMachine(sql: Sql): ReplicatedStateMachine {
           if (!exported.ok) throw new Error(`${exported.code}: ${exported.message}`);
           await runMetadataImport(exported.export, propose);
         } catch (err) {
+          // The partition tasks below still run: an unreachable MetadataDO must not stall them.
           console.warn("metadata sweep: the import from MetadataDO failed; retried at the next sweep", err);
-          return;
         }
       }
       if (namespaces.hasOrphanTopics()) {

@@ -1,7 +1,8 @@
 /**
  * The metadata quorum (KRaft-style; docs/RAFT.md, "The metadata quorum"): a
  * {@link TopicMetadataStore} and {@link TenantStore} whose topics, producer-id blocks,
- * tenants, namespaces (with their policies) and ACLs are the replicated state machine
+ * tenants, namespaces (with their policies), ACLs, SCRAM users and client quotas (it is also
+ * the {@link SecurityStore} with the switch on) are the replicated state machine
  * (`metadata`, durable-objects/raft/metadata-machine.ts) of the Raft group `metadata`, one
  * RaftMemberDO per member. Behind the switch EDGELOG_METADATA_QUORUM (unset: today's
  * MetadataDO; {@link metadataQuorumMembers}). Tenant, namespace and ACL records carry a random
