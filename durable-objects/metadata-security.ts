@@ -11,13 +11,16 @@
  *   component" and `<default>` for the default entity.
  *
  * Failed password checks are counted in memory per user name (this object is the one place all
- * isolates ask): after {@link FREE_FAILURES} failures in a row, the user is locked out for 1 s,
- * doubling per further failure up to {@link MAX_LOCKOUT_MS}. A restart of the object forgets the
- * counts (docs/SECURITY.md says so).
+ * isolates ask; {@link ScramLockout}): after {@link FREE_FAILURES} failures in a row, the user is
+ * locked out for 1 s, doubling per further failure up to {@link MAX_LOCKOUT_MS}. A restart of the
+ * object forgets the counts (docs/SECURITY.md says so). With the metadata quorum on, the same
+ * records live in the quorum (durable-objects/raft/metadata-users.ts) and the lock-out in the
+ * memory of the member that answers.
  */
 import { toHex } from "../src/auth/hex.ts";
 import { checkScramPassword, type ScramCredential, type ScramMechanism } from "../src/auth/scram.ts";
 import type { QuotaEntity, QuotaEntry, QuotaKey, ScramCredentialInput, ScramUserSummary, SecuritySnapshot } from "../src/auth/store.ts";
+import type { ScramUserExport } from "../src/metadata/commands.ts";
 import type { RpcResult } from "../src/protocol/errors.ts";
 import { aclMatchesFilter, type AclBinding, type AclFilter } from "../src/protocol/acl.ts";
 import { errorResult } from "../src/protocol/errors.ts";
@@ -73,7 +76,7 @@ export const MAX_TRACKED_FAILURES = 10_000;
 
 type AclRow = { principal: string; resource_type: string; resource_name: string; pattern_type: string; operation: string; permission: string };
 type UserRow = { name: string; mechanism: string; salt: ArrayBuffer; iterations: number; stored_key: ArrayBuffer; server_key: ArrayBuffer; generation: string };
-type QuotaRow = { user: string; client_id: string; key: string; value: number };
+export type QuotaRow = { user: string; client_id: string; key: string; value: number };
 
 function toBinding(r: AclRow): AclBinding {
   return {
@@ -86,10 +89,80 @@ function toBinding(r: AclRow): AclBinding {
   };
 }
 
+/**
+ * The per-user failed-attempt lock-out, in memory of the object that checks passwords
+ * (MetadataDO, or the metadata quorum member that answers: docs/SECURITY.md): after
+ * {@link FREE_FAILURES} failures in a row the user is locked out for 1 s, doubling per further
+ * failure up to {@link MAX_LOCKOUT_MS}; at most {@link MAX_TRACKED_FAILURES} names remembered.
+ */
+export class ScramLockout {
+  readonly #failures = new Map<string, { count: number; lockedUntilMs: number }>();
+
+  /** THROTTLED while `name` is locked out, else null. */
+  check(name: string, now: number): RpcResult<never> | null {
+    const f = this.#failures.get(name);
+    if (f === undefined || f.lockedUntilMs <= now) return null;
+    const throttleTimeMs = f.lockedUntilMs - now;
+    return errorResult("THROTTLED", `Too many failed attempts for this user: retry in ${throttleTimeMs} ms.`, { throttleTimeMs });
+  }
+
+  /** Forgets the user's failures (a success, a new credential). */
+  forget(name: string): void {
+    this.#failures.delete(name);
+  }
+
+  /** Counts one failure. */
+  fail(name: string, now: number): void {
+    const count = (this.#failures.get(name)?.count ?? 0) + 1;
+    const lockMs = count <= FREE_FAILURES ? 0 : Math.min(MAX_LOCKOUT_MS, 1000 * 2 ** (count - FREE_FAILURES - 1));
+    // Delete, then set: the Map's order is then the order of the latest failure (oldest first).
+    this.#failures.delete(name);
+    if (this.#failures.size >= MAX_TRACKED_FAILURES) this.#evict();
+    this.#failures.set(name, { count, lockedUntilMs: now + lockMs });
+  }
+
+  /** Frees a tenth of the failure table: see {@link MAX_TRACKED_FAILURES}. */
+  #evict(): void {
+    const target = Math.floor(MAX_TRACKED_FAILURES * 0.9);
+    for (const [name, f] of this.#failures) {
+      if (this.#failures.size <= target) return;
+      if (f.count <= FREE_FAILURES) this.#failures.delete(name);
+    }
+    for (const name of this.#failures.keys()) {
+      if (this.#failures.size <= target) return;
+      this.#failures.delete(name);
+    }
+  }
+}
+
+/**
+ * Checks a password against a user's stored credentials (newest mechanism first), with the
+ * lock-out. The same answer for an unknown user and a wrong password (no user enumeration).
+ * Errors: UNAUTHENTICATED, THROTTLED (details.throttleTimeMs).
+ */
+export async function checkScramUser(
+  lockout: ScramLockout,
+  name: string,
+  password: string,
+  credentials: readonly (ScramCredential & { generation: string })[],
+): Promise<RpcResult<{ generation: string }>> {
+  const now = Date.now();
+  const locked = lockout.check(name, now);
+  if (locked !== null) return locked;
+  for (const cred of credentials) {
+    if (await checkScramPassword(cred, password)) {
+      lockout.forget(name);
+      return { ok: true, generation: cred.generation };
+    }
+  }
+  lockout.fail(name, now);
+  return errorResult("UNAUTHENTICATED", "Invalid user name or password.");
+}
+
 export class SecurityTables {
   readonly #sql: Sql;
   readonly #storage: DurableObjectStorage;
-  readonly #failures = new Map<string, { count: number; lockedUntilMs: number }>();
+  readonly #lockout = new ScramLockout();
 
   constructor(sql: Sql, storage: DurableObjectStorage) {
     this.#sql = sql;
@@ -156,7 +229,7 @@ export class SecurityTables {
       blob(c.serverKey),
       generation,
     );
-    this.#failures.delete(name);
+    this.#lockout.forget(name);
     return { ok: true, user: this.#summary(name)! };
   }
 
@@ -181,47 +254,31 @@ export class SecurityTables {
   }
 
   async authenticateScram(name: string, password: string): Promise<RpcResult<{ generation: string }>> {
-    const now = Date.now();
-    const f = this.#failures.get(name);
-    if (f !== undefined && f.lockedUntilMs > now) {
-      const throttleTimeMs = f.lockedUntilMs - now;
-      return errorResult("THROTTLED", `Too many failed attempts for this user: retry in ${throttleTimeMs} ms.`, { throttleTimeMs });
-    }
     const rows = this.#sql.all<UserRow>("SELECT * FROM scram_users WHERE name = ? ORDER BY mechanism DESC", name);
-    for (const r of rows) {
-      const cred: ScramCredential = {
-        mechanism: r.mechanism as ScramMechanism,
-        salt: new Uint8Array(r.salt),
-        iterations: r.iterations,
-        storedKey: new Uint8Array(r.stored_key),
-        serverKey: new Uint8Array(r.server_key),
-      };
-      if (await checkScramPassword(cred, password)) {
-        this.#failures.delete(name);
-        return { ok: true, generation: r.generation };
-      }
-    }
-    const count = (f?.count ?? 0) + 1;
-    const lockMs = count <= FREE_FAILURES ? 0 : Math.min(MAX_LOCKOUT_MS, 1000 * 2 ** (count - FREE_FAILURES - 1));
-    // Delete, then set: the Map's order is then the order of the latest failure (oldest first).
-    this.#failures.delete(name);
-    if (this.#failures.size >= MAX_TRACKED_FAILURES) this.#evictFailures();
-    this.#failures.set(name, { count, lockedUntilMs: now + lockMs });
-    // The same answer for an unknown user and a wrong password (no user enumeration).
-    return errorResult("UNAUTHENTICATED", "Invalid user name or password.");
+    const creds = rows.map((r) => ({
+      mechanism: r.mechanism as ScramMechanism,
+      salt: new Uint8Array(r.salt),
+      iterations: r.iterations,
+      storedKey: new Uint8Array(r.stored_key),
+      serverKey: new Uint8Array(r.server_key),
+      generation: r.generation,
+    }));
+    return checkScramUser(this.#lockout, name, password, creds);
   }
 
-  /** Frees a tenth of the failure table: see {@link MAX_TRACKED_FAILURES}. */
-  #evictFailures(): void {
-    const target = Math.floor(MAX_TRACKED_FAILURES * 0.9);
-    for (const [name, f] of this.#failures) {
-      if (this.#failures.size <= target) return;
-      if (f.count <= FREE_FAILURES) this.#failures.delete(name);
-    }
-    for (const name of this.#failures.keys()) {
-      if (this.#failures.size <= target) return;
-      this.#failures.delete(name);
-    }
+  /** The rows of the three tables, for the one-time import into the metadata quorum (docs/RAFT.md). */
+  exportRows(): { acls: AclBinding[]; users: ScramUserExport[]; quotas: QuotaRow[] } {
+    const users = this.#sql.all<UserRow>("SELECT * FROM scram_users ORDER BY name, mechanism").map((r) => ({
+      name: r.name,
+      mechanism: r.mechanism as ScramMechanism,
+      salt: toHex(new Uint8Array(r.salt)),
+      iterations: r.iterations,
+      storedKey: toHex(new Uint8Array(r.stored_key)),
+      serverKey: toHex(new Uint8Array(r.server_key)),
+      generation: r.generation,
+    }));
+    const acls = this.#sql.all<AclRow>("SELECT * FROM acls ORDER BY resource_type, resource_name, principal, operation, permission").map(toBinding);
+    return { acls, users, quotas: this.#sql.all<QuotaRow>("SELECT * FROM quotas ORDER BY user, client_id, key") };
   }
 
   alterQuotas(entity: QuotaEntity, values: Partial<Record<QuotaKey, number | null>>): RpcResult<{ quota: QuotaEntry | null }> {

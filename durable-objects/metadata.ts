@@ -29,6 +29,7 @@
  * nothing), never a visible topic with missing partitions.
  */
 import type { Env } from "../src/env.ts";
+import type { MetadataExport } from "../src/metadata/commands.ts";
 import { METADATA_OBJECT_NAME, type AlterTopicInput, type CreateTopicInput, type TenantStore, type TopicMetadataStore } from "../src/metadata/store.ts";
 import { partitionStub, replicaStubAt } from "../src/partition/rpc.ts";
 import { mergeTopicConfigs, DEFAULT_TOPIC_CONFIGS } from "../src/protocol/config.ts";
@@ -301,6 +302,27 @@ export class MetadataDO extends SqliteDurableObject<Env> implements TopicMetadat
 
   async alterQuotas(entity: QuotaEntity, values: Partial<Record<QuotaKey, number | null>>): Promise<RpcResult<{ quota: QuotaEntry | null }>> {
     return this.#security.alterQuotas(entity, values);
+  }
+
+  /**
+   * Everything this object holds, for the one-time import into the metadata quorum (docs/RAFT.md,
+   * "Migration from MetadataDO"): its rows as they are (SCRAM credentials as stored: salt,
+   * StoredKey, ServerKey in hex, never a password). Read-only; served between mutations.
+   */
+  exportMetadata(): Promise<RpcResult<{ export: MetadataExport }>> {
+    return this.#serial(async () => {
+      const security = this.#security.exportRows();
+      return {
+        ok: true as const,
+        export: {
+          topics: this.sql.all<TopicRow>("SELECT * FROM topics ORDER BY name"),
+          tenants: this.sql.all<MetadataExport["tenants"][number]>("SELECT * FROM tenants ORDER BY name"),
+          namespaces: this.sql.all<MetadataExport["namespaces"][number]>("SELECT * FROM namespaces ORDER BY name"),
+          ...security,
+          lastProducerId: this.sql.first<{ value: number }>("SELECT value FROM counters WHERE name = 'producer_id'")?.value ?? null,
+        },
+      };
+    });
   }
 
   // ---- tenants and namespaces (durable-objects/metadata-tenants.ts) ----

@@ -57,6 +57,8 @@ import { STATE_MACHINES, type ReplicatedStateMachine } from "./raft/state-machin
 /** A linearizable read waiting for its ReadState (index undefined) or for the apply of its index. */
 interface ReadWaiter {
   query: JsonValue;
+  /** Whether the answer is the state machine's `query` (false: `serve` answers after, with null here). */
+  evaluate: boolean;
   index: number | undefined;
   settle: (r: RpcResult<{ index: number; result: JsonValue }>) => void;
   fail: (err: Error) => void;
@@ -161,7 +163,20 @@ export class RaftMemberDO extends SqliteDurableObject<Env> implements RaftMember
     return await answer;
   }
 
-  async read(query: JsonValue): Promise<RpcResult<{ index: number; result: JsonValue }>> {
+  read(query: JsonValue): Promise<RpcResult<{ index: number; result: JsonValue }>> {
+    return this.#linearizable(query, true);
+  }
+
+  async serve(query: JsonValue): Promise<RpcResult<{ index: number; result: JsonValue }>> {
+    const r = await this.#linearizable(query, false);
+    if (!r.ok) return r;
+    const machine = this.#machine;
+    if (machine?.serve === undefined) return errorResult("INVALID_REQUEST", `The state machine of group ${this.#config?.groupId} serves no such reads.`);
+    // Applied state here is at or past the read's index: the answer is linearizable.
+    return { ok: true, index: r.index, result: await machine.serve(query) };
+  }
+
+  async #linearizable(query: JsonValue, evaluate: boolean): Promise<RpcResult<{ index: number; result: JsonValue }>> {
     this.#alive();
     const paused = await this.#waitWhilePaused();
     if (paused !== null) return paused;
@@ -176,6 +191,7 @@ export class RaftMemberDO extends SqliteDurableObject<Env> implements RaftMember
       }, this.#config!.requestTimeoutMs);
       this.#reads.set(ctx, {
         query,
+        evaluate,
         index: undefined,
         settle: (res) => {
           clearTimeout(timer);
@@ -289,7 +305,7 @@ export class RaftMemberDO extends SqliteDurableObject<Env> implements RaftMember
     this.#sweeping = true;
     // Not awaited by the alarm: a sweep calls other objects and proposes, which needs ticks.
     void machine
-      .sweep({ env: this.env, propose: (data) => this.propose(data) })
+      .sweep({ env: this.env, groupId: this.#config!.groupId, propose: (data) => this.propose(data) })
       .catch((err: unknown) => console.warn(`Raft member ${this.#memberId} of group ${this.#config?.groupId}: the sweep failed`, err))
       .finally(() => {
         this.#sweeping = false;
@@ -399,7 +415,7 @@ export class RaftMemberDO extends SqliteDurableObject<Env> implements RaftMember
     for (const [ctx, w] of this.#reads) {
       if (w.index === undefined || w.index > applied) continue;
       this.#reads.delete(ctx);
-      w.settle({ ok: true, index: applied, result: this.#machine!.query(w.query) });
+      w.settle({ ok: true, index: applied, result: w.evaluate ? this.#machine!.query(w.query) : null });
     }
   }
 

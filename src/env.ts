@@ -4,6 +4,7 @@
  * the gateway depends on the interfaces in src/ and never imports durable-objects/ (only
  * src/index.ts does, to export the classes to the runtime; test/unit/layering.test.ts).
  */
+import type { MetadataExporter } from "./metadata/import.ts";
 import type { AuthSettingsEnv } from "./auth/config.ts";
 import type { QuotaRpc } from "./auth/quota-rpc.ts";
 import type { SecurityStore } from "./auth/store.ts";
@@ -31,7 +32,7 @@ export interface Env extends AuthSettingsEnv {
   /** One object per topic-partition, named `${topicId}/${partition}`: the log, and the Durable Stream it may back. */
   PARTITION: RpcNamespace<PartitionRpc & StreamRpc & SubscriptionRpc>;
   /** One object, named "cluster": topics, producer ids, and the security tables (ACLs, SCRAM users, quotas). */
-  METADATA: RpcNamespace<TopicMetadataStore & SecurityStore>;
+  METADATA: RpcNamespace<TopicMetadataStore & SecurityStore & MetadataExporter>;
   /** One object per client quota entity (durable-objects/quota.ts). */
   QUOTA: RpcNamespace<QuotaRpc>;
   /** Bench-only: raw single-row inserts, the ceiling a produce is measured against. */

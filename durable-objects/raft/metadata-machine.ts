@@ -2,15 +2,17 @@
  * `metadata`: the cluster metadata as a replicated state machine (the KRaft-style metadata
  * quorum; docs/RAFT.md). Topics (name, id, partitions, configs, own policies, creation time),
  * the producer-id block counter, and tenants, namespaces, their policies and the ACLs
- * (./metadata-namespaces.ts). Commands and answers: src/metadata/commands.ts. The applied
+ * (./metadata-namespaces.ts), SCRAM users and client quotas (./metadata-users.ts), and the
+ * one-time import of MetadataDO's state (`importMetadata`, `importDone`; src/metadata/import.ts,
+ * run by the sweep of the group `metadata`). Commands and answers: src/metadata/commands.ts. The applied
  * index of an answer is the metadata offset it reflects. Topic answers are MetadataDO's views
  * (src/metadata/topic-view.ts): effective configs and policies with their sources.
  *
  * Room `raft-metadata`: `rsm_topics` (the columns of MetadataDO's `topics`),
  * `rsm_counters(name PK, value)` (`next_producer_id`) and `rsm_lifecycle(topic_id PK, task,
  * record_index)`: the partition work committed records left to do (a {@link LifecycleTask} as
- * JSON; docs/RAFT.md, "Partition lifecycle"), and the tables of ./metadata-namespaces.ts
- * (migration 3). The leader's sweep (`sweep`) completes what the proposer did not.
+ * JSON; docs/RAFT.md, "Partition lifecycle"), the tables of ./metadata-namespaces.ts
+ * (migration 3) and of ./metadata-users.ts (migration 4). The leader's sweep (`sweep`) completes what the proposer did not.
  */
 import { configSources, type PolicyOverrides } from "../../src/protocol/policies.ts";
 import { encodeMetadataCommand, METADATA_COMMAND_TYPES, type LifecycleTask, type MetadataAnswer, type MetadataCommand, type MetadataQuery } from "../../src/metadata/commands.ts";
@@ -31,6 +33,13 @@ import {
   type TenantRow,
 } from "./metadata-namespaces.ts";
 import type { CommittedCommand, ReplicatedStateMachine, SweepContext } from "./state-machine.ts";
+import { QuorumUsers, usersMigrationUp, wellFormedCredential } from "./metadata-users.ts";
+import { malformedImport, runMetadataImport } from "../../src/metadata/import.ts";
+import { METADATA_GROUP_ID } from "../../src/metadata/raft-store.ts";
+import { METADATA_OBJECT_NAME } from "../../src/metadata/store.ts";
+import type { MetadataExport, MetadataServeQuery } from "../../src/metadata/commands.ts";
+import type { RpcResult } from "../../src/protocol/errors.ts";
+import { QUOTA_KEYS } from "../../src/auth/store.ts";
 
 const MIGRATIONS: readonly Migration[] = [
   {
@@ -55,7 +64,12 @@ const MIGRATIONS: readonly Migration[] = [
   },
   // Tenants, namespaces, topic policies, ACLs, request ids (./metadata-namespaces.ts).
   { version: 3, name: "tenants", up: namespacesMigrationUp },
+  // SCRAM users and client quotas (./metadata-users.ts).
+  { version: 4, name: "users", up: usersMigrationUp },
 ];
+
+/** The marker of the finished import from MetadataDO (a row of `rsm_counters`, its value the record index). */
+export const IMPORT_MARKER = "metadata_import";
 
 type LifecycleRow = { topic_id: string; task: string; record_index: number };
 
@@ -100,10 +114,14 @@ function partitionConfigsOf(settings: TopicSettings, namespacePolicies: PolicyOv
   return topicView(settings.configs, settings.explicit, namespacePolicies, settings.own).partitionConfigs;
 }
 
+const isText = (v: unknown): v is string => typeof v === "string" && v !== "";
+
 const unknownTopic = (name: string): MetadataAnswer => ({ ok: false, code: "UNKNOWN_TOPIC_OR_PARTITION", message: `Topic ${name} does not exist.`, details: { topic: name } });
 
 export function metadataStateMachine(sql: Sql): ReplicatedStateMachine {
   const namespaces = new QuorumNamespaces(sql);
+  const users = new QuorumUsers(sql);
+  const importDone = (): boolean => sql.first("SELECT 1 AS one FROM rsm_counters WHERE name = ?", IMPORT_MARKER) !== undefined;
   /** Tasks pending at the last sweep (`${topicId}@${recordIndex}`), in memory: a new leader waits one sweep period first. */
   let sweepSeen = new Set<string>();
   const pendingTasks = (): LifecycleTask[] => sql.all<LifecycleRow>("SELECT * FROM rsm_lifecycle ORDER BY record_index").map((r) => JSON.parse(r.task) as LifecycleTask);
@@ -289,6 +307,102 @@ export function metadataStateMachine(sql: Sql): ReplicatedStateMachine {
         return namespaces.once(c.requestId, index, () => namespaces.deleteAcls(c.filter));
       case "adoptNamespaces":
         return namespaces.adoptNamespaces();
+      case "upsertScramUser":
+        return namespaces.once(c.requestId, index, () => users.upsert(c.name, c.credential, c.generation));
+      case "deleteScramUser":
+        return namespaces.once(c.requestId, index, () => users.delete(c.name, c.mechanism));
+      case "alterQuotas":
+        return namespaces.once(c.requestId, index, () => users.alterQuotas(c.entity, c.values));
+      case "importMetadata":
+        return importPart(c.part, index);
+      case "importDone":
+        sql.run("INSERT OR IGNORE INTO rsm_counters (name, value) VALUES (?, ?)", IMPORT_MARKER, index);
+        return { ok: true };
+    }
+  }
+
+  /**
+   * Adds the rows of MetadataDO's state the log has nothing for (see the record's docstring):
+   * tenants, namespaces, topics (each leaving a `sync` task), ACLs, SCRAM credentials, quota
+   * values, and moves the producer-id counter past MetadataDO's last id.
+   */
+  function importPart(part: Extract<MetadataCommand, { type: "importMetadata" }>["part"], index: number): MetadataAnswer {
+    let imported = 0;
+    for (const t of part.tenants ?? []) {
+      imported += sql.all("INSERT OR IGNORE INTO rsm_tenants (name, allowed_clusters, created_at) VALUES (?, ?, ?) RETURNING 1 AS one", t.name, t.allowed_clusters, t.created_at).length;
+    }
+    for (const n of part.namespaces ?? []) {
+      imported += sql.all(
+        "INSERT OR IGNORE INTO rsm_namespaces (name, tenant, namespace, policies, created_at) VALUES (?, ?, ?, ?, ?) RETURNING 1 AS one",
+        n.name,
+        n.tenant,
+        n.namespace,
+        n.policies,
+        n.created_at,
+      ).length;
+    }
+    for (const t of part.topics ?? []) {
+      if (row(t.name) !== undefined || sql.first("SELECT 1 AS one FROM rsm_topics WHERE topic_id = ?", t.topic_id) !== undefined) continue;
+      sql.run(
+        "INSERT INTO rsm_topics (name, tenant, namespace, topic, topic_id, partitions, configs, created_at, policies, config_keys) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        t.name,
+        t.tenant,
+        t.namespace,
+        t.topic,
+        t.topic_id,
+        t.partitions,
+        t.configs,
+        t.created_at,
+        t.policies,
+        t.config_keys,
+      );
+      const r = row(t.name)!;
+      // Its partitions exist (MetadataDO initialised them, same topic id): the task's init is a no-op that proves it.
+      setTask({
+        action: "sync",
+        topicId: r.topic_id,
+        name: r.name,
+        initFrom: 0,
+        pushConfigs: false,
+        partitions: r.partitions,
+        configs: partitionConfigsOf(settingsOf(r), nsPoliciesOf(r)),
+        recordIndex: index,
+      });
+      imported++;
+    }
+    if (part.acls !== undefined) imported += (namespaces.createAcls(part.acls) as { created: number }).created;
+    for (const u of part.users ?? []) imported += users.importUser(u);
+    for (const q of part.quotas ?? []) imported += users.importQuota(q);
+    if (typeof part.lastProducerId === "number") {
+      const next = sql.first<{ value: number }>("SELECT value FROM rsm_counters WHERE name = 'next_producer_id'")?.value ?? 0;
+      if (part.lastProducerId + 1 > next) {
+        sql.run("INSERT INTO rsm_counters (name, value) VALUES ('next_producer_id', ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value", part.lastProducerId + 1);
+      }
+    }
+    return { ok: true, imported };
+  }
+
+  /** The shape of a user or quota record (a malformed one changes nothing, on every member alike). */
+  function malformedUserRecord(c: MetadataCommand): string | null {
+    switch (c.type) {
+      case "upsertScramUser":
+        return isText(c.name) && isText(c.generation) && wellFormedCredential(c.credential) ? null : "upsertScramUser needs {name, credential, generation}";
+      case "deleteScramUser":
+        return isText(c.name) && (c.mechanism === null || c.mechanism === "SCRAM-SHA-256" || c.mechanism === "SCRAM-SHA-512") ? null : "deleteScramUser needs {name, mechanism}";
+      case "alterQuotas":
+        return typeof c.entity === "object" &&
+          c.entity !== null &&
+          (c.entity.user === null || typeof c.entity.user === "string") &&
+          (c.entity.clientId === null || typeof c.entity.clientId === "string") &&
+          typeof c.values === "object" &&
+          c.values !== null &&
+          Object.entries(c.values).every(([k, v]) => (QUOTA_KEYS as readonly string[]).includes(k) && (v === null || (typeof v === "number" && Number.isFinite(v))))
+          ? null
+          : "alterQuotas needs {entity: {user, clientId}, values}";
+      case "importMetadata":
+        return malformedImport(c.part);
+      default:
+        return null;
     }
   }
 
@@ -310,6 +424,12 @@ export function metadataStateMachine(sql: Sql): ReplicatedStateMachine {
         return namespaces.describeNamespace(q.name);
       case "listAcls":
         return { ok: true, acls: namespaces.listAcls() };
+      case "listScramUsers":
+        return { ok: true, users: users.list() };
+      case "securitySnapshot":
+        return { ok: true, snapshot: users.snapshot(namespaces.listAcls()) };
+      case "importStatus":
+        return { ok: true, done: importDone() };
       default: {
         // listTopics: the namespaces' policies read once each.
         const byNamespace = new Map<string, PolicyOverrides>();
@@ -342,7 +462,7 @@ export function metadataStateMachine(sql: Sql): ReplicatedStateMachine {
         return { ok: false, code: "INVALID_REQUEST", message: "The metadata record is not JSON." };
       }
       if (typeof c !== "object" || c === null || !METADATA_COMMAND_TYPES.includes(c.type)) return { ok: false, code: "INVALID_REQUEST", message: "Unknown metadata record type." };
-      const wrong = malformedRecord(c);
+      const wrong = malformedRecord(c) ?? malformedUserRecord(c);
       if (wrong !== null) return { ok: false, code: "INVALID_REQUEST", message: `Malformed metadata record: ${wrong}.` };
       return apply(c, cmd.index) as JsonValue;
     },
@@ -350,7 +470,7 @@ export function metadataStateMachine(sql: Sql): ReplicatedStateMachine {
       const topics = sql.all<TopicRow>("SELECT * FROM rsm_topics ORDER BY name");
       const counters = sql.all<{ name: string; value: number }>("SELECT name, value FROM rsm_counters ORDER BY name");
       const lifecycle = sql.all<LifecycleRow>("SELECT * FROM rsm_lifecycle ORDER BY topic_id");
-      return enc.encode(JSON.stringify({ topics, counters, lifecycle, ...namespaces.image() }));
+      return enc.encode(JSON.stringify({ topics, counters, lifecycle, ...namespaces.image(), ...users.image() }));
     },
     restore(image: Uint8Array): void {
       sql.run("DELETE FROM rsm_topics");
@@ -358,6 +478,7 @@ export function metadataStateMachine(sql: Sql): ReplicatedStateMachine {
       sql.run("DELETE FROM rsm_lifecycle");
       if (image.byteLength === 0) {
         namespaces.restore({});
+        users.restore({});
         return;
       }
       const img = JSON.parse(dec.decode(image)) as {
@@ -368,6 +489,8 @@ export function metadataStateMachine(sql: Sql): ReplicatedStateMachine {
         namespaces?: NamespaceRow[];
         acls?: AclRow[];
         requests?: RequestRow[];
+        scramUsers?: ReturnType<QuorumUsers["image"]>["scramUsers"];
+        quotas?: ReturnType<QuorumUsers["image"]>["quotas"];
       };
       // (An image from before the lifecycle table has none; from before migration 3, no tenants, policies or ACLs.)
       for (const l of img.lifecycle ?? []) sql.run("INSERT INTO rsm_lifecycle (topic_id, task, record_index) VALUES (?, ?, ?)", l.topic_id, l.task, l.record_index);
@@ -388,9 +511,18 @@ export function metadataStateMachine(sql: Sql): ReplicatedStateMachine {
       }
       for (const c of img.counters) sql.run("INSERT INTO rsm_counters (name, value) VALUES (?, ?)", c.name, c.value);
       namespaces.restore(img);
+      users.restore(img);
     },
     query(q: JsonValue): JsonValue {
       return query(q as MetadataQuery) as JsonValue;
+    },
+    /** A SCRAM password check at this member (PBKDF2; the lock-out in this member's memory). */
+    async serve(q: JsonValue): Promise<JsonValue> {
+      const s = q as MetadataServeQuery;
+      if (s?.type !== "authenticateScram" || typeof s.name !== "string" || typeof s.password !== "string") {
+        return { ok: false, code: "INVALID_REQUEST", message: "Unknown metadata serve query." };
+      }
+      return (await users.authenticate(s.name, s.password)) as JsonValue;
     },
     /**
      * The leader's sweep: completes every task that was already pending at the previous sweep
@@ -402,6 +534,19 @@ export function metadataStateMachine(sql: Sql): ReplicatedStateMachine {
      */
     async sweep(ctx: SweepContext): Promise<void> {
       const propose = proposeWith(ctx);
+      // The one-time import from MetadataDO "cluster", the predecessor of the group `metadata`
+      // (docs/RAFT.md, "Migration from MetadataDO"): until its `importDone` commits, every
+      // leader's sweep runs it again from the start (each part adds only what is missing).
+      if (ctx.groupId === METADATA_GROUP_ID && !importDone()) {
+        try {
+          const exported = (await ctx.env.METADATA.getByName(METADATA_OBJECT_NAME).exportMetadata()) as RpcResult<{ export: MetadataExport }>;
+          if (!exported.ok) throw new Error(`${exported.code}: ${exported.message}`);
+          await runMetadataImport(exported.export, propose);
+        } catch (err) {
+          // The partition tasks below still run: an unreachable MetadataDO must not stall them.
+          console.warn("metadata sweep: the import from MetadataDO failed; retried at the next sweep", err);
+        }
+      }
       if (namespaces.hasOrphanTopics()) {
         const r = await propose({ type: "adoptNamespaces" });
         if (!r.ok) console.warn(`metadata sweep: adopting the namespaces of existing topics failed (${r.code}); retried at the next sweep`);

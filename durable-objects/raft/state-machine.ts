@@ -43,6 +43,12 @@ export interface ReplicatedStateMachine {
   /** Answers a read from the applied state; writes nothing. */
   query(q: JsonValue): JsonValue;
   /**
+   * Optional: answers a read that needs asynchronous work (the metadata machine's SCRAM
+   * password check, PBKDF2), at the leader after a ReadIndex (`RaftMemberDO.serve`). Writes no
+   * SQL; may keep memory of its own (the metadata machine's lock-out).
+   */
+  serve?(q: JsonValue): Promise<JsonValue>;
+  /**
    * Optional side effects driven by committed state (the metadata machine's partition
    * lifecycle; docs/RAFT.md): run by the leader every `SWEEP_EVERY_TICKS` ticks, never two at
    * once, outside any transaction. It may call other objects and propose commands; it writes
@@ -55,6 +61,8 @@ export interface ReplicatedStateMachine {
 /** What a sweep gets from its member. */
 export interface SweepContext {
   env: Env;
+  /** The group this member belongs to. */
+  groupId: string;
   /** Proposes a command at this member (NOT_LEADER if it lost leadership meanwhile). */
   propose(data: Uint8Array): Promise<RpcResult<{ index: number; term: number; result: ApplyResult }>>;
 }

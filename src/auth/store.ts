@@ -1,9 +1,10 @@
 /**
  * The narrow interface the gateway uses for security metadata (ACLs, SCRAM users, quotas),
  * implemented by MetadataDO (durable-objects/metadata-security.ts) next to the topics. With
- * the metadata quorum on (EDGELOG_METADATA_QUORUM), the ACLs are records of the quorum's log
- * (with the tenants whose admin roles they are; docs/RAFT.md) and SCRAM users and quotas stay
- * in MetadataDO ({@link QuorumSecurityStore}). Expected failures are typed results.
+ * the metadata quorum on (EDGELOG_METADATA_QUORUM), by the quorum's client
+ * (src/metadata/raft-store.ts): ACLs, SCRAM users and quotas are records of the quorum's log
+ * (docs/RAFT.md); password checks run at the metadata leader, whose memory holds the lock-out.
+ * Expected failures are typed results.
  */
 import type { RpcResult } from "../protocol/errors.ts";
 import type { AclBinding, AclFilter } from "../protocol/acl.ts";
@@ -70,62 +71,13 @@ export interface SecurityStore {
 }
 
 /**
- * The store, typed by its interface: MetadataDO "cluster", or with the metadata quorum on a
- * {@link QuorumSecurityStore}.
+ * The store, typed by its interface: MetadataDO "cluster", or with the metadata quorum on the
+ * quorum's client ({@link RaftMetadataStore}: ACLs, SCRAM users and quotas are records of its
+ * log, KRaft's AccessControlEntryRecord, UserScramCredentialRecord and ClientQuotaRecord;
+ * docs/RAFT.md).
  * @throws Error when EDGELOG_METADATA_QUORUM is malformed.
  */
 export function securityStore(env: MetadataStoreEnv): SecurityStore {
-  const local = env.METADATA.getByName(METADATA_OBJECT_NAME) as unknown as SecurityStore;
   const members = metadataQuorumMembers(env.EDGELOG_METADATA_QUORUM);
-  return members === null ? local : new QuorumSecurityStore(local, new RaftMetadataStore(env, members));
-}
-
-/**
- * ACLs in the metadata quorum (KRaft's AccessControlEntryRecord: in the metadata log, with the
- * tenants whose admin roles are ACLs), SCRAM users and quotas in MetadataDO (not metadata
- * records yet: docs/RAFT.md). The snapshot reads both.
- */
-export class QuorumSecurityStore implements SecurityStore {
-  readonly #local: SecurityStore;
-  readonly #quorum: RaftMetadataStore;
-
-  constructor(local: SecurityStore, quorum: RaftMetadataStore) {
-    this.#local = local;
-    this.#quorum = quorum;
-  }
-
-  async securitySnapshot(): Promise<RpcResult<{ snapshot: SecuritySnapshot }>> {
-    const [acls, rest] = await Promise.all([this.#quorum.listAcls(), this.#local.securitySnapshot()]);
-    if (!acls.ok) return acls;
-    if (!rest.ok) return rest;
-    return { ok: true, snapshot: { ...rest.snapshot, acls: acls.acls } };
-  }
-
-  createAcls(bindings: AclBinding[]): Promise<RpcResult<{ created: number }>> {
-    return this.#quorum.createAcls(bindings);
-  }
-
-  deleteAcls(filter: AclFilter): Promise<RpcResult<{ deleted: AclBinding[] }>> {
-    return this.#quorum.deleteAcls(filter);
-  }
-
-  upsertScramUser(name: string, credential: ScramCredentialInput): Promise<RpcResult<{ user: ScramUserSummary }>> {
-    return this.#local.upsertScramUser(name, credential);
-  }
-
-  deleteScramUser(name: string, mechanism: ScramMechanism | null): Promise<RpcResult<object>> {
-    return this.#local.deleteScramUser(name, mechanism);
-  }
-
-  listScramUsers(): Promise<RpcResult<{ users: ScramUserSummary[] }>> {
-    return this.#local.listScramUsers();
-  }
-
-  authenticateScram(name: string, password: string): Promise<RpcResult<{ generation: string }>> {
-    return this.#local.authenticateScram(name, password);
-  }
-
-  alterQuotas(entity: QuotaEntity, values: Partial<Record<QuotaKey, number | null>>): Promise<RpcResult<{ quota: QuotaEntry | null }>> {
-    return this.#local.alterQuotas(entity, values);
-  }
+  return members === null ? (env.METADATA.getByName(METADATA_OBJECT_NAME) as unknown as SecurityStore) : new RaftMetadataStore(env, members);
 }

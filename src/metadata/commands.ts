@@ -12,6 +12,8 @@
  * the proposer before it proposes.
  */
 import type { AclBinding, AclFilter } from "../protocol/acl.ts";
+import type { ScramMechanism } from "../auth/scram.ts";
+import type { QuotaEntity, QuotaEntry, QuotaKey, ScramUserSummary } from "../auth/store.ts";
 import type { ErrorCode } from "../protocol/errors.ts";
 import type { NamespaceDescription, PolicyOverrides, TenantInfo } from "../protocol/policies.ts";
 import type { TopicConfigs, TopicSummary } from "../protocol/types.ts";
@@ -70,7 +72,29 @@ export type MetadataCommand =
   /** Removes the bindings matching the filter. */
   | { type: "deleteAcls"; requestId: string; filter: AclFilter }
   /** Records a tenant and namespace for every topic whose namespace has none (topics created before tenants moved into the quorum). */
-  | { type: "adoptNamespaces" };
+  | { type: "adoptNamespaces" }
+  // ---- SCRAM users and client quotas (KRaft's UserScramCredentialRecord, ClientQuotaRecord) ----
+  /**
+   * Creates the user or replaces its credential for this mechanism (the gateway ran PBKDF2:
+   * salt, StoredKey and ServerKey in hex, never the password); `generation` is the new random
+   * id the gateway drew (tokens carry it). Answers `user`.
+   */
+  | { type: "upsertScramUser"; requestId: string; name: string; credential: ScramCredentialRecord; generation: string }
+  /** Removes one mechanism's credential, or every one (null). Errors: USER_NOT_FOUND. */
+  | { type: "deleteScramUser"; requestId: string; name: string; mechanism: ScramMechanism | null }
+  /** Sets (number) or removes (null) quota values of one entity (values already validated). Answers `quota`. */
+  | { type: "alterQuotas"; requestId: string; entity: QuotaEntity; values: Partial<Record<QuotaKey, number | null>> }
+  // ---- the one-time import from MetadataDO (docs/RAFT.md, "Migration from MetadataDO") ----
+  /**
+   * A part of MetadataDO's state: each row is added only when the log has nothing by that key
+   * (a topic by name or topic id, a tenant, a namespace, an ACL binding, a user's mechanism, a
+   * quota key), so a part applied twice (an import that crashed half-way and ran again) adds
+   * nothing the second time. Imported topics leave a `sync` task (their partitions exist: the
+   * init is a no-op with the same topic id, and proves it). Answers `imported` (rows added).
+   */
+  | { type: "importMetadata"; part: Partial<MetadataExport> }
+  /** The import is complete: it never runs again (the marker `metadata_import` in rsm_counters). */
+  | { type: "importDone" };
 
 /** Record types the state machine knows. */
 export const METADATA_COMMAND_TYPES: readonly MetadataCommand["type"][] = [
@@ -87,6 +111,11 @@ export const METADATA_COMMAND_TYPES: readonly MetadataCommand["type"][] = [
   "createAcls",
   "deleteAcls",
   "adoptNamespaces",
+  "upsertScramUser",
+  "deleteScramUser",
+  "alterQuotas",
+  "importMetadata",
+  "importDone",
 ];
 
 export type MetadataQuery =
@@ -97,7 +126,56 @@ export type MetadataQuery =
   | { type: "describeTenant"; name: string }
   | { type: "listNamespaces"; tenant: string }
   | { type: "describeNamespace"; name: string }
-  | { type: "listAcls" };
+  | { type: "listAcls" }
+  | { type: "listScramUsers" }
+  /** The gateway's security snapshot (ACLs, user generations, quotas). */
+  | { type: "securitySnapshot" }
+  /** Whether the import from MetadataDO is done. */
+  | { type: "importStatus" };
+
+/**
+ * A read that needs work beyond SQL (`serve` of the state machine, at the leader after a
+ * ReadIndex): a SCRAM password check, PBKDF2 at the member, counted in its lock-out.
+ */
+export type MetadataServeQuery = { type: "authenticateScram"; name: string; password: string };
+
+/** A SCRAM credential as a record carries it (RFC 5802 StoredKey/ServerKey; bytes as hex). */
+export interface ScramCredentialRecord {
+  mechanism: ScramMechanism;
+  salt: string;
+  iterations: number;
+  storedKey: string;
+  serverKey: string;
+}
+
+/** A stored SCRAM credential of one user and mechanism (export and snapshot form). */
+export interface ScramUserExport extends ScramCredentialRecord {
+  name: string;
+  generation: string;
+}
+
+/** Rows of MetadataDO's tables, as `MetadataDO.exportMetadata` answers them (the columns of its tables). */
+export interface MetadataExport {
+  topics: {
+    name: string;
+    tenant: string;
+    namespace: string;
+    topic: string;
+    topic_id: string;
+    partitions: number;
+    configs: string;
+    created_at: number;
+    policies: string;
+    config_keys: string | null;
+  }[];
+  tenants: { name: string; allowed_clusters: string; created_at: number }[];
+  namespaces: { name: string; tenant: string; namespace: string; policies: string; created_at: number }[];
+  acls: AclBinding[];
+  users: ScramUserExport[];
+  quotas: { user: string; client_id: string; key: string; value: number }[];
+  /** The last producer id MetadataDO handed out (null: none). */
+  lastProducerId: number | null;
+}
 
 /**
  * The partition work a committed record leaves to do (docs/RAFT.md, "Partition lifecycle"):
@@ -150,6 +228,10 @@ export type MetadataAnswer =
       tasks?: LifecycleTask[];
       created?: number;
       deleted?: AclBinding[];
+      user?: ScramUserSummary;
+      quota?: QuotaEntry | null;
+      /** importMetadata: rows added. */
+      imported?: number;
     }
   | { ok: false; code: ErrorCode; message: string; details?: Record<string, unknown> };
 

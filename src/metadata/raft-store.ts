@@ -1,7 +1,8 @@
 /**
  * The metadata quorum (KRaft-style; docs/RAFT.md, "The metadata quorum"): a
  * {@link TopicMetadataStore} and {@link TenantStore} whose topics, producer-id blocks,
- * tenants, namespaces (with their policies) and ACLs are the replicated state machine
+ * tenants, namespaces (with their policies), ACLs, SCRAM users and client quotas (it is also
+ * the {@link SecurityStore} with the switch on) are the replicated state machine
  * (`metadata`, durable-objects/raft/metadata-machine.ts) of the Raft group `metadata`, one
  * RaftMemberDO per member. Behind the switch EDGELOG_METADATA_QUORUM (unset: today's
  * MetadataDO; {@link metadataQuorumMembers}). Tenant, namespace and ACL records carry a random
@@ -46,7 +47,20 @@ import { MAX_PARTITIONS } from "../protocol/limits.ts";
 import { parseTopicName } from "../protocol/names.ts";
 import type { InitProducerResponse, PartitionDescription, TopicDescription, TopicSummary } from "../protocol/types.ts";
 import { LOCATION_HINTS, type LocationHint, type RaftGroupConfig, type RaftMemberRpc, type RaftMemberSpec, raftMemberName } from "../raft/group.ts";
-import { encodeMetadataCommand, PRODUCER_ID_BLOCK, type LifecycleTask, type MetadataAnswer, type MetadataCommand, type MetadataQuery } from "./commands.ts";
+import {
+  encodeMetadataCommand,
+  PRODUCER_ID_BLOCK,
+  type LifecycleTask,
+  type MetadataAnswer,
+  type MetadataCommand,
+  type MetadataExport,
+  type MetadataQuery,
+  type MetadataServeQuery,
+} from "./commands.ts";
+import { runMetadataImport } from "./import.ts";
+import { toHex } from "../auth/hex.ts";
+import type { ScramMechanism } from "../auth/scram.ts";
+import type { QuotaEntity, QuotaEntry, QuotaKey, ScramCredentialInput, ScramUserSummary, SecurityStore, SecuritySnapshot } from "../auth/store.ts";
 import type { AlterTopicInput, CreateTopicInput, TenantStore, TopicMetadataStore } from "./store.ts";
 
 /** The bindings the store needs. */
@@ -95,7 +109,7 @@ const producerIdBlocks = new Map<string, { next: number; end: number }>();
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
-export class RaftMetadataStore implements TopicMetadataStore, TenantStore {
+export class RaftMetadataStore implements TopicMetadataStore, TenantStore, SecurityStore {
   readonly #env: MetadataQuorumEnv;
   readonly #config: RaftGroupConfig;
   readonly #ids: string[];
@@ -310,7 +324,7 @@ export class RaftMetadataStore implements TopicMetadataStore, TenantStore {
     });
   }
 
-  // ---- ACLs (src/auth/store.ts QuorumSecurityStore): records of the same log ----
+  // ---- ACLs (the SecurityStore of src/auth/store.ts): records of the same log ----
 
   /** Every ACL binding, at a linearizable read. */
   async listAcls(): Promise<RpcResult<{ acls: AclBinding[] }>> {
@@ -326,6 +340,70 @@ export class RaftMetadataStore implements TopicMetadataStore, TenantStore {
   async deleteAcls(filter: AclFilter): Promise<RpcResult<{ deleted: AclBinding[] }>> {
     const r = await this.#propose({ type: "deleteAcls", requestId: crypto.randomUUID(), filter });
     return r.ok ? { ok: true, deleted: r.answer.deleted! } : r;
+  }
+
+  // ---- SCRAM users and client quotas (KRaft's UserScramCredentialRecord, ClientQuotaRecord): records of the same log ----
+
+  /** The gateway's security snapshot (ACLs, users' generations, quotas), at a linearizable read. */
+  async securitySnapshot(): Promise<RpcResult<{ snapshot: SecuritySnapshot }>> {
+    const r = await this.#read<{ snapshot: SecuritySnapshot }>({ type: "securitySnapshot" });
+    return r.ok ? { ok: true, snapshot: r.snapshot } : r;
+  }
+
+  /** The credential goes into the record salted (StoredKey/ServerKey as hex), never the password. */
+  async upsertScramUser(name: string, c: ScramCredentialInput): Promise<RpcResult<{ user: ScramUserSummary }>> {
+    const credential = { mechanism: c.mechanism, salt: toHex(c.salt), iterations: c.iterations, storedKey: toHex(c.storedKey), serverKey: toHex(c.serverKey) };
+    const generation = toHex(crypto.getRandomValues(new Uint8Array(16)));
+    const r = await this.#propose({ type: "upsertScramUser", requestId: crypto.randomUUID(), name, credential, generation });
+    return r.ok ? { ok: true, user: r.answer.user! } : r;
+  }
+
+  /** Errors: USER_NOT_FOUND. */
+  async deleteScramUser(name: string, mechanism: ScramMechanism | null): Promise<RpcResult<object>> {
+    const r = await this.#propose({ type: "deleteScramUser", requestId: crypto.randomUUID(), name, mechanism });
+    return r.ok ? { ok: true } : r;
+  }
+
+  async listScramUsers(): Promise<RpcResult<{ users: ScramUserSummary[] }>> {
+    const r = await this.#read<{ users: ScramUserSummary[] }>({ type: "listScramUsers" });
+    return r.ok ? { ok: true, users: r.users } : r;
+  }
+
+  /**
+   * Checks a password at the metadata leader (PBKDF2 there; its failed-attempt lock-out is in
+   * that member's memory). Errors: UNAUTHENTICATED, THROTTLED (details.throttleTimeMs).
+   */
+  async authenticateScram(name: string, password: string): Promise<RpcResult<{ generation: string }>> {
+    const q: MetadataServeQuery = { type: "authenticateScram", name, password };
+    const r = await this.#call((m) => m.serve(q));
+    if (!r.ok) return r;
+    const a = r.result as { ok: true; generation: string } | (MetadataAnswer & { ok: false });
+    return a.ok ? { ok: true, generation: a.generation } : toError(a);
+  }
+
+  async alterQuotas(entity: QuotaEntity, values: Partial<Record<QuotaKey, number | null>>): Promise<RpcResult<{ quota: QuotaEntry | null }>> {
+    const r = await this.#propose({ type: "alterQuotas", requestId: crypto.randomUUID(), entity, values });
+    return r.ok ? { ok: true, quota: r.answer.quota ?? null } : r;
+  }
+
+  /** Whether the one-time import from MetadataDO is done (docs/RAFT.md, "Migration from MetadataDO"). */
+  async importStatus(): Promise<RpcResult<{ done: boolean }>> {
+    return this.#read<{ done: boolean }>({ type: "importStatus" });
+  }
+
+  /**
+   * Runs the import from MetadataDO into this group now (what the leader's sweep of the group
+   * `metadata` does by itself; tests use it on groups of their own). Idempotent.
+   */
+  async importFrom(exported: MetadataExport, options: { stopAfterParts?: number } = {}): Promise<{ parts: number; imported: number }> {
+    return runMetadataImport(
+      exported,
+      async (c) => {
+        const r = await this.#propose(c);
+        return r.ok ? r.answer : { ok: false, code: r.code, message: r.message ?? r.code };
+      },
+      options,
+    );
   }
 
   // ---- partition lifecycle ----

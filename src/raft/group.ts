@@ -167,6 +167,11 @@ export interface RaftMemberRpc {
   propose(command: Uint8Array): Promise<RpcResult<{ index: number; term: number; result: ApplyResult }>>;
   /** A linearizable read of the state machine (ReadIndex at the leader; NOT_LEADER elsewhere). */
   read(query: JsonValue): Promise<RpcResult<{ index: number; result: JsonValue }>>;
+  /**
+   * A linearizable read answered by the state machine's asynchronous `serve` at the leader
+   * (the metadata quorum's SCRAM password check). NOT_LEADER elsewhere.
+   */
+  serve(query: JsonValue): Promise<RpcResult<{ index: number; result: JsonValue }>>;
   /** A read of this member's own applied state (any member; may be stale). */
   localRead(query: JsonValue): Promise<RpcResult<{ index: number; result: JsonValue }>>;
   /** One single-server membership change, at the leader (docs/RAFT.md, "Membership"). */
