@@ -31,7 +31,8 @@
 import type { Env } from "../src/env.ts";
 import type { MetadataExport } from "../src/metadata/commands.ts";
 import { METADATA_OBJECT_NAME, type AlterTopicInput, type CreateTopicInput, type TenantStore, type TopicMetadataStore } from "../src/metadata/store.ts";
-import { partitionStub, replicaStubAt } from "../src/partition/rpc.ts";
+import { replicaStubAt } from "../src/partition/rpc.ts";
+import { describePartition, destroyPartition, pushPartitionConfigs } from "../src/partition/replica-admin.ts";
 import { mergeTopicConfigs, DEFAULT_TOPIC_CONFIGS } from "../src/protocol/config.ts";
 import {
   TOPIC_POLICY_NAMES,
@@ -255,7 +256,7 @@ export class MetadataDO extends SqliteDurableObject<Env> implements TopicMetadat
         // Row first: from here on no gateway can resolve the topic (beyond its cache bound),
         // then each partition deletes its storage and refuses later calls.
         this.sql.run("DELETE FROM topics WHERE name = ?", full);
-        await mapBounded(range(0, row.partitions), PARTITION_FANOUT, (p) => partitionStub(this.env.PARTITION, row.topic_id, p).destroy());
+        await mapBounded(range(0, row.partitions), PARTITION_FANOUT, (p) => destroyPartition(this.env.PARTITION, row.topic_id, p, JSON.parse(row.configs) as Partial<TopicConfigs>));
         return { ok: true as const };
       });
     });
@@ -417,7 +418,7 @@ export class MetadataDO extends SqliteDurableObject<Env> implements TopicMetadat
 
   /** Sends configs to partitions [0, partitions); the first failure, if any. */
   async #pushConfigs(topicId: string, partitions: number, configs: TopicConfigs): Promise<ErrorResult | undefined> {
-    const results = await mapBounded(range(0, partitions), PARTITION_FANOUT, (p) => partitionStub(this.env.PARTITION, topicId, p).updateConfigs(configs));
+    const results = await mapBounded(range(0, partitions), PARTITION_FANOUT, (p) => pushPartitionConfigs(this.env.PARTITION, topicId, p, configs));
     const failed = results.find((r) => !r.ok);
     return failed === undefined || failed.ok ? undefined : failed;
   }
@@ -443,7 +444,7 @@ export class MetadataDO extends SqliteDurableObject<Env> implements TopicMetadat
   }
 
   async #describe(summary: TopicSummary): Promise<RpcResult<{ topic: TopicDescription }>> {
-    const results = await mapBounded(range(0, summary.partitions), PARTITION_FANOUT, (p) => partitionStub(this.env.PARTITION, summary.topicId, p).describe());
+    const results = await mapBounded(range(0, summary.partitions), PARTITION_FANOUT, (p) => describePartition(this.env.PARTITION, summary.topicId, p, summary.configs));
     const partitionDetails: PartitionDescription[] = [];
     for (const r of results) {
       if (!r.ok) return r;

@@ -58,6 +58,9 @@ import { log } from "../src/log/logger.ts";
 import { policyValues } from "../src/protocol/policies.ts";
 import { checkCountLimit } from "../src/policies/enforce.ts";
 
+/** A replica without a leader this long (ms; 5-10 election timeouts) runs its owner check. */
+const LEADERLESS_OWNER_CHECK_MS = 10_000;
+
 /**
  * Longest a running partition enforces topic configs and policies without comparing them with the
  * metadata store's (ms), counted at its next produce or subscription socket: bounds the staleness
@@ -93,6 +96,9 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
   /** When the configs were last compared with the metadata store's (0: not since the object started), and pushes received. */
   #configsCheckedMs = 0;
   #configsPushes = 0;
+  /** When this replica last knew a leader, and last ran its owner check for want of one (ms; {@link #ownerCheckIfLeaderless}). */
+  #leaderSeenMs = Date.now();
+  #leaderlessCheckMs = -Infinity;
   /** Raft replica of a replicated partition (replication.factor 3); inactive at 1. */
   readonly #replica: PartitionReplica;
   /** The produce path of a replicated partition (partition/replicated.ts). */
@@ -185,6 +191,8 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
       appendBlocked: () => this.#appendBlocked(),
       produced: (r) => this.#counters.produced(r),
       aliveReplica: () => this.#aliveReplica(),
+      peer: (id) => this.#peerReplica(id),
+      configsApplied: () => this.#configsApplied(),
     });
     this.#catchUp = new ReplicaCatchUp({
       log: this.#log,
@@ -196,6 +204,8 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
       installed: () => {
         this.#lifecycle.reset();
         this.#lifecycle.load(Date.now());
+        // The install may carry configs changed while this replica was away.
+        this.#configsApplied();
       },
     });
     // Pings are answered by the platform without waking a hibernated object.
@@ -262,25 +272,27 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     return { ok: true };
   }
 
-  async updateConfigs(configs: TopicConfigs): Promise<RpcResult<object>> {
+  /**
+   * Sets the configs (absolute values). Replicated: a Raft command (partition/replicated.ts),
+   * proposed at the leader (a follower forwards it), applied by every replica at commit.
+   */
+  async updateConfigs(configs: TopicConfigs, forwarded = false): Promise<RpcResult<object>> {
     if (this.#log.state === null) return unknownPartition();
     this.#configsPushes++;
-    // A replicated partition's configs are each replica's own (they decide nothing at apply):
-    // r1 passes them on.
-    if (this.#replica.memberId === "r1") {
-      for (const r of REPLICA_IDS.slice(1)) {
-        const out = await this.#peerReplica(r).updateConfigs(configs);
-        if (!out.ok) return out;
-      }
-    }
+    if (this.#replica.active) return this.#replicated.updateConfigs(configs, forwarded);
     this.#commit({ log: { op: "configs", configs }, append: null, producer: null, stream: null });
+    this.#configsApplied();
+    return { ok: true };
+  }
+
+  /** After the configs changed (a push, or a replicated config change applied): the timers and policies that follow them. */
+  #configsApplied(): void {
     // producer.id.expiration.ms may have changed: the expiry timers follow.
     const nowMs = Date.now();
     this.#producers.rearm(nowMs);
     this.#streams.rearmProducers(nowMs);
     // configs.policies may have changed (docs/TENANTS.md): the subscriptions room enforces them.
     this.#subs.policiesChanged();
-    return { ok: true };
   }
 
   /**
@@ -308,16 +320,49 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     );
   }
 
-  /** Deletes every row of this partition; later calls answer UNKNOWN_TOPIC_OR_PARTITION. */
-  async destroy(): Promise<RpcResult<object>> {
-    if (this.#replica.memberId === "r1") {
-      for (const r of REPLICA_IDS.slice(1)) {
-        const out = await this.#peerReplica(r).destroy();
-        if (!out.ok && out.code !== "UNKNOWN_TOPIC_OR_PARTITION") return out;
-      }
-    }
+  /**
+   * Deletes every row of this partition; later calls answer UNKNOWN_TOPIC_OR_PARTITION.
+   * Replicated: r1 destroys r2 and r3 first; one that does not answer (down) does not block the
+   * delete: it is named in `unreachable` and destroys itself by its owner check when it is back
+   * (docs/RAFT.md "Topic deletion with a replica down").
+   */
+  async destroy(): Promise<RpcResult<{ unreachable?: string[] }>> {
+    this.#aliveReplica();
+    const unreachable = this.#replica.memberId === "r1" ? await this.#destroyPeers() : [];
     await this.#destroyLocal();
-    return { ok: true };
+    return unreachable.length > 0 ? { ok: true, unreachable } : { ok: true };
+  }
+
+  /** r1's destroy of r2 and r3: the replicas that did not answer (left to their owner check). */
+  async #destroyPeers(): Promise<string[]> {
+    const unreachable: string[] = [];
+    for (const r of REPLICA_IDS.slice(1)) {
+      try {
+        const out = await this.#peerReplica(r).destroy();
+        if (out.ok || out.code === "UNKNOWN_TOPIC_OR_PARTITION") continue;
+        log.warn("edgelog.partition.replica_destroy_refused", { replica: r, code: out.code });
+      } catch (err) {
+        log.warn("edgelog.partition.replica_destroy_failed", { replica: r, error: String(err) });
+      }
+      unreachable.push(r);
+    }
+    return unreachable;
+  }
+
+  /**
+   * A replica that has had no leader for {@link LEADERLESS_OWNER_CHECK_MS} (its peers may be
+   * destroyed: its topic was deleted while it was down) runs its owner check now, at most once
+   * per {@link LEADERLESS_OWNER_CHECK_MS} x 30 (docs/LIFECYCLE.md "Orphans"): an orphan destroys itself.
+   */
+  #ownerCheckIfLeaderless(nowMs: number): void {
+    const node = this.#replica.node;
+    if (node === null || node.leaderId !== null) {
+      this.#leaderSeenMs = nowMs;
+      return;
+    }
+    if (nowMs - this.#leaderSeenMs < LEADERLESS_OWNER_CHECK_MS || nowMs - this.#leaderlessCheckMs < LEADERLESS_OWNER_CHECK_MS * 30) return;
+    this.#leaderlessCheckMs = nowMs;
+    this.#lifecycle.checkOwnerSoon(nowMs);
   }
 
   // ---- log: data path ----
@@ -500,7 +545,10 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
   // ---- timers (the base's one schedule dispatches each due timer here) ----
 
   protected override async onTimer(room: string, key: string, dueMs: number): Promise<void> {
-    if (room === RAFT_ROOM.room && key === "tick") return this.#replica.onTick(dueMs);
+    if (room === RAFT_ROOM.room && key === "tick") {
+      this.#ownerCheckIfLeaderless(Date.now());
+      return this.#replica.onTick(dueMs);
+    }
     if (room === "lifecycle") return this.#lifecycle.onTimer(key, Date.now(), this.#commitLifecycle);
     if (room === "streams") return this.#streams.onTimer(key);
     if (room === SUBS_ROOM) return this.#subs.onTimer(key);

@@ -115,6 +115,7 @@ export class ReplicaCatchUp {
         logEndOffset: s.logEndOffset,
         leaderEpoch: s.leaderEpoch,
         producers,
+        configs: s.configs,
       };
       return { ok: true, manifest };
     }
@@ -200,6 +201,7 @@ export class ReplicaCatchUp {
         leaderEpoch: Math.max(s.leaderEpoch, m.leaderEpoch),
         storedBytes: (plan.replace ? 0 : s.storedBytes) + staged.bytes,
         runningMaxTimestamp: staged.rows > 0 ? staged.runningMaxTimestamp : plan.replace ? -1 : s.runningMaxTimestamp,
+        ...(m.configs !== undefined ? { configs: m.configs } : {}),
       },
       append: null,
       producer: { op: "install", rows: m.producers },

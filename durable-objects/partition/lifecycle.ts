@@ -590,6 +590,15 @@ export class LifecycleRoom {
   }
 
   /**
+   * Brings the `owner` check forward to `nowMs` (a replica that lost its group: its topic may be
+   * gone; docs/RAFT.md "Topic deletion with a replica down"). No-op before init.
+   */
+  checkOwnerSoon(nowMs: number): void {
+    if (this.#log.state === null) return;
+    if ((this.#timers.dueMs(LIFECYCLE_TIMERS.owner) ?? Number.POSITIVE_INFINITY) > nowMs) this.#timers.set(LIFECYCLE_TIMERS.owner, nowMs);
+  }
+
+  /**
    * The `owner` timer (docs/LIFECYCLE.md "Orphans"): a partition that no topic record names (a
    * crash between a topic's partitions and its record, in create or delete) destroys itself; an
    * owned one deletes the R2 objects under its prefix that no segment row holds (an upload that

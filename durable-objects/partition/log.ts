@@ -95,7 +95,17 @@ export type LogChange =
    * applied index: the staged batches move into `batches` (after every stored one is deleted when
    * `replace`), and the meta rows take the pulled state's bounds and leader epoch.
    */
-  | { op: "install"; replace: boolean; logStartOffset: number; logEndOffset: number; leaderEpoch: number; storedBytes: number; runningMaxTimestamp: number };
+  | {
+      op: "install";
+      replace: boolean;
+      logStartOffset: number;
+      logEndOffset: number;
+      leaderEpoch: number;
+      storedBytes: number;
+      runningMaxTimestamp: number;
+      /** The peer's configs at the snapshot (replicated config changes); absent from older peers: kept as they are. */
+      configs?: TopicConfigs;
+    };
 
 const BATCH_COLUMNS = `base_offset, last_offset, record_count, producer_id, producer_epoch, base_sequence,
      partition_leader_epoch, attributes, base_timestamp, max_timestamp, running_max_timestamp, size_bytes, data`;
@@ -403,6 +413,7 @@ export class LogRoom {
         this.#putMeta("log_end_offset", c.logEndOffset);
         this.#putMeta("leader_epoch", c.leaderEpoch);
         this.#putMeta("stored_bytes", c.storedBytes);
+        if (c.configs !== undefined) this.#putMeta("configs", JSON.stringify(c.configs));
         return;
       case "rewrite": {
         let delta = 0;
@@ -487,6 +498,7 @@ export class LogRoom {
         s.leaderEpoch = c.leaderEpoch;
         s.storedBytes = c.storedBytes;
         s.runningMaxTimestamp = c.runningMaxTimestamp;
+        if (c.configs !== undefined) s.configs = c.configs;
         return;
       case "rewrite":
         for (const b of c.batches) s.storedBytes += (b.data === null ? 0 : b.data.length) - b.sizeBefore;

@@ -43,6 +43,7 @@ import { errorResult, type ErrorResult, type RpcResult } from "../../src/protoco
 import { resolveGroupConfig, type RaftFaults } from "../../src/raft/group.ts";
 import { RaftContractError, RaftNode, type Entry, type Message, type NodeId, type ProposeError } from "../../src/raft/index.ts";
 import type { SnapshotMeta } from "../../src/raft/types.ts";
+import type { TopicConfigs } from "../../src/protocol/types.ts";
 import type { RoomTimers, Sql } from "../base.ts";
 import { RaftJournal } from "../raft/journal.ts";
 
@@ -515,7 +516,12 @@ export type ReplicatedCommand =
    * deleteRecords (KIP-107): the log start offset moves to `offset` (already resolved by the
    * leader: never -1, never above its high watermark) on every replica.
    */
-  | { kind: "deleteRecords"; offset: number };
+  | { kind: "deleteRecords"; offset: number }
+  /**
+   * A config change (the metadata store's push, absolute values: the topic's effective configs
+   * and policies), applied by every replica at the same Raft index.
+   */
+  | { kind: "configs"; configs: TopicConfigs };
 
 /** Encodes: u32 header length, the JSON header, then per batch u32 length and its bytes. */
 export function encodeReplicated(cmd: ReplicatedCommand): Uint8Array {
@@ -545,11 +551,13 @@ export function decodeReplicated(data: Uint8Array): ReplicatedCommand {
     nowMs: number;
     beforeMs: number;
     offset: number;
+    configs?: TopicConfigs;
     logAppendTime?: number | null;
     n?: number;
   };
   if (header.kind === "expireProducers") return { kind: "expireProducers", beforeMs: header.beforeMs };
   if (header.kind === "deleteRecords") return { kind: "deleteRecords", offset: header.offset };
+  if (header.kind === "configs") return { kind: "configs", configs: header.configs! };
   if (header.kind !== "append") throw new Error(`unknown replicated command ${header.kind}`);
   const batches: Uint8Array[] = [];
   let at = 4 + hl;

@@ -5,7 +5,8 @@
  * decides the request on the committed state and hands the switchboard the same command a single
  * object's append commits (`host.commit`, with the applied index in its transaction).
  */
-import type { AppendOk, AppendRequest } from "../../src/partition/rpc.ts";
+import type { AppendOk, AppendRequest, PartitionRpc } from "../../src/partition/rpc.ts";
+import type { TopicConfigs } from "../../src/protocol/types.ts";
 import type { ProducerState, ScannedAppend } from "../../src/partition/core.ts";
 import { errorResult, type ErrorResult, type Ok, type RpcResult } from "../../src/protocol/errors.ts";
 import { log } from "../../src/log/logger.ts";
@@ -35,7 +36,16 @@ export interface ReplicatedHost {
   produced: (r: RpcResult<AppendOk>) => void;
   /** Throws while the replica acts crashed (fault injection). */
   aliveReplica: () => void;
+  /** Another replica of this partition (a config change is forwarded to the leader). */
+  peer: (replicaId: string) => PartitionRpc;
+  /** After a config change was applied: the timers and policies that follow the configs. */
+  configsApplied: () => void;
 }
+
+/** How long a config change waits for a leader to be found or elected (ms): as the gateway's LEADER_WAIT_MS. */
+const CONFIGS_LEADER_WAIT_MS = 5_000;
+/** Pause before asking again while no leader is known or the named one failed (ms): one Raft tick. */
+const CONFIGS_RETRY_MS = 100;
 
 export class ReplicatedAppends {
   readonly #h: ReplicatedHost;
@@ -97,7 +107,7 @@ export class ReplicatedAppends {
     for (const e of node.entries(node.appliedIndex + 1, node.lastIndex)) {
       const end = this.#h.log.state!.logEndOffset;
       const cmd = e.type === "normal" ? decodeReplicated(e.data) : null;
-      if (cmd === null || cmd.kind === "deleteRecords") this.#tail.skip(e.index, end);
+      if (cmd === null || cmd.kind === "deleteRecords" || cmd.kind === "configs") this.#tail.skip(e.index, end);
       else if (cmd.kind === "expireProducers") this.#tail.add(e.index, null, end, () => undefined);
       else {
         const scanned = this.#h.log.scanCommitted(cmd.batches);
@@ -146,6 +156,7 @@ export class ReplicatedAppends {
   apply(index: number, term: number, data: Uint8Array, writeApplied: () => void): unknown {
     const cmd = decodeReplicated(data);
     if (cmd.kind === "deleteRecords") return this.#applyDeleteRecords(index, cmd.offset, writeApplied);
+    if (cmd.kind === "configs") return this.#applyConfigs(index, cmd.configs, writeApplied);
     const decided = this.#decideReplicated(cmd, term);
     let result: RpcResult<AppendOk> | null;
     if ("result" in decided) {
@@ -250,5 +261,61 @@ export class ReplicatedAppends {
     else this.#h.commit({ log: plan.change, append: null, producer: null, stream: null }, writeApplied);
     this.#checkPrediction(index, null);
     return "code" in plan ? plan : { ok: true, logStartOffset: plan.logStartOffset };
+  }
+
+  // ---- config changes as a replicated command ----
+
+  /**
+   * A config push (the metadata store's `updateConfigs`, absolute values) on a replicated
+   * partition, at whichever replica it reached: the leader proposes `{kind: "configs"}` and
+   * answers after the commit (a majority has it; every replica applies it at the same index, a
+   * replica that was down on its return, from its journal or, past compaction, from the
+   * catch-up manifest). A follower forwards it to the leader it knows (`forwarded`: one hop, the
+   * leader does not forward again), trying again every {@link CONFIGS_RETRY_MS} during an
+   * election or while the named leader fails, for up to {@link CONFIGS_LEADER_WAIT_MS}.
+   * @returns ok; NOT_LEADER_OR_FOLLOWER (retriable) when no leader took it in time, or when
+   *   `forwarded` and this replica does not lead; UNAVAILABLE when the last leader asked failed.
+   */
+  async updateConfigs(configs: TopicConfigs, forwarded: boolean): Promise<RpcResult<object>> {
+    this.#h.aliveReplica();
+    const deadline = Date.now() + CONFIGS_LEADER_WAIT_MS;
+    for (;;) {
+      let r = await this.#proposeConfigs(configs);
+      if (r.ok || r.code !== "NOT_LEADER_OR_FOLLOWER" || forwarded) return r;
+      const leader = r.details?.leaderReplica;
+      if (typeof leader === "string" && leader !== this.#h.replica.memberId) {
+        try {
+          r = await this.#h.peer(leader).updateConfigs(configs, true);
+          if (r.ok || r.code !== "NOT_LEADER_OR_FOLLOWER") return r;
+        } catch (err) {
+          r = errorResult("UNAVAILABLE", `Replica ${leader}, the leader of this partition, did not take the config change (${err instanceof Error ? err.message : String(err)}): retry.`, {
+            replica: leader,
+          });
+        }
+      }
+      if (Date.now() >= deadline) return r;
+      await new Promise((resolve) => setTimeout(resolve, CONFIGS_RETRY_MS));
+    }
+  }
+
+  /** At the leader: proposes the config change and waits for its apply here; NOT_LEADER_OR_FOLLOWER elsewhere. */
+  async #proposeConfigs(configs: TopicConfigs): Promise<RpcResult<object>> {
+    const refused = this.#h.log.state === null ? unknownPartition() : this.#h.replica.notLeader();
+    if (refused !== null) return refused;
+    this.#buildTail();
+    const [proposed] = this.#h.replica.proposeAll([encodeReplicated({ kind: "configs", configs })]);
+    if (proposed!.index !== null) this.#tail.skip(proposed!.index, this.#h.log.state!.logEndOffset);
+    return (await proposed!.answer) as RpcResult<object>;
+  }
+
+  /** Applies a committed config change on this replica: the log meta's configs and the applied index in one transaction. */
+  #applyConfigs(index: number, configs: TopicConfigs, writeApplied: () => void): RpcResult<object> {
+    const s = this.#h.log.state;
+    if (s === null) this.#h.transaction(writeApplied);
+    else this.#h.commit({ log: { op: "configs", configs }, append: null, producer: null, stream: null }, writeApplied);
+    this.#checkPrediction(index, null);
+    if (s === null) return unknownPartition();
+    this.#h.configsApplied();
+    return { ok: true };
   }
 }

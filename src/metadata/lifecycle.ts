@@ -10,7 +10,8 @@
  * task twice, or after a crash in the middle, is harmless; KRaft gets the same property by
  * having brokers replay the metadata log.
  */
-import { partitionStub, replicaStubAt } from "../partition/rpc.ts";
+import { replicaStubAt } from "../partition/rpc.ts";
+import { destroyPartition, pushPartitionConfigs } from "../partition/replica-admin.ts";
 import type { Env } from "../env.ts";
 import type { LifecycleTask, MetadataAnswer, MetadataCommand } from "./commands.ts";
 
@@ -43,7 +44,7 @@ export async function completeLifecycleTask(ns: Env["PARTITION"], task: Lifecycl
 export async function runLifecycleTask(ns: Env["PARTITION"], task: LifecycleTask): Promise<void> {
   const all = Array.from({ length: task.partitions }, (_, i) => i);
   if (task.action === "destroy") {
-    const results = await Promise.all(all.map((p) => partitionStub(ns, task.topicId, p).destroy()));
+    const results = await Promise.all(all.map((p) => destroyPartition(ns, task.topicId, p)));
     const failed = results.find((r) => !r.ok);
     if (failed !== undefined && !failed.ok) throw new Error(`destroying a partition of ${task.name} failed: ${failed.code}`);
     return;
@@ -52,7 +53,7 @@ export async function runLifecycleTask(ns: Env["PARTITION"], task: LifecycleTask
   const inits = all
     .slice(task.initFrom)
     .map((partition) => replicaStubAt(ns, task.topicId, partition, 0, task.configs).init({ topic: task.name, topicId: task.topicId, partition, configs: task.configs }));
-  const pushes = task.pushConfigs ? all.slice(0, task.initFrom).map((p) => partitionStub(ns, task.topicId, p).updateConfigs(task.configs)) : [];
+  const pushes = task.pushConfigs ? all.slice(0, task.initFrom).map((p) => pushPartitionConfigs(ns, task.topicId, p, task.configs)) : [];
   const results = await Promise.all([...inits, ...pushes]);
   // UNKNOWN_TOPIC_OR_PARTITION: the partition was destroyed (the topic was deleted after this
   // task was read). Not a failure: the done record answers `topicExists: false` and the caller

@@ -37,7 +37,7 @@ import {
   type TenantInfo,
 } from "../protocol/policies.ts";
 import type { Env } from "../env.ts";
-import { partitionStub } from "../partition/rpc.ts";
+import { describePartition } from "../partition/replica-admin.ts";
 import { completeLifecycleTask } from "./lifecycle.ts";
 import { noteMetadataOffset } from "./offsets.ts";
 import { configKeysOf } from "./topic-view.ts";
@@ -510,7 +510,7 @@ export class RaftMetadataStore implements TopicMetadataStore, TenantStore, Secur
   }
 
   async #describe(summary: TopicSummary, metadataOffset: number | undefined): Promise<RpcResult<{ topic: TopicDescription; metadataOffset?: number }>> {
-    const results = await Promise.all(range(0, summary.partitions).map((p) => partitionStub(this.#env.PARTITION, summary.topicId, p).describe()));
+    const results = await Promise.all(range(0, summary.partitions).map((p) => describePartition(this.#env.PARTITION, summary.topicId, p, summary.configs)));
     const partitionDetails: PartitionDescription[] = [];
     for (const r of results) {
       if (!r.ok) return r;

@@ -10,6 +10,7 @@
  * table, and installs everything (batches, log meta, producer state, the Raft snapshot meta,
  * commit and applied index) in ONE transaction.
  */
+import type { TopicConfigs } from "../protocol/types.ts";
 
 /** A stored batch row as a replica ships it to another: every column of the log's `batches` table. */
 export interface StoredBatch {
@@ -51,6 +52,11 @@ export interface CatchUpManifest {
   logEndOffset: number;
   leaderEpoch: number;
   producers: ProducerRows;
+  /**
+   * The partition's configs at M (config changes are replicated commands: a replica that missed
+   * them takes them with the snapshot). Optional: a peer of an older version sends none.
+   */
+  configs?: TopicConfigs;
 }
 
 /** A catch-up read (the partition RPC `replicaSnapshotRead`). */

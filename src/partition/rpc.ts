@@ -185,8 +185,19 @@ export interface ReplicaTestKnobs {
 /** The RPC methods of PartitionDO (named so none collides with the DO's HTTP `fetch`). */
 export interface PartitionRpc {
   init(req: PartitionInit): Promise<RpcResult<object>>;
-  updateConfigs(configs: TopicConfigs): Promise<RpcResult<object>>;
-  destroy(): Promise<RpcResult<object>>;
+  /**
+   * Sets the partition's configs (absolute values). Replicated (factor 3): a Raft command
+   * proposed by the leader, answered after the commit; a follower forwards it to the leader
+   * (`forwarded` true: the call is such a forward, answered NOT_LEADER_OR_FOLLOWER rather than
+   * forwarded again). docs/RAFT.md "Replicated partitions".
+   */
+  updateConfigs(configs: TopicConfigs, forwarded?: boolean): Promise<RpcResult<object>>;
+  /**
+   * Deletes the partition's storage; later calls answer UNKNOWN_TOPIC_OR_PARTITION. Replicated:
+   * r1 destroys r2 and r3 first; a replica that does not answer is left to its own owner check
+   * and answered in `unreachable` (docs/RAFT.md "Topic deletion with a replica down").
+   */
+  destroy(): Promise<RpcResult<{ unreachable?: string[] }>>;
   append(req: AppendRequest): Promise<RpcResult<AppendOk>>;
   /**
    * Several produce requests (coalesced by a gateway, src/gateway/append-coalescer.ts), each

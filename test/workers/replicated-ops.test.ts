@@ -111,6 +111,17 @@ suite("field case B5 on a replicated partition: retention never moves the log st
     const [f1, f2] = REPLICAS.filter((id) => id !== leader.replica) as [string, string];
     for (let i = 0; i < 5; i++) expect(await produceValues(name, [`r${i}`])).toEqual([i]);
     for (const id of REPLICAS) await until(`${id} HW 5`, async () => ((await status(topicId, id))?.highWatermark === 5 ? true : undefined));
+    // Retention of 1 ms, while all three are up: a config change is a replicated command (it
+    // needs a majority); every committed record expires, the log start reaches the high watermark.
+    expect((await json("PATCH", `/v1/topics/${name}`, { configs: { "retention.ms": 1 } })).status).toBe(200);
+    const bounds = async (id: string) => ({ logStart: await logStartOf(topicId, id), hw: (await status(topicId, id))?.highWatermark });
+    for (const id of REPLICAS) {
+      await until(`${id} log start at 5`, async () => {
+        const b = await bounds(id);
+        expect(b.logStart!).toBeLessThanOrEqual(b.hw!);
+        return b.logStart === 5 ? true : undefined;
+      });
+    }
     // Both followers stop (SIGSTOP): the leader writes r5..r7 to its journal (acks=1) but cannot commit them.
     for (const f of [f1, f2]) await replica(topicId, f).setFaults({ paused: true });
     const stub = replica(topicId, leader.replica);
@@ -118,15 +129,13 @@ suite("field case B5 on a replicated partition: retention never moves the log st
       const batch = encodeBatch({}, [{ key: null, value: new TextEncoder().encode(`r${i}`), headers: [], timestamp: Date.now() }]);
       expect(await stub.append({ batches: [batch], acks: "1" })).toMatchObject({ ok: true, baseOffset: i, highWatermark: 5 });
     }
-    // Retention of 1 ms on every replica (configs are each replica's own; a stopped one still takes them).
-    expect((await json("PATCH", `/v1/topics/${name}`, { configs: { "retention.ms": 1 } })).status).toBe(200);
-    // logStart <= HW at every moment; the log start reaches 5 (every committed record expired) and stays there.
-    const bounds = async (id: string) => ({ logStart: await logStartOf(topicId, id), hw: (await status(topicId, id))?.highWatermark });
-    await until("the leader's log start at 5", async () => {
-      const b = await bounds(leader.replica);
-      expect(b.logStart!).toBeLessThanOrEqual(b.hw!);
-      return b.logStart === 5 ? true : undefined;
-    });
+    // Retention back to a day (r5..r7 must not expire once committed): proposed now, after r5..r7
+    // in the leader's journal, so it commits with them and is applied right after them, before
+    // any retention pass. Until then the leader applies retention.ms=1 (the change is not committed).
+    const lastIndex = (await status(topicId, leader.replica))!.lastIndex;
+    const patched = json("PATCH", `/v1/topics/${name}`, { configs: { "retention.ms": DAY } });
+    await until("the config change in the leader's journal", async () => ((await status(topicId, leader.replica))!.lastIndex > lastIndex ? true : undefined));
+    // logStart <= HW at every moment; the log start stays at 5 (the high watermark), never 8.
     for (let k = 0; k < 10; k++) {
       for (const id of REPLICAS) {
         const b = await bounds(id);
@@ -135,12 +144,14 @@ suite("field case B5 on a replicated partition: retention never moves the log st
       await new Promise((r) => setTimeout(r, 50));
     }
     expect(await fetchAt(topicId, leader.replica, 5)).toMatchObject({ ok: true, batches: [], highWatermark: 5 });
-    // Retention back to a day (r5..r7 must not expire once committed), then one follower returns:
-    // only the old leader can win (its log holds r5..r7; Raft's up-to-date check), and they commit.
-    expect((await json("PATCH", `/v1/topics/${name}`, { configs: { "retention.ms": DAY } })).status).toBe(200);
+    // One follower returns: only the old leader can win (its log holds r5..r7 and the change;
+    // Raft's up-to-date check), and they commit. The PATCH answers 200 or, when its wait ended
+    // before the commit, a retriable error; the change commits either way.
     await replica(topicId, f1).setFaults({});
     const next = await leaderOf(topicId, [f2]);
     expect(next.replica).toBe(leader.replica);
+    const answer = await patched;
+    if (answer.status !== 200) expect(((await answer.json()) as ErrorBody).error.retriable).toBe(true);
     for (const id of [leader.replica, f1]) {
       await until(`${id} HW 8`, async () => ((await status(topicId, id))?.highWatermark === 8 ? true : undefined));
       expect(await logStartOf(topicId, id)).toBe(5);

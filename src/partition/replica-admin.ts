@@ -1,0 +1,105 @@
+/**
+ * The metadata store's calls to a partition (configs, destroy, describe) when the partition may
+ * be replicated (`replication.factor` 3; docs/RAFT.md "Replicated partitions"). At factor 1 each
+ * is the one call to the partition object, as before.
+ *
+ * - **Configs** go to r1, or, when r1 does not answer (down), to r2 then r3: any replica takes a
+ *   config change and forwards it to the leader, which proposes it as a Raft command; a majority
+ *   is enough.
+ * - **Destroy** goes to r1, which destroys r2 and r3 and itself, leaving a replica that does not
+ *   answer to its own owner check. When r1 itself does not answer and the configs are known, r2
+ *   and r3 are destroyed directly and r1 is left to its owner check; without the configs the
+ *   call fails (the metadata quorum's pending destroy task runs again).
+ * - **Describe** answers the leader's view (its high watermark, log start and log end): the
+ *   replica that says it leads in the highest term; while none does (an election), the view with
+ *   the highest high watermark among the replicas that answer.
+ */
+import { errorResult, type RpcResult } from "../protocol/errors.ts";
+import { replicationFactorOf } from "../protocol/config.ts";
+import type { PartitionDescription, TopicConfigs } from "../protocol/types.ts";
+import { replicaStubAt, type PartitionRpc } from "./rpc.ts";
+
+type Ns = Parameters<typeof replicaStubAt>[0];
+
+const at = (ns: Ns, topicId: string, partition: number, index: number, configs: Partial<TopicConfigs>): PartitionRpc => replicaStubAt(ns, topicId, partition, index, configs);
+
+/**
+ * Sets a partition's configs (absolute values): r1 first, the next replica when a call throws.
+ * @throws the last replica's error when none answers.
+ */
+export async function pushPartitionConfigs(ns: Ns, topicId: string, partition: number, configs: TopicConfigs): Promise<RpcResult<object>> {
+  const rf = replicationFactorOf(configs);
+  let last: unknown;
+  for (let i = 0; i < rf; i++) {
+    try {
+      return await at(ns, topicId, partition, i, configs).updateConfigs(configs);
+    } catch (err) {
+      last = err;
+    }
+  }
+  throw last;
+}
+
+/**
+ * Destroys a partition (every replica). `configs` (the topic's, when the caller has them) lets
+ * a replicated partition's destroy go on without r1 (see the file comment).
+ * @returns ok, with `unreachable` naming the replicas left to their owner check.
+ * @throws r1's error when r1 does not answer and the partition is not known to be replicated.
+ */
+export async function destroyPartition(ns: Ns, topicId: string, partition: number, configs?: Partial<TopicConfigs>): Promise<RpcResult<{ unreachable?: string[] }>> {
+  try {
+    return await at(ns, topicId, partition, 0, configs ?? {}).destroy();
+  } catch (err) {
+    const rf = configs === undefined ? 1 : replicationFactorOf(configs);
+    if (rf === 1) throw err;
+    const unreachable = ["r1"];
+    for (let i = 1; i < rf; i++) {
+      try {
+        const r = await at(ns, topicId, partition, i, configs!).destroy();
+        if (r.ok || r.code === "UNKNOWN_TOPIC_OR_PARTITION") continue;
+      } catch {
+        // Down as well: its owner check destroys it when it is back.
+      }
+      unreachable.push(`r${i + 1}`);
+    }
+    return { ok: true, unreachable };
+  }
+}
+
+/**
+ * A partition's description: at factor 1 the object's; replicated, the leader's view (see the
+ * file comment), so the high watermark is never a lagging follower's.
+ * @returns UNAVAILABLE (retriable) when no replica answers.
+ */
+export async function describePartition(ns: Ns, topicId: string, partition: number, configs: Partial<TopicConfigs>): Promise<RpcResult<{ partition: PartitionDescription }>> {
+  const rf = replicationFactorOf(configs);
+  if (rf === 1) return at(ns, topicId, partition, 0, configs).describe();
+  const views = await Promise.all(
+    Array.from({ length: rf }, async (_, i) => {
+      const stub = at(ns, topicId, partition, i, configs);
+      try {
+        // replicaStatus throws for a replica that is down (or acts crashed): its view is not used.
+        const [status, described] = await Promise.all([stub.replicaStatus(), stub.describe()]);
+        return { status: status.ok ? status.replica : null, described };
+      } catch {
+        return null;
+      }
+    }),
+  );
+  let best: { epoch: number; leader: boolean; d: PartitionDescription } | null = null;
+  let refusal: RpcResult<{ partition: PartitionDescription }> | null = null;
+  for (const v of views) {
+    if (v === null) continue;
+    if (!v.described.ok) {
+      refusal = v.described;
+      continue;
+    }
+    const leader = v.status?.role === "leader";
+    const epoch = v.status?.leaderEpoch ?? -1;
+    const d = v.described.partition;
+    const better = best === null || (leader && (!best.leader || epoch > best.epoch)) || (!leader && !best.leader && d.highWatermark > best.d.highWatermark);
+    if (better) best = { epoch, leader, d };
+  }
+  if (best !== null) return { ok: true, partition: best.d };
+  return refusal ?? errorResult("UNAVAILABLE", `No replica of partition ${partition} answered: retry.`, { partition });
+}
