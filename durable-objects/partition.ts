@@ -67,7 +67,9 @@ export const CONFIGS_REFRESH_INTERVAL_MS = 60_000;
 import { replicationFactorOf } from "../src/protocol/config.ts";
 import type { RaftFaults } from "../src/raft/group.ts";
 import type { Message } from "../src/raft/index.ts";
-import { replicaStubAt } from "../src/partition/rpc.ts";
+import { replicaIndexOf, replicaStubAt, type ReassignOk, type ReassignRequest } from "../src/partition/rpc.ts";
+import type { LocationHint } from "../src/protocol/config.ts";
+import { ReplicaReassignment } from "./partition/reassign.ts";
 import { checkFaults, faultsEnabled } from "./raft/faults.ts";
 import { RAFT_ROOM } from "./raft/journal.ts";
 import { ReplicatedAppends } from "./partition/replicated.ts";
@@ -97,6 +99,8 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
   readonly #replica: PartitionReplica;
   /** The produce path of a replicated partition (partition/replicated.ts). */
   readonly #replicated: ReplicatedAppends;
+  /** Replica reassignment at the leader (partition/reassign.ts). */
+  readonly #reassign: ReplicaReassignment;
   /** Snapshot catch-up of a replica, both sides (partition/catch-up.ts). */
   readonly #catchUp: ReplicaCatchUp;
   /** The command `#commit` is applying: read by `#applyPending`, bound once (no closure per commit). */
@@ -198,6 +202,7 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
         this.#lifecycle.load(Date.now());
       },
     });
+    this.#reassign = new ReplicaReassignment({ log: this.#log, replica: this.#replica, peer: (id, hint) => this.#peerReplica(id, hint) });
     // Pings are answered by the platform without waking a hibernated object.
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair(PING_FRAME, PONG_FRAME));
     this.startUp([...PARTITION_ROOMS, RAFT_ROOM], { adoptLegacy });
@@ -244,12 +249,16 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
    * its Raft replica (docs/RAFT.md "Replicated partitions").
    */
   async init(req: PartitionInit): Promise<RpcResult<object>> {
-    if (this.#destroyed) return unknownPartition();
-    const { replica, ...init } = req;
+    if (this.#destroyed && req.join === undefined) return unknownPartition();
+    const { replica, join, ...init } = req;
     const replicated = replicationFactorOf(init.configs) > 1;
     const me = replica ?? "r1";
-    if (replicated && !REPLICA_IDS.includes(me)) return errorResult("INVALID_REQUEST", `Unknown replica ${JSON.stringify(me)}: one of ${REPLICA_IDS.join(", ")}.`);
-    if (replicated && me === "r1") {
+    if (replicated && !REPLICA_IDS.includes(me) && (req.join === undefined || replicaIndexOf(me) === null)) {
+      return errorResult("INVALID_REQUEST", `Unknown replica ${JSON.stringify(me)}: one of ${REPLICA_IDS.join(", ")}.`);
+    }
+    // A replica joining by reassignment may reuse the name of an object destroyed in this isolate.
+    if (req.join !== undefined) this.#destroyed = false;
+    if (replicated && me === "r1" && join === undefined) {
       for (let i = 1; i < REPLICA_IDS.length; i++) {
         // This call creates r2 and r3: with their replica.locations hints.
         const out = await replicaStubAt(this.env.PARTITION, init.topicId, init.partition, i, init.configs).init({ ...init, replica: REPLICA_IDS[i]! });
@@ -258,7 +267,7 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     }
     const change = this.#log.initChange(init);
     if (change !== null) this.#commit({ log: change, append: null, producer: null, stream: null });
-    if (replicated) this.#replica.bootstrap(me);
+    if (replicated) this.#replica.bootstrap(me, join);
     return { ok: true };
   }
 
@@ -268,7 +277,7 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     // A replicated partition's configs are each replica's own (they decide nothing at apply):
     // r1 passes them on.
     if (this.#replica.memberId === "r1") {
-      for (const r of REPLICA_IDS.slice(1)) {
+      for (const r of this.#otherReplicas()) {
         const out = await this.#peerReplica(r).updateConfigs(configs);
         if (!out.ok) return out;
       }
@@ -311,7 +320,7 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
   /** Deletes every row of this partition; later calls answer UNKNOWN_TOPIC_OR_PARTITION. */
   async destroy(): Promise<RpcResult<object>> {
     if (this.#replica.memberId === "r1") {
-      for (const r of REPLICA_IDS.slice(1)) {
+      for (const r of this.#otherReplicas()) {
         const out = await this.#peerReplica(r).destroy();
         if (!out.ok && out.code !== "UNKNOWN_TOPIC_OR_PARTITION") return out;
       }
@@ -604,6 +613,8 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
         highWatermark: s?.highWatermark ?? 0,
         inSyncReplicas: node.role === "leader" ? this.#replica.inSyncReplicas(Date.now()) : null,
         snapshotIndex: node.snapshotMeta.index,
+        voters: node.conf.voters,
+        learners: node.conf.learners,
         catchUpInstalls: this.#catchUp.installs,
         catchUpRunning: this.#catchUp.running,
       },
@@ -657,9 +668,24 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     if (this.#replica.crashed) throw new Error(this.#replica.crashedMessage());
   }
 
-  #peerReplica(replicaId: string): PartitionRpc {
+  #peerReplica(replicaId: string, hint?: LocationHint): PartitionRpc {
     const s = this.#log.state!;
-    return replicaStubAt(this.env.PARTITION, s.topicId, s.partition, REPLICA_IDS.indexOf(replicaId), s.configs);
+    return replicaStubAt(this.env.PARTITION, s.topicId, s.partition, replicaIndexOf(replicaId)!, s.configs, hint);
+  }
+
+  /** The other members of this replica's group (its Raft configuration; r2 and r3 before it is known). */
+  #otherReplicas(): string[] {
+    const conf = this.#replica.node?.conf;
+    const all = conf === undefined ? [...REPLICA_IDS] : [...conf.voters, ...conf.learners];
+    return all.filter((id) => id !== this.#replica.memberId);
+  }
+
+  /** See {@link PartitionRpc.reassignReplica} (partition/reassign.ts). */
+  async reassignReplica(req: ReassignRequest): Promise<RpcResult<ReassignOk>> {
+    this.#aliveReplica();
+    if (this.#log.state === null) return unknownPartition();
+    if (!this.#replica.active) return errorResult("INVALID_REQUEST", "Replica reassignment needs a replicated partition (replication.factor 3).", { replicationFactor: 1 });
+    return this.#reassign.run(req);
   }
 
   #replicaStub(replicaId: string): PartitionRpc {
