@@ -442,7 +442,8 @@ export class PartitionReplica {
     let upTo = node.appliedIndex - keepEntries;
     if (node.role === "leader") {
       upTo = node.appliedIndex;
-      for (const id of node.conf.voters) if (id !== node.id) upTo = Math.min(upTo, node.matchOf(id) ?? 0);
+      // Learners too: a replica joining by reassignment is not compacted past while it catches up.
+      for (const id of [...node.conf.voters, ...node.conf.learners]) if (id !== node.id) upTo = Math.min(upTo, node.matchOf(id) ?? 0);
       // A follower further behind than this catches up by snapshot.
       upTo = Math.max(upTo, node.appliedIndex - leaderKeepEntries);
     }
