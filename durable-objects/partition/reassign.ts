@@ -82,7 +82,14 @@ export class ReplicaReassignment {
       return this.#remove(replace, added);
     } else {
       added = nextReplicaId([...conf.voters, ...conf.learners]);
-      const init: PartitionInit = { topic: s.topic, topicId: s.topicId, partition: s.partition, configs: s.configs, replica: added, join: { voters: conf.voters, learners: [added] } };
+      const init: PartitionInit = {
+        topic: s.topic,
+        topicId: s.topicId,
+        partition: s.partition,
+        configs: s.configs,
+        replica: added,
+        join: { voters: conf.voters, learners: [added], ...(hint === undefined ? {} : { location: hint }) },
+      };
       // This call creates the object: with its location hint.
       const out = await h.peer(added, hint).init(init);
       if (!out.ok) return out;

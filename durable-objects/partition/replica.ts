@@ -40,7 +40,7 @@
 import { ApplyWaiters } from "../raft/apply-waiters.ts";
 import { sendMessages } from "../raft/send.ts";
 import { errorResult, type ErrorResult, type RpcResult } from "../../src/protocol/errors.ts";
-import { resolveGroupConfig, type RaftFaults } from "../../src/raft/group.ts";
+import { resolveGroupConfig, type LocationHint, type RaftFaults } from "../../src/raft/group.ts";
 import { RaftContractError, RaftNode, type ConfChange, type ConfState, type Entry, type Message, type NodeId, type ProposeError } from "../../src/raft/index.ts";
 import type { SnapshotMeta } from "../../src/raft/types.ts";
 import type { RoomTimers, Sql } from "../base.ts";
@@ -160,7 +160,7 @@ export class PartitionReplica {
    * Makes this object replica `memberId` of a group of {@link REPLICA_IDS}. Idempotent.
    * @throws Error when it is already another replica (a bug of the caller).
    */
-  bootstrap(memberId: NodeId, join?: ConfState): void {
+  bootstrap(memberId: NodeId, join?: ConfState & { location?: LocationHint }): void {
     const existing = this.#journal.group();
     if (existing !== null) {
       if (existing.memberId !== memberId) throw new Error(`partition replica ${existing.memberId} asked to bootstrap as ${memberId}`);
@@ -169,7 +169,10 @@ export class PartitionReplica {
     }
     const config = resolveGroupConfig({
       groupId: "partition",
-      members: (join === undefined ? [...REPLICA_IDS] : [...join.voters, ...join.learners]).map((id) => ({ id })),
+      // A joining replica records where it was created (its reassignment's location hint).
+      members: (join === undefined ? [...REPLICA_IDS] : [...join.voters, ...join.learners]).map((id) =>
+        id === memberId && join?.location !== undefined ? { id, locationHint: join.location } : { id },
+      ),
       stateMachine: "partition",
       tickMs: REPLICA_TICK_MS,
       electionTicks: REPLICA_ELECTION_TICKS,

@@ -35,7 +35,7 @@ export interface PartitionInit {
    * A replica joining an existing group (replica reassignment): it bootstraps with this
    * configuration (itself among the learners) and an empty log, and is caught up by the leader.
    */
-  join?: { voters: string[]; learners: string[] };
+  join?: { voters: string[]; learners: string[]; location?: LocationHint };
 }
 
 export interface AppendRequest {
