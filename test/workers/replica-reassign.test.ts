@@ -11,6 +11,7 @@ import { Admin } from "../../sdk/src/admin.ts";
 import { EdgelogClient } from "../../sdk/src/client.ts";
 import type { ErrorBody, InitProducerResponse, ProduceResponse } from "../../src/protocol/index.ts";
 import type { PartitionLeaderResponse, ReplicaReassignmentResponse } from "../../src/protocol/types.ts";
+import { noteLeader } from "../../src/gateway/replicas.ts";
 import { call, createTopic, expectError, json, randomTopic } from "./helpers.ts";
 import { REPLICAS, crashStarted, createReplicated, leaderOf, replica, replicaLog, sleep, status, until } from "./replica-helpers.ts";
 
@@ -128,6 +129,14 @@ suite("replica reassignment (KIP-455 as Raft single-server membership changes)",
     expect(r4.catchUpInstalls).toBeGreaterThanOrEqual(1);
     await expectDestroyed(topicId, follower);
     await until("more records", async () => (producer.count() >= 20 ? true : undefined));
+    // A gateway whose cache still names the removed replica (another isolate would): its answer
+    // UNKNOWN_TOPIC_OR_PARTITION sends the gateway to r1's configuration, and on to the leader.
+    noteLeader(topicId, 0, follower, {});
+    const atRemoved = producer.count();
+    await until("records after the stale route", async () => (producer.count() >= atRemoved + 3 ? true : undefined));
+    noteLeader(topicId, 0, follower, {});
+    const read = await call(`/v1/topics/${name}/partitions/0/records?offset=0&maxRecords=5&maxWaitMs=0`);
+    expect(read.status, await read.clone().text()).toBe(200);
 
     // 2. The leader is replaced: first made a replica other than r1 (r1 is not replaceable yet),
     // then the reassignment hands leadership away before removing it.
