@@ -103,13 +103,14 @@ export function topicRoutes(app: Hono<AppEnv>): void {
     const partition = partitionParam(c);
     const body = asObject(jsonBody(c), "body");
     const replica = body.replica;
-    if (typeof replica !== "string" || !/^r[1-9]$/.test(replica)) {
-      throw new EdgelogError("INVALID_REQUEST", `replica must be a replica id "r1".."r3", got ${JSON.stringify(replica ?? null)}.`, { field: "replica" });
+    if (typeof replica !== "string" || replicaIndexOf(replica) === null) {
+      throw new EdgelogError("INVALID_REQUEST", `replica must be a replica id such as "r2", got ${JSON.stringify(replica ?? null)}.`, { field: "replica" });
     }
     return withTopic(c.env, name, async (topic) => {
       checkPartition(topic, partition);
       const rf = replicationFactorOf(topic.configs);
-      if (Number(replica.slice(1)) > rf) {
+      // At factor 1 only r1; above it the leader checks its configuration (a reassignment adds r4, r5, ...).
+      if (rf === 1 && replica !== "r1") {
         throw new EdgelogError("INVALID_REQUEST", `${replica} is not a replica of this partition: replication.factor is ${rf}.`, { field: "replica", replicationFactor: rf });
       }
       const r = await callAtLeader(c.env, topic.topicId, partition, topic.configs, (p) => p.transferLeadership(replica));
