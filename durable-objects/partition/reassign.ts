@@ -22,7 +22,7 @@
  * factor = resume at 4.
  */
 import type { ReassignOk, ReassignRequest, PartitionInit, PartitionRpc } from "../../src/partition/rpc.ts";
-import { replicaIndexOf } from "../../src/partition/rpc.ts";
+import { nextReplicaId, replicaIndexOf } from "../../src/partition/rpc.ts";
 import { LOCATION_HINTS, replicationFactorOf, type LocationHint } from "../../src/protocol/config.ts";
 import { errorResult, type RpcResult } from "../../src/protocol/errors.ts";
 import { log } from "../../src/log/logger.ts";
@@ -154,13 +154,6 @@ export class ReplicaReassignment {
     const now = h.replica.node!;
     return { ok: true, added, removed: replace, replicas: now.conf.voters, leaderReplica: now.leaderId ?? now.id, leaderEpoch: now.term };
   }
-}
-
-/** The first id after every id in `ids` ("r4" after r1..r3). */
-export function nextReplicaId(ids: readonly string[]): string {
-  let max = 0;
-  for (const id of ids) max = Math.max(max, (replicaIndexOf(id) ?? -1) + 1);
-  return `r${max + 1}`;
 }
 
 /** The request's shape: the location ("" when absent) or the refusal. */

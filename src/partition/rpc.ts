@@ -269,6 +269,13 @@ export function replicaIndexOf(id: unknown): number | null {
   return Number(id.slice(1)) - 1;
 }
 
+/** The first replica id after every id in `ids` ("r4" after r1..r3): a reassignment's new replica. */
+export function nextReplicaId(ids: readonly string[]): string {
+  let max = 0;
+  for (const id of ids) max = Math.max(max, (replicaIndexOf(id) ?? -1) + 1);
+  return `r${max + 1}`;
+}
+
 /**
  * Replica reassignment of a replicated partition (Kafka's AlterPartitionReassignments, KIP-455,
  * done as single-server Raft membership changes; docs/RAFT.md "Replica reassignment").
