@@ -69,7 +69,7 @@ import type { RaftFaults } from "../src/raft/group.ts";
 import type { Message } from "../src/raft/index.ts";
 import { replicaIndexOf, replicaStubAt, type ReassignOk, type ReassignRequest } from "../src/partition/rpc.ts";
 import type { LocationHint } from "../src/protocol/config.ts";
-import { ReplicaReassignment } from "./partition/reassign.ts";
+import { REASSIGN_CATCH_UP_WAIT_MS, ReplicaReassignment } from "./partition/reassign.ts";
 import { checkFaults, faultsEnabled } from "./raft/faults.ts";
 import { RAFT_ROOM } from "./raft/journal.ts";
 import { ReplicatedAppends } from "./partition/replicated.ts";
@@ -654,12 +654,13 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
       return errorResult("INVALID_REQUEST", "Replica test knobs are not available: not in this build, or EDGELOG_RAFT_FAULTS is not '1' (docs/RAFT.md).", { faultInjection: false });
     }
     for (const [k, v] of Object.entries(knobs)) {
-      if (!["keepEntries", "leaderKeepEntries", "chunkBytes", "holdAfterChunks"].includes(k) || typeof v !== "number" || !Number.isInteger(v) || v < 1) {
+      if (!["keepEntries", "leaderKeepEntries", "chunkBytes", "holdAfterChunks", "reassignWaitMs"].includes(k) || typeof v !== "number" || !Number.isInteger(v) || v < 1) {
         return errorResult("INVALID_REQUEST", `Invalid replica test knob ${k}: a positive integer.`);
       }
     }
     this.#replica.setRetention({ keepEntries: knobs.keepEntries ?? REPLICA_KEEP_ENTRIES, leaderKeepEntries: knobs.leaderKeepEntries ?? REPLICA_LEADER_KEEP_ENTRIES });
     this.#catchUp.setKnobs({ chunkBytes: knobs.chunkBytes, holdAfterChunks: knobs.holdAfterChunks });
+    this.#reassign.catchUpWaitMs = knobs.reassignWaitMs ?? REASSIGN_CATCH_UP_WAIT_MS;
     return { ok: true, knobs };
   }
 

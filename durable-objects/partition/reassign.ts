@@ -42,6 +42,8 @@ export interface ReassignHost {
 export class ReplicaReassignment {
   readonly #h: ReassignHost;
   #running = false;
+  /** How long {@link run} waits for the new replica to catch up (test builds shorten it through `setReplicaTestKnobs`). */
+  catchUpWaitMs = REASSIGN_CATCH_UP_WAIT_MS;
 
   constructor(host: ReassignHost) {
     this.#h = host;
@@ -106,14 +108,14 @@ export class ReplicaReassignment {
 
   /** Waits until learner `id` has matched the leader's commit index (see the file comment). */
   async #waitCaughtUp(id: string): Promise<RpcResult<never> | null> {
-    const deadline = Date.now() + REASSIGN_CATCH_UP_WAIT_MS;
+    const deadline = Date.now() + this.catchUpWaitMs;
     for (;;) {
       const refused = this.#h.replica.notLeader();
       if (refused !== null) return refused as RpcResult<never>;
       const node = this.#h.replica.node!;
       if ((node.matchOf(id) ?? 0) >= node.commitIndex) return null;
       if (Date.now() >= deadline) {
-        return errorResult("REQUEST_TIMED_OUT", `The new replica ${id} has not caught up within ${REASSIGN_CATCH_UP_WAIT_MS} ms (it stays a learner): retry the reassignment to resume.`, {
+        return errorResult("REQUEST_TIMED_OUT", `The new replica ${id} has not caught up within ${this.catchUpWaitMs} ms (it stays a learner): retry the reassignment to resume.`, {
           replica: id,
           match: node.matchOf(id) ?? 0,
           commitIndex: node.commitIndex,

@@ -188,6 +188,8 @@ export interface ReplicaTestKnobs {
   chunkBytes?: number;
   /** A pull waits after staging this many chunks until the knob is cleared. */
   holdAfterChunks?: number;
+  /** How long a reassignment at this leader waits for its new replica to catch up (ms; default 30 s). */
+  reassignWaitMs?: number;
 }
 
 /** The RPC methods of PartitionDO (named so none collides with the DO's HTTP `fetch`). */

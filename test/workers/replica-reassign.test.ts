@@ -192,6 +192,29 @@ suite("replica reassignment (KIP-455 as Raft single-server membership changes)",
     await expectLogs(topicId, voters, before, [...before.keys()]);
   }, 120_000);
 
+  it("a new replica that does not catch up in time stays a learner (REQUEST_TIMED_OUT, retriable); the same request again resumes with it", async () => {
+    const { name, topicId } = await createReplicated();
+    for (const id of REPLICAS) expect(await replica(topicId, id).setReplicaTestKnobs({ ...SMALL_JOURNAL, reassignWaitMs: 1_000 })).toMatchObject({ ok: true });
+    const leader = await leaderOf(topicId);
+    const producer = steadyProducer(name, await newProducer());
+    await until("12 records", async () => (producer.count() >= 12 ? true : undefined));
+    const replace = REPLICAS.find((id) => id !== leader.replica && id !== "r1")!;
+    added.push({ topicId, id: "r4" });
+    await replica(topicId, "r4").setReplicaTestKnobs({ ...SMALL_JOURNAL, chunkBytes: 1, holdAfterChunks: 2 });
+    const path = `/v1/topics/${name}/partitions/0/replicas`;
+    const timedOut = await expectError(await json("POST", path, { replace }), "REQUEST_TIMED_OUT", 504);
+    expect(timedOut.retriable).toBe(true);
+    expect(timedOut.details).toMatchObject({ replica: "r4" });
+    // Nothing else changed: three voters, r4 a learner; produce went on meanwhile.
+    expect(await status(topicId, leader.replica)).toMatchObject({ voters: ["r1", "r2", "r3"], learners: ["r4"] });
+    await replica(topicId, "r4").setReplicaTestKnobs({ ...SMALL_JOURNAL, chunkBytes: 1 });
+    const again = await reassign(name, { replace });
+    expect(again).toMatchObject({ added: "r4", removed: replace });
+    await expectDestroyed(topicId, replace);
+    const { acked, values } = await producer.stop();
+    await expectLogs(topicId, [...REPLICAS.filter((id) => id !== replace), "r4"], acked, values);
+  }, 120_000);
+
   it("refuses what it cannot do, changing nothing", async () => {
     const plain = randomTopic();
     await createTopic(plain);
