@@ -18,7 +18,8 @@
  * of three replicas (partition/replica.ts). A produce request at the leader is checked, proposed
  * as a Raft entry, and decided and committed on every replica when the entry commits
  * (partition/replicated.ts: the same rooms' apply, with the applied index in the transaction). At
- * factor 1 the replica is inactive and every path above is unchanged.
+ * factor 1 the replica is inactive and every path above is unchanged. A replica is replaced by
+ * a reassignment at the leader (partition/reassign.ts: learner, catch-up, promote, remove).
  */
 import type { Env } from "../src/env.ts";
 import type { ListOffsetsSpec, ProducerState } from "../src/partition/core.ts";
@@ -70,7 +71,9 @@ export const CONFIGS_REFRESH_INTERVAL_MS = 60_000;
 import { replicationFactorOf } from "../src/protocol/config.ts";
 import type { RaftFaults } from "../src/raft/group.ts";
 import type { Message } from "../src/raft/index.ts";
-import { replicaStubAt } from "../src/partition/rpc.ts";
+import { replicaIndexOf, replicaStubAt, type ReassignOk, type ReassignRequest } from "../src/partition/rpc.ts";
+import type { LocationHint } from "../src/protocol/config.ts";
+import { REASSIGN_CATCH_UP_WAIT_MS, ReplicaReassignment } from "./partition/reassign.ts";
 import { checkFaults, faultsEnabled } from "./raft/faults.ts";
 import { RAFT_ROOM } from "./raft/journal.ts";
 import { ReplicatedAppends } from "./partition/replicated.ts";
@@ -103,6 +106,8 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
   readonly #replica: PartitionReplica;
   /** The produce path of a replicated partition (partition/replicated.ts). */
   readonly #replicated: ReplicatedAppends;
+  /** Replica reassignment at the leader (partition/reassign.ts). */
+  readonly #reassign: ReplicaReassignment;
   /** Snapshot catch-up of a replica, both sides (partition/catch-up.ts). */
   readonly #catchUp: ReplicaCatchUp;
   /** The command `#commit` is applying: read by `#applyPending`, bound once (no closure per commit). */
@@ -208,6 +213,7 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
         this.#configsApplied();
       },
     });
+    this.#reassign = new ReplicaReassignment({ log: this.#log, replica: this.#replica, peer: (id, hint) => this.#peerReplica(id, hint) });
     // Pings are answered by the platform without waking a hibernated object.
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair(PING_FRAME, PONG_FRAME));
     this.startUp([...PARTITION_ROOMS, RAFT_ROOM], { adoptLegacy });
@@ -254,12 +260,16 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
    * its Raft replica (docs/RAFT.md "Replicated partitions").
    */
   async init(req: PartitionInit): Promise<RpcResult<object>> {
-    if (this.#destroyed) return unknownPartition();
-    const { replica, ...init } = req;
+    if (this.#destroyed && req.join === undefined) return unknownPartition();
+    const { replica, join, ...init } = req;
     const replicated = replicationFactorOf(init.configs) > 1;
     const me = replica ?? "r1";
-    if (replicated && !REPLICA_IDS.includes(me)) return errorResult("INVALID_REQUEST", `Unknown replica ${JSON.stringify(me)}: one of ${REPLICA_IDS.join(", ")}.`);
-    if (replicated && me === "r1") {
+    if (replicated && !REPLICA_IDS.includes(me) && (req.join === undefined || replicaIndexOf(me) === null)) {
+      return errorResult("INVALID_REQUEST", `Unknown replica ${JSON.stringify(me)}: one of ${REPLICA_IDS.join(", ")}.`);
+    }
+    // A replica joining by reassignment may reuse the name of an object destroyed in this isolate.
+    if (req.join !== undefined) this.#destroyed = false;
+    if (replicated && me === "r1" && join === undefined) {
       for (let i = 1; i < REPLICA_IDS.length; i++) {
         // This call creates r2 and r3: with their replica.locations hints.
         const out = await replicaStubAt(this.env.PARTITION, init.topicId, init.partition, i, init.configs).init({ ...init, replica: REPLICA_IDS[i]! });
@@ -268,7 +278,7 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     }
     const change = this.#log.initChange(init);
     if (change !== null) this.#commit({ log: change, append: null, producer: null, stream: null });
-    if (replicated) this.#replica.bootstrap(me);
+    if (replicated) this.#replica.bootstrap(me, join);
     return { ok: true };
   }
 
@@ -333,10 +343,10 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     return unreachable.length > 0 ? { ok: true, unreachable } : { ok: true };
   }
 
-  /** r1's destroy of r2 and r3: the replicas that did not answer (left to their owner check). */
+  /** r1's destroy of the other members of its group: those that did not answer (left to their owner check). */
   async #destroyPeers(): Promise<string[]> {
     const unreachable: string[] = [];
-    for (const r of REPLICA_IDS.slice(1)) {
+    for (const r of this.#otherReplicas()) {
       try {
         const out = await this.#peerReplica(r).destroy();
         if (out.ok || out.code === "UNKNOWN_TOPIC_OR_PARTITION") continue;
@@ -652,6 +662,8 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
         highWatermark: s?.highWatermark ?? 0,
         inSyncReplicas: node.role === "leader" ? this.#replica.inSyncReplicas(Date.now()) : null,
         snapshotIndex: node.snapshotMeta.index,
+        voters: node.conf.voters,
+        learners: node.conf.learners,
         catchUpInstalls: this.#catchUp.installs,
         catchUpRunning: this.#catchUp.running,
       },
@@ -691,12 +703,13 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
       return errorResult("INVALID_REQUEST", "Replica test knobs are not available: not in this build, or EDGELOG_RAFT_FAULTS is not '1' (docs/RAFT.md).", { faultInjection: false });
     }
     for (const [k, v] of Object.entries(knobs)) {
-      if (!["keepEntries", "leaderKeepEntries", "chunkBytes", "holdAfterChunks"].includes(k) || typeof v !== "number" || !Number.isInteger(v) || v < 1) {
+      if (!["keepEntries", "leaderKeepEntries", "chunkBytes", "holdAfterChunks", "reassignWaitMs"].includes(k) || typeof v !== "number" || !Number.isInteger(v) || v < 1) {
         return errorResult("INVALID_REQUEST", `Invalid replica test knob ${k}: a positive integer.`);
       }
     }
     this.#replica.setRetention({ keepEntries: knobs.keepEntries ?? REPLICA_KEEP_ENTRIES, leaderKeepEntries: knobs.leaderKeepEntries ?? REPLICA_LEADER_KEEP_ENTRIES });
     this.#catchUp.setKnobs({ chunkBytes: knobs.chunkBytes, holdAfterChunks: knobs.holdAfterChunks });
+    this.#reassign.catchUpWaitMs = knobs.reassignWaitMs ?? REASSIGN_CATCH_UP_WAIT_MS;
     return { ok: true, knobs };
   }
 
@@ -705,9 +718,24 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     if (this.#replica.crashed) throw new Error(this.#replica.crashedMessage());
   }
 
-  #peerReplica(replicaId: string): PartitionRpc {
+  #peerReplica(replicaId: string, hint?: LocationHint): PartitionRpc {
     const s = this.#log.state!;
-    return replicaStubAt(this.env.PARTITION, s.topicId, s.partition, REPLICA_IDS.indexOf(replicaId), s.configs);
+    return replicaStubAt(this.env.PARTITION, s.topicId, s.partition, replicaIndexOf(replicaId)!, s.configs, hint);
+  }
+
+  /** The other members of this replica's group (its Raft configuration; r2 and r3 before it is known). */
+  #otherReplicas(): string[] {
+    const conf = this.#replica.node?.conf;
+    const all = conf === undefined ? [...REPLICA_IDS] : [...conf.voters, ...conf.learners];
+    return all.filter((id) => id !== this.#replica.memberId);
+  }
+
+  /** See {@link PartitionRpc.reassignReplica} (partition/reassign.ts). */
+  async reassignReplica(req: ReassignRequest): Promise<RpcResult<ReassignOk>> {
+    this.#aliveReplica();
+    if (this.#log.state === null) return unknownPartition();
+    if (!this.#replica.active) return errorResult("INVALID_REQUEST", "Replica reassignment needs a replicated partition (replication.factor 3).", { replicationFactor: 1 });
+    return this.#reassign.run(req);
   }
 
   #replicaStub(replicaId: string): PartitionRpc {

@@ -40,8 +40,8 @@
 import { ApplyWaiters } from "../raft/apply-waiters.ts";
 import { sendMessages } from "../raft/send.ts";
 import { errorResult, type ErrorResult, type RpcResult } from "../../src/protocol/errors.ts";
-import { resolveGroupConfig, type RaftFaults } from "../../src/raft/group.ts";
-import { RaftContractError, RaftNode, type Entry, type Message, type NodeId, type ProposeError } from "../../src/raft/index.ts";
+import { resolveGroupConfig, type LocationHint, type RaftFaults } from "../../src/raft/group.ts";
+import { RaftContractError, RaftNode, type ConfChange, type ConfState, type Entry, type Message, type NodeId, type ProposeError } from "../../src/raft/index.ts";
 import type { SnapshotMeta } from "../../src/raft/types.ts";
 import type { TopicConfigs } from "../../src/protocol/types.ts";
 import type { RoomTimers, Sql } from "../base.ts";
@@ -161,7 +161,7 @@ export class PartitionReplica {
    * Makes this object replica `memberId` of a group of {@link REPLICA_IDS}. Idempotent.
    * @throws Error when it is already another replica (a bug of the caller).
    */
-  bootstrap(memberId: NodeId): void {
+  bootstrap(memberId: NodeId, join?: ConfState & { location?: LocationHint }): void {
     const existing = this.#journal.group();
     if (existing !== null) {
       if (existing.memberId !== memberId) throw new Error(`partition replica ${existing.memberId} asked to bootstrap as ${memberId}`);
@@ -170,7 +170,10 @@ export class PartitionReplica {
     }
     const config = resolveGroupConfig({
       groupId: "partition",
-      members: REPLICA_IDS.map((id) => ({ id })),
+      // A joining replica records where it was created (its reassignment's location hint).
+      members: (join === undefined ? [...REPLICA_IDS] : [...join.voters, ...join.learners]).map((id) =>
+        id === memberId && join?.location !== undefined ? { id, locationHint: join.location } : { id },
+      ),
       stateMachine: "partition",
       tickMs: REPLICA_TICK_MS,
       electionTicks: REPLICA_ELECTION_TICKS,
@@ -179,7 +182,7 @@ export class PartitionReplica {
     if (typeof config === "string") throw new Error(`partition replica group configuration refused: ${config}`);
     this.#host.transaction(() => {
       this.#journal.saveGroup(memberId, config);
-      this.#journal.bootstrap({ voters: [...REPLICA_IDS], learners: [] });
+      this.#journal.bootstrap(join === undefined ? { voters: [...REPLICA_IDS], learners: [] } : { voters: [...join.voters], learners: [...join.learners] });
     });
     this.#memberId = memberId;
     this.#startNode();
@@ -239,7 +242,7 @@ export class PartitionReplica {
       leader === null
         ? `Replica ${this.#memberId} is not the leader of this partition; an election is running.`
         : `Replica ${this.#memberId} is not the leader of this partition: ${leader} is.`,
-      { replica: this.#memberId, leaderReplica: leader, leaderEpoch: node?.term ?? null },
+      { replica: this.#memberId, leaderReplica: leader, leaderEpoch: node?.term ?? null, replicas: node?.conf.voters ?? null },
     );
   }
 
@@ -318,7 +321,7 @@ export class PartitionReplica {
   async transferLeadership(to: NodeId): Promise<RpcResult<{ leaderReplica: NodeId; leaderEpoch: number; transferred: boolean }>> {
     const node = this.#node;
     if (node === null || !node.conf.voters.includes(to)) {
-      return errorResult("INVALID_REQUEST", `${JSON.stringify(to)} is not a replica of this partition: one of ${REPLICA_IDS.join(", ")}.`, { field: "replica" });
+      return errorResult("INVALID_REQUEST", `${JSON.stringify(to)} is not a replica of this partition: one of ${(node?.conf.voters ?? REPLICA_IDS).join(", ")}.`, { field: "replica" });
     }
     const refused = this.notLeader();
     if (refused !== null) return refused;
@@ -342,6 +345,31 @@ export class PartitionReplica {
       }
       await new Promise((resolve) => setTimeout(resolve, REPLICA_TICK_MS));
     }
+  }
+
+  // ---- membership (replica reassignment: durable-objects/partition/reassign.ts) ----
+
+  /**
+   * At the leader: proposes one single-server membership change (src/raft: only after an entry of
+   * the leader's term committed, one uncommitted change at a time) and waits until it is applied
+   * here (committed). @returns the change's Raft index; NOT_LEADER_OR_FOLLOWER;
+   * REASSIGNMENT_IN_PROGRESS while another change is uncommitted or the leader has not committed
+   * in its term yet (retriable by the caller); INVALID_REQUEST when the change does not fit.
+   */
+  async changeMembership(change: ConfChange): Promise<RpcResult<{ index: number }>> {
+    const node = this.#node;
+    const refused = this.notLeader();
+    if (refused !== null || node === null) return refused!;
+    const r = node.proposeConfChange(change);
+    if (!r.ok) {
+      if (r.code === "notLeader" || r.code === "transferInProgress") return this.#proposalRefused(r);
+      if (r.code === "invalidConfChange") return errorResult("INVALID_REQUEST", `Membership change refused: ${r.reason}.`, { change });
+      return errorResult("REASSIGNMENT_IN_PROGRESS", `Membership change not possible now: ${r.reason}.`, { change });
+    }
+    this.drain();
+    const answer = (await this.#waitApplied(r.index, r.term)) as ErrorResult | undefined;
+    if (answer !== undefined && answer !== null && "code" in answer) return answer;
+    return { ok: true, index: r.index };
   }
 
   // ---- the clock ----
@@ -418,7 +446,8 @@ export class PartitionReplica {
     let upTo = node.appliedIndex - keepEntries;
     if (node.role === "leader") {
       upTo = node.appliedIndex;
-      for (const id of node.conf.voters) if (id !== node.id) upTo = Math.min(upTo, node.matchOf(id) ?? 0);
+      // Learners too: a replica joining by reassignment is not compacted past while it catches up.
+      for (const id of [...node.conf.voters, ...node.conf.learners]) if (id !== node.id) upTo = Math.min(upTo, node.matchOf(id) ?? 0);
       // A follower further behind than this catches up by snapshot.
       upTo = Math.max(upTo, node.appliedIndex - leaderKeepEntries);
     }

@@ -11,6 +11,7 @@ import type {
   EffectivePolicies,
   NamespaceDescription,
   PartitionLeaderResponse,
+  ReplicaReassignmentResponse,
   PolicyName,
   TenantInfo,
   TopicConfigs,
@@ -185,6 +186,16 @@ export class Admin {
    */
   async transferLeadership(topic: string, partition: number, replica: string, options?: CallOptions): Promise<PartitionLeaderResponse> {
     return this.#client.transferLeadership(topic, partition, replica, options);
+  }
+
+  /**
+   * Replica reassignment (Kafka's `alterPartitionReassignments`, KIP-455, one replica at a
+   * time; docs/RAFT.md "Replica reassignment"): replica `replace` is replaced by a new one,
+   * created at `location` when given. Errors: INVALID_REQUEST, REASSIGNMENT_IN_PROGRESS,
+   * REQUEST_TIMED_OUT (retriable, resumes), UNKNOWN_TOPIC_OR_PARTITION.
+   */
+  async reassignReplica(topic: string, partition: number, replace: string, location?: string, options?: CallOptions): Promise<ReplicaReassignmentResponse> {
+    return this.#client.reassignReplica(topic, partition, replace, location, options);
   }
 
   // ---- tenants and namespaces (docs/TENANTS.md; Pulsar's admin model) ----

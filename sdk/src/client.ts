@@ -14,6 +14,7 @@ import {
   type ListOffsetsResponse,
   type DeleteRecordsResponse,
   type PartitionLeaderResponse,
+  type ReplicaReassignmentResponse,
   type PartitionBounds,
   type ProduceAcceptedResponse,
   type ProduceResponse,
@@ -326,6 +327,22 @@ export class EdgelogClient {
    */
   async transferLeadership(topic: string, partition: number, replica: string, options?: CallOptions): Promise<PartitionLeaderResponse> {
     return this.#json<PartitionLeaderResponse>({ method: "POST", path: `${topicPath(topic)}/partitions/${partition}/leader`, json: { replica }, ...options });
+  }
+
+  /**
+   * Replica reassignment of a replicated partition (Kafka's AlterPartitionReassignments,
+   * KIP-455, as Raft membership changes): a new replica (optionally at a location hint) replaces
+   * `replace`; answers once it is a voter and `replace` is removed and destroyed.
+   * Errors: INVALID_REQUEST, REASSIGNMENT_IN_PROGRESS (retriable), REQUEST_TIMED_OUT (retriable:
+   * the new replica has not caught up yet; a retry resumes), UNKNOWN_TOPIC_OR_PARTITION.
+   */
+  async reassignReplica(topic: string, partition: number, replace: string, location?: string, options?: CallOptions): Promise<ReplicaReassignmentResponse> {
+    return this.#json<ReplicaReassignmentResponse>({
+      method: "POST",
+      path: `${topicPath(topic)}/partitions/${partition}/replicas`,
+      json: location === undefined ? { replace } : { replace, location },
+      ...options,
+    });
   }
 
   // ---- produce ----

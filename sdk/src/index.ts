@@ -124,6 +124,7 @@ export type {
   ListOffsetsResponse,
   DeleteRecordsResponse,
   PartitionLeaderResponse,
+  ReplicaReassignmentResponse,
   PartitionBounds,
   PartitionDescription,
   ProduceRecordResult,

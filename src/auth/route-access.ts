@@ -163,6 +163,7 @@ export const ROUTE_ACCESS: Readonly<Record<string, RouteAccess>> = Object.fromEn
   ...topicForms("POST", "/partitions/:partition/delete-records", onTopic("delete")),
   // Kafka's ElectLeaders (KIP-460) needs ALTER on the cluster.
   ...topicForms("POST", "/partitions/:partition/leader", onCluster("alter")),
+  ...topicForms("POST", "/partitions/:partition/replicas", onCluster("alter")),
   ["POST /v1/producers", { access: "authenticated" }],
 
   // ---- subscriptions (Pulsar's consume permission is topic READ; stats and lists DESCRIBE) ----

@@ -14,51 +14,107 @@
  *   next request tries the next replica.
  * - **Reads** (fetch, ListOffsets) go to any live replica, the known leader first: each replica's
  *   log holds only committed records, so every answer is below the high watermark.
+ * - **Members** (replica reassignment, docs/RAFT.md "Replica reassignment"): the replica ids of a
+ *   partition are r1..r3 at creation and change with reassignments (r2 replaced by r4). Replica
+ *   `rN`'s object is named by its id alone (src/partition/rpc.ts), so this isolate only needs the
+ *   current ids: it learns them from every NOT_LEADER_OR_FOLLOWER answer (`details.replicas`, the
+ *   answering replica's Raft configuration) and from a reassignment's answer. A removed replica's
+ *   object has no data and answers UNKNOWN_TOPIC_OR_PARTITION: the ids are then read again from
+ *   r1's configuration (r1 is never replaced) and the call goes on at another replica.
  */
 import type { Env } from "../env.ts";
 import { errorResult, type ErrorResult, type RpcResult } from "../protocol/errors.ts";
 import { replicationFactorOf } from "../protocol/config.ts";
 import type { TopicConfigs } from "../protocol/types.ts";
-import { replicaStubAt, type AppendOk, type AppendRequest, type PartitionRpc } from "../partition/rpc.ts";
+import { replicaIndexOf, replicaStubAt, type AppendOk, type AppendRequest, type PartitionRpc } from "../partition/rpc.ts";
 
 /** How long a produce waits for a leader to be found or elected (ms): above 2 election timeouts (2 x 1-2 s). */
 export const LEADER_WAIT_MS = 5_000;
 /** Pause before asking the next replica while no leader is known (ms): one Raft tick. */
 export const ELECTION_BACKOFF_MS = 100;
 
-/** Per isolate: the replica (0-based) last known to lead each replicated partition. */
-const leaders = new Map<string, number>();
+/** Per isolate: the replica last known to lead each replicated partition. */
+const leaders = new Map<string, string>();
+/** Per isolate: the replica ids of each replicated partition, when they differ from r1..rf or were learned. */
+const members = new Map<string, string[]>();
 /** Per isolate: replicas whose call failed, until when (ms) they are skipped while a leader is searched for. */
 const down = new Map<string, number>();
 /** How long a replica whose call failed is skipped (ms): about one election. */
 const DOWN_MS = 2_000;
 
+/** The replica ids of a partition as this isolate knows them (r1..rf at first). */
+function membersOf(key: string, rf: number): string[] {
+  return members.get(key) ?? Array.from({ length: rf }, (_, i) => `r${i + 1}`);
+}
+
 /** The replica after `at` that is not marked down (or simply the next one when all are). */
-function nextReplica(key: string, at: number, rf: number): number {
+function nextReplica(key: string, at: string, rf: number): string {
+  const ids = membersOf(key, rf);
+  const from = ids.indexOf(at);
   const now = Date.now();
-  for (let k = 1; k <= rf; k++) {
-    const i = (at + k) % rf;
-    if ((down.get(`${key}/${i}`) ?? 0) <= now) return i;
+  for (let k = 1; k <= ids.length; k++) {
+    const id = ids[(from + k + ids.length) % ids.length]!;
+    if ((down.get(`${key}/${id}`) ?? 0) <= now) return id;
   }
-  return (at + 1) % rf;
+  return ids[(from + 1) % ids.length]!;
 }
 
-/** The object of replica `index` (0-based: r1 is the partition object itself), with its `replica.locations` hint. */
-export function replicaStub(env: Env, topicId: string, partition: number, index: number, configs: Partial<TopicConfigs>): PartitionRpc {
-  return replicaStubAt(env.PARTITION, topicId, partition, index, configs);
+/** The object of replica `id` ("r1" is the partition object itself), with its `replica.locations` hint. */
+export function replicaStub(env: Env, topicId: string, partition: number, id: string, configs: Partial<TopicConfigs>): PartitionRpc {
+  return replicaStubAt(env.PARTITION, topicId, partition, replicaIndexOf(id) ?? 0, configs);
 }
 
-/** Records that replica `replicaId` ("r1".."r3") leads the partition now (after a leadership transfer). */
-export function noteLeader(topicId: string, partition: number, replicaId: string, configs: Partial<TopicConfigs>): void {
-  const i = replicaIndex(replicaId, replicationFactorOf(configs));
-  if (i !== null) leaders.set(`${topicId}/${partition}`, i);
+/** Records that replica `replicaId` leads the partition now (after a leadership transfer or a reassignment). */
+export function noteLeader(topicId: string, partition: number, replicaId: string, _configs: Partial<TopicConfigs>): void {
+  if (replicaIndexOf(replicaId) !== null) leaders.set(`${topicId}/${partition}`, replicaId);
 }
 
-/** `r2` -> 1; anything else -> null. */
-function replicaIndex(id: unknown, rf: number): number | null {
-  if (typeof id !== "string" || !/^r[1-9]$/.test(id)) return null;
-  const i = Number(id.slice(1)) - 1;
-  return i < rf ? i : null;
+/** Records the replica ids of a partition (a reassignment's answer, a replica's configuration). */
+export function noteMembers(topicId: string, partition: number, ids: unknown): void {
+  if (!Array.isArray(ids) || ids.length === 0 || !ids.every((id) => replicaIndexOf(id) !== null)) return;
+  members.set(
+    `${topicId}/${partition}`,
+    [...(ids as string[])].sort((a, b) => replicaIndexOf(a)! - replicaIndexOf(b)!),
+  );
+}
+
+/** Where the partition is: for the calls below. */
+interface Where {
+  env: Env;
+  topicId: string;
+  partition: number;
+  configs: Partial<TopicConfigs>;
+  key: string;
+  rf: number;
+}
+
+function where(env: Env, topicId: string, partition: number, configs: Partial<TopicConfigs>): Where {
+  return { env, topicId, partition, configs, key: `${topicId}/${partition}`, rf: replicationFactorOf(configs) };
+}
+
+/** True for the answer of a replica object that holds no partition (removed by a reassignment). */
+function isGone(w: Where, at: string, r: unknown): boolean {
+  return at !== "r1" && w.rf > 1 && typeof r === "object" && r !== null && (r as ErrorResult).ok === false && (r as ErrorResult).code === "UNKNOWN_TOPIC_OR_PARTITION";
+}
+
+/**
+ * Replica `gone` holds no partition (removed): it is dropped from this isolate's ids, which are
+ * read again from r1's Raft configuration (r1 is never replaced). @returns the replica to ask next.
+ */
+async function forgetReplica(w: Where, gone: string): Promise<string> {
+  const ids = membersOf(w.key, w.rf).filter((id) => id !== gone);
+  members.set(w.key, ids.length > 0 ? ids : ["r1"]);
+  if (leaders.get(w.key) === gone) leaders.delete(w.key);
+  try {
+    const st = await replicaStub(w.env, w.topicId, w.partition, "r1", w.configs).replicaStatus();
+    if (st.ok && st.replica !== null) {
+      noteMembers(w.topicId, w.partition, st.replica.voters);
+      if (st.replica.leaderReplica !== null) return st.replica.leaderReplica;
+    }
+  } catch {
+    // r1 down: go on with what is known.
+  }
+  return membersOf(w.key, w.rf)[0]!;
 }
 
 /**
@@ -66,13 +122,13 @@ function replicaIndex(id: unknown, rf: number): number | null {
  * request in order.
  */
 export async function appendAtLeader(env: Env, topicId: string, partition: number, configs: Partial<TopicConfigs>, reqs: AppendRequest[]): Promise<RpcResult<AppendOk>[]> {
-  const rf = replicationFactorOf(configs);
-  if (rf === 1) return replicaStub(env, topicId, partition, 0, configs).appendMany(reqs);
-  const key = `${topicId}/${partition}`;
+  const w = where(env, topicId, partition, configs);
+  if (w.rf === 1) return replicaStub(env, topicId, partition, "r1", configs).appendMany(reqs);
+  const key = w.key;
   const deadline = Date.now() + LEADER_WAIT_MS;
   const out: RpcResult<AppendOk>[] = new Array(reqs.length);
   let pending = reqs.map((_, i) => i);
-  let at = leaders.get(key) ?? 0;
+  let at = leaders.get(key) ?? "r1";
   for (;;) {
     let answers: RpcResult<AppendOk>[];
     try {
@@ -80,9 +136,18 @@ export async function appendAtLeader(env: Env, topicId: string, partition: numbe
     } catch (err) {
       // Down or unreachable: the outcome is unknown (see the file comment). The next request
       // starts at the next replica.
-      const failed = unavailable(key, at, rf, err, "an idempotent producer's retry is safe.");
+      const failed = unavailable(w, at, err, "an idempotent producer's retry is safe.");
       for (const i of pending) out[i] = failed;
       return out;
+    }
+    if (answers.length > 0 && isGone(w, at, answers[0])) {
+      // A removed replica: nothing was appended there.
+      if (Date.now() >= deadline) {
+        for (const i of pending) out[i] = answers[0]!;
+        return out;
+      }
+      at = await forgetReplica(w, at);
+      continue;
     }
     const again: number[] = [];
     let refusal: ErrorResult | null = null;
@@ -102,7 +167,7 @@ export async function appendAtLeader(env: Env, topicId: string, partition: numbe
       for (const i of pending) out[i] = refusal;
       return out;
     }
-    at = await afterNotLeader(key, at, rf, refusal);
+    at = await afterNotLeader(w, at, refusal);
   }
 }
 
@@ -111,26 +176,28 @@ export async function appendAtLeader(env: Env, topicId: string, partition: numbe
  * an election, or when the named one failed a call moments ago: most likely the one that is
  * gone, the followers have not noticed yet) the next replica after {@link ELECTION_BACKOFF_MS}.
  */
-async function afterNotLeader(key: string, at: number, rf: number, refusal: ErrorResult): Promise<number> {
-  const leader = replicaIndex(refusal.details?.leaderReplica, rf);
-  if (leader !== null && leader !== at && (down.get(`${key}/${leader}`) ?? 0) <= Date.now()) return leader;
+async function afterNotLeader(w: Where, at: string, refusal: ErrorResult): Promise<string> {
+  noteMembers(w.topicId, w.partition, refusal.details?.replicas);
+  const named = refusal.details?.leaderReplica;
+  const leader = replicaIndexOf(named) === null ? null : (named as string);
+  if (leader !== null && leader !== at && (down.get(`${w.key}/${leader}`) ?? 0) <= Date.now()) return leader;
   await new Promise((r) => setTimeout(r, ELECTION_BACKOFF_MS));
-  return nextReplica(key, at, rf);
+  return nextReplica(w.key, at, w.rf);
 }
 
 /** The retriable answer for a call to replica `at` that failed (down or unreachable): its outcome is unknown. */
-function unavailable(key: string, at: number, rf: number, err: unknown, advice: string): ErrorResult {
-  down.set(`${key}/${at}`, Date.now() + DOWN_MS);
-  leaders.set(key, nextReplica(key, at, rf));
-  return errorResult("UNAVAILABLE", `Replica r${at + 1} of this partition did not answer (${err instanceof Error ? err.message : String(err)}): retry; ${advice}`, {
-    replica: `r${at + 1}`,
+function unavailable(w: Where, at: string, err: unknown, advice: string): ErrorResult {
+  down.set(`${w.key}/${at}`, Date.now() + DOWN_MS);
+  leaders.set(w.key, nextReplica(w.key, at, w.rf));
+  return errorResult("UNAVAILABLE", `Replica ${at} of this partition did not answer (${err instanceof Error ? err.message : String(err)}): retry; ${advice}`, {
+    replica: at,
   });
 }
 
 /**
- * Runs one idempotent leader-only call (deleteRecords, leadership transfer) at the partition's
- * leader, as {@link appendAtLeader} does for produce: NOT_LEADER_OR_FOLLOWER answers are resent
- * to the named leader (or the next replica during an election) for up to {@link LEADER_WAIT_MS}.
+ * Runs one idempotent leader-only call (deleteRecords, leadership transfer, reassignment) at the
+ * partition's leader, as {@link appendAtLeader} does for produce: NOT_LEADER_OR_FOLLOWER answers
+ * are resent to the named leader (or the next replica during an election) for up to `waitMs`.
  * Unlike a produce, a call that fails (the replica is down) is resent to the next replica after
  * {@link ELECTION_BACKOFF_MS}: doing it twice is harmless (the same log start; the same leader).
  * After the wait: the last refusal, or UNAVAILABLE (retriable) when the last call failed.
@@ -141,21 +208,26 @@ export async function callAtLeader<T extends object>(
   partition: number,
   configs: Partial<TopicConfigs>,
   call: (p: PartitionRpc) => Promise<RpcResult<T>>,
+  waitMs: number = LEADER_WAIT_MS,
 ): Promise<RpcResult<T>> {
-  const rf = replicationFactorOf(configs);
-  if (rf === 1) return call(replicaStub(env, topicId, partition, 0, configs));
-  const key = `${topicId}/${partition}`;
-  const deadline = Date.now() + LEADER_WAIT_MS;
-  let at = leaders.get(key) ?? 0;
+  const w = where(env, topicId, partition, configs);
+  if (w.rf === 1) return call(replicaStub(env, topicId, partition, "r1", configs));
+  const key = w.key;
+  const deadline = Date.now() + waitMs;
+  let at = leaders.get(key) ?? "r1";
   for (;;) {
     let r: RpcResult<T>;
     try {
       r = await call(replicaStub(env, topicId, partition, at, configs));
     } catch (err) {
-      const failed = unavailable(key, at, rf, err, "the request is idempotent.");
+      const failed = unavailable(w, at, err, "the request is idempotent.");
       if (Date.now() >= deadline) return failed;
       await new Promise((resolve) => setTimeout(resolve, ELECTION_BACKOFF_MS));
-      at = nextReplica(key, at, rf);
+      at = nextReplica(key, at, w.rf);
+      continue;
+    }
+    if (isGone(w, at, r) && Date.now() < deadline) {
+      at = await forgetReplica(w, at);
       continue;
     }
     if (r.ok || r.code !== "NOT_LEADER_OR_FOLLOWER") {
@@ -163,25 +235,33 @@ export async function callAtLeader<T extends object>(
       return r;
     }
     if (Date.now() >= deadline) return r;
-    at = await afterNotLeader(key, at, rf, r);
+    at = await afterNotLeader(w, at, r);
   }
 }
 
 /**
- * Runs a read at a live replica: the known leader first, then the others when a call fails.
+ * Runs a read at a live replica: the known leader first, then the others when a call fails or
+ * the replica was removed (answers UNKNOWN_TOPIC_OR_PARTITION).
  * @throws the last replica's error when none answers.
  */
 export async function atAnyReplica<T>(env: Env, topicId: string, partition: number, configs: Partial<TopicConfigs>, call: (p: PartitionRpc) => Promise<T>): Promise<T> {
-  const rf = replicationFactorOf(configs);
-  if (rf === 1) return call(replicaStub(env, topicId, partition, 0, configs));
-  const start = leaders.get(`${topicId}/${partition}`) ?? 0;
+  const w = where(env, topicId, partition, configs);
+  if (w.rf === 1) return call(replicaStub(env, topicId, partition, "r1", configs));
+  const ids = membersOf(w.key, w.rf);
+  const start = Math.max(0, ids.indexOf(leaders.get(w.key) ?? "r1"));
   let last: unknown;
-  for (let k = 0; k < rf; k++) {
+  let gone: T | undefined;
+  for (let k = 0; k < ids.length; k++) {
+    const id = ids[(start + k) % ids.length]!;
     try {
-      return await call(replicaStub(env, topicId, partition, (start + k) % rf, configs));
+      const r = await call(replicaStub(env, topicId, partition, id, configs));
+      if (!isGone(w, id, r)) return r;
+      gone = r;
+      await forgetReplica(w, id);
     } catch (err) {
       last = err;
     }
   }
+  if (gone !== undefined) return gone;
   throw last;
 }

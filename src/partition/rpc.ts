@@ -8,7 +8,7 @@
  */
 import type { CatchUpChunk, CatchUpManifest, CatchUpRead } from "./catch-up.ts";
 import type { RpcResult } from "../protocol/errors.ts";
-import { replicaLocation } from "../protocol/config.ts";
+import { replicaLocation, type LocationHint } from "../protocol/config.ts";
 import type { PartitionDescription, TopicConfigs } from "../protocol/types.ts";
 import type { ListOffsetsSpec } from "./core.ts";
 import type { SubscriptionMetrics } from "../subscriptions/rpc.ts";
@@ -31,6 +31,11 @@ export interface PartitionInit {
    * r1, the object named by {@link partitionObjectName}, which initialises the others.
    */
   replica?: string;
+  /**
+   * A replica joining an existing group (replica reassignment): it bootstraps with this
+   * configuration (itself among the learners) and an empty log, and is caught up by the leader.
+   */
+  join?: { voters: string[]; learners: string[]; location?: LocationHint };
 }
 
 export interface AppendRequest {
@@ -161,6 +166,9 @@ export interface ReplicaStatus {
   inSyncReplicas: number | null;
   /** The Raft index of the journal's latest snapshot (entries up to it are compacted away). */
   snapshotIndex: number;
+  /** The group's voters and learners as this replica knows them (its Raft configuration). */
+  voters: string[];
+  learners: string[];
   /** Snapshot catch-ups this replica installed since its object started (docs/RAFT.md "Snapshot catch-up"). */
   catchUpInstalls: number;
   /** True while this replica pulls a snapshot catch-up from a peer. */
@@ -180,6 +188,8 @@ export interface ReplicaTestKnobs {
   chunkBytes?: number;
   /** A pull waits after staging this many chunks until the knob is cleared. */
   holdAfterChunks?: number;
+  /** How long a reassignment at this leader waits for its new replica to catch up (ms; default 30 s). */
+  reassignWaitMs?: number;
 }
 
 /** The RPC methods of PartitionDO (named so none collides with the DO's HTTP `fetch`). */
@@ -242,6 +252,16 @@ export interface PartitionRpc {
    * INVALID_REQUEST (not a replica of this partition), UNKNOWN_TOPIC_OR_PARTITION.
    */
   transferLeadership(replica: string): Promise<RpcResult<LeaderTransferOk>>;
+  /**
+   * Replica reassignment at the leader (docs/RAFT.md "Replica reassignment"): adds a new replica
+   * object as a learner, waits for it to catch up, promotes it, removes `replace` (after handing
+   * leadership away when `replace` leads: then NOT_LEADER_OR_FOLLOWER, resent by the gateway to
+   * the new leader) and destroys the removed object's data. Resumable: a retry continues from
+   * the configuration it finds. Errors: NOT_LEADER_OR_FOLLOWER, INVALID_REQUEST (not a voter,
+   * r1, bad location), REASSIGNMENT_IN_PROGRESS (another reassignment's learner is there),
+   * REQUEST_TIMED_OUT (the new replica did not catch up within 30 s: retry to resume).
+   */
+  reassignReplica(req: ReassignRequest): Promise<RpcResult<ReassignOk>>;
 }
 
 /** The answer of a leadership transfer: the leader and its epoch (the Raft term) afterwards. */
@@ -250,6 +270,44 @@ export interface LeaderTransferOk {
   leaderEpoch: number;
   /** False when the replica asked for already led (nothing done: Kafka's ELECTION_NOT_NEEDED). */
   transferred: boolean;
+}
+
+/**
+ * The 0-based index of replica id `rN` (N >= 1): its object name and `replica.locations` slot.
+ * Replica ids are never reused within a group's life except after the object was destroyed
+ * (docs/RAFT.md "Replica reassignment"). @returns null for anything else.
+ */
+export function replicaIndexOf(id: unknown): number | null {
+  if (typeof id !== "string" || !/^r[1-9][0-9]{0,3}$/.test(id)) return null;
+  return Number(id.slice(1)) - 1;
+}
+
+/** The first replica id after every id in `ids` ("r4" after r1..r3): a reassignment's new replica. */
+export function nextReplicaId(ids: readonly string[]): string {
+  let max = 0;
+  for (const id of ids) max = Math.max(max, (replicaIndexOf(id) ?? -1) + 1);
+  return `r${max + 1}`;
+}
+
+/**
+ * Replica reassignment of a replicated partition (Kafka's AlterPartitionReassignments, KIP-455,
+ * done as single-server Raft membership changes; docs/RAFT.md "Replica reassignment").
+ */
+export interface ReassignRequest {
+  /** The voter to replace ("r2"). */
+  replace: string;
+  /** Location hint of the new replica's object (one of LOCATION_HINTS); absent: near its creator. */
+  location?: string;
+}
+
+export interface ReassignOk {
+  /** The replica that took `replace`'s place (a new id, e.g. "r4"). */
+  added: string;
+  removed: string;
+  /** The voters afterwards, sorted. */
+  replicas: string[];
+  leaderReplica: string;
+  leaderEpoch: number;
 }
 
 /**
@@ -273,9 +331,10 @@ export function replicaStubAt(
   partition: number,
   index: number,
   configs: Partial<TopicConfigs>,
+  hint?: LocationHint,
 ): PartitionRpc {
   const name = replicaObjectNameAt(topicId, partition, index);
-  const locationHint = replicaLocation(configs, index);
+  const locationHint = hint ?? replicaLocation(configs, index);
   if (locationHint === undefined) return ns.getByName(name) as unknown as PartitionRpc;
   return ns.get(ns.idFromName(name), { locationHint }) as unknown as PartitionRpc;
 }

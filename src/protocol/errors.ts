@@ -139,6 +139,11 @@ export const ERRORS = {
     retriable: true,
     message: "Fewer in-sync replicas than the topic's min.insync.replicas: an acks=all produce is refused (nothing appended).",
   },
+  REASSIGNMENT_IN_PROGRESS: {
+    httpStatus: 409,
+    retriable: true,
+    message: "A replica reassignment or membership change of this partition is running (or the leader has not committed in its term yet): retry when it has finished.",
+  },
   PREFERRED_LEADER_NOT_AVAILABLE: {
     httpStatus: 503,
     retriable: true,

@@ -161,6 +161,21 @@ export interface PartitionLeaderResponse {
   transferred: boolean;
 }
 
+/**
+ * `POST .../partitions/{p}/replicas` answer (replica reassignment; Kafka's
+ * AlterPartitionReassignments, KIP-455, as Raft membership changes; docs/RAFT.md): the replica
+ * added in place of `removed`, the voters afterwards (sorted), the leader and its epoch.
+ */
+export interface ReplicaReassignmentResponse {
+  topic: string;
+  partition: number;
+  added: string;
+  removed: string;
+  replicas: string[];
+  leaderReplica: string;
+  leaderEpoch: number;
+}
+
 /** `GET .../offsets?spec=` answers. `offset` is null when no record qualifies (by timestamp). */
 export interface ListOffsetsResponse {
   topic: string;

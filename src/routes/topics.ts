@@ -8,9 +8,13 @@ import type { Hono } from "hono";
 import type { AppEnv } from "../gateway/context.ts";
 import { asObject, jsonBody, partitionParam, topicRoute } from "../gateway/http.ts";
 import { checkPartition, partitionError, topicCache, withTopic } from "../gateway/topics.ts";
-import { callAtLeader, noteLeader } from "../gateway/replicas.ts";
-import { replicationFactorOf } from "../protocol/config.ts";
-import type { DeleteRecordsResponse, PartitionLeaderResponse } from "../protocol/types.ts";
+import { callAtLeader, noteLeader, noteMembers } from "../gateway/replicas.ts";
+import { replicaIndexOf } from "../partition/rpc.ts";
+
+/** How long the gateway resends a reassignment to the current leader (ms): a catch-up wait (30 s) and a leadership transfer. */
+const REASSIGN_WAIT_MS = 60_000;
+import { LOCATION_HINTS, replicationFactorOf } from "../protocol/config.ts";
+import type { DeleteRecordsResponse, PartitionLeaderResponse, ReplicaReassignmentResponse } from "../protocol/types.ts";
 import { metadataStore } from "../metadata/store.ts";
 import { EdgelogError, toEdgelogError } from "../protocol/errors.ts";
 import { parseTopicName } from "../protocol/names.ts";
@@ -99,19 +103,48 @@ export function topicRoutes(app: Hono<AppEnv>): void {
     const partition = partitionParam(c);
     const body = asObject(jsonBody(c), "body");
     const replica = body.replica;
-    if (typeof replica !== "string" || !/^r[1-9]$/.test(replica)) {
-      throw new EdgelogError("INVALID_REQUEST", `replica must be a replica id "r1".."r3", got ${JSON.stringify(replica ?? null)}.`, { field: "replica" });
+    if (typeof replica !== "string" || replicaIndexOf(replica) === null) {
+      throw new EdgelogError("INVALID_REQUEST", `replica must be a replica id such as "r2", got ${JSON.stringify(replica ?? null)}.`, { field: "replica" });
     }
     return withTopic(c.env, name, async (topic) => {
       checkPartition(topic, partition);
       const rf = replicationFactorOf(topic.configs);
-      if (Number(replica.slice(1)) > rf) {
+      // At factor 1 only r1; above it the leader checks its configuration (a reassignment adds r4, r5, ...).
+      if (rf === 1 && replica !== "r1") {
         throw new EdgelogError("INVALID_REQUEST", `${replica} is not a replica of this partition: replication.factor is ${rf}.`, { field: "replica", replicationFactor: rf });
       }
       const r = await callAtLeader(c.env, topic.topicId, partition, topic.configs, (p) => p.transferLeadership(replica));
       if (!r.ok) throw partitionError(r);
       noteLeader(topic.topicId, partition, r.leaderReplica, topic.configs);
       const answer: PartitionLeaderResponse = { topic: topic.name, partition, leaderReplica: r.leaderReplica, leaderEpoch: r.leaderEpoch, transferred: r.transferred };
+      return c.json(answer);
+    });
+  });
+
+  // Replica reassignment (Kafka's AlterPartitionReassignments, KIP-455, done as Raft single-server
+  // membership changes): body {"replace": "r2", "location": "weur"}; answered once the new
+  // replica is a voter and the replaced one is removed (docs/RAFT.md "Replica reassignment").
+  topicRoute(app, "POST", "/partitions/:partition/replicas", async (c, name) => {
+    const partition = partitionParam(c);
+    const body = asObject(jsonBody(c), "body");
+    const { replace, location } = body;
+    if (typeof replace !== "string" || replicaIndexOf(replace) === null) {
+      throw new EdgelogError("INVALID_REQUEST", `replace must be a replica id such as "r2", got ${JSON.stringify(replace ?? null)}.`, { field: "replace" });
+    }
+    if (location !== undefined && (typeof location !== "string" || !(LOCATION_HINTS as readonly string[]).includes(location))) {
+      throw new EdgelogError("INVALID_REQUEST", `location must be one of ${LOCATION_HINTS.join(", ")}, got ${JSON.stringify(location)}.`, { field: "location" });
+    }
+    return withTopic(c.env, name, async (topic) => {
+      checkPartition(topic, partition);
+      const rf = replicationFactorOf(topic.configs);
+      if (rf === 1) throw new EdgelogError("INVALID_REQUEST", "Replica reassignment needs a replicated partition (replication.factor 3).", { field: "replace", replicationFactor: rf });
+      const req = location === undefined ? { replace } : { replace, location };
+      // The leader may hand leadership away before removing itself: the new leader continues.
+      const r = await callAtLeader(c.env, topic.topicId, partition, topic.configs, (p) => p.reassignReplica(req), REASSIGN_WAIT_MS);
+      if (!r.ok) throw partitionError(r);
+      noteMembers(topic.topicId, partition, r.replicas);
+      noteLeader(topic.topicId, partition, r.leaderReplica, topic.configs);
+      const answer: ReplicaReassignmentResponse = { topic: topic.name, partition, ...r };
       return c.json(answer);
     });
   });

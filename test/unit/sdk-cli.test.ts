@@ -31,6 +31,17 @@ describe("parseCli", () => {
     expect(parseCli(["topics", "elect-leader", "t", "-p", "1", "--replica", "r2"])).toEqual({ kind: "topics elect-leader", url: DEFAULT_URL, name: "t", partition: 1, replica: "r2" });
     expect(() => parseCli(["topics", "elect-leader", "t", "--replica", "r2"])).toThrow("give --partition and --replica");
     expect(() => parseCli(["topics", "elect-leader", "t", "-p", "0", "--replica", "2"])).toThrow("--replica must be a replica id");
+    expect(parseCli(["topics", "reassign", "t", "-p", "0", "--replace", "r2", "--location", "weur"])).toEqual({
+      kind: "topics reassign",
+      url: DEFAULT_URL,
+      name: "t",
+      partition: 0,
+      replace: "r2",
+      location: "weur",
+    });
+    expect(parseCli(["topics", "reassign", "t", "-p", "0", "--replace", "r3"])).toEqual({ kind: "topics reassign", url: DEFAULT_URL, name: "t", partition: 0, replace: "r3" });
+    expect(() => parseCli(["topics", "reassign", "t", "--replace", "r2"])).toThrow("give --partition and --replace");
+    expect(() => parseCli(["topics", "reassign", "t", "-p", "0", "--replace", "x"])).toThrow("--replace must be a replica id");
   });
 
   it("parses produce with ordered, duplicate headers whose values may contain '='", () => {
@@ -82,7 +93,7 @@ describe("parseCli", () => {
     const cases: Array<[string[], string]> = [
       [[], "Missing command."],
       [["nope"], "Unknown command: nope"],
-      [["topics"], "topics: missing subcommand (list, create, describe, alter, delete, delete-records, elect-leader)"],
+      [["topics"], "topics: missing subcommand (list, create, describe, alter, delete, delete-records, elect-leader, reassign)"],
       [["topics", "create"], "topics create: missing NAME"],
       [["topics", "delete", "a", "b"], 'topics delete: unexpected argument "b"'],
       [["topics", "create", "t", "--partitions=-1"], "--partitions must be a non-negative integer"],

@@ -43,6 +43,7 @@ export const KafkaError = {
   INVALID_PRODUCER_EPOCH: 47,
   TRANSACTIONAL_ID_AUTHORIZATION_FAILED: 53,
   UNKNOWN_PRODUCER_ID: 59,
+  REASSIGNMENT_IN_PROGRESS: 60,
   NON_EMPTY_GROUP: 68,
   GROUP_ID_NOT_FOUND: 69,
   UNSUPPORTED_COMPRESSION_TYPE: 76,
@@ -137,6 +138,8 @@ export const EDGELOG_TO_KAFKA = {
   NOT_ENOUGH_REPLICAS: "NOT_ENOUGH_REPLICAS",
   // Kafka's answer to an ElectLeaders (KIP-460) whose preferred replica could not take over.
   PREFERRED_LEADER_NOT_AVAILABLE: "PREFERRED_LEADER_NOT_AVAILABLE",
+  // Kafka's AlterPartitionReassignments answer while another reassignment runs (KIP-455).
+  REASSIGNMENT_IN_PROGRESS: "REASSIGNMENT_IN_PROGRESS",
   // Subscriptions (Pulsar's model) have no Kafka API; the bridge never reaches them.
   CONSUMER_BUSY: "UNKNOWN_SERVER_ERROR",
   NOT_ALLOWED: "INVALID_REQUEST",

@@ -37,7 +37,7 @@ import {
   subscriptionsStats,
 } from "./subscriptions.ts";
 import { type TopCommand, top } from "./top.ts";
-import { type TopicsCommand, topicsAlter, topicsCreate, topicsDelete, topicsDeleteRecords, topicsDescribe, topicsElectLeader, topicsList } from "./topics.ts";
+import { type TopicsCommand, topicsAlter, topicsCreate, topicsDelete, topicsDeleteRecords, topicsDescribe, topicsElectLeader, topicsList, topicsReassign } from "./topics.ts";
 
 /** A parsed command line of any command. */
 export type Command =
@@ -62,6 +62,7 @@ export const COMMANDS: readonly CliCommand<Command>[] = [
   topicsDelete,
   topicsDeleteRecords,
   topicsElectLeader,
+  topicsReassign,
   tenantsList,
   tenantsCreate,
   tenantsDescribe,

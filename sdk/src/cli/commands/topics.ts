@@ -1,4 +1,7 @@
-/** `topics list | create | describe | alter | delete | delete-records | elect-leader` (kafka-topics, kafka-delete-records, kafka-leader-election). */
+/**
+ * `topics list | create | describe | alter | delete | delete-records | elect-leader | reassign`
+ * (kafka-topics, kafka-delete-records, kafka-leader-election, kafka-reassign-partitions).
+ */
 import { EdgelogError } from "../../../../src/protocol/index.ts";
 import type { TopicConfigInput } from "../../admin.ts";
 import { flag, intOption, JSON_OPTION, keyValues, list, PARTITION_OPTION, str, UsageError } from "../args.ts";
@@ -15,7 +18,8 @@ export type TopicsCommand =
   | { kind: "topics alter"; url: string; name: string; partitions: number | undefined; configs: Record<string, string> }
   | { kind: "topics delete"; url: string; name: string }
   | { kind: "topics delete-records"; url: string; name: string; partition: number; offset: number }
-  | { kind: "topics elect-leader"; url: string; name: string; partition: number; replica: string };
+  | { kind: "topics elect-leader"; url: string; name: string; partition: number; replica: string }
+  | { kind: "topics reassign"; url: string; name: string; partition: number; replace: string; location?: string };
 
 const plural = (n: number): string => `${n} partition${n === 1 ? "" : "s"}`;
 
@@ -116,13 +120,35 @@ export const topicsElectLeader = defineCommand<Extract<TopicsCommand, { kind: "t
     const partition = intOption("--partition", str(values, "partition"));
     const replica = str(values, "replica");
     if (partition === undefined || replica === undefined) throw new UsageError("topics elect-leader: give --partition and --replica");
-    if (!/^r[1-9]$/.test(replica)) throw new UsageError(`--replica must be a replica id r1, r2 or r3, got ${JSON.stringify(replica)}`);
+    if (!/^r[1-9][0-9]{0,3}$/.test(replica)) throw new UsageError(`--replica must be a replica id such as r2, got ${JSON.stringify(replica)}`);
     return { kind: "topics elect-leader", url, name: args[0]!, partition, replica };
   },
   async run(cmd, { admin, out }) {
     const r = await admin.transferLeadership(cmd.name, cmd.partition, cmd.replica);
     const what = r.transferred ? "is now led by" : "was already led by";
     await out.write(`Partition ${cmd.partition} of ${cmd.name} ${what} ${r.leaderReplica} (leader epoch ${r.leaderEpoch}).\n`);
+  },
+});
+
+export const topicsReassign = defineCommand<Extract<TopicsCommand, { kind: "topics reassign" }>>({
+  name: "topics reassign",
+  usage:
+    "  topics reassign NAME --partition P --replace rN [--location HINT]\n      Replaces replica rN of partition P of a replicated topic by a new replica (at location hint HINT) (kafka-reassign-partitions).\n",
+  options: { partition: PARTITION_OPTION, replace: { type: "string" }, location: { type: "string" } },
+  args: ["NAME"],
+  parse({ url, args, values }) {
+    const partition = intOption("--partition", str(values, "partition"));
+    const replace = str(values, "replace");
+    const location = str(values, "location");
+    if (partition === undefined || replace === undefined) throw new UsageError("topics reassign: give --partition and --replace");
+    if (!/^r[1-9][0-9]{0,3}$/.test(replace)) throw new UsageError(`--replace must be a replica id such as r2, got ${JSON.stringify(replace)}`);
+    return { kind: "topics reassign", url, name: args[0]!, partition, replace, ...(location === undefined ? {} : { location }) };
+  },
+  async run(cmd, { admin, out }) {
+    const r = await admin.reassignReplica(cmd.name, cmd.partition, cmd.replace, cmd.location);
+    await out.write(
+      `Partition ${cmd.partition} of ${cmd.name}: ${r.added} replaced ${r.removed}; replicas ${r.replicas.join(", ")}, led by ${r.leaderReplica} (leader epoch ${r.leaderEpoch}).\n`,
+    );
   },
 });
 
