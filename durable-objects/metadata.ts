@@ -29,7 +29,7 @@
  * nothing), never a visible topic with missing partitions.
  */
 import type { Env } from "../src/env.ts";
-import type { MetadataExport } from "../src/metadata/commands.ts";
+import type { MetadataExport, TopicRow } from "../src/metadata/commands.ts";
 import { METADATA_OBJECT_NAME, type AlterTopicInput, type CreateTopicInput, type TenantStore, type TopicMetadataStore } from "../src/metadata/store.ts";
 import { replicaStubAt } from "../src/partition/rpc.ts";
 import { describePartition, destroyPartition, pushPartitionConfigs } from "../src/partition/replica-admin.ts";
@@ -87,21 +87,6 @@ const MIGRATIONS: readonly Migration[] = [
   // Tenants, namespaces, topic policies (durable-objects/metadata-tenants.ts).
   tenantsMigration(3),
 ];
-
-type TopicRow = {
-  name: string;
-  tenant: string;
-  namespace: string;
-  topic: string;
-  topic_id: string;
-  partitions: number;
-  configs: string;
-  created_at: number;
-  /** The topic's own policy overrides (JSON). */
-  policies: string;
-  /** JSON array of the configs the topic set itself; null for topics from before migration 3. */
-  config_keys: string | null;
-};
 
 export { METADATA_OBJECT_NAME };
 

@@ -37,7 +37,7 @@ import { QuorumUsers, usersMigrationUp, wellFormedCredential } from "./metadata-
 import { malformedImport, runMetadataImport } from "../../src/metadata/import.ts";
 import { METADATA_GROUP_ID } from "../../src/metadata/raft-store.ts";
 import { METADATA_OBJECT_NAME } from "../../src/metadata/store.ts";
-import type { MetadataExport, MetadataServeQuery } from "../../src/metadata/commands.ts";
+import type { MetadataExport, MetadataServeQuery, TopicRow } from "../../src/metadata/commands.ts";
 import type { RpcResult } from "../../src/protocol/errors.ts";
 import { QUOTA_KEYS } from "../../src/auth/store.ts";
 
@@ -72,21 +72,6 @@ const MIGRATIONS: readonly Migration[] = [
 export const IMPORT_MARKER = "metadata_import";
 
 type LifecycleRow = { topic_id: string; task: string; record_index: number };
-
-type TopicRow = {
-  name: string;
-  tenant: string;
-  namespace: string;
-  topic: string;
-  topic_id: string;
-  partitions: number;
-  configs: string;
-  created_at: number;
-  /** The topic's own policy overrides (JSON; `{}` for topics from before migration 3). */
-  policies: string;
-  /** JSON array of the configs the topic set itself; null for records from before (read as "those that differ from their defaults"). */
-  config_keys: string | null;
-};
 
 const dec = new TextDecoder();
 const enc = new TextEncoder();

@@ -154,20 +154,26 @@ export interface ScramUserExport extends ScramCredentialRecord {
   generation: string;
 }
 
+/** A row of the topics table, the same columns in MetadataDO and in the quorum's state machine. */
+export type TopicRow = {
+  name: string;
+  tenant: string;
+  namespace: string;
+  topic: string;
+  topic_id: string;
+  partitions: number;
+  /** The merged topic configs (JSON). */
+  configs: string;
+  created_at: number;
+  /** The topic's own policy overrides (JSON; `{}` for topics from before their table's migration 3). */
+  policies: string;
+  /** JSON array of the configs the topic set itself; null for topics from before (read as "those that differ from their defaults"). */
+  config_keys: string | null;
+};
+
 /** Rows of MetadataDO's tables, as `MetadataDO.exportMetadata` answers them (the columns of its tables). */
 export interface MetadataExport {
-  topics: {
-    name: string;
-    tenant: string;
-    namespace: string;
-    topic: string;
-    topic_id: string;
-    partitions: number;
-    configs: string;
-    created_at: number;
-    policies: string;
-    config_keys: string | null;
-  }[];
+  topics: TopicRow[];
   tenants: { name: string; allowed_clusters: string; created_at: number }[];
   namespaces: { name: string; tenant: string; namespace: string; policies: string; created_at: number }[];
   acls: AclBinding[];

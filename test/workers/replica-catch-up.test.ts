@@ -7,65 +7,20 @@
  *
  * Times are not asserted (they depend on the machine's load).
  */
-import { env } from "cloudflare:test";
 import { afterEach, describe as suite, expect, it } from "vitest";
 import { decodeBatch, encodeBatch } from "../../src/codec/index.ts";
-import type { PartitionRpc, ReplicaStatus, ReplicaTestKnobs } from "../../src/partition/rpc.ts";
-import { partitionObjectName } from "../../src/partition/rpc.ts";
+import type { ReplicaTestKnobs } from "../../src/partition/rpc.ts";
 import type { ErrorBody, InitProducerResponse, ProduceResponse } from "../../src/protocol/index.ts";
-import { call, createTopic, json, randomTopic } from "./helpers.ts";
+import { call, json } from "./helpers.ts";
+import { REPLICAS as IDS, crashStarted, createReplicated as createRf3, leaderOf, replica, sleep, status, until } from "./replica-helpers.ts";
 
-const IDS = ["r1", "r2", "r3"] as const;
-
-function replica(topicId: string, id: string): PartitionRpc {
-  const base = partitionObjectName(topicId, 0);
-  return env.PARTITION.getByName(id === "r1" ? base : `${base}/${id}`) as unknown as PartitionRpc;
-}
-
-const started: string[] = [];
-afterEach(async () => {
-  await Promise.all(started.splice(0).flatMap((topicId) => IDS.map((id) => replica(topicId, id).setFaults({ crashed: true }))));
-});
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(25);
-  }
-}
-
-async function status(topicId: string, id: string): Promise<ReplicaStatus | null> {
-  try {
-    const r = await replica(topicId, id).replicaStatus();
-    return r.ok ? r.replica : null;
-  } catch {
-    return null; // crashed
-  }
-}
-
-async function leaderOf(topicId: string, except: string[] = []): Promise<ReplicaStatus> {
-  return until("a leader", async () => {
-    for (const id of IDS) {
-      if (except.includes(id)) continue;
-      const s = await status(topicId, id);
-      if (s?.role === "leader") return s;
-    }
-    return undefined;
-  });
-}
+afterEach(crashStarted);
 
 /** A replicated topic whose replicas keep a small journal (`knobs` on all three). */
 async function createReplicated(knobs: ReplicaTestKnobs): Promise<{ name: string; topicId: string; path: string }> {
-  const name = randomTopic("rf3cu");
-  const d = await createTopic(name, 1, { "replication.factor": 3 });
-  started.push(d.topicId);
-  for (const id of IDS) expect(await replica(d.topicId, id).setReplicaTestKnobs(knobs)).toMatchObject({ ok: true });
-  return { name, topicId: d.topicId, path: `/v1/topics/${name}/partitions/0/records` };
+  const { name, topicId } = await createRf3();
+  for (const id of IDS) expect(await replica(topicId, id).setReplicaTestKnobs(knobs)).toMatchObject({ ok: true });
+  return { name, topicId, path: `/v1/topics/${name}/partitions/0/records` };
 }
 
 type Rec = { offset: number; value: string; epoch: number; producerId: bigint; sequence: number; bytes: string };

@@ -2,86 +2,17 @@
  * Replicated partitions (`replication.factor` 3; docs/RAFT.md "Replicated partitions"): three
  * partition objects forming a Raft group in one workerd, real alarms as the clock, real RPC
  * between replicas, driven through the real gateway. Fault injection (EDGELOG_RAFT_FAULTS, on in
- * this tier) crashes replicas.
+ * this tier) crashes replicas. Replica helpers: ./replica-helpers.ts.
  *
  * Times are not asserted (they depend on the machine's load); the failover time is printed.
  */
-import { env } from "cloudflare:test";
 import { afterEach, describe as suite, expect, it } from "vitest";
-import { decodeBatch, encodeBatch } from "../../src/codec/index.ts";
-import type { PartitionRpc, ReplicaStatus } from "../../src/partition/rpc.ts";
-import { partitionObjectName } from "../../src/partition/rpc.ts";
+import { encodeBatch } from "../../src/codec/index.ts";
 import type { ErrorBody, InitProducerResponse, JsonFetchResponse, ProduceResponse } from "../../src/protocol/index.ts";
 import { call, createTopic, expectError, json, oneRecordBatch, randomTopic } from "./helpers.ts";
+import { REPLICAS as IDS, crashStarted, createReplicated, leaderOf, replica, replicaLog, sleep, status, until } from "./replica-helpers.ts";
 
-const IDS = ["r1", "r2", "r3"] as const;
-
-function replica(topicId: string, id: string): PartitionRpc {
-  const base = partitionObjectName(topicId, 0);
-  return env.PARTITION.getByName(id === "r1" ? base : `${base}/${id}`) as unknown as PartitionRpc;
-}
-
-/** Replicas started by the running test: acting crashed after it (no clock), so nothing runs on after the file. */
-const started: string[] = [];
-afterEach(async () => {
-  await Promise.all(started.splice(0).flatMap((topicId) => IDS.map((id) => replica(topicId, id).setFaults({ crashed: true }))));
-});
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(25);
-  }
-}
-
-async function status(topicId: string, id: string): Promise<ReplicaStatus | null> {
-  try {
-    const r = await replica(topicId, id).replicaStatus();
-    return r.ok ? r.replica : null;
-  } catch {
-    return null; // crashed
-  }
-}
-
-async function leaderOf(topicId: string, except: string[] = []): Promise<ReplicaStatus> {
-  return until("a leader", async () => {
-    for (const id of IDS) {
-      if (except.includes(id)) continue;
-      const s = await status(topicId, id);
-      if (s?.role === "leader") return s;
-    }
-    return undefined;
-  });
-}
-
-async function createReplicated(configs: Record<string, unknown> = {}): Promise<{ name: string; topicId: string }> {
-  const name = randomTopic("rf3");
-  const d = await createTopic(name, 1, { "replication.factor": 3, ...configs });
-  started.push(d.topicId);
-  expect(d.configs["replication.factor"]).toBe(3);
-  return { name, topicId: d.topicId };
-}
-
-/** Every stored batch of a replica from offset 0, as (offset, value, leader epoch) per record. */
-async function replicaLog(topicId: string, id: string): Promise<{ offset: number; value: string; epoch: number }[]> {
-  const out: { offset: number; value: string; epoch: number }[] = [];
-  let offset = 0;
-  for (;;) {
-    const r = await replica(topicId, id).fetchRecords({ offset, maxRecords: 1000, maxBytes: 1 << 20, maxWaitMs: 0, minBytes: 0 });
-    if (!r.ok) throw new Error(JSON.stringify(r));
-    for (const b of r.batches) {
-      const { header, records } = decodeBatch(b, 0, { verifyCrc: true });
-      for (const rec of records) if (rec.offset >= offset) out.push({ offset: rec.offset, value: new TextDecoder().decode(rec.value!), epoch: header.partitionLeaderEpoch });
-    }
-    if (r.nextOffset >= r.highWatermark) return out;
-    offset = r.nextOffset;
-  }
-}
+afterEach(crashStarted);
 
 /**
  * A produce through the gateway, resent on a retriable error as a client would (safe here: the
