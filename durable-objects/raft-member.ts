@@ -49,7 +49,7 @@ import {
 import { RaftContractError, RaftNode, type ConfChange, type ConfState, type Entry, type Message, type NodeId, type ProposeError } from "../src/raft/index.ts";
 import { SqliteDurableObject, lazyTimers } from "./base.ts";
 import { ApplyWaiters } from "./raft/apply-waiters.ts";
-import { checkFaults, faultsEnabled } from "./raft/faults.ts";
+import { checkFaults, faultsEnabled, linkDropped } from "./raft/faults.ts";
 import { RAFT_ROOM, RaftJournal } from "./raft/journal.ts";
 import { sendMessages } from "./raft/send.ts";
 import { STATE_MACHINES, type ReplicatedStateMachine } from "./raft/state-machine.ts";
@@ -144,6 +144,7 @@ export class RaftMemberDO extends SqliteDurableObject<Env> implements RaftMember
     if (node === null || this.#faults.crashed === true || this.#faults.paused === true) return;
     for (const m of messages) {
       if (m.to !== node.id) continue; // meant for an earlier incarnation of the name: lost
+      if (linkDropped(this.#faults, "from", m.from)) continue; // an injected link fault
       node.step(m);
     }
     this.#drain();

@@ -35,9 +35,10 @@
  *   is then old news to the core (at or below the commit): it answers done, and the leader
  *   resumes appends after the snapshot's index.
  * - **Fault injection** (dev and test builds only, durable-objects/raft/faults.ts): as a Raft
- *   member's.
+ *   member's, link faults included (`dropTo` at the send, `dropFrom` in `deliver`).
  */
 import { ApplyWaiters } from "../raft/apply-waiters.ts";
+import { linkDropped } from "../raft/faults.ts";
 import { sendMessages } from "../raft/send.ts";
 import { errorResult, type ErrorResult, type RpcResult } from "../../src/protocol/errors.ts";
 import { resolveGroupConfig, type LocationHint, type RaftFaults } from "../../src/raft/group.ts";
@@ -195,6 +196,7 @@ export class PartitionReplica {
     const now = Date.now();
     for (const m of messages) {
       if (m.to !== node.id) continue;
+      if (linkDropped(this.#faults, "from", m.from)) continue; // an injected link fault
       this.#heardMs.set(m.from, now);
       if (m.type === "snapshot" && m.term >= node.term && m.meta.index > node.commitIndex && node.termAt(m.meta.index) !== m.meta.term) {
         // A snapshot the core would install (an empty image): pull the partition's state

@@ -24,6 +24,9 @@ export function faultsEnabled(env: { EDGELOG_RAFT_FAULTS?: string }): boolean {
 /** Longest injected message delay (ms). */
 export const MAX_FAULT_DELAY_MS = 60_000;
 
+/** Most peers one link-fault list names. */
+export const MAX_FAULT_PEERS = 16;
+
 /** Checks and normalises a fault setting. @returns the faults, or why they are refused. */
 export function checkFaults(f: RaftFaults): RaftFaults | string {
   if (typeof f !== "object" || f === null) return "faults must be an object";
@@ -44,5 +47,18 @@ export function checkFaults(f: RaftFaults): RaftFaults | string {
     if (typeof f.delayMs !== "number" || !Number.isInteger(f.delayMs) || f.delayMs < 0 || f.delayMs > MAX_FAULT_DELAY_MS) return `delayMs must be an integer in [0, ${MAX_FAULT_DELAY_MS}]`;
     if (f.delayMs > 0) out.delayMs = f.delayMs;
   }
+  for (const key of ["dropTo", "dropFrom"] as const) {
+    const ids = f[key];
+    if (ids === undefined) continue;
+    if (!Array.isArray(ids) || ids.length > MAX_FAULT_PEERS || !ids.every((id) => typeof id === "string" && id.length > 0 && id.length <= 64))
+      return `${key} must be an array of at most ${MAX_FAULT_PEERS} member ids`;
+    if (ids.length > 0) out[key] = [...new Set(ids)];
+  }
   return out;
+}
+
+/** Whether a link fault drops the messages between this member and `peer` in direction `dir`. */
+export function linkDropped(f: RaftFaults, dir: "to" | "from", peer: string): boolean {
+  const ids = dir === "to" ? f.dropTo : f.dropFrom;
+  return ids !== undefined && ids.includes(peer);
 }

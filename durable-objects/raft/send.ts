@@ -5,10 +5,12 @@
  * persistence contract"): an append never carries entries the member has not written, and a
  * message never carries a term it has not written (a pre-vote and its answer carry the term a
  * pre-candidate would take: never written). Fault injection (dev and test builds only,
- * ./faults.ts) drops or delays messages, and a crashed member sends nothing.
+ * ./faults.ts) drops or delays messages, drops every message to a peer named in `dropTo` (a
+ * link fault; `dropFrom` is applied by the receiver), and a crashed member sends nothing.
  */
 import type { RaftFaults } from "../../src/raft/group.ts";
 import type { Message, NodeId } from "../../src/raft/index.ts";
+import { linkDropped } from "./faults.ts";
 
 export interface RaftSender {
   /** The member's durable log end index and hard-state term. */
@@ -35,10 +37,11 @@ export function sendMessages(messages: readonly Message[], s: RaftSender): void 
   }
   const { dropRate = 0, delayMs = 0 } = s.faults();
   for (const [to, batch] of byPeer) {
+    if (linkDropped(s.faults(), "to", to)) continue;
     const kept = dropRate > 0 ? batch.filter(() => Math.random() >= dropRate) : batch;
     if (kept.length === 0) continue;
     const go = async (): Promise<void> => {
-      if (s.faults().crashed === true) return;
+      if (s.faults().crashed === true || linkDropped(s.faults(), "to", to)) return;
       try {
         await s.deliver(to, kept);
       } catch {

@@ -134,6 +134,14 @@ export interface RaftFaults {
   paused?: boolean;
   dropRate?: number;
   delayMs?: number;
+  /**
+   * Link faults (test builds only): every message to one of these members is dropped at the
+   * sender. With {@link dropFrom} the same names on one member, that member is cut off
+   * symmetrically; one of the two alone is a one-way partition.
+   */
+  dropTo?: string[];
+  /** Every message from one of these members is dropped on arrival, before it is stepped. */
+  dropFrom?: string[];
 }
 
 /** A JSON value: what state machines answer (it crosses RPC as it is). */

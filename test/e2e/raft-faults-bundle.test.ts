@@ -1,7 +1,8 @@
 /**
  * Raft fault injection cannot be enabled in a production build (durable-objects/raft/faults.ts):
  * the bundle `wrangler deploy --dry-run --outdir` produces (what `wrangler deploy` uploads) is
- * run in workerd with EDGELOG_RAFT_FAULTS = "1", and a member refuses `setFaults` (and a
+ * run in workerd with EDGELOG_RAFT_FAULTS = "1", and a member refuses `setFaults` (link faults
+ * included) (and a
  * partition replica its test-only knobs) while its
  * Raft RPCs work. The build runs without NODE_ENV in its environment, as a deploy from a
  * shell or CI does (vitest sets NODE_ENV=test in this process).
@@ -61,12 +62,16 @@ describe("the production bundle", () => {
     const boot = await stub.bootstrap({ groupId: "prod", members: [{ id: "m1" }], stateMachine: "sequence" }, "m1");
     expect(boot.ok).toBe(true);
     expect(await stub.setFaults({ crashed: true })).toMatchObject({ ok: false, code: "INVALID_REQUEST", details: { faultInjection: false } });
+    // Link faults (per-peer drops, symmetric or one-way partitions) have the same gate.
+    expect(await stub.setFaults({ dropTo: ["m2"], dropFrom: ["m2"] })).toMatchObject({ ok: false, code: "INVALID_REQUEST", details: { faultInjection: false } });
     const st = await stub.status();
     expect(st.ok && st.status.memberId).toBe("m1");
     // A replicated partition's replicas have the same gate (docs/RAFT.md "Replicated partitions").
     const pns = await mf.getDurableObjectNamespace("PARTITION");
     const partition = pns.get(pns.idFromName("prod-topic/0")) as unknown as PartitionRpc;
     expect(await partition.setFaults({ crashed: true })).toMatchObject({ ok: false, code: "INVALID_REQUEST", details: { faultInjection: false } });
+    expect(await partition.setFaults({ dropTo: ["r2"] })).toMatchObject({ ok: false, code: "INVALID_REQUEST", details: { faultInjection: false } });
+    expect(await partition.setFaults({ dropFrom: ["r3"] })).toMatchObject({ ok: false, code: "INVALID_REQUEST", details: { faultInjection: false } });
     // So do the test-only knobs of a replica (journal retention, catch-up chunks; docs/RAFT.md "Snapshot catch-up").
     expect(await partition.setReplicaTestKnobs({ keepEntries: 1 })).toMatchObject({ ok: false, code: "INVALID_REQUEST", details: { faultInjection: false } });
   });

@@ -3,7 +3,7 @@
  * settings and gate of durable-objects/raft/faults.ts.
  */
 import { describe, expect, it } from "vitest";
-import { checkFaults, faultsEnabled, FAULTS_IN_BUILD } from "../../durable-objects/raft/faults.ts";
+import { checkFaults, faultsEnabled, FAULTS_IN_BUILD, linkDropped } from "../../durable-objects/raft/faults.ts";
 import { raftMemberName, resolveGroupConfig } from "../../src/raft/group.ts";
 
 describe("resolveGroupConfig", () => {
@@ -48,6 +48,15 @@ describe("fault settings", () => {
     expect(checkFaults({ delayMs: 1.5 })).toMatch(/delayMs/);
     expect(checkFaults({ delayMs: 60_001 })).toMatch(/delayMs/);
     expect(checkFaults({ paused: "yes" as unknown as boolean })).toMatch(/paused/);
+    // Link faults: per-peer drops, deduplicated; an empty list is no fault.
+    expect(checkFaults({ dropTo: ["r2", "r3", "r2"], dropFrom: [] })).toEqual({ dropTo: ["r2", "r3"] });
+    expect(checkFaults({ dropFrom: ["r1"] })).toEqual({ dropFrom: ["r1"] });
+    expect(checkFaults({ dropTo: "r2" as unknown as string[] })).toMatch(/dropTo/);
+    expect(checkFaults({ dropFrom: [""] })).toMatch(/dropFrom/);
+    expect(checkFaults({ dropFrom: Array.from({ length: 17 }, (_, i) => `m${i}`) })).toMatch(/dropFrom/);
+    expect(linkDropped({ dropTo: ["r2"] }, "to", "r2")).toBe(true);
+    expect(linkDropped({ dropTo: ["r2"] }, "from", "r2")).toBe(false);
+    expect(linkDropped({ dropFrom: ["r2"] }, "from", "r3")).toBe(false);
   });
 
   it("need EDGELOG_RAFT_FAULTS = 1 in a non-production build (this test runs unbundled: NODE_ENV is not production)", () => {
