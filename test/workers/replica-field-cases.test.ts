@@ -182,6 +182,80 @@ suite("field case C6: PreVote liveness when a voter's term is behind", () => {
   });
 });
 
+/**
+ * C7 (b) on real replicas: the leader is cut off and takes `lostCount` appends it can never
+ * commit; the other two elect a leader in a later term, which takes `takenCount` records and
+ * compacts its journal; after the heal the old leader is sent InstallSnapshot.
+ * `suffixPastLeader`: the old leader's conflicting suffix reaches past the new leader's whole log.
+ */
+async function deposedLeaderCatchesUp(lostCount: number, takenCount: number, suffixPastLeader: boolean): Promise<void> {
+  const { name, topicId } = await createReplicated();
+  for (const id of IDS) expect(await replica(topicId, id).setReplicaTestKnobs({ keepEntries: 3, leaderKeepEntries: 5 })).toMatchObject({ ok: true });
+  const path = recordsPath(name);
+  for (let i = 0; i < 3; i++) await produceRetrying(path, `c${i}`);
+  const old = await leaderOf(topicId);
+  await allAt(topicId, IDS, 3);
+  const oldTerm = (await live(topicId, old.replica)).leaderEpoch;
+
+  // The leader is cut off and takes appends it can never commit (its own journal only).
+  expect((await isolate(topicId, old.replica)).ok).toBe(true);
+  const lost = Array.from({ length: lostCount }, (_, i) => i).map((i) => replica(topicId, old.replica).append({ batches: [plainBatch(`lost-${i}`)] }));
+  const deposed = await until("the cut-off leader holds uncommitted entries", async () => {
+    const s = await status(topicId, old.replica);
+    return s !== null && s.lastIndex >= s.commitIndex + lostCount ? s : undefined;
+  });
+  expect(deposed.leaderEpoch).toBe(oldTerm);
+
+  // The other two elect a leader in a later term; it takes records and compacts its journal
+  // past the old leader's commit: only a snapshot can catch the old leader up.
+  const n = await leaderOf(topicId, [old.replica]);
+  expect(n.leaderEpoch).toBeGreaterThan(oldTerm);
+  let end = 3;
+  for (let i = 0; i < takenCount; i++) {
+    const r = await replica(topicId, n.replica).append({ batches: [plainBatch(`n${i}`)] });
+    expect(r, JSON.stringify(r)).toMatchObject({ ok: true });
+    if (r.ok) end = r.baseOffset + 1;
+  }
+  const compacted = await until("the new leader's journal compacted past the old leader's commit", async () => {
+    const s = await status(topicId, n.replica);
+    return s !== null && s.snapshotIndex > deposed.commitIndex + 1 ? s : undefined;
+  });
+  if (suffixPastLeader) expect(deposed.lastIndex).toBeGreaterThan(compacted.lastIndex);
+  else expect(compacted.snapshotIndex).toBeGreaterThan(deposed.lastIndex);
+  // None of the cut-off leader's appends was acknowledged.
+  for (const r of await Promise.all(lost)) expect(r.ok, JSON.stringify(r)).toBe(false);
+  const held = await live(topicId, old.replica);
+  expect(held.highWatermark).toBe(3);
+  expect(held.lastIndex).toBeGreaterThan(held.commitIndex);
+
+  // Heal: the old leader follows, is sent the snapshot and installs it.
+  expect(await replica(topicId, old.replica).setFaults({})).toEqual({ ok: true, faults: {} });
+  await allAt(topicId, IDS, end);
+  const nl = await live(topicId, n.replica);
+  // The install rebuilds its Raft node from the journal: it knows the leader again at the next heartbeat.
+  const back = await until("the old leader follows the new one", async () => {
+    const s = await status(topicId, old.replica);
+    return s?.leaderReplica === n.replica ? s : undefined;
+  });
+  expect(back).toMatchObject({ role: "follower", leaderReplica: n.replica, leaderEpoch: nl.leaderEpoch, catchUpInstalls: 1 });
+  expect(back.snapshotIndex).toBeGreaterThanOrEqual(compacted.snapshotIndex);
+  expect(back.lastIndex).toBe(nl.lastIndex);
+  expect(back.commitIndex).toBe(nl.commitIndex);
+
+  // The next appends succeed at the first try: no conflicting entry was left, no second install.
+  for (let i = 0; i < 3; i++) await produceRetrying(path, `after-${i}`);
+  await allAt(topicId, IDS, end + 3);
+  const final = await live(topicId, old.replica);
+  expect(final.catchUpInstalls).toBe(1);
+  expect(final.lastIndex).toBe((await live(topicId, n.replica)).lastIndex);
+  const logs = await Promise.all(IDS.map((id) => replicaLog(topicId, id)));
+  for (const log of logs) expect(log).toEqual(logs[0]);
+  const values = logs[0]!.map((r) => r.value);
+  expect(values).toEqual(["c0", "c1", "c2", ...Array.from({ length: takenCount }, (_, i) => `n${i}`), "after-0", "after-1", "after-2"]);
+  expect(values.some((v) => v.startsWith("lost-"))).toBe(false);
+  expect(logs[0]!.map((r) => r.offset)).toEqual(values.map((_, i) => i));
+}
+
 suite("field case C7: InstallSnapshot, prefix snapshot and conflicting entry", () => {
   it("(a) a retransmitted InstallSnapshot behind a follower's commit is answered and changes nothing: entries after it kept, applied index and log unchanged, no catch-up", async () => {
     const { name, topicId } = await createReplicated();
@@ -218,64 +292,10 @@ suite("field case C7: InstallSnapshot, prefix snapshot and conflicting entry", (
   });
 
   it("(b) a deposed leader's uncommitted entries conflict with the new leader's snapshot: it drops its whole journal for the snapshot, once, and the next appends succeed; its entries are never visible", async () => {
-    const { name, topicId } = await createReplicated();
-    for (const id of IDS) expect(await replica(topicId, id).setReplicaTestKnobs({ keepEntries: 3, leaderKeepEntries: 5 })).toMatchObject({ ok: true });
-    const path = recordsPath(name);
-    for (let i = 0; i < 3; i++) await produceRetrying(path, `c${i}`);
-    const old = await leaderOf(topicId);
-    await allAt(topicId, IDS, 3);
-    const oldTerm = (await live(topicId, old.replica)).leaderEpoch;
+    await deposedLeaderCatchesUp(3, 20, false);
+  });
 
-    // The leader is cut off and takes appends it can never commit (its own journal only).
-    expect((await isolate(topicId, old.replica)).ok).toBe(true);
-    const lost = [0, 1, 2].map((i) => replica(topicId, old.replica).append({ batches: [plainBatch(`lost-${i}`)] }));
-    const deposed = await until("the cut-off leader holds uncommitted entries", async () => {
-      const s = await status(topicId, old.replica);
-      return s !== null && s.lastIndex > s.commitIndex ? s : undefined;
-    });
-    expect(deposed.leaderEpoch).toBe(oldTerm);
-
-    // The other two elect a leader in a later term; it takes records until its journal is
-    // compacted past everything the old leader holds.
-    const n = await leaderOf(topicId, [old.replica]);
-    expect(n.leaderEpoch).toBeGreaterThan(oldTerm);
-    let end = 3;
-    for (let i = 0; i < 20; i++) {
-      const r = await replica(topicId, n.replica).append({ batches: [plainBatch(`n${i}`)] });
-      expect(r, JSON.stringify(r)).toMatchObject({ ok: true });
-      if (r.ok) end = r.baseOffset + 1;
-    }
-    await until("the new leader's journal compacted past the old leader's last index", async () => {
-      const s = await status(topicId, n.replica);
-      return s !== null && s.snapshotIndex > deposed.lastIndex ? true : undefined;
-    });
-    // None of the cut-off leader's appends was acknowledged.
-    for (const r of await Promise.all(lost)) expect(r.ok, JSON.stringify(r)).toBe(false);
-    const held = await live(topicId, old.replica);
-    expect(held.highWatermark).toBe(3);
-    expect(held.lastIndex).toBeGreaterThan(held.commitIndex);
-
-    // Heal: the old leader follows, is sent the snapshot and installs it.
-    expect(await replica(topicId, old.replica).setFaults({})).toEqual({ ok: true, faults: {} });
-    await allAt(topicId, IDS, end);
-    const nl = await live(topicId, n.replica);
-    const back = await live(topicId, old.replica);
-    expect(back).toMatchObject({ role: "follower", leaderReplica: n.replica, leaderEpoch: nl.leaderEpoch, catchUpInstalls: 1 });
-    expect(back.snapshotIndex).toBeGreaterThan(deposed.lastIndex);
-    expect(back.lastIndex).toBe(nl.lastIndex);
-    expect(back.commitIndex).toBe(nl.commitIndex);
-
-    // The next appends succeed at the first try: no conflicting entry was left, no second install.
-    for (let i = 0; i < 3; i++) await produceRetrying(path, `after-${i}`);
-    await allAt(topicId, IDS, end + 3);
-    const final = await live(topicId, old.replica);
-    expect(final.catchUpInstalls).toBe(1);
-    expect(final.lastIndex).toBe((await live(topicId, n.replica)).lastIndex);
-    const logs = await Promise.all(IDS.map((id) => replicaLog(topicId, id)));
-    for (const log of logs) expect(log).toEqual(logs[0]);
-    const values = logs[0]!.map((r) => r.value);
-    expect(values).toEqual(["c0", "c1", "c2", ...Array.from({ length: 20 }, (_, i) => `n${i}`), "after-0", "after-1", "after-2"]);
-    expect(values.some((v) => v.startsWith("lost-"))).toBe(false);
-    expect(logs[0]!.map((r) => r.offset)).toEqual(values.map((_, i) => i));
+  it("(b) the same with the deposed leader's conflicting suffix reaching past the new leader's last index: nothing of it survives the install", async () => {
+    await deposedLeaderCatchesUp(16, 8, true);
   });
 });
