@@ -341,6 +341,48 @@ describe("a 3-member Raft group of Durable Objects", () => {
     expect(back.term).toBeGreaterThanOrEqual(second.term);
   });
 
+  it("link faults: a follower cut off from both peers keeps its term (PreVote) while the others commit, and catches up after the heal with no election; a leader that hears no one (one-way) steps down", async () => {
+    const ids = ["m1", "m2", "m3"];
+    const config = await startGroup(ids);
+    const first = await leaderOf(config.groupId, ids);
+    const client = new Client(config.groupId, ids);
+    client.leader = first.memberId;
+    await client.propose("a0", "a0");
+    const [f, other] = ids.filter((id) => id !== first.memberId) as [string, string];
+    const peers = ids.filter((id) => id !== f);
+    expect(await member(config.groupId, f).setFaults({ dropTo: peers, dropFrom: peers })).toEqual({ ok: true, faults: { dropTo: peers, dropFrom: peers } });
+    const cut = Date.now() + 5 * ELECTION_TIMEOUT_MS;
+    const want = ["a0"];
+    for (let i = 0; Date.now() < cut; i++) {
+      if (i < 5) {
+        await client.propose(`b${i}`, `b${i}`);
+        want.push(`b${i}`);
+      }
+      expect((await status(config.groupId, f))!.term).toBe(first.term);
+      expect((await status(config.groupId, first.memberId))!).toMatchObject({ role: "leader", term: first.term });
+      await sleep(50);
+    }
+    expect((await member(config.groupId, f).setFaults({})).ok).toBe(true);
+    const seqs = await allApplied(config.groupId, ids, want);
+    for (const s of seqs) expect(s.map((x) => x.id)).toEqual(want);
+    for (const id of ids) expect((await status(config.groupId, id))!.term).toBe(first.term);
+
+    // One-way: the leader still sends, but hears no one: CheckQuorum makes it step down, and the
+    // two others (which hear nothing from it either way once it stops) elect a new leader.
+    expect((await member(config.groupId, first.memberId).setFaults({ dropFrom: [f, other] })).ok).toBe(true);
+    await until("the leader that hears no one to step down", async () => {
+      const st = await status(config.groupId, first.memberId);
+      return st !== null && st.role !== "leader" ? true : undefined;
+    });
+    const second = await leaderOf(config.groupId, [f, other]);
+    expect(second.term).toBeGreaterThan(first.term);
+    expect((await member(config.groupId, first.memberId).setFaults({})).ok).toBe(true);
+    client.leader = second.memberId;
+    await client.propose("c0", "c0");
+    const all = await allApplied(config.groupId, ids, [...want, "c0"]);
+    for (const s of all) expect(s.map((x) => x.id)).toEqual([...want, "c0"]);
+  });
+
   it("a single-member group elects itself and commits alone", async () => {
     const config = await startGroup(["solo"]);
     const leader = await leaderOf(config.groupId, ["solo"]);
@@ -361,5 +403,6 @@ describe("a 3-member Raft group of Durable Objects", () => {
     expect((await m.bootstrap(config, "m1")).ok).toBe(true); // the same again: a no-op
     expect(await m.bootstrap(config, "m2")).toMatchObject({ ok: false, code: "INVALID_REQUEST", details: { memberId: "m1" } });
     expect(await m.setFaults({ dropRate: 2 })).toMatchObject({ ok: false, code: "INVALID_REQUEST" });
+    expect(await m.setFaults({ dropTo: [42 as unknown as string] })).toMatchObject({ ok: false, code: "INVALID_REQUEST" });
   });
 });
