@@ -60,5 +60,5 @@ export function checkFaults(f: RaftFaults): RaftFaults | string {
 /** Whether a link fault drops the messages between this member and `peer` in direction `dir`. */
 export function linkDropped(f: RaftFaults, dir: "to" | "from", peer: string): boolean {
   const ids = dir === "to" ? f.dropTo : f.dropFrom;
-  return ids !== undefined && ids.includes(peer);
+  return ids?.includes(peer) === true;
 }
