@@ -25,14 +25,17 @@ const at = (ns: Ns, topicId: string, partition: number, index: number, configs: 
 
 /**
  * Sets a partition's configs (absolute values): r1 first, the next replica when a call throws.
+ * `configsOffset`: the metadata offset of the topic state the configs reflect (the quorum's
+ * record index; absent from MetadataDO); an older push than the partition holds is answered
+ * ok with `stale: true` and changes nothing.
  * @throws the last replica's error when none answers.
  */
-export async function pushPartitionConfigs(ns: Ns, topicId: string, partition: number, configs: TopicConfigs): Promise<RpcResult<object>> {
+export async function pushPartitionConfigs(ns: Ns, topicId: string, partition: number, configs: TopicConfigs, configsOffset?: number): Promise<RpcResult<{ stale?: boolean }>> {
   const rf = replicationFactorOf(configs);
   let last: unknown;
   for (let i = 0; i < rf; i++) {
     try {
-      return await at(ns, topicId, partition, i, configs).updateConfigs(configs);
+      return await at(ns, topicId, partition, i, configs).updateConfigs(configs, false, configsOffset);
     } catch (err) {
       last = err;
     }

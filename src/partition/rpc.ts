@@ -200,8 +200,11 @@ export interface PartitionRpc {
    * proposed by the leader, answered after the commit; a follower forwards it to the leader
    * (`forwarded` true: the call is such a forward, answered NOT_LEADER_OR_FOLLOWER rather than
    * forwarded again). docs/RAFT.md "Replicated partitions".
+   * `configsOffset`: the metadata offset (quorum record index) of the topic state the configs
+   * reflect; a partition holding configs of a higher offset ignores the push and answers ok with
+   * `stale: true` (src/partition/configs-order.ts). Absent (MetadataDO): always applied.
    */
-  updateConfigs(configs: TopicConfigs, forwarded?: boolean): Promise<RpcResult<object>>;
+  updateConfigs(configs: TopicConfigs, forwarded?: boolean, configsOffset?: number): Promise<RpcResult<{ stale?: boolean }>>;
   /**
    * Deletes the partition's storage; later calls answer UNKNOWN_TOPIC_OR_PARTITION. Replicated:
    * r1 destroys r2 and r3 first; a replica that does not answer is left to its own owner check
