@@ -665,6 +665,8 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
         appliedIndex: node.appliedIndex,
         lastIndex: node.lastIndex,
         highWatermark: s?.highWatermark ?? 0,
+        logStartOffset: s?.logStartOffset ?? 0,
+        logEndOffset: s?.logEndOffset ?? 0,
         inSyncReplicas: node.role === "leader" ? this.#replica.inSyncReplicas(Date.now()) : null,
         snapshotIndex: node.snapshotMeta.index,
         voters: node.conf.voters,

@@ -17,7 +17,7 @@
 import { errorResult, type RpcResult } from "../protocol/errors.ts";
 import { replicationFactorOf } from "../protocol/config.ts";
 import type { PartitionDescription, TopicConfigs } from "../protocol/types.ts";
-import { replicaStubAt, type PartitionRpc } from "./rpc.ts";
+import { replicaStubAt, type PartitionRpc, type ReplicaStatus } from "./rpc.ts";
 
 type Ns = Parameters<typeof replicaStubAt>[0];
 
@@ -67,6 +67,25 @@ export async function destroyPartition(ns: Ns, topicId: string, partition: numbe
     }
     return { ok: true, unreachable };
   }
+}
+
+/**
+ * Every replica's Raft view (`replicaStatus`), in replica order (r1 first), for the metrics
+ * scrape: null for a replica that does not answer (down, or acting crashed) or is not a
+ * replica. One call per replica, all at once.
+ */
+export async function replicaStatuses(ns: Ns, topicId: string, partition: number, configs: Partial<TopicConfigs>): Promise<(ReplicaStatus | null)[]> {
+  const rf = replicationFactorOf(configs);
+  return Promise.all(
+    Array.from({ length: rf }, async (_, i) => {
+      try {
+        const r = await at(ns, topicId, partition, i, configs).replicaStatus();
+        return r.ok ? r.replica : null;
+      } catch {
+        return null;
+      }
+    }),
+  );
 }
 
 /**

@@ -162,6 +162,9 @@ export interface ReplicaStatus {
   lastIndex: number;
   /** This replica's high watermark: the end of what it has applied (committed). */
   highWatermark: number;
+  /** This replica's log start and log end offset (its log holds only committed records: log end = high watermark). */
+  logStartOffset: number;
+  logEndOffset: number;
   /** At the leader: itself and the voters heard from within an election timeout. */
   inSyncReplicas: number | null;
   /** The Raft index of the journal's latest snapshot (entries up to it are compacted away). */
