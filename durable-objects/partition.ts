@@ -80,6 +80,7 @@ import { ReplicatedAppends } from "./partition/replicated.ts";
 import { PartitionReplica, REPLICA_IDS, REPLICA_KEEP_ENTRIES, REPLICA_LEADER_KEEP_ENTRIES } from "./partition/replica.ts";
 import { ReplicaCatchUp } from "./partition/catch-up.ts";
 import type { CatchUpChunk, CatchUpManifest, CatchUpRead } from "../src/partition/catch-up.ts";
+import { isStaleConfigsPush } from "../src/partition/configs-order.ts";
 
 /** One write of the partition: each room's part, null when it has none. */
 export type Command = LogCommand & ProducersCommand & StreamsCommand & SubsCommand & LifecycleCommandPart;
@@ -285,12 +286,16 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
   /**
    * Sets the configs (absolute values). Replicated: a Raft command (partition/replicated.ts),
    * proposed at the leader (a follower forwards it), applied by every replica at commit.
+   * `configsOffset`: the metadata offset the configs reflect; older than the held one: ignored,
+   * answered `{ok: true, stale: true}` (src/partition/configs-order.ts).
    */
-  async updateConfigs(configs: TopicConfigs, forwarded = false): Promise<RpcResult<object>> {
-    if (this.#log.state === null) return unknownPartition();
+  async updateConfigs(configs: TopicConfigs, forwarded = false, configsOffset?: number): Promise<RpcResult<{ stale?: boolean }>> {
+    const s = this.#log.state;
+    if (s === null) return unknownPartition();
     this.#configsPushes++;
-    if (this.#replica.active) return this.#replicated.updateConfigs(configs, forwarded);
-    this.#commit({ log: { op: "configs", configs }, append: null, producer: null, stream: null });
+    if (this.#replica.active) return this.#replicated.updateConfigs(configs, forwarded, configsOffset);
+    if (isStaleConfigsPush(s.configsOffset, configsOffset)) return { ok: true, stale: true };
+    this.#commit({ log: { op: "configs", configs, ...(configsOffset !== undefined ? { configsOffset } : {}) }, append: null, producer: null, stream: null });
     this.#configsApplied();
     return { ok: true };
   }
@@ -324,7 +329,7 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
         const configs: TopicConfigs = { ...r.topic.configs, policies: policyValues(r.topic.policies) };
         if (canonicalJson(configs) === canonicalJson(now.configs)) return;
         log.warn("edgelog.partition.configs_refreshed", { topic: now.topic, partition: now.partition });
-        await this.updateConfigs(configs);
+        await this.updateConfigs(configs, false, r.metadataOffset);
       },
       (err: unknown) => log.warn("edgelog.partition.configs_refresh_failed", { error: err }),
     );
@@ -660,6 +665,8 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
         appliedIndex: node.appliedIndex,
         lastIndex: node.lastIndex,
         highWatermark: s?.highWatermark ?? 0,
+        logStartOffset: s?.logStartOffset ?? 0,
+        logEndOffset: s?.logEndOffset ?? 0,
         inSyncReplicas: node.role === "leader" ? this.#replica.inSyncReplicas(Date.now()) : null,
         snapshotIndex: node.snapshotMeta.index,
         voters: node.conf.voters,

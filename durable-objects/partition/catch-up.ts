@@ -116,6 +116,7 @@ export class ReplicaCatchUp {
         leaderEpoch: s.leaderEpoch,
         producers,
         configs: s.configs,
+        ...(s.configsOffset !== null ? { configsOffset: s.configsOffset } : {}),
       };
       return { ok: true, manifest };
     }
@@ -202,6 +203,7 @@ export class ReplicaCatchUp {
         storedBytes: (plan.replace ? 0 : s.storedBytes) + staged.bytes,
         runningMaxTimestamp: staged.rows > 0 ? staged.runningMaxTimestamp : plan.replace ? -1 : s.runningMaxTimestamp,
         ...(m.configs !== undefined ? { configs: m.configs } : {}),
+        ...(m.configsOffset !== undefined ? { configsOffset: m.configsOffset } : {}),
       },
       append: null,
       producer: { op: "install", rows: m.producers },

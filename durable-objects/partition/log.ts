@@ -4,8 +4,9 @@
  * rooms) and the bounds (log start offset, high watermark, log end offset).
  *
  * Storage (room "log", migration 1 in schema/log.ts):
- * - meta(key, value): topic, topic_id, partition, configs (JSON), log_start_offset,
- *   log_end_offset, leader_epoch, stored_bytes, state ("active").
+ * - meta(key, value): topic, topic_id, partition, configs (JSON), configs_offset (the metadata
+ *   offset of the configs, absent when unknown: a key/value row, so no migration),
+ *   log_start_offset, log_end_offset, leader_epoch, stored_bytes, state ("active").
  * - batches: one row per stored record batch; `data` is the encoded batch with its header
  *   rewritten on append (baseOffset, leader epoch, LogAppendTime), so a fetch serves the
  *   bytes as stored. `running_max_timestamp` is the max timestamp over this batch and every
@@ -43,6 +44,12 @@ export interface PartitionState {
   topicId: string;
   partition: number;
   configs: TopicConfigs;
+  /**
+   * The metadata offset (metadata quorum record index) of the topic state `configs` reflect;
+   * null when unknown (init, MetadataDO pushes). Meta row `configs_offset`; a push older than
+   * it is ignored (src/partition/configs-order.ts).
+   */
+  configsOffset: number | null;
   logStartOffset: number;
   /**
    * Offsets below it are committed (readable by consumers, acknowledged to acks=all). Equals
@@ -60,7 +67,8 @@ export interface PartitionState {
 /** A change of the log's meta rows (not an append). */
 export type LogChange =
   | { op: "init"; init: PartitionInit }
-  | { op: "configs"; configs: TopicConfigs }
+  /** New configs; `configsOffset` (when set) is stored with them: the metadata offset they reflect. */
+  | { op: "configs"; configs: TopicConfigs; configsOffset?: number }
   /** A fork's log starts at its fork offset: an empty log's start and end move there. */
   | { op: "startAt"; offset: number }
   /**
@@ -105,6 +113,8 @@ export type LogChange =
       runningMaxTimestamp: number;
       /** The peer's configs at the snapshot (replicated config changes); absent from older peers: kept as they are. */
       configs?: TopicConfigs;
+      /** The metadata offset of the peer's configs; absent: the held one is kept. */
+      configsOffset?: number;
     };
 
 const BATCH_COLUMNS = `base_offset, last_offset, record_count, producer_id, producer_epoch, base_sequence,
@@ -196,6 +206,7 @@ export class LogRoom {
       topicId: String(meta.get("topic_id")),
       partition: Number(meta.get("partition")),
       configs: JSON.parse(String(meta.get("configs"))) as TopicConfigs,
+      configsOffset: meta.has("configs_offset") ? Number(meta.get("configs_offset")) : null,
       logStartOffset: Number(meta.get("log_start_offset")),
       highWatermark: logEndOffset,
       logEndOffset,
@@ -367,6 +378,7 @@ export class LogRoom {
       }
       case "configs":
         this.#putMeta("configs", JSON.stringify(c.configs));
+        if (c.configsOffset !== undefined) this.#putMeta("configs_offset", c.configsOffset);
         return;
       case "startAt":
         this.#putMeta("log_start_offset", c.offset);
@@ -414,6 +426,7 @@ export class LogRoom {
         this.#putMeta("leader_epoch", c.leaderEpoch);
         this.#putMeta("stored_bytes", c.storedBytes);
         if (c.configs !== undefined) this.#putMeta("configs", JSON.stringify(c.configs));
+        if (c.configsOffset !== undefined) this.#putMeta("configs_offset", c.configsOffset);
         return;
       case "rewrite": {
         let delta = 0;
@@ -459,6 +472,7 @@ export class LogRoom {
         topicId: r.topicId,
         partition: r.partition,
         configs: r.configs,
+        configsOffset: null,
         logStartOffset: 0,
         highWatermark: 0,
         logEndOffset: 0,
@@ -473,6 +487,7 @@ export class LogRoom {
     switch (c.op) {
       case "configs":
         s.configs = c.configs;
+        if (c.configsOffset !== undefined) s.configsOffset = c.configsOffset;
         return;
       case "startAt":
         s.logStartOffset = c.offset;
@@ -499,6 +514,7 @@ export class LogRoom {
         s.storedBytes = c.storedBytes;
         s.runningMaxTimestamp = c.runningMaxTimestamp;
         if (c.configs !== undefined) s.configs = c.configs;
+        if (c.configsOffset !== undefined) s.configsOffset = c.configsOffset;
         return;
       case "rewrite":
         for (const b of c.batches) s.storedBytes += (b.data === null ? 0 : b.data.length) - b.sizeBefore;

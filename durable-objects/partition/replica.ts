@@ -550,9 +550,11 @@ export type ReplicatedCommand =
   | { kind: "deleteRecords"; offset: number }
   /**
    * A config change (the metadata store's push, absolute values: the topic's effective configs
-   * and policies), applied by every replica at the same Raft index.
+   * and policies), applied by every replica at the same Raft index. `configsOffset`: the
+   * metadata offset the configs reflect (absent from MetadataDO pushes); every replica ignores
+   * the entry when it holds newer configs (src/partition/configs-order.ts).
    */
-  | { kind: "configs"; configs: TopicConfigs };
+  | { kind: "configs"; configs: TopicConfigs; configsOffset?: number };
 
 /** Encodes: u32 header length, the JSON header, then per batch u32 length and its bytes. */
 export function encodeReplicated(cmd: ReplicatedCommand): Uint8Array {
@@ -583,12 +585,13 @@ export function decodeReplicated(data: Uint8Array): ReplicatedCommand {
     beforeMs: number;
     offset: number;
     configs?: TopicConfigs;
+    configsOffset?: number;
     logAppendTime?: number | null;
     n?: number;
   };
   if (header.kind === "expireProducers") return { kind: "expireProducers", beforeMs: header.beforeMs };
   if (header.kind === "deleteRecords") return { kind: "deleteRecords", offset: header.offset };
-  if (header.kind === "configs") return { kind: "configs", configs: header.configs! };
+  if (header.kind === "configs") return { kind: "configs", configs: header.configs!, ...(header.configsOffset !== undefined ? { configsOffset: header.configsOffset } : {}) };
   if (header.kind !== "append") throw new Error(`unknown replicated command ${header.kind}`);
   const batches: Uint8Array[] = [];
   let at = 4 + hl;

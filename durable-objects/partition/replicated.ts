@@ -16,6 +16,7 @@ import { unknownPartition, type LogCommand, type LogRoom } from "./log.ts";
 import { PRODUCER_EXPIRY_TIMER, type ProducersCommand, type ProducersRoom } from "./producers.ts";
 import { decodeReplicated, encodeReplicated, type PartitionReplica, type ReplicatedCommand } from "./replica.ts";
 import { ReplicaTail } from "./replica-tail.ts";
+import { isStaleConfigsPush } from "../../src/partition/configs-order.ts";
 
 /** What a committed entry writes: the rooms' parts of a native append (no stream, no subscription part). */
 export type ReplicatedWrite = LogCommand & ProducersCommand & LifecycleCommandPart & { stream: null };
@@ -156,7 +157,7 @@ export class ReplicatedAppends {
   apply(index: number, term: number, data: Uint8Array, writeApplied: () => void): unknown {
     const cmd = decodeReplicated(data);
     if (cmd.kind === "deleteRecords") return this.#applyDeleteRecords(index, cmd.offset, writeApplied);
-    if (cmd.kind === "configs") return this.#applyConfigs(index, cmd.configs, writeApplied);
+    if (cmd.kind === "configs") return this.#applyConfigs(index, cmd.configs, cmd.configsOffset, writeApplied);
     const decided = this.#decideReplicated(cmd, term);
     let result: RpcResult<AppendOk> | null;
     if ("result" in decided) {
@@ -273,19 +274,22 @@ export class ReplicatedAppends {
    * catch-up manifest). A follower forwards it to the leader it knows (`forwarded`: one hop, the
    * leader does not forward again), trying again every {@link CONFIGS_RETRY_MS} during an
    * election or while the named leader fails, for up to {@link CONFIGS_LEADER_WAIT_MS}.
-   * @returns ok; NOT_LEADER_OR_FOLLOWER (retriable) when no leader took it in time, or when
-   *   `forwarded` and this replica does not lead; UNAVAILABLE when the last leader asked failed.
+   * `configsOffset` (the metadata offset the configs reflect) travels in the command: each
+   * replica ignores it at apply when it holds newer configs (src/partition/configs-order.ts).
+   * @returns ok (`stale: true` when the change was older than the configs held at apply);
+   *   NOT_LEADER_OR_FOLLOWER (retriable) when no leader took it in time, or when `forwarded`
+   *   and this replica does not lead; UNAVAILABLE when the last leader asked failed.
    */
-  async updateConfigs(configs: TopicConfigs, forwarded: boolean): Promise<RpcResult<object>> {
+  async updateConfigs(configs: TopicConfigs, forwarded: boolean, configsOffset?: number): Promise<RpcResult<{ stale?: boolean }>> {
     this.#h.aliveReplica();
     const deadline = Date.now() + CONFIGS_LEADER_WAIT_MS;
     for (;;) {
-      let r = await this.#proposeConfigs(configs);
+      let r = await this.#proposeConfigs(configs, configsOffset);
       if (r.ok || r.code !== "NOT_LEADER_OR_FOLLOWER" || forwarded) return r;
       const leader = r.details?.leaderReplica;
       if (typeof leader === "string" && leader !== this.#h.replica.memberId) {
         try {
-          r = await this.#h.peer(leader).updateConfigs(configs, true);
+          r = await this.#h.peer(leader).updateConfigs(configs, true, configsOffset);
           if (r.ok || r.code !== "NOT_LEADER_OR_FOLLOWER") return r;
         } catch (err) {
           r = errorResult("UNAVAILABLE", `Replica ${leader}, the leader of this partition, did not take the config change (${err instanceof Error ? err.message : String(err)}): retry.`, {
@@ -299,22 +303,28 @@ export class ReplicatedAppends {
   }
 
   /** At the leader: proposes the config change and waits for its apply here; NOT_LEADER_OR_FOLLOWER elsewhere. */
-  async #proposeConfigs(configs: TopicConfigs): Promise<RpcResult<object>> {
+  async #proposeConfigs(configs: TopicConfigs, configsOffset: number | undefined): Promise<RpcResult<{ stale?: boolean }>> {
     const refused = this.#h.log.state === null ? unknownPartition() : this.#h.replica.notLeader();
     if (refused !== null) return refused;
     this.#buildTail();
-    const [proposed] = this.#h.replica.proposeAll([encodeReplicated({ kind: "configs", configs })]);
+    const [proposed] = this.#h.replica.proposeAll([encodeReplicated({ kind: "configs", configs, ...(configsOffset !== undefined ? { configsOffset } : {}) })]);
     if (proposed!.index !== null) this.#tail.skip(proposed!.index, this.#h.log.state!.logEndOffset);
-    return (await proposed!.answer) as RpcResult<object>;
+    return (await proposed!.answer) as RpcResult<{ stale?: boolean }>;
   }
 
-  /** Applies a committed config change on this replica: the log meta's configs and the applied index in one transaction. */
-  #applyConfigs(index: number, configs: TopicConfigs, writeApplied: () => void): RpcResult<object> {
+  /**
+   * Applies a committed config change on this replica: the log meta's configs, their metadata
+   * offset and the applied index in one transaction; only the applied index when the change is
+   * older than the configs held (every replica decides alike: the same entries in the same order).
+   */
+  #applyConfigs(index: number, configs: TopicConfigs, configsOffset: number | undefined, writeApplied: () => void): RpcResult<{ stale?: boolean }> {
     const s = this.#h.log.state;
-    if (s === null) this.#h.transaction(writeApplied);
-    else this.#h.commit({ log: { op: "configs", configs }, append: null, producer: null, stream: null }, writeApplied);
+    const stale = s !== null && isStaleConfigsPush(s.configsOffset, configsOffset);
+    if (s === null || stale) this.#h.transaction(writeApplied);
+    else this.#h.commit({ log: { op: "configs", configs, ...(configsOffset !== undefined ? { configsOffset } : {}) }, append: null, producer: null, stream: null }, writeApplied);
     this.#checkPrediction(index, null);
     if (s === null) return unknownPartition();
+    if (stale) return { ok: true, stale: true };
     this.#h.configsApplied();
     return { ok: true };
   }

@@ -53,7 +53,7 @@ export async function runLifecycleTask(ns: Env["PARTITION"], task: LifecycleTask
   const inits = all
     .slice(task.initFrom)
     .map((partition) => replicaStubAt(ns, task.topicId, partition, 0, task.configs).init({ topic: task.name, topicId: task.topicId, partition, configs: task.configs }));
-  const pushes = task.pushConfigs ? all.slice(0, task.initFrom).map((p) => pushPartitionConfigs(ns, task.topicId, p, task.configs)) : [];
+  const pushes = task.pushConfigs ? all.slice(0, task.initFrom).map((p) => pushPartitionConfigs(ns, task.topicId, p, task.configs, task.recordIndex)) : [];
   const results = await Promise.all([...inits, ...pushes]);
   // UNKNOWN_TOPIC_OR_PARTITION: the partition was destroyed (the topic was deleted after this
   // task was read). Not a failure: the done record answers `topicExists: false` and the caller

@@ -57,6 +57,8 @@ export interface CatchUpManifest {
    * them takes them with the snapshot). Optional: a peer of an older version sends none.
    */
   configs?: TopicConfigs;
+  /** The metadata offset of `configs` (docs/RAFT.md "Config pushes carry their record index"); absent when unknown. */
+  configsOffset?: number;
 }
 
 /** A catch-up read (the partition RPC `replicaSnapshotRead`). */

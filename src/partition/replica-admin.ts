@@ -17,7 +17,7 @@
 import { errorResult, type RpcResult } from "../protocol/errors.ts";
 import { replicationFactorOf } from "../protocol/config.ts";
 import type { PartitionDescription, TopicConfigs } from "../protocol/types.ts";
-import { replicaStubAt, type PartitionRpc } from "./rpc.ts";
+import { replicaStubAt, type PartitionRpc, type ReplicaStatus } from "./rpc.ts";
 
 type Ns = Parameters<typeof replicaStubAt>[0];
 
@@ -25,14 +25,17 @@ const at = (ns: Ns, topicId: string, partition: number, index: number, configs: 
 
 /**
  * Sets a partition's configs (absolute values): r1 first, the next replica when a call throws.
+ * `configsOffset`: the metadata offset of the topic state the configs reflect (the quorum's
+ * record index; absent from MetadataDO); an older push than the partition holds is answered
+ * ok with `stale: true` and changes nothing.
  * @throws the last replica's error when none answers.
  */
-export async function pushPartitionConfigs(ns: Ns, topicId: string, partition: number, configs: TopicConfigs): Promise<RpcResult<object>> {
+export async function pushPartitionConfigs(ns: Ns, topicId: string, partition: number, configs: TopicConfigs, configsOffset?: number): Promise<RpcResult<{ stale?: boolean }>> {
   const rf = replicationFactorOf(configs);
   let last: unknown;
   for (let i = 0; i < rf; i++) {
     try {
-      return await at(ns, topicId, partition, i, configs).updateConfigs(configs);
+      return await at(ns, topicId, partition, i, configs).updateConfigs(configs, false, configsOffset);
     } catch (err) {
       last = err;
     }
@@ -64,6 +67,25 @@ export async function destroyPartition(ns: Ns, topicId: string, partition: numbe
     }
     return { ok: true, unreachable };
   }
+}
+
+/**
+ * Every replica's Raft view (`replicaStatus`), in replica order (r1 first), for the metrics
+ * scrape: null for a replica that does not answer (down, or acting crashed) or is not a
+ * replica. One call per replica, all at once.
+ */
+export async function replicaStatuses(ns: Ns, topicId: string, partition: number, configs: Partial<TopicConfigs>): Promise<(ReplicaStatus | null)[]> {
+  const rf = replicationFactorOf(configs);
+  return Promise.all(
+    Array.from({ length: rf }, async (_, i) => {
+      try {
+        const r = await at(ns, topicId, partition, i, configs).replicaStatus();
+        return r.ok ? r.replica : null;
+      } catch {
+        return null;
+      }
+    }),
+  );
 }
 
 /**

@@ -162,6 +162,9 @@ export interface ReplicaStatus {
   lastIndex: number;
   /** This replica's high watermark: the end of what it has applied (committed). */
   highWatermark: number;
+  /** This replica's log start and log end offset (its log holds only committed records: log end = high watermark). */
+  logStartOffset: number;
+  logEndOffset: number;
   /** At the leader: itself and the voters heard from within an election timeout. */
   inSyncReplicas: number | null;
   /** The Raft index of the journal's latest snapshot (entries up to it are compacted away). */
@@ -200,8 +203,11 @@ export interface PartitionRpc {
    * proposed by the leader, answered after the commit; a follower forwards it to the leader
    * (`forwarded` true: the call is such a forward, answered NOT_LEADER_OR_FOLLOWER rather than
    * forwarded again). docs/RAFT.md "Replicated partitions".
+   * `configsOffset`: the metadata offset (quorum record index) of the topic state the configs
+   * reflect; a partition holding configs of a higher offset ignores the push and answers ok with
+   * `stale: true` (src/partition/configs-order.ts). Absent (MetadataDO): always applied.
    */
-  updateConfigs(configs: TopicConfigs, forwarded?: boolean): Promise<RpcResult<object>>;
+  updateConfigs(configs: TopicConfigs, forwarded?: boolean, configsOffset?: number): Promise<RpcResult<{ stale?: boolean }>>;
   /**
    * Deletes the partition's storage; later calls answer UNKNOWN_TOPIC_OR_PARTITION. Replicated:
    * r1 destroys r2 and r3 first; a replica that does not answer is left to its own owner check

@@ -2,7 +2,10 @@
  * `GET /v1/metrics`: the Prometheus text exposition (docs/OBSERVABILITY.md), gathered on each
  * scrape from where the truth is:
  * - every partition of every topic the metadata store lists: its `metrics()` RPC, at most
- *   SCRAPE_CONCURRENCY in flight and at most MAX_SCRAPE_PARTITIONS per scrape;
+ *   SCRAPE_CONCURRENCY in flight and at most MAX_SCRAPE_PARTITIONS per scrape; for a
+ *   replicated partition also each replica's `replicaStatus` (at most MAX_SCRAPE_REPLICA_CALLS
+ *   per scrape), so its offsets are the leader's and its replicas get role/term gauges
+ *   (src/metrics/replicas.ts);
  * - every consumer group the group directory lists: its coordinator's describe (state,
  *   members, committed offsets and lag), at most MAX_SCRAPE_GROUPS;
  * - this gateway isolate's own counters (src/metrics/gateway.ts).
@@ -22,6 +25,10 @@ import { partitionStub, type PartitionMetrics } from "../partition/rpc.ts";
 import { toEdgelogError } from "../protocol/errors.ts";
 import type { GroupDescription } from "../protocol/groups.ts";
 import { log } from "../log/logger.ts";
+import { leaderView, MAX_SCRAPE_REPLICA_CALLS, type ReplicaSample, withLeaderOffsets, writeReplicaMetrics } from "../metrics/replicas.ts";
+import { replicaStatuses } from "../partition/replica-admin.ts";
+import { replicationFactorOf } from "../protocol/config.ts";
+import type { TopicSummary } from "../protocol/types.ts";
 
 export function metricsRoutes(app: Hono<AppEnv>): void {
   app.get("/v1/metrics", async (c) => {
@@ -30,13 +37,19 @@ export function metricsRoutes(app: Hono<AppEnv>): void {
     if (!topics.ok) throw toEdgelogError(topics);
     if (!groupList.ok) throw toEdgelogError(groupList);
 
-    const targets: { topicId: string; partition: number }[] = [];
+    const targets: { name: string; topicId: string; partition: number; configs: TopicSummary["configs"]; replicas: boolean }[] = [];
+    let replicaCalls = 0;
     const sorted = [...topics.topics].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     let partitionsTotal = 0;
     for (const t of sorted) {
       for (let p = 0; p < t.partitions; p++) {
         partitionsTotal++;
-        if (targets.length < MAX_SCRAPE_PARTITIONS) targets.push({ topicId: t.topicId, partition: p });
+        if (targets.length >= MAX_SCRAPE_PARTITIONS) continue;
+        // Replicated: every replica's status too, within MAX_SCRAPE_REPLICA_CALLS (src/metrics/replicas.ts).
+        const rf = replicationFactorOf(t.configs);
+        const replicas = rf > 1 && replicaCalls + rf <= MAX_SCRAPE_REPLICA_CALLS;
+        if (replicas) replicaCalls += rf;
+        targets.push({ name: t.name, topicId: t.topicId, partition: p, configs: t.configs, replicas });
       }
     }
     const groupIds = groupList.groups
@@ -46,11 +59,17 @@ export function metricsRoutes(app: Hono<AppEnv>): void {
 
     // Each answer: the metrics, null when the object is gone (deleted since the listing), or
     // undefined when it failed (logged, counted as an error).
+    const replicaSamples: ReplicaSample[] = [];
     const [partitionAnswers, groupAnswers] = await Promise.all([
       mapBounded(targets, SCRAPE_CONCURRENCY, async (t): Promise<PartitionMetrics | null | undefined> => {
         try {
-          const r = await partitionStub(env.PARTITION, t.topicId, t.partition).metrics();
-          if (r.ok) return r.metrics;
+          const [r, statuses] = await Promise.all([
+            partitionStub(env.PARTITION, t.topicId, t.partition).metrics(),
+            t.replicas ? replicaStatuses(env.PARTITION, t.topicId, t.partition, t.configs) : [],
+          ]);
+          for (const status of statuses) if (status !== null) replicaSamples.push({ topic: t.name, partition: t.partition, status });
+          // Replicated: the partition-level offsets are the leader's (src/metrics/replicas.ts).
+          if (r.ok) return t.replicas ? withLeaderOffsets(r.metrics, leaderView(statuses)) : r.metrics;
           // A topic deleted between the listing and this call: gone, not an error.
           if (r.code === "UNKNOWN_TOPIC_OR_PARTITION") return null;
           log.error("edgelog.metrics.scrape_error", { topicId: t.topicId, partition: t.partition, code: r.code });
@@ -90,6 +109,8 @@ export function metricsRoutes(app: Hono<AppEnv>): void {
 
     const w = new ExpositionWriter();
     writePartitionMetrics(w, partitions);
+    replicaSamples.sort((a, b) => (a.topic < b.topic ? -1 : a.topic > b.topic ? 1 : a.partition - b.partition || (a.status.replica < b.status.replica ? -1 : 1)));
+    writeReplicaMetrics(w, replicaSamples);
     writeGroupMetrics(w, groups);
     writeCoverage(w, partitionCoverage, groupCoverage);
     gatewayMetrics.write(w, topicCache);
