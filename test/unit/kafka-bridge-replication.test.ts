@@ -70,4 +70,50 @@ describe("Kafka bridge CreateTopics: replication factor", () => {
     const res = await handleCreateTopics(ctx, { topics: [topic("two", 2)], timeoutMs: 1000, validateOnly: true });
     expect(res.topics[0]!.errorCode).toBe(KafkaError.INVALID_REPLICATION_FACTOR);
   });
+
+  it("explicit replica assignments: [0] per partition 0..n-1 creates n partitions; duplicates, other brokers, gaps and numPartitions/replicationFactor beside them are refused and create nothing", async () => {
+    const { ctx, created } = context();
+    const assigned = (name: string, assignments: { partitionIndex: number; brokerIds: number[] }[], numPartitions = -1, replicationFactor = -1) => ({
+      name,
+      numPartitions,
+      replicationFactor,
+      assignments,
+      configs: [],
+    });
+    const res = await handleCreateTopics(ctx, {
+      topics: [
+        assigned("ok", [
+          { partitionIndex: 1, brokerIds: [0] },
+          { partitionIndex: 0, brokerIds: [0] },
+        ]),
+        assigned("dup", [{ partitionIndex: 0, brokerIds: [0, 0, 0] }]),
+        assigned("other", [{ partitionIndex: 0, brokerIds: [1] }]),
+        assigned("empty", [{ partitionIndex: 0, brokerIds: [] }]),
+        assigned("gap", [
+          { partitionIndex: 0, brokerIds: [0] },
+          { partitionIndex: 2, brokerIds: [0] },
+        ]),
+        assigned("twice", [
+          { partitionIndex: 0, brokerIds: [0] },
+          { partitionIndex: 0, brokerIds: [0] },
+        ]),
+        assigned("withCount", [{ partitionIndex: 0, brokerIds: [0] }], 1),
+        assigned("withFactor", [{ partitionIndex: 0, brokerIds: [0] }], -1, 1),
+      ],
+      timeoutMs: 1000,
+      validateOnly: false,
+    });
+    expect(res.topics.map((t) => [t.name, t.errorCode])).toEqual([
+      ["ok", 0],
+      ["dup", KafkaError.INVALID_REPLICA_ASSIGNMENT],
+      ["other", KafkaError.INVALID_REPLICA_ASSIGNMENT],
+      ["empty", KafkaError.INVALID_REPLICA_ASSIGNMENT],
+      ["gap", KafkaError.INVALID_REPLICA_ASSIGNMENT],
+      ["twice", KafkaError.INVALID_REPLICA_ASSIGNMENT],
+      ["withCount", KafkaError.INVALID_REQUEST],
+      ["withFactor", KafkaError.INVALID_REQUEST],
+    ]);
+    expect(KafkaError.INVALID_REPLICA_ASSIGNMENT).toBe(39);
+    expect(created).toEqual([{ name: "public/default/ok", partitions: 2, configs: {} }]);
+  });
 });

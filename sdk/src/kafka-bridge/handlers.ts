@@ -475,14 +475,42 @@ export function withReplicationFactor(replicationFactor: number, configs: Record
   return { ok: true, configs: { ...configs, "replication.factor": String(replicationFactor) } };
 }
 
+/**
+ * Kafka's checks of an explicit replica assignment (CreateTopics `assignments`), against the
+ * bridge's one broker: an assignment excludes `numPartitions` and `replicationFactor` (both must
+ * be -1: INVALID_REQUEST, as Kafka's controller answers); partition indexes must be 0..n-1, each
+ * listed once, and each replica list non-empty, without duplicates, naming only node
+ * {@link BRIDGE_NODE_ID} (INVALID_REPLICA_ASSIGNMENT, 39). So the one valid assignment per
+ * partition is `[0]`; Edgelog's own replicas are not brokers and follow `replication.factor`.
+ * @returns null when the topic's assignment (or its absence) is acceptable, else the error.
+ */
+export function checkReplicaAssignment(t: CreateTopicsRequest["topics"][number]): { errorCode: number; errorMessage: string } | null {
+  if (t.assignments.length === 0) return null;
+  if (t.numPartitions !== -1 || t.replicationFactor !== -1) {
+    return { errorCode: KafkaError.INVALID_REQUEST, errorMessage: "numPartitions and replicationFactor must be -1 when assignments are given" };
+  }
+  const indexes = t.assignments.map((a) => a.partitionIndex).sort((a, b) => a - b);
+  if (indexes.some((p, i) => p !== i)) {
+    return { errorCode: KafkaError.INVALID_REPLICA_ASSIGNMENT, errorMessage: `partition indexes must be 0..${t.assignments.length - 1}, each once, got ${JSON.stringify(indexes)}` };
+  }
+  for (const a of t.assignments) {
+    if (a.brokerIds.length === 0 || new Set(a.brokerIds).size !== a.brokerIds.length || a.brokerIds.some((id) => id !== BRIDGE_NODE_ID)) {
+      return {
+        errorCode: KafkaError.INVALID_REPLICA_ASSIGNMENT,
+        errorMessage: `partition ${a.partitionIndex}: replicas ${JSON.stringify(a.brokerIds)}; the bridge is the only broker (node ${BRIDGE_NODE_ID}), so each partition's replicas must be [${BRIDGE_NODE_ID}]`,
+      };
+    }
+  }
+  return null;
+}
+
 export async function handleCreateTopics(ctx: BridgeContext, req: CreateTopicsRequest): Promise<{ throttleTimeMs: number; topics: TopicResult[] }> {
   const known = req.validateOnly ? await kafkaTopics(ctx) : undefined;
   const topics = await Promise.all(
     req.topics.map(async (t): Promise<TopicResult> => {
       if (!isValidKafkaTopic(t.name)) return { name: t.name, errorCode: KafkaError.INVALID_TOPIC_EXCEPTION, errorMessage: `invalid topic name ${JSON.stringify(t.name)}` };
-      if (t.assignments.length > 0 && (t.numPartitions !== -1 || t.assignments.some((a) => a.brokerIds.some((id) => id !== BRIDGE_NODE_ID)))) {
-        return { name: t.name, errorCode: KafkaError.INVALID_REPLICA_ASSIGNMENT, errorMessage: `the bridge is the only broker (node ${BRIDGE_NODE_ID})` };
-      }
+      const refused = checkReplicaAssignment(t);
+      if (refused !== null) return { name: t.name, ...refused };
       const partitions = t.assignments.length > 0 ? t.assignments.length : t.numPartitions === -1 ? ctx.defaultPartitions : t.numPartitions;
       const given: Record<string, string> = {};
       for (const c of t.configs) if (c.value !== null) given[c.name] = c.value;
