@@ -962,6 +962,11 @@ export class SubscriptionsRoom {
     if (attachment.v !== 1) throw new Error(`subs: attachment version ${attachment.v}`);
     const { r: _r, v: _v, ...state } = attachment;
     const a = state as unknown as ConsumerAttachment | ReaderAttachment;
+    if (!this.#serving) {
+      // A replica that stopped leading closed its sockets (stepDown); a frame that crossed the close is not served.
+      if (event.type === "message") closeQuietly(ws, SUB_CLOSE.leaderChanged, "not the leader");
+      return;
+    }
     if (a.k === "r") {
       this.#onReader(ws, a, event);
       return;

@@ -1,0 +1,228 @@
+/**
+ * Subscriptions on a replicated partition (`replication.factor` 3; docs/RAFT.md "Subscriptions
+ * are replicated"): cursor writes are Raft entries applied by every replica, consumers, readers
+ * and the subscription calls are served by the leader only, and a consumer reconnects through
+ * the gateway to a new leader after a failover. Three replicas in one workerd, real alarms and
+ * RPC, through the real gateway; fault injection (EDGELOG_RAFT_FAULTS) crashes replicas.
+ * No timing is asserted.
+ */
+import { runInDurableObject } from "cloudflare:test";
+import { afterEach, describe as suite, expect, it } from "vitest";
+import { partitionObjectName } from "../../src/partition/rpc.ts";
+import type { SubscriptionRpc } from "../../src/subscriptions/rpc.ts";
+import { SUB_CLOSE } from "../../src/subscriptions/wire.ts";
+import { call, expectError, json } from "./helpers.ts";
+import { REPLICAS, crashStarted, createReplicated, leaderOf, replica, sleep, status, until } from "./replica-helpers.ts";
+import { connect, produceValues, values } from "./subs-helpers.ts";
+import { env } from "cloudflare:test";
+
+afterEach(crashStarted);
+
+type Row = { name: string; mark_delete: number; cursor: string; meta: string };
+
+/** A replica's stored subscriptions (its `sub_subscriptions` rows), read in the object itself. */
+async function subRows(topicId: string, id: string): Promise<Row[]> {
+  const base = partitionObjectName(topicId, 0);
+  const stub = env.PARTITION.getByName(id === "r1" ? base : `${base}/${id}`);
+  return runInDurableObject(stub, (_o, state) =>
+    state.storage.sql.exec<Row>("SELECT name, mark_delete, cursor, meta FROM sub_subscriptions ORDER BY name").toArray().map((r) => ({ ...r })),
+  );
+}
+
+/** Waits until every replica in `ids` stores the same subscriptions as `ids[0]`, satisfying `pred`; answers them. */
+async function sameCursors(topicId: string, ids: readonly string[], pred: (rows: Row[]) => boolean): Promise<Row[]> {
+  return until(`equal cursors on ${ids.join(", ")}`, async () => {
+    const all = await Promise.all(ids.map((id) => subRows(topicId, id)));
+    const first = JSON.stringify(all[0]);
+    return all.every((r) => JSON.stringify(r) === first) && pred(all[0]!) ? all[0]! : undefined;
+  });
+}
+
+const subRpc = (topicId: string, id: string) => replica(topicId, id) as unknown as SubscriptionRpc;
+
+async function stats(name: string, sub: string): Promise<{ backlog: number; partitions: { markDeletePosition: number; ackedRanges: [number, number][]; consumers: unknown[] }[] }> {
+  const res = await call(`/v1/topics/${name}/subscriptions/${sub}`);
+  const text = await res.text();
+  expect(res.status, text).toBe(200);
+  return JSON.parse(text);
+}
+
+/** Produces one record per request, retrying retriable refusals (an election). */
+async function produceRetrying(name: string, value: string): Promise<number> {
+  for (;;) {
+    const res = await json("POST", `/v1/topics/${name}/partitions/0/records`, { records: [{ value }] });
+    const text = await res.text();
+    if (res.status === 200) return (JSON.parse(text) as { records: { offset: number }[] }).records[0]!.offset;
+    expect((JSON.parse(text) as { error: { retriable: boolean } }).error.retriable, text).toBe(true);
+    await sleep(100);
+  }
+}
+
+suite("subscriptions on a replicated partition", () => {
+  it("acks are replicated: every replica stores the same cursor; a follower answers NOT_LEADER_OR_FOLLOWER; through the gateway it works; refusals change nothing", async () => {
+    const { name, topicId } = await createReplicated();
+    const leader = await leaderOf(topicId);
+    expect(await produceValues(name, ["m0", "m1", "m2", "m3", "m4", "m5", "m6", "m7"])).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+    const c = await connect(name, "s", { type: "shared", initialPosition: "earliest" });
+    const got = await c.waitMessages(8);
+    expect(values(got)).toEqual(["m0", "m1", "m2", "m3", "m4", "m5", "m6", "m7"]);
+    // Answered after the Raft commit: a majority stores the cursor change.
+    expect(await c.ack([got[0]!, got[1]!, got[2]!, got[5]!].map((m) => m.messageId))).toBe(4);
+    const rows = await sameCursors(topicId, REPLICAS, (r) => r.length === 1 && r[0]!.mark_delete === 2);
+    expect(rows.map((r) => [r.name, r.mark_delete])).toEqual([["s", 2]]);
+    const st = await stats(name, "s");
+    expect({ backlog: st.backlog, md: st.partitions[0]!.markDeletePosition, ranges: st.partitions[0]!.ackedRanges, consumers: st.partitions[0]!.consumers.length }).toEqual({
+      backlog: 4,
+      md: 2,
+      ranges: [[5, 5]],
+      consumers: 1,
+    });
+
+    // A follower serves no subscription call, names the leader, and stores nothing new.
+    for (const id of REPLICAS.filter((r) => r !== leader.replica)) {
+      expect(await subRpc(topicId, id).subStats("s")).toMatchObject({ ok: false, code: "NOT_LEADER_OR_FOLLOWER", details: { leaderReplica: leader.replica } });
+      expect(await subRpc(topicId, id).subCreate({ subscription: "other", type: "shared", position: { kind: "earliest" } })).toMatchObject({
+        ok: false,
+        code: "NOT_LEADER_OR_FOLLOWER",
+      });
+    }
+    // Through the gateway (whichever replica it asks first), a new subscription is created on all three.
+    const created = await json("PUT", `/v1/topics/${name}/subscriptions/other`, { position: "earliest" });
+    expect(created.status, await created.clone().text()).toBe(201);
+    await sameCursors(topicId, REPLICAS, (r) => r.map((x) => x.name).join() === "other,s");
+
+    // Bad input: the same refusals as at factor 1, and no replica's state changes.
+    const before = await subRows(topicId, leader.replica);
+    c.send({ type: "ack", messageIds: ["0000:0000000000000099"], requestId: "bad" });
+    await c.until(() => c.frames.some((f) => f.type === "error" && f.requestId === "bad"), "the refusal");
+    expect(c.frames.find((f) => f.type === "error" && f.requestId === "bad")).toMatchObject({ code: "INVALID_MESSAGE_ID" });
+    await expectError(await json("POST", `/v1/topics/${name}/subscriptions/s/seek`, {}), "INVALID_REQUEST", 400);
+    await expectError(await json("PUT", `/v1/topics/${name}/subscriptions/bad`, { type: "nope" }), "INVALID_REQUEST", 400);
+    await expectError(await call(`/v1/topics/${name}/subscriptions/missing`), "SUBSCRIPTION_NOT_FOUND", 404);
+    await expectError(await call(`/v1/topics/${name}/subscriptions/s`, { method: "DELETE" }), "SUBSCRIPTION_HAS_CONSUMERS", 409);
+    await sleep(300);
+    for (const id of REPLICAS) expect(await subRows(topicId, id), id).toEqual(before);
+
+    // Seek and delete are replicated too.
+    const seek = await json("POST", `/v1/topics/${name}/subscriptions/other/seek`, { messageId: "0000:0000000000000004" });
+    expect(seek.status, await seek.clone().text()).toBe(200);
+    await sameCursors(topicId, REPLICAS, (r) => r.find((x) => x.name === "other")?.mark_delete === 3);
+    const del = await call(`/v1/topics/${name}/subscriptions/other`, { method: "DELETE" });
+    expect(del.status, await del.clone().text()).toBe(200);
+    await sameCursors(topicId, REPLICAS, (r) => r.map((x) => x.name).join() === "s");
+    await c.close();
+  }, 60_000);
+
+  it("failover: the leader crashes; its consumer's socket closes with 1012; a consumer through the gateway at the new leader gets every unacked message and none of the acked ones; cursors equal on every replica", async () => {
+    const { name, topicId } = await createReplicated();
+    const leader = await leaderOf(topicId);
+    const sent = Array.from({ length: 10 }, (_, i) => `m${i}`);
+    expect(await produceValues(name, sent)).toEqual(sent.map((_, i) => i));
+    const c = await connect(name, "s", { type: "shared", initialPosition: "earliest" });
+    const got = await c.waitMessages(10);
+    const acked = [0, 1, 2, 3, 4, 7];
+    expect(await c.ack(acked.map((i) => got[i]!.messageId))).toBe(6);
+    // Messages 5, 6, 8 and 9 are delivered and unacked when the leader goes down.
+    await replica(topicId, leader.replica).setFaults({ crashed: true });
+    const closed = await c.closed;
+    expect(closed.code).toBe(SUB_CLOSE.leaderChanged);
+
+    const next = await leaderOf(topicId, [leader.replica]);
+    expect(next.leaderEpoch).toBeGreaterThan(leader.leaderEpoch);
+    const survivors = REPLICAS.filter((id) => id !== leader.replica);
+    // The consumer reconnects through the gateway (its cached leader is down: it finds the new one).
+    const again = await until("a consumer at the new leader", async () => {
+      try {
+        return await connect(name, "s", { type: "shared" });
+      } catch {
+        return undefined;
+      }
+    });
+    const redelivered = await again.waitMessages(4);
+    expect(values(redelivered)).toEqual(["m5", "m6", "m8", "m9"]);
+    // Pulsar's semantics on broker failover: a redelivery after a disconnect keeps the count.
+    expect(redelivered.map((m) => m.redeliveryCount)).toEqual([0, 0, 0, 0]);
+    await sleep(300);
+    expect(again.messages).toHaveLength(4);
+    // New records flow to it, and its acks commit at the new leader.
+    expect(await produceRetrying(name, "m10")).toBe(10);
+    const more = await again.waitMessages(5);
+    expect(await again.ack(more.map((m) => m.messageId))).toBe(5);
+    await sameCursors(topicId, survivors, (r) => r[0]?.mark_delete === 10);
+
+    // The crashed replica returns, catches up from the journal, and stores the same cursor.
+    await replica(topicId, leader.replica).setFaults({});
+    const rows = await sameCursors(topicId, REPLICAS, (r) => r[0]?.mark_delete === 10);
+    expect(rows.map((r) => [r.name, r.mark_delete])).toEqual([["s", 10]]);
+    await again.close();
+  }, 90_000);
+
+  it("leadership transfer closes the old leader's sockets (1012); the backlog quota is enforced by the new leader r2 against the replicated cursors", async () => {
+    const uid = crypto.randomUUID().slice(0, 8);
+    const tenant = `rs-${uid}`;
+    expect((await json("PUT", `/v1/tenants/${tenant}`, {})).status).toBe(201);
+    expect((await json("PUT", `/v1/namespaces/${tenant}/ns`, {})).status).toBe(201);
+    const { name, topicId } = await createReplicated({}, `${tenant}/ns/t-${uid}`);
+    const first = await leaderOf(topicId);
+    expect((await json("PUT", `/v1/topics/${name}/subscriptions/s`, { position: "latest" })).status).toBe(201);
+    const c = await connect(name, "s", { type: "exclusive" });
+    await c.until(() => c.frames.some((f) => f.type === "connected"), "connected");
+    if (first.replica !== "r2") {
+      const t = await json("POST", `/v1/topics/${name}/partitions/0/leader`, { replica: "r2" });
+      expect(t.status, await t.clone().text()).toBe(200);
+      expect((await c.closed).code).toBe(SUB_CLOSE.leaderChanged);
+    } else await c.close();
+    expect((await leaderOf(topicId)).replica).toBe("r2");
+
+    const quota = await json("PUT", `/v1/namespaces/${tenant}/ns/policies/backlogQuota`, { limitBytes: 1000, action: "producer_exception" });
+    expect(quota.status, await quota.clone().text()).toBe(200);
+    const big = (i: number) => `${i}`.padEnd(400, "x");
+    let accepted = 0;
+    let refused: Response | null = null;
+    for (let i = 0; i < 10 && refused === null; i++) {
+      const res = await json("POST", `/v1/topics/${name}/partitions/0/records`, { records: [{ value: big(i) }] });
+      if (res.status === 200) accepted++;
+      else refused = res;
+    }
+    // As at factor 1 (test/workers/policies.test.ts): three ~470-byte batches, the third takes the backlog over 1000 bytes.
+    expect(accepted).toBe(3);
+    const e = await expectError(refused!, "BACKLOG_QUOTA_EXCEEDED", 409);
+    expect(e.details).toMatchObject({ limitBytes: 1000 });
+    // A consumer at r2 acks everything: produce is accepted again.
+    const c2 = await connect(name, "s", { type: "exclusive" });
+    const got = await c2.waitMessages(3);
+    expect(await c2.ack(got.map((m) => m.messageId))).toBe(3);
+    const after = await json("POST", `/v1/topics/${name}/partitions/0/records`, { records: [{ value: big(9) }] });
+    expect(after.status, await after.clone().text()).toBe(200);
+    await sameCursors(topicId, REPLICAS, (r) => r[0]?.mark_delete === 2);
+    await c2.close();
+  }, 60_000);
+
+  it("a replica that catches up by snapshot has the cursors", async () => {
+    const { name, topicId } = await createReplicated();
+    for (const id of REPLICAS) expect(await replica(topicId, id).setReplicaTestKnobs({ keepEntries: 3, leaderKeepEntries: 5 })).toMatchObject({ ok: true });
+    const leader = await leaderOf(topicId);
+    const down = REPLICAS.find((id) => id !== leader.replica)!;
+    await replica(topicId, down).setFaults({ crashed: true });
+    // While it is down: a subscription, acks, more subscriptions, and enough entries for the leader to compact past it.
+    for (let i = 0; i < 6; i++) await produceRetrying(name, `m${i}`);
+    const c = await connect(name, "s", { type: "shared", initialPosition: "earliest" });
+    const got = await c.waitMessages(6);
+    expect(await c.ack([got[0]!, got[1]!, got[4]!].map((m) => m.messageId))).toBe(3);
+    expect((await json("PUT", `/v1/topics/${name}/subscriptions/t`, { position: "latest" })).status).toBe(201);
+    for (let i = 6; i < 20; i++) await produceRetrying(name, `m${i}`);
+    const before = (await status(topicId, leader.replica))!;
+    expect(before.snapshotIndex).toBeGreaterThan(0);
+    const want = await subRows(topicId, leader.replica);
+    expect(want.map((r) => [r.name, r.mark_delete])).toEqual([
+      ["s", 1],
+      ["t", 5],
+    ]);
+    await c.close();
+
+    await replica(topicId, down).setFaults({});
+    await until("the snapshot install", async () => ((await status(topicId, down))?.catchUpInstalls === 1 ? true : undefined));
+    expect(await subRows(topicId, down)).toEqual(await subRows(topicId, leader.replica));
+    expect((await subRows(topicId, down)).map((r) => JSON.parse(r.cursor) as unknown)).toEqual(want.map((r) => JSON.parse(r.cursor) as unknown));
+  }, 90_000);
+});
