@@ -6,7 +6,7 @@
  * RPC, through the real gateway; fault injection (EDGELOG_RAFT_FAULTS) crashes replicas.
  * No timing is asserted.
  */
-import { runInDurableObject } from "cloudflare:test";
+import { env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { afterEach, describe as suite, expect, it } from "vitest";
 import { partitionObjectName } from "../../src/partition/rpc.ts";
 import type { SubscriptionRpc } from "../../src/subscriptions/rpc.ts";
@@ -14,18 +14,22 @@ import { SUB_CLOSE } from "../../src/subscriptions/wire.ts";
 import { call, expectError, json } from "./helpers.ts";
 import { REPLICAS, crashStarted, createReplicated, leaderOf, replica, sleep, status, until } from "./replica-helpers.ts";
 import { connect, produceValues, values } from "./subs-helpers.ts";
-import { env } from "cloudflare:test";
+import { MAX_PAUSE_MS } from "../../src/lifecycle/pace.ts";
 
 afterEach(crashStarted);
 
 type Row = { name: string; mark_delete: number; cursor: string; meta: string };
 
+const replicaObject = (topicId: string, id: string) => env.PARTITION.getByName(id === "r1" ? partitionObjectName(topicId, 0) : `${partitionObjectName(topicId, 0)}/${id}`);
+
 /** A replica's stored subscriptions (its `sub_subscriptions` rows), read in the object itself. */
 async function subRows(topicId: string, id: string): Promise<Row[]> {
-  const base = partitionObjectName(topicId, 0);
-  const stub = env.PARTITION.getByName(id === "r1" ? base : `${base}/${id}`);
+  const stub = replicaObject(topicId, id);
   return runInDurableObject(stub, (_o, state) =>
-    state.storage.sql.exec<Row>("SELECT name, mark_delete, cursor, meta FROM sub_subscriptions ORDER BY name").toArray().map((r) => ({ ...r })),
+    state.storage.sql
+      .exec<Row>("SELECT name, mark_delete, cursor, meta FROM sub_subscriptions ORDER BY name")
+      .toArray()
+      .map((r) => ({ ...r })),
   );
 }
 
@@ -36,6 +40,29 @@ async function sameCursors(topicId: string, ids: readonly string[], pred: (rows:
     const first = JSON.stringify(all[0]);
     return all.every((r) => JSON.stringify(r) === first) && pred(all[0]!) ? all[0]! : undefined;
   });
+}
+
+/** Runs a replica's due timers until no lifecycle timer is due (bounded), as test/workers/lifecycle.test.ts's `settle`. */
+async function settle(topicId: string, id: string): Promise<void> {
+  const stub = replicaObject(topicId, id);
+  for (let i = 0; i < 400; i++) {
+    await sleep(5);
+    await runDurableObjectAlarm(stub);
+    const now = Date.now();
+    const next = await runInDurableObject(
+      stub,
+      (_o, state) => state.storage.sql.exec<{ d: number | null }>("SELECT MIN(due_ms) AS d FROM _schedule WHERE room = 'lifecycle' AND due_ms <= ?", now + MAX_PAUSE_MS + 100).one().d,
+    );
+    if (next === null) return;
+    if (next > Date.now()) await sleep(next - Date.now());
+  }
+}
+
+/** A replica's log start offset. */
+async function logStartOf(topicId: string, id: string): Promise<number> {
+  const r = await replica(topicId, id).listOffsets({ spec: "earliest" });
+  if (!r.ok || r.offset === null) throw new Error(JSON.stringify(r));
+  return r.offset;
 }
 
 const subRpc = (topicId: string, id: string) => replica(topicId, id) as unknown as SubscriptionRpc;
@@ -224,5 +251,37 @@ suite("subscriptions on a replicated partition", () => {
     await until("the snapshot install", async () => ((await status(topicId, down))?.catchUpInstalls === 1 ? true : undefined));
     expect(await subRows(topicId, down)).toEqual(await subRows(topicId, leader.replica));
     expect((await subRows(topicId, down)).map((r) => JSON.parse(r.cursor) as unknown)).toEqual(want.map((r) => JSON.parse(r.cursor) as unknown));
+  }, 90_000);
+
+  it("retention respects the replicated cursors on every replica: expired segments stay below the slowest mark-delete position", async () => {
+    const DAY = 86_400_000;
+    const { name, topicId } = await createReplicated({ "segment.bytes": 1024 * 1024, "retention.ms": DAY });
+    await leaderOf(topicId);
+    expect((await json("PUT", `/v1/topics/${name}/subscriptions/slow`, { initialPosition: "earliest" })).status).toBe(201);
+    const old = Date.now() - 3 * DAY;
+    // Values of 400 KiB: two one-record batches per 1 MiB segment; [0,1] and [2,3] expire, [4] is the active segment.
+    for (let i = 0; i < 5; i++) {
+      const res = await json("POST", `/v1/topics/${name}/partitions/0/records`, { records: [{ value: `v${i}`.padEnd(400 * 1024, "."), timestamp: old }] });
+      expect(res.status, await res.clone().text()).toBe(200);
+    }
+    await sameCursors(topicId, REPLICAS, (r) => r.length === 1);
+    for (const id of REPLICAS) await settle(topicId, id);
+    for (const id of REPLICAS) expect(await logStartOf(topicId, id), id).toBe(0);
+    // The subscription acks 0..1: its mark-delete position 1 lets [0,1] go on every replica, not [2,3].
+    const c = await connect(name, "slow", { receiverQueueSize: 2 });
+    const got = await c.waitMessages(2);
+    expect(await c.ack(got.map((m) => m.messageId))).toBe(2);
+    await sameCursors(topicId, REPLICAS, (r) => r[0]?.mark_delete === 1);
+    // The next retention check (moved to now by a config change, replicated) drops [0,1] only.
+    expect((await json("PATCH", `/v1/topics/${name}`, { configs: { "retention.ms": DAY - 1 } })).status).toBe(200);
+    for (const id of REPLICAS) {
+      await until(`${id}'s retention`, async () => {
+        await settle(topicId, id);
+        return (await logStartOf(topicId, id)) === 2 ? true : undefined;
+      });
+    }
+    await sleep(200);
+    for (const id of REPLICAS) expect(await logStartOf(topicId, id), id).toBe(2);
+    await c.close();
   }, 90_000);
 });
