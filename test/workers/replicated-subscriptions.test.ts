@@ -13,7 +13,7 @@ import type { SubscriptionRpc } from "../../src/subscriptions/rpc.ts";
 import { SUB_CLOSE } from "../../src/subscriptions/wire.ts";
 import { call, expectError, json } from "./helpers.ts";
 import { REPLICAS, crashStarted, createReplicated, leaderOf, replica, sleep, status, until } from "./replica-helpers.ts";
-import { connect, produceValues, values } from "./subs-helpers.ts";
+import { connect, connectReader, produceValues, values, watchSocket } from "./subs-helpers.ts";
 import { MAX_PAUSE_MS } from "../../src/lifecycle/pace.ts";
 
 afterEach(crashStarted);
@@ -284,4 +284,42 @@ suite("subscriptions on a replicated partition", () => {
     for (const id of REPLICAS) expect(await logStartOf(topicId, id), id).toBe(2);
     await c.close();
   }, 90_000);
+
+  it("the Pulsar WebSocket consumer, a reader and HTTP pull are served at the leader; a leadership transfer closes the Pulsar session and the reader with 1012; a new session gets the unacked message", async () => {
+    const { name, topicId } = await createReplicated({}, `public/default/${crypto.randomUUID().slice(0, 8)}`);
+    const first = await leaderOf(topicId);
+    const res = await call(`/ws/v2/consumer/persistent/${name}/ps`, { headers: { upgrade: "websocket" } });
+    expect(res.status, res.status === 101 ? "" : await res.text()).toBe(101);
+    const pulsar = watchSocket<Record<string, unknown>>(res.webSocket as WebSocket);
+    const pulsarMessages = () => pulsar.frames.filter((f) => "payload" in f);
+    expect(await produceValues(name, ["m0", "m1", "m2"])).toEqual([0, 1, 2]);
+    await pulsar.until(() => pulsarMessages().length === 3, "3 messages on the Pulsar session");
+    for (const m of pulsarMessages().slice(0, 2)) (res.webSocket as WebSocket).send(JSON.stringify({ messageId: m.messageId }));
+    await sameCursors(topicId, REPLICAS, (r) => r[0]?.name === "ps" && r[0].mark_delete === 1);
+    const reader = await connectReader(name, { start: "earliest" });
+    expect(values(await reader.waitMessages(3))).toEqual(["m0", "m1", "m2"]);
+
+    // HTTP pull (a lease) at the leader, its ack replicated.
+    const received = await json("POST", `/v1/topics/${name}/partitions/0/subscriptions/pull/receive`, { maxMessages: 10, initialPosition: "earliest" });
+    const lease = (await received.json()) as { leaseId: string; messages: { value: string }[] };
+    expect(received.status).toBe(200);
+    expect(lease.messages.map((m) => m.value)).toEqual(["m0", "m1", "m2"]);
+    const settled = await json("POST", `/v1/topics/${name}/partitions/0/subscriptions/pull/leases/${lease.leaseId}/ack`, {});
+    expect(settled.status, await settled.clone().text()).toBe(200);
+    await sameCursors(topicId, REPLICAS, (r) => r.find((x) => x.name === "pull")?.mark_delete === 2);
+
+    const to = REPLICAS.find((id) => id !== first.replica)!;
+    const t = await json("POST", `/v1/topics/${name}/partitions/0/leader`, { replica: to });
+    expect(t.status, await t.clone().text()).toBe(200);
+    expect((await pulsar.closed).code).toBe(SUB_CLOSE.leaderChanged);
+    expect((await reader.closed).code).toBe(SUB_CLOSE.leaderChanged);
+    const again = await call(`/ws/v2/consumer/persistent/${name}/ps`, { headers: { upgrade: "websocket" } });
+    expect(again.status).toBe(101);
+    const session = watchSocket<Record<string, unknown>>(again.webSocket as WebSocket);
+    await session.until(() => session.frames.some((f) => "payload" in f), "the unacked message");
+    await sleep(300);
+    const got = session.frames.filter((f) => "payload" in f);
+    expect(got.map((m) => [atob(m.payload as string), m.redeliveryCount])).toEqual([["m2", 0]]);
+    (again.webSocket as WebSocket).close(1000, "done");
+  }, 60_000);
 });
