@@ -18,7 +18,8 @@
  * of three replicas (partition/replica.ts). A produce request at the leader is checked, proposed
  * as a Raft entry, and decided and committed on every replica when the entry commits
  * (partition/replicated.ts: the same rooms' apply, with the applied index in the transaction). At
- * factor 1 the replica is inactive and every path above is unchanged. A replica is replaced by
+ * factor 1 the replica is inactive and every path above is unchanged. Subscription writes are
+ * Raft entries too, and consumers are served by the leader (partition/replicated-subs.ts). A replica is replaced by
  * a reassignment at the leader (partition/reassign.ts: learner, catch-up, promote, remove).
  */
 import type { Env } from "../src/env.ts";

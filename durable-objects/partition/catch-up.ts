@@ -12,7 +12,7 @@
  *   log when the peer's retention moved past it) into `batches_staged` (the log room's staging
  *   table, invisible to every read), one commit per chunk; then, synchronously, the install: ONE
  *   transaction holding the staged batches moved into the log, the log meta (bounds, leader
- *   epoch, stored bytes), the producer state replaced by M's, the segment index rows of a
+ *   epoch, stored bytes), the producer state and the subscriptions replaced by M's, the segment index rows of a
  *   replaced log deleted, and the Raft journal (snapshot meta at (M, term), commit and applied
  *   index = M, its log emptied). The rooms' memory follows only after that commit.
  *

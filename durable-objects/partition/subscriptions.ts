@@ -26,6 +26,13 @@
  * delivered again with their stored redelivery count (as Pulsar redelivers a reconnecting
  * consumer's unacked messages).
  *
+ * Replicated partitions (`replication.factor` 3; docs/RAFT.md "Subscriptions are replicated"):
+ * `ctx.commit` proposes each change as a Raft entry and answers after this replica (the leader)
+ * applied it; every replica applies it through {@link SubscriptionsRoom.decide} and `apply`. Only
+ * the serving leader dispatches, accepts sockets and runs the room's timers
+ * ({@link SubscriptionsRoom.serving}); `stepDown` closes its sockets with 1012 and rebuilds the
+ * subscriptions from their committed cursors, as `becomeLeader` does on the new leader.
+ *
  * Storage (room "subs", schema/subscriptions.ts): `sub_subscriptions(name, meta, mark_delete,
  * cursor, updated_ms)`. Writes only in {@link SubscriptionsRoom.apply}, inside the
  * switchboard's commit transaction. Reads the log through the log room's read API only.
