@@ -113,6 +113,16 @@ suite("subscriptions on a replicated partition", () => {
         code: "NOT_LEADER_OR_FOLLOWER",
       });
     }
+    // A consumer's upgrade sent straight to a follower is refused the same way (no socket).
+    const follower = REPLICAS.find((r) => r !== leader.replica)!;
+    const upgrade = await replicaObject(topicId, follower).fetch(
+      new Request("https://partition.internal/ws?type=shared", { headers: { upgrade: "websocket", "edgelog-socket": "consumer", "edgelog-subscription": "s" } }),
+    );
+    expect(upgrade.status).toBe(503);
+    expect(((await upgrade.json()) as { error: { code: string; details: { leaderReplica: string } } }).error).toMatchObject({
+      code: "NOT_LEADER_OR_FOLLOWER",
+      details: { leaderReplica: leader.replica },
+    });
     // Through the gateway (whichever replica it asks first), a new subscription is created on all three.
     const created = await json("PUT", `/v1/topics/${name}/subscriptions/other`, { position: "earliest" });
     expect(created.status, await created.clone().text()).toBe(201);
@@ -223,6 +233,16 @@ suite("subscriptions on a replicated partition", () => {
     expect(after.status, await after.clone().text()).toBe(200);
     await sameCursors(topicId, REPLICAS, (r) => r[0]?.mark_delete === 2);
     await c2.close();
+
+    // maxProducersPerTopic, checked by r2 against the replicated producer state.
+    expect((await json("PATCH", `/v1/topics/${name}`, { policies: { maxProducersPerTopic: 1 } })).status).toBe(200);
+    const pid = async (): Promise<number> => ((await (await call("/v1/producers", { method: "POST" })).json()) as { producerId: number }).producerId;
+    const [a, b] = [await pid(), await pid()];
+    const send = (producerId: number) => json("POST", `/v1/topics/${name}/partitions/0/records`, { records: [{ value: "v" }], producerId, producerEpoch: 0, baseSequence: 0 });
+    const fromA = await send(a);
+    expect(fromA.status, await fromA.clone().text()).toBe(200);
+    const over = await expectError(await send(b), "MAX_PRODUCERS_REACHED", 409);
+    expect(over.details).toMatchObject({ maxProducersPerTopic: 1, producers: 1 });
   }, 60_000);
 
   it("a replica that catches up by snapshot has the cursors", async () => {
