@@ -279,6 +279,8 @@ export class SubscriptionsRoom {
   #serving = true;
   /** Replicated: the last cursor flush not yet applied (receipts of later flushes wait for it). Always null at factor 1. */
   #inflight: Promise<ErrorResult | null> | null = null;
+  /** Bumped by every rebuild of the dispatch state: a refused flush from before it does not rebuild again. */
+  #dispatchGeneration = 0;
   readonly #source: MessageSource & { record(offset: number): LogRecord | undefined };
 
   constructor(ctx: SubsContext, log: LogRoom) {
@@ -558,6 +560,7 @@ export class SubscriptionsRoom {
    * each subscription from its committed cursor.
    */
   #resetDispatch(code: number, reason: string): void {
+    this.#dispatchGeneration++;
     for (const ws of this.#ctx.sockets(SUBS_TAG)) closeQuietly(ws, code, reason);
     this.#sockets.clear();
     this.#leases.clear();
@@ -933,6 +936,11 @@ export class SubscriptionsRoom {
     const live = this.#subs.get(name);
     const ws = this.#ctx.sockets(`c:${a.c}`)[0];
     if (ws === undefined) return; // the base refused the socket after all
+    if (!this.#serving) {
+      // Replicated: this replica stopped leading between the upgrade and the accept.
+      closeQuietly(ws, SUB_CLOSE.leaderChanged, "not the leader");
+      return;
+    }
     if (live === undefined) {
       closeQuietly(ws, SUB_CLOSE.subscriptionDeleted, "subscription deleted");
       return;
@@ -960,6 +968,10 @@ export class SubscriptionsRoom {
   #afterReaderAccept(readerId: string, start: number): void {
     const ws = this.#ctx.sockets(`r:${readerId}`)[0];
     if (ws === undefined) return;
+    if (!this.#serving) {
+      closeQuietly(ws, SUB_CLOSE.leaderChanged, "not the leader");
+      return;
+    }
     send(ws, { type: "reader", partition: this.#log.state?.partition ?? 0, startOffset: start });
     this.#pushReader(ws);
   }
@@ -1290,8 +1302,9 @@ export class SubscriptionsRoom {
       this.#afterFlush(cmds, receipts, null);
       return null;
     }
+    const generation = this.#dispatchGeneration;
     const done = (proposed ?? this.#inflight!.then(() => null)).then((refused) => {
-      this.#afterFlush(cmds, receipts, refused);
+      this.#afterFlush(cmds, receipts, refused, generation);
       return refused;
     });
     this.#inflight = done;
@@ -1301,7 +1314,7 @@ export class SubscriptionsRoom {
     return done;
   }
 
-  #afterFlush(cmds: readonly SubscriptionCommand[], receipts: readonly Receipt[], refused: ErrorResult | null): void {
+  #afterFlush(cmds: readonly SubscriptionCommand[], receipts: readonly Receipt[], refused: ErrorResult | null, generation = this.#dispatchGeneration): void {
     // An ack follows the durable commit: the output gate holds these frames until it is durable.
     for (const r of receipts) {
       const ws = this.#sockets.get(r.consumerId);
@@ -1312,7 +1325,7 @@ export class SubscriptionsRoom {
     }
     if (refused !== null) {
       // The command may never apply: memory is rebuilt from what is committed.
-      if (cmds.length > 0 && this.#serving) {
+      if (cmds.length > 0 && this.#serving && generation === this.#dispatchGeneration) {
         log.warn("edgelog.subscriptions.flush_refused", { code: refused.code });
         this.#resetDispatch(SUB_CLOSE.leaderChanged, `cursor update not committed: ${refused.code}`);
       }
