@@ -11,7 +11,7 @@ import { afterEach, describe as suite, expect, it } from "vitest";
 import { partitionObjectName } from "../../src/partition/rpc.ts";
 import type { SubscriptionRpc } from "../../src/subscriptions/rpc.ts";
 import { SUB_CLOSE } from "../../src/subscriptions/wire.ts";
-import { call, expectError, json } from "./helpers.ts";
+import { call, expectError, fetchJson, json } from "./helpers.ts";
 import { REPLICAS, crashStarted, createReplicated, leaderOf, replica, sleep, status, until } from "./replica-helpers.ts";
 import { connect, connectReader, produceValues, values, watchSocket } from "./subs-helpers.ts";
 import { MAX_PAUSE_MS } from "../../src/lifecycle/pace.ts";
@@ -341,5 +341,32 @@ suite("subscriptions on a replicated partition", () => {
     const got = session.frames.filter((f) => "payload" in f);
     expect(got.map((m) => [atob(m.payload as string), m.redeliveryCount])).toEqual([["m2", 0]]);
     (again.webSocket as WebSocket).close(1000, "done");
+  }, 60_000);
+
+  it("dead-letter decisions and copies are replicated: nacked past maxRedeliverCount, exactly one copy, the original acked on every replica", async () => {
+    const { name, topicId } = await createReplicated();
+    await leaderOf(topicId);
+    const c = await connect(name, "s", { type: "shared", maxRedeliverCount: 1, negativeAckRedeliveryDelayMs: 50 });
+    await c.until(() => c.frames.some((f) => f.type === "connected"), "connected");
+    expect(await produceValues(name, ["ok", "poison"])).toEqual([0, 1]);
+    const first = await c.waitMessages(2);
+    await c.ack([first[0]!.messageId]);
+    for (let i = 2; i <= 3; i++) {
+      const got = await c.waitMessages(i);
+      expect(await c.nack([got[i - 1]!.messageId])).toBe(1);
+    }
+    expect(c.messages.map((m) => [m.value, m.redeliveryCount])).toEqual([
+      ["ok", 0],
+      ["poison", 0],
+      ["poison", 1],
+    ]);
+    // The copy is produced after the decision commits; the original is acked after the copy: on every replica.
+    const rows = await sameCursors(topicId, REPLICAS, (r) => r[0]?.mark_delete === 1);
+    expect((JSON.parse(rows[0]!.meta) as { dlq: { producerId: number } | null }).dlq).not.toBeNull();
+    const dlq = await fetchJson(`${name}-s-DLQ`, 0, "offset=0");
+    expect(dlq.records.map((r) => r.value)).toEqual(["poison"]);
+    await sleep(300);
+    expect(c.messages).toHaveLength(3);
+    await c.close();
   }, 60_000);
 });
