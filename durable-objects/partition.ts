@@ -18,7 +18,8 @@
  * of three replicas (partition/replica.ts). A produce request at the leader is checked, proposed
  * as a Raft entry, and decided and committed on every replica when the entry commits
  * (partition/replicated.ts: the same rooms' apply, with the applied index in the transaction). At
- * factor 1 the replica is inactive and every path above is unchanged. A replica is replaced by
+ * factor 1 the replica is inactive and every path above is unchanged. Subscription writes are
+ * Raft entries too, and consumers are served by the leader (partition/replicated-subs.ts). A replica is replaced by
  * a reassignment at the leader (partition/reassign.ts: learner, catch-up, promote, remove).
  */
 import type { Env } from "../src/env.ts";
@@ -79,6 +80,7 @@ import { RAFT_ROOM } from "./raft/journal.ts";
 import { ReplicatedAppends } from "./partition/replicated.ts";
 import { PartitionReplica, REPLICA_IDS, REPLICA_KEEP_ENTRIES, REPLICA_LEADER_KEEP_ENTRIES } from "./partition/replica.ts";
 import { ReplicaCatchUp } from "./partition/catch-up.ts";
+import { ReplicatedSubscriptions } from "./partition/replicated-subs.ts";
 import type { CatchUpChunk, CatchUpManifest, CatchUpRead } from "../src/partition/catch-up.ts";
 import { isStaleConfigsPush } from "../src/partition/configs-order.ts";
 
@@ -111,6 +113,8 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
   readonly #reassign: ReplicaReassignment;
   /** Snapshot catch-up of a replica, both sides (partition/catch-up.ts). */
   readonly #catchUp: ReplicaCatchUp;
+  /** Subscriptions of a replicated partition: cursors as Raft entries, served by the leader (partition/replicated-subs.ts). */
+  readonly #replicatedSubs: ReplicatedSubscriptions;
   /** The command `#commit` is applying: read by `#applyPending`, bound once (no closure per commit). */
   #pending: Command | null = null;
   /** A replicated partition's applied-index write, in the same transaction (null at rf 1). */
@@ -156,7 +160,12 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
         sql: this.sql,
         peers: this.#peers,
         timers: lazyTimers(() => this.timers(SUBS_ROOM)),
-        commit: (subs) => this.#commit({ log: null, append: null, producer: null, stream: null, subs }),
+        commit: (subs) => {
+          // Replicated: a Raft entry every replica's room applies at commit (partition/replicated-subs.ts).
+          if (this.#replica.active) return this.#replicatedSubs.propose(subs);
+          this.#commit({ log: null, append: null, producer: null, stream: null, subs });
+          return null;
+        },
         sockets: (tag) => this.ctx.getWebSockets(tag),
         saveAttachment: (ws, state) => this.saveAttachment(ws, { room: SUBS_ROOM, state }),
         holdTimeoutMs: env.EDGELOG_BACKLOG_HOLD_TIMEOUT_MS === undefined ? undefined : Number(env.EDGELOG_BACKLOG_HOLD_TIMEOUT_MS),
@@ -199,6 +208,15 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
       aliveReplica: () => this.#aliveReplica(),
       peer: (id) => this.#peerReplica(id),
       configsApplied: () => this.#configsApplied(),
+      applySubs: (change, writeApplied) => this.#replicatedSubs.apply(change, writeApplied),
+      produceRefusal: (scanned, nowMs) => this.#replicatedSubs.produceRefusal(scanned, nowMs),
+    });
+    this.#replicatedSubs = new ReplicatedSubscriptions({
+      subs: this.#subs,
+      producers: this.#producers,
+      replica: this.#replica,
+      commit: (subs, alsoWrite) => this.#commit({ log: null, append: null, producer: null, stream: null, subs }, alsoWrite),
+      transaction: (fn) => this.ctx.storage.transactionSync(fn),
     });
     this.#catchUp = new ReplicaCatchUp({
       log: this.#log,
@@ -207,6 +225,7 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
       replica: this.#replica,
       commit: (cmd, alsoWrite) => this.#commit(cmd, alsoWrite ?? null),
       peer: (id) => this.#peerReplica(id),
+      subscriptionRows: () => this.#subs.rows(),
       installed: () => {
         this.#lifecycle.reset();
         this.#lifecycle.load(Date.now());
@@ -227,6 +246,8 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     this.#subs.load();
     this.#lifecycle.load(Date.now());
     this.#replica.load();
+    // A replica starts as a follower: sockets that survived a restart are closed (reconnect).
+    this.#replicatedSubs.watch();
   }
 
   /**
@@ -279,7 +300,10 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     }
     const change = this.#log.initChange(init);
     if (change !== null) this.#commit({ log: change, append: null, producer: null, stream: null });
-    if (replicated) this.#replica.bootstrap(me, join);
+    if (replicated) {
+      this.#replica.bootstrap(me, join);
+      this.#replicatedSubs.watch();
+    }
     return { ok: true };
   }
 
@@ -521,40 +545,56 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
 
   // ---- subscriptions (docs/SUBSCRIPTIONS.md; consumers and readers arrive over WebSocket) ----
 
-  protected override onUpgrade(request: Request): SocketAccept | ErrorResult {
+  protected override onUpgrade(request: Request): SocketAccept | ErrorResult | Promise<SocketAccept | ErrorResult> {
     this.#refreshConfigs();
-    return this.#subs.upgrade(request);
+    const gate = this.#subsGate();
+    if (gate === null) return this.#subs.upgrade(request);
+    return gate.then((refused) => refused ?? this.#subs.upgrade(request));
+  }
+  /**
+   * Replicated: subscriptions are served by the leader only (partition/replicated-subs.ts); null
+   * at factor 1 (no await on its path). @throws while this replica acts crashed (it is down).
+   */
+  #subsGate(): Promise<ErrorResult | null> | null {
+    if (!this.#replica.active) return null;
+    this.#aliveReplica();
+    return this.#replicatedSubs.serve();
+  }
+  async #subsAtLeader<T>(call: () => T | Promise<T>): Promise<T | ErrorResult> {
+    const gate = this.#subsGate();
+    const refused = gate === null ? null : await gate;
+    return refused ?? call();
   }
   protected override onSocket(room: string, ws: WebSocket, attachment: SocketAttachment, event: SocketEvent): void {
     if (room !== SUBS_ROOM) throw new Error(`partition has no socket room ${room}`);
     this.#subs.onSocket(ws, attachment, event);
   }
   async subCreate(req: { subscription: string; type: SubscriptionType; position: CursorTarget; partitioned?: boolean }): Promise<RpcResult<{ created: boolean; info: SubscriptionInfo }>> {
-    return this.#subs.create(req.subscription, req.type, req.position, req.partitioned === true);
+    return this.#subsAtLeader(() => this.#subs.create(req.subscription, req.type, req.position, req.partitioned === true));
   }
   async subList(): Promise<RpcResult<{ subscriptions: SubscriptionInfo[] }>> {
-    return this.#subs.list();
+    return this.#subsAtLeader(() => this.#subs.list());
   }
   async subStats(subscription: string): Promise<RpcResult<{ info: SubscriptionInfo }>> {
-    return this.#subs.stats(subscription);
+    return this.#subsAtLeader(() => this.#subs.stats(subscription));
   }
   async subSeek(subscription: string, target: CursorTarget): Promise<RpcResult<{ info: SubscriptionInfo }>> {
-    return this.#subs.seek(subscription, target);
+    return this.#subsAtLeader(() => this.#subs.seek(subscription, target));
   }
   async subSkip(subscription: string, count: number): Promise<RpcResult<{ skipped: number; info: SubscriptionInfo }>> {
-    return this.#subs.skip(subscription, count);
+    return this.#subsAtLeader(() => this.#subs.skip(subscription, count));
   }
   async subClearBacklog(subscription: string): Promise<RpcResult<{ cleared: number; info: SubscriptionInfo }>> {
-    return this.#subs.clearBacklog(subscription);
+    return this.#subsAtLeader(() => this.#subs.clearBacklog(subscription));
   }
   async subDelete(subscription: string, force: boolean): Promise<RpcResult<object>> {
-    return this.#subs.delete(subscription, force);
+    return this.#subsAtLeader(() => this.#subs.delete(subscription, force));
   }
   async subReceive(req: Parameters<SubscriptionRpc["subReceive"]>[0]): ReturnType<SubscriptionRpc["subReceive"]> {
-    return this.#subs.receive(req);
+    return this.#subsAtLeader(() => this.#subs.receive(req));
   }
   async subSettleLease(subscription: string, leaseId: string, how: "ack" | "nack", offsets: number[] | null): ReturnType<SubscriptionRpc["subSettleLease"]> {
-    return this.#subs.settleLease(subscription, leaseId, how, offsets);
+    return this.#subsAtLeader(() => this.#subs.settleLease(subscription, leaseId, how, offsets));
   }
 
   // ---- timers (the base's one schedule dispatches each due timer here) ----
@@ -562,7 +602,8 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
   protected override async onTimer(room: string, key: string, dueMs: number): Promise<void> {
     if (room === RAFT_ROOM.room && key === "tick") {
       this.#ownerCheckIfLeaderless(Date.now());
-      return this.#replica.onTick(dueMs);
+      this.#replica.onTick(dueMs);
+      return this.#replicatedSubs.watch();
     }
     if (room === "lifecycle") return this.#lifecycle.onTimer(key, Date.now(), this.#commitLifecycle);
     if (room === "streams") return this.#streams.onTimer(key);
@@ -591,6 +632,8 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
    * once per request of the held group).
    */
   #backlogHold(requests: number): Promise<ErrorResult | null> | null {
+    // Replicated: only the leader takes produce (a follower answers NOT_LEADER_OR_FOLLOWER at once).
+    if (this.#replica.active && this.#replica.notLeader() !== null) return null;
     const hold = this.#subs.produceHold();
     if (hold === null) return null;
     return hold.then((r) => {
@@ -646,6 +689,7 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
   /** Raft messages from a peer replica (one-way; the sender does not wait for an answer). */
   async replicaDeliver(messages: Message[]): Promise<void> {
     this.#replica.deliver(messages);
+    this.#replicatedSubs.watch();
   }
 
   /** This replica's Raft view: null at replication.factor 1. */
@@ -695,6 +739,7 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     const f = checkFaults(faults);
     if (typeof f === "string") return errorResult("INVALID_REQUEST", `Invalid faults: ${f}`);
     this.#replica.setFaults(f);
+    this.#replicatedSubs.watch();
     return { ok: true, faults: f };
   }
 

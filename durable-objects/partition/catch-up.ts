@@ -12,7 +12,7 @@
  *   log when the peer's retention moved past it) into `batches_staged` (the log room's staging
  *   table, invisible to every read), one commit per chunk; then, synchronously, the install: ONE
  *   transaction holding the staged batches moved into the log, the log meta (bounds, leader
- *   epoch, stored bytes), the producer state replaced by M's, the segment index rows of a
+ *   epoch, stored bytes), the producer state and the subscriptions replaced by M's, the segment index rows of a
  *   replaced log deleted, and the Raft journal (snapshot meta at (M, term), commit and applied
  *   index = M, its log emptied). The rooms' memory follows only after that commit.
  *
@@ -22,7 +22,18 @@
  * whole pulled state is there. Any await that returns to a replica whose node was rebuilt,
  * crashed or reset (its `generation` changed) stops the pull.
  */
-import { checkChunk, installDecision, planCatchUp, producerRowsBytes, type CatchUpChunk, type CatchUpManifest, type CatchUpRead } from "../../src/partition/catch-up.ts";
+import {
+  checkChunk,
+  installDecision,
+  planCatchUp,
+  producerRowsBytes,
+  subscriptionRowsBytes,
+  type CatchUpChunk,
+  type CatchUpManifest,
+  type CatchUpRead,
+  type SubscriptionRow,
+} from "../../src/partition/catch-up.ts";
+import type { SubsCommand } from "./subscriptions.ts";
 import type { PartitionRpc } from "../../src/partition/rpc.ts";
 import { errorResult, type RpcResult } from "../../src/protocol/errors.ts";
 import { log } from "../../src/log/logger.ts";
@@ -54,9 +65,11 @@ export interface CatchUpHost {
   lifecycle: LifecycleRoom;
   replica: PartitionReplica;
   /** The switchboard's commit: the rooms' apply and `alsoWrite` in ONE transaction, then publish. */
-  commit: (cmd: ReplicatedWrite, alsoWrite?: () => void) => void;
+  commit: (cmd: ReplicatedWrite & SubsCommand, alsoWrite?: () => void) => void;
   /** A peer replica's object. */
   peer: (id: NodeId) => PartitionRpc;
+  /** The subscriptions as stored (the manifest carries them: cursors are replicated state). */
+  subscriptionRows: () => SubscriptionRow[];
   /** After an install: rooms that keep derived state in memory reload it (the lifecycle room's segment index). */
   installed: () => void;
 }
@@ -107,6 +120,12 @@ export class ReplicaCatchUp {
           producers: producers.producers.length,
         });
       }
+      const subscriptions = this.#h.subscriptionRows();
+      if (producerRowsBytes(producers) + subscriptionRowsBytes(subscriptions) > CATCH_UP_MAX_PRODUCER_BYTES) {
+        return errorResult("REQUEST_TOO_LARGE", `The subscriptions' cursors (${subscriptions.length} subscriptions) are too large to ship in one catch-up manifest.`, {
+          subscriptions: subscriptions.length,
+        });
+      }
       const manifest: CatchUpManifest = {
         index,
         term: node.termAt(index) ?? node.snapshotMeta.term,
@@ -117,6 +136,7 @@ export class ReplicaCatchUp {
         producers,
         configs: s.configs,
         ...(s.configsOffset !== null ? { configsOffset: s.configsOffset } : {}),
+        subscriptions,
       };
       return { ok: true, manifest };
     }
@@ -191,7 +211,7 @@ export class ReplicaCatchUp {
       return stop(decision, { index: m.index });
     }
     const staged = h.log.stagedSummary();
-    const cmd: ReplicatedWrite = {
+    const cmd: ReplicatedWrite & SubsCommand = {
       log: {
         op: "install",
         replace: plan.replace,
@@ -210,6 +230,8 @@ export class ReplicaCatchUp {
       stream: null,
       // A replaced log's segment rows describe batches that are gone; the lifecycle room indexes the new ones (its `index` timer).
       lifecycle: plan.replace ? { segments: h.lifecycle.segments.map((seg) => ({ kind: "segDelete" as const, id: seg.id })), clean: [] } : null,
+      // The subscriptions' cursors at M replace this replica's (a peer of an older version sends none: kept).
+      subs: m.subscriptions !== undefined ? { op: "install", rows: m.subscriptions } : null,
     };
     replica.install({ index: m.index, term: m.term, conf: m.conf }, (writeJournal) => h.commit(cmd, writeJournal));
     this.#installs++;

@@ -47,6 +47,7 @@ import type { SnapshotMeta } from "../../src/raft/types.ts";
 import type { TopicConfigs } from "../../src/protocol/types.ts";
 import type { RoomTimers, Sql } from "../base.ts";
 import { RaftJournal } from "../raft/journal.ts";
+import type { SubsChange } from "./subscriptions.ts";
 
 /** One Raft tick (ms). The election timeout is [10, 20) ticks: 1-2 s, as KRaft's default 1 s. */
 export const REPLICA_TICK_MS = 100;
@@ -554,7 +555,13 @@ export type ReplicatedCommand =
    * metadata offset the configs reflect (absent from MetadataDO pushes); every replica ignores
    * the entry when it holds newer configs (src/partition/configs-order.ts).
    */
-  | { kind: "configs"; configs: TopicConfigs; configsOffset?: number };
+  | { kind: "configs"; configs: TopicConfigs; configsOffset?: number }
+  /**
+   * A subscription write (create, delete, a configuration change, or a flush of cursor updates:
+   * acks, nacks, redelivery counts, resets), decided again at apply by every replica's
+   * subscriptions room (docs/RAFT.md "Subscriptions are replicated"; partition/replicated-subs.ts).
+   */
+  | { kind: "subs"; change: SubsChange };
 
 /** Encodes: u32 header length, the JSON header, then per batch u32 length and its bytes. */
 export function encodeReplicated(cmd: ReplicatedCommand): Uint8Array {
@@ -586,12 +593,14 @@ export function decodeReplicated(data: Uint8Array): ReplicatedCommand {
     offset: number;
     configs?: TopicConfigs;
     configsOffset?: number;
+    change?: SubsChange;
     logAppendTime?: number | null;
     n?: number;
   };
   if (header.kind === "expireProducers") return { kind: "expireProducers", beforeMs: header.beforeMs };
   if (header.kind === "deleteRecords") return { kind: "deleteRecords", offset: header.offset };
   if (header.kind === "configs") return { kind: "configs", configs: header.configs!, ...(header.configsOffset !== undefined ? { configsOffset: header.configsOffset } : {}) };
+  if (header.kind === "subs") return { kind: "subs", change: header.change! };
   if (header.kind !== "append") throw new Error(`unknown replicated command ${header.kind}`);
   const batches: Uint8Array[] = [];
   let at = 4 + hl;

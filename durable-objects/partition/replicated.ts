@@ -17,6 +17,7 @@ import { PRODUCER_EXPIRY_TIMER, type ProducersCommand, type ProducersRoom } from
 import { decodeReplicated, encodeReplicated, type PartitionReplica, type ReplicatedCommand } from "./replica.ts";
 import { ReplicaTail } from "./replica-tail.ts";
 import { isStaleConfigsPush } from "../../src/partition/configs-order.ts";
+import type { SubsChange } from "./subscriptions.ts";
 
 /** What a committed entry writes: the rooms' parts of a native append (no stream, no subscription part). */
 export type ReplicatedWrite = LogCommand & ProducersCommand & LifecycleCommandPart & { stream: null };
@@ -41,6 +42,10 @@ export interface ReplicatedHost {
   peer: (replicaId: string) => PartitionRpc;
   /** After a config change was applied: the timers and policies that follow the configs. */
   configsApplied: () => void;
+  /** Applies a committed subscription entry (partition/replicated-subs.ts), the applied index in its transaction. @returns the leader's answer. */
+  applySubs: (change: SubsChange, writeApplied: () => void) => unknown;
+  /** The leader's policy checks of a produce that depend on subscriptions and producers (backlog quota, publish rate, producer count), checked last. */
+  produceRefusal: (scanned: ScannedAppend, nowMs: number) => ErrorResult | null;
 }
 
 /** How long a config change waits for a leader to be found or elected (ms): as the gateway's LEADER_WAIT_MS. */
@@ -59,7 +64,8 @@ export class ReplicatedAppends {
 
   /**
    * Produce requests at the leader of a replicated partition: what does not depend on the log
-   * (guards, the CRC and the record checks, the topic's limits, min.insync.replicas for acks=all)
+   * (guards, the CRC and the record checks, the topic's limits, min.insync.replicas for acks=all,
+   * then the namespace policies on the replicated cursors and producer state)
    * is checked here; each request then becomes one Raft entry, all proposed together (one
    * journal write), and is answered when the entry has been applied here (committed).
    */
@@ -108,7 +114,7 @@ export class ReplicatedAppends {
     for (const e of node.entries(node.appliedIndex + 1, node.lastIndex)) {
       const end = this.#h.log.state!.logEndOffset;
       const cmd = e.type === "normal" ? decodeReplicated(e.data) : null;
-      if (cmd === null || cmd.kind === "deleteRecords" || cmd.kind === "configs") this.#tail.skip(e.index, end);
+      if (cmd === null || cmd.kind === "deleteRecords" || cmd.kind === "configs" || cmd.kind === "subs") this.#tail.skip(e.index, end);
       else if (cmd.kind === "expireProducers") this.#tail.add(e.index, null, end, () => undefined);
       else {
         const scanned = this.#h.log.scanCommitted(cmd.batches);
@@ -143,7 +149,7 @@ export class ReplicatedAppends {
         });
       }
     }
-    return scanned;
+    return this.#h.produceRefusal(scanned, nowMs) ?? scanned;
   }
 
   /**
@@ -158,6 +164,11 @@ export class ReplicatedAppends {
     const cmd = decodeReplicated(data);
     if (cmd.kind === "deleteRecords") return this.#applyDeleteRecords(index, cmd.offset, writeApplied);
     if (cmd.kind === "configs") return this.#applyConfigs(index, cmd.configs, cmd.configsOffset, writeApplied);
+    if (cmd.kind === "subs") {
+      const answer = this.#h.applySubs(cmd.change, writeApplied);
+      this.#checkPrediction(index, null);
+      return answer;
+    }
     const decided = this.#decideReplicated(cmd, term);
     let result: RpcResult<AppendOk> | null;
     if ("result" in decided) {

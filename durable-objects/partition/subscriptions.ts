@@ -26,6 +26,13 @@
  * delivered again with their stored redelivery count (as Pulsar redelivers a reconnecting
  * consumer's unacked messages).
  *
+ * Replicated partitions (`replication.factor` 3; docs/RAFT.md "Subscriptions are replicated"):
+ * `ctx.commit` proposes each change as a Raft entry and answers after this replica (the leader)
+ * applied it; every replica applies it through {@link SubscriptionsRoom.decide} and `apply`. Only
+ * the serving leader dispatches, accepts sockets and runs the room's timers
+ * ({@link SubscriptionsRoom.serving}); `stepDown` closes its sockets with 1012 and rebuilds the
+ * subscriptions from their committed cursors, as `becomeLeader` does on the new leader.
+ *
  * Storage (room "subs", schema/subscriptions.ts): `sub_subscriptions(name, meta, mark_delete,
  * cursor, updated_ms)`. Writes only in {@link SubscriptionsRoom.apply}, inside the
  * switchboard's commit transaction. Reads the log through the log room's read API only.
@@ -59,6 +66,7 @@ import { FrameMemo, MessageJsonCache, wireMessage } from "../../src/subscription
 import { DEFAULT_POLICIES, policiesOf, type TopicPolicies } from "../../src/protocol/policies.ts";
 import { type RateLimiter, backlogVerdict, checkCountLimit, evictionTarget, limiterFor, ttlCheckIntervalMs, ttlCutoffMs } from "../../src/policies/enforce.ts";
 import type { CursorTarget, SubscriptionInfo, SubscriptionMetrics } from "../../src/subscriptions/rpc.ts";
+import type { SubscriptionRow } from "../../src/partition/catch-up.ts";
 import {
   type ClientFrame,
   DELIVER_AT_HEADER,
@@ -67,6 +75,7 @@ import {
   parseReaderQuery,
   parseSubscribeQuery,
   SUB_CLOSE,
+  type SubscribeOptions,
   type ServerFrame,
   type WireMessage,
 } from "../../src/subscriptions/wire.ts";
@@ -122,7 +131,9 @@ export type SubsChange =
   | { op: "create"; name: string; meta: SubMeta; cursor: StoredSubscription; nowMs: number }
   | { op: "cursors"; cmds: SubscriptionCommand[]; nowMs: number }
   | { op: "meta"; name: string; meta: SubMeta }
-  | { op: "delete"; name: string };
+  | { op: "delete"; name: string }
+  /** Snapshot catch-up of a replicated partition: every subscription replaced by a peer's rows (docs/RAFT.md "Snapshot catch-up"). */
+  | { op: "install"; rows: SubscriptionRow[] };
 
 /** The room's part of a partition command (optional: only subscription writes carry it). */
 export interface SubsCommand {
@@ -134,8 +145,14 @@ export interface SubsContext {
   sql: Sql;
   timers: RoomTimers;
   peers: Peers;
-  /** Commits a change in the switchboard's one transaction (apply, then publish). */
-  commit(change: SubsChange): void;
+  /**
+   * Commits a change in the switchboard's one transaction (apply, then publish): synchronously
+   * at `replication.factor` 1 (null); on a replicated partition it is proposed as a Raft entry and
+   * the promise settles once this replica (the leader) has applied it (null) or with the refusal
+   * (NOT_LEADER_OR_FOLLOWER, REQUEST_TIMED_OUT, ...: the change may be lost; docs/RAFT.md
+   * "Subscriptions are replicated").
+   */
+  commit(change: SubsChange): Promise<ErrorResult | null> | null;
   /** The object's subscription sockets (`ctx.getWebSockets(tag)`). */
   sockets(tag: string): WebSocket[];
   /** Replaces a socket's attachment state. */
@@ -258,6 +275,12 @@ export class SubscriptionsRoom {
   /** Produce requests held by `producer_request_hold`, in arrival order (released one per task). */
   #held: Held[] = [];
   #releasing = false;
+  /** Whether this replica serves subscriptions (see {@link SubscriptionsRoom.serving}). */
+  #serving = true;
+  /** Replicated: the last cursor flush not yet applied (receipts of later flushes wait for it). Always null at factor 1. */
+  #inflight: Promise<ErrorResult | null> | null = null;
+  /** Bumped by every rebuild of the dispatch state: a refused flush from before it does not rebuild again. */
+  #dispatchGeneration = 0;
   readonly #source: MessageSource & { record(offset: number): LogRecord | undefined };
 
   constructor(ctx: SubsContext, log: LogRoom) {
@@ -286,17 +309,9 @@ export class SubscriptionsRoom {
   // ---- load / reset ----
 
   load(): void {
-    this.#subs.clear();
     this.#lastEnd = this.#log.state?.logEndOffset ?? 0;
     this.#clearRecords();
-    const bounds = this.#bounds();
-    for (const row of this.#ctx.sql.all<{ name: string; meta: string; cursor: string }>("SELECT name, meta, cursor FROM sub_subscriptions")) {
-      const meta = JSON.parse(row.meta) as SubMeta;
-      const committed = decodeDurable(JSON.parse(row.cursor));
-      const sub = this.#newSub(row.name, meta, decodeDurable(JSON.parse(row.cursor)), bounds);
-      sub.checkInvariants(); // assert after reading: a broken stored cursor fails the start-up loudly
-      this.#subs.set(row.name, { name: row.name, meta, committed, sub, out: new RateMeter(), redelivered: new RateMeter() });
-    }
+    this.#loadSubscriptions();
     // Consumers of sockets that survived a hibernation or a restart of the object, in join order.
     const consumers: { ws: WebSocket; a: ConsumerAttachment }[] = [];
     for (const ws of this.#ctx.sockets(SUBS_TAG)) {
@@ -315,6 +330,20 @@ export class SubscriptionsRoom {
         continue;
       }
       this.#sockets.set(a.c, ws);
+    }
+  }
+
+  /** Every subscription from `sub_subscriptions`, with no consumers (start-up, snapshot install). */
+  #loadSubscriptions(): void {
+    this.#subs.clear();
+    this.#backlog = null;
+    const bounds = this.#bounds();
+    for (const row of this.#ctx.sql.all<{ name: string; meta: string; cursor: string }>("SELECT name, meta, cursor FROM sub_subscriptions")) {
+      const meta = JSON.parse(row.meta) as SubMeta;
+      const committed = decodeDurable(JSON.parse(row.cursor));
+      const sub = this.#newSub(row.name, meta, decodeDurable(JSON.parse(row.cursor)), bounds);
+      sub.checkInvariants(); // assert after reading: a broken stored cursor fails the start-up loudly
+      this.#subs.set(row.name, { name: row.name, meta, committed, sub, out: new RateMeter(), redelivered: new RateMeter() });
     }
   }
 
@@ -385,6 +414,18 @@ export class SubscriptionsRoom {
       case "delete":
         sql.run("DELETE FROM sub_subscriptions WHERE name = ?", c.name);
         return;
+      case "install":
+        sql.run("DELETE FROM sub_subscriptions");
+        for (const r of c.rows)
+          sql.run(
+            "INSERT INTO sub_subscriptions (name, meta, mark_delete, cursor, updated_ms) VALUES (?, ?, ?, ?, ?)",
+            r.name,
+            r.meta,
+            (JSON.parse(r.cursor) as StoredSubscription).markDelete,
+            r.cursor,
+            r.updatedMs,
+          );
+        return;
     }
   }
 
@@ -425,6 +466,113 @@ export class SubscriptionsRoom {
         this.#ctx.timers.clear(`deadletter:${c.name}`);
         this.#releaseHeld();
         return;
+      case "install":
+        // Only a replica that is not serving installs a snapshot (a follower): no consumers to keep.
+        this.#loadSubscriptions();
+        return;
+    }
+  }
+
+  // ---- replication (docs/RAFT.md "Subscriptions are replicated") ----
+
+  /**
+   * Decide at apply: a committed subscription entry of a replicated partition, as every replica
+   * applies it, on its committed state. The leader decided it on its own view, which may be
+   * older than the entries before it in the log (two creates of one name, a cursor update of a
+   * subscription deleted meanwhile), so a create of an existing subscription, or a meta change
+   * or delete of a missing one, is a no-op (null), cursor updates of missing subscriptions are
+   * dropped, a mark-delete position below the committed one is raised to it (acks never move it
+   * back; only a reset does), and a cursor update the pure core refuses is dropped (logged)
+   * rather than fail the entry on every replica. Depends only on the entry and the replicated
+   * state: every replica decides alike.
+   */
+  decide(change: SubsChange): SubsChange | null {
+    switch (change.op) {
+      case "create":
+        return this.#subs.has(change.name) ? null : change;
+      case "meta":
+      case "delete":
+        return this.#subs.has(change.name) ? change : null;
+      case "install":
+        return change;
+      case "cursors": {
+        const cmds: SubscriptionCommand[] = [];
+        const states = new Map<string, DurableSubscription>();
+        for (const sc of change.cmds) {
+          const live = this.#subs.get(sc.sub);
+          if (live === undefined) continue;
+          const base = states.get(sc.sub) ?? live.committed;
+          const cmd = sc.reset === undefined && sc.markDelete < base.cursor.markDelete ? { ...sc, markDelete: base.cursor.markDelete } : sc;
+          try {
+            states.set(sc.sub, applyCommand(base, cmd));
+          } catch (err) {
+            log.error("edgelog.subscriptions.replicated_cursor_refused", { subscription: sc.sub, error: err });
+            continue;
+          }
+          cmds.push(cmd);
+        }
+        return cmds.length === 0 ? null : { ...change, cmds };
+      }
+    }
+  }
+
+  /** The stored subscriptions, for a peer's snapshot catch-up manifest (partition/catch-up.ts). */
+  rows(): SubscriptionRow[] {
+    return this.#ctx.sql
+      .all<{ name: string; meta: string; cursor: string; updated_ms: number }>("SELECT name, meta, cursor, updated_ms FROM sub_subscriptions ORDER BY name")
+      .map((r) => ({ name: r.name, meta: r.meta, cursor: r.cursor, updatedMs: r.updated_ms }));
+  }
+
+  /** Whether this replica serves consumers, readers and the subscription RPCs (always at factor 1; the leader's only when replicated). */
+  get serving(): boolean {
+    return this.#serving;
+  }
+
+  /**
+   * A replicated partition's replica stops serving (it lost the leadership, crashed, or has just
+   * started as a follower): every consumer and reader socket is closed with 1012 (service
+   * restart: the client reconnects through the gateway, which finds the new leader), and the
+   * in-memory dispatch state (consumers, permits, in-flight messages, ack timeouts, nack delays,
+   * leases, held receipts) is dropped: each subscription is rebuilt from its committed cursor,
+   * so what was in flight and not committed as acked is redelivered by the next leader.
+   */
+  stepDown(reason: string): void {
+    this.#serving = false;
+    this.#resetDispatch(SUB_CLOSE.leaderChanged, reason);
+  }
+
+  /**
+   * A replicated partition's replica becomes the serving leader (it has applied every entry of
+   * earlier terms): the subscriptions are rebuilt from the replicated cursors, and the timers
+   * that act at the leader only are armed again (TTL, eviction, pending dead-letter copies).
+   */
+  becomeLeader(): void {
+    this.#resetDispatch(SUB_CLOSE.leaderChanged, "leadership changed");
+    this.#serving = true;
+    const nowMs = Date.now();
+    for (const live of this.#subs.values()) if (live.committed.deadLetters.size > 0) this.#ctx.timers.set(`deadletter:${live.name}`, nowMs);
+    this.policiesChanged();
+  }
+
+  /**
+   * Closes every consumer and reader socket with `code`, ends the leases, drops the receipts not
+   * sent (their acks were not confirmed: the client sees the socket close first) and rebuilds
+   * each subscription from its committed cursor.
+   */
+  #resetDispatch(code: number, reason: string): void {
+    this.#dispatchGeneration++;
+    for (const ws of this.#ctx.sockets(SUBS_TAG)) closeQuietly(ws, code, reason);
+    this.#sockets.clear();
+    this.#leases.clear();
+    this.#joining.clear();
+    this.#receipts = [];
+    if (this.#flushTimer !== null) clearTimeout(this.#flushTimer);
+    this.#flushTimer = null;
+    this.#hasReaders = false;
+    const bounds = this.#bounds();
+    for (const live of this.#subs.values()) {
+      live.sub = this.#newSub(live.name, live.meta, cloneDurable(live.committed), bounds);
+      this.#ctx.timers.clear(`redeliver:${live.name}`);
     }
   }
 
@@ -444,6 +592,8 @@ export class SubscriptionsRoom {
     const end = this.#log.state?.logEndOffset ?? 0;
     if (end > this.#lastEnd) this.#in.add(end - this.#lastEnd, Date.now());
     this.#lastEnd = end;
+    // A replica that does not lead its replicated partition has no consumers and runs no policy.
+    if (!this.#serving) return;
     // After the append's commit: a failure here must not fail the append, whose records are
     // durable; the next event (ack, timer, append) dispatches again.
     try {
@@ -598,6 +748,7 @@ export class SubscriptionsRoom {
   policiesChanged(): void {
     const nowMs = Date.now();
     this.#releaseHeld();
+    if (!this.#serving) return;
     this.#armTtl(nowMs);
     this.#checkEviction(nowMs);
     for (const live of this.#subs.values()) this.#dispatch(live);
@@ -633,9 +784,14 @@ export class SubscriptionsRoom {
     if (target === null) return;
     let evicted = 0;
     for (const live of this.#subs.values()) if (live.committed.cursor.markDelete + 1 < target) evicted += live.sub.expireBefore(target);
-    this.#flush();
+    const flushed = this.#flush();
     log.info("edgelog.subscriptions.backlog_evicted", { messages: evicted, keepFrom: target, backlogBytes: backlog, limitBytes: q.limitBytes });
-    if (backlogVerdict(q, this.backlogBytes()) !== "ok") this.#ctx.timers.set(EVICTION_TIMER, Date.now());
+    // The backlog is measured on the committed cursors: replicated, once the eviction is committed.
+    const next = (): void => {
+      if (this.#serving && backlogVerdict(q, this.backlogBytes()) !== "ok") this.#ctx.timers.set(EVICTION_TIMER, Date.now());
+    };
+    if (flushed === null) next();
+    else void flushed.then(next);
     for (const live of this.#subs.values()) this.#dispatch(live);
   }
 
@@ -691,7 +847,7 @@ export class SubscriptionsRoom {
    * consumer joins its subscription here (created at its initial position when new); a
    * refusal (CONSUMER_BUSY, INVALID_REQUEST) is answered as an HTTP error and changes nothing.
    */
-  upgrade(request: Request): SocketAccept | ErrorResult {
+  upgrade(request: Request): SocketAccept | ErrorResult | Promise<SocketAccept | ErrorResult> {
     const s = this.#log.state;
     if (s === null) return errorResult("UNKNOWN_TOPIC_OR_PARTITION", "This partition does not exist.");
     const url = new URL(request.url);
@@ -711,7 +867,7 @@ export class SubscriptionsRoom {
     const name = request.headers.get("edgelog-subscription") ?? "";
     const o = parseSubscribeQuery(name, q);
     if ("ok" in o) return o;
-    let live = this.#subs.get(name);
+    const live = this.#subs.get(name);
     const nowMs = Date.now();
     const policies = this.policies();
     if (live === undefined) {
@@ -719,9 +875,9 @@ export class SubscriptionsRoom {
       if (over !== null) return over;
       const start = initialOffset(o.initialPosition, { ...this.#bounds(), offsetForTimestamp: (t) => this.#offsetForTimestamp(t) });
       const meta: SubMeta = { v: 1, type: o.type, policy: o.policy, deadLetterTopic: o.deadLetterTopic, dlq: null, partitioned, createdMs: nowMs };
-      this.#ctx.commit({ op: "create", name, meta, cursor: encodeDurable(emptyDurable(start - 1)).stored, nowMs });
-      live = this.#subs.get(name)!;
-    } else if (
+      return this.#then(this.#ctx.commit({ op: "create", name, meta, cursor: encodeDurable(emptyDurable(start - 1)).stored, nowMs }), () => this.#admit(name, o, partitioned, base64, nowMs));
+    }
+    if (
       live.sub.stats().consumers.length === 0 &&
       !this.#joining.has(name) &&
       (live.meta.type !== o.type || !samePolicy(live.meta.policy, o.policy) || live.meta.deadLetterTopic !== o.deadLetterTopic || live.meta.partitioned !== partitioned)
@@ -730,9 +886,20 @@ export class SubscriptionsRoom {
       // are per consumer; Edgelog's are the subscription's, tracked on the server).
       this.#flush();
       const meta: SubMeta = { ...live.meta, type: o.type, policy: o.policy, deadLetterTopic: o.deadLetterTopic, partitioned };
-      this.#ctx.commit({ op: "meta", name, meta });
-      live.sub = this.#newSub(name, meta, cloneDurable(live.committed), this.#bounds());
+      return this.#then(this.#ctx.commit({ op: "meta", name, meta }), () => {
+        // Replicated: the commit awaited, a consumer may have joined meanwhile (it keeps the sub it joined).
+        if (this.#subs.get(name) === live && live.sub.stats().consumers.length === 0) live.sub = this.#newSub(name, meta, cloneDurable(live.committed), this.#bounds());
+        return this.#admit(name, o, partitioned, base64, nowMs);
+      });
     }
+    return this.#admit(name, o, partitioned, base64, nowMs);
+  }
+
+  /** A consumer's admission to subscription `name` (created or updated already): the socket's state, or the refusal. */
+  #admit(name: string, o: SubscribeOptions, partitioned: boolean, base64: boolean, nowMs: number): SocketAccept | ErrorResult {
+    const live = this.#subs.get(name);
+    if (live === undefined) return errorResult("SUBSCRIPTION_NOT_FOUND", `No subscription ${JSON.stringify(name)} on this partition (deleted meanwhile).`, { subscription: name });
+    const policies = this.policies();
     const a: ConsumerAttachment = {
       k: "c",
       s: name,
@@ -769,6 +936,11 @@ export class SubscriptionsRoom {
     const live = this.#subs.get(name);
     const ws = this.#ctx.sockets(`c:${a.c}`)[0];
     if (ws === undefined) return; // the base refused the socket after all
+    if (!this.#serving) {
+      // Replicated: this replica stopped leading between the upgrade and the accept.
+      closeQuietly(ws, SUB_CLOSE.leaderChanged, "not the leader");
+      return;
+    }
     if (live === undefined) {
       closeQuietly(ws, SUB_CLOSE.subscriptionDeleted, "subscription deleted");
       return;
@@ -796,6 +968,10 @@ export class SubscriptionsRoom {
   #afterReaderAccept(readerId: string, start: number): void {
     const ws = this.#ctx.sockets(`r:${readerId}`)[0];
     if (ws === undefined) return;
+    if (!this.#serving) {
+      closeQuietly(ws, SUB_CLOSE.leaderChanged, "not the leader");
+      return;
+    }
     send(ws, { type: "reader", partition: this.#log.state?.partition ?? 0, startOffset: start });
     this.#pushReader(ws);
   }
@@ -805,6 +981,11 @@ export class SubscriptionsRoom {
     if (attachment.v !== 1) throw new Error(`subs: attachment version ${attachment.v}`);
     const { r: _r, v: _v, ...state } = attachment;
     const a = state as unknown as ConsumerAttachment | ReaderAttachment;
+    if (!this.#serving) {
+      // A replica that stopped leading closed its sockets (stepDown); a frame that crossed the close is not served.
+      if (event.type === "message") closeQuietly(ws, SUB_CLOSE.leaderChanged, "not the leader");
+      return;
+    }
     if (a.k === "r") {
       this.#onReader(ws, a, event);
       return;
@@ -1097,8 +1278,16 @@ export class SubscriptionsRoom {
     }, ACK_FLUSH_INTERVAL_MS);
   }
 
-  /** Commits the pending changes of every subscription as ONE command, then sends the receipts and starts dead-letter copies. */
-  #flush(): void {
+  /**
+   * Commits the pending changes of every subscription as ONE command, then sends the receipts and
+   * starts dead-letter copies. At factor 1 the commit is synchronous (null). Replicated, the
+   * command is a Raft entry: the receipts wait until it is applied here, i.e. committed by a
+   * majority (and until every earlier flush is: a receipt of an ack already in an earlier entry
+   * follows that entry); a refusal answers each receipt with an `error` frame and rebuilds the
+   * dispatch state from the committed cursors (what was acked since is redelivered).
+   * @returns null when done, else the promise of the replicated commit (null, or the refusal).
+   */
+  #flush(): Promise<ErrorResult | null> | null {
     if (this.#flushTimer !== null) clearTimeout(this.#flushTimer);
     this.#flushTimer = null;
     const cmds: SubscriptionCommand[] = [];
@@ -1108,20 +1297,54 @@ export class SubscriptionsRoom {
     }
     const receipts = this.#receipts;
     this.#receipts = [];
-    if (cmds.length > 0) this.#ctx.commit({ op: "cursors", cmds, nowMs: Date.now() });
+    const proposed = cmds.length > 0 ? this.#ctx.commit({ op: "cursors", cmds, nowMs: Date.now() }) : null;
+    if (proposed === null && this.#inflight === null) {
+      this.#afterFlush(cmds, receipts, null);
+      return null;
+    }
+    const generation = this.#dispatchGeneration;
+    const done = (proposed ?? this.#inflight!.then(() => null)).then((refused) => {
+      this.#afterFlush(cmds, receipts, refused, generation);
+      return refused;
+    });
+    this.#inflight = done;
+    void done.finally(() => {
+      if (this.#inflight === done) this.#inflight = null;
+    });
+    return done;
+  }
+
+  #afterFlush(cmds: readonly SubscriptionCommand[], receipts: readonly Receipt[], refused: ErrorResult | null, generation = this.#dispatchGeneration): void {
     // An ack follows the durable commit: the output gate holds these frames until it is durable.
     for (const r of receipts) {
       const ws = this.#sockets.get(r.consumerId);
       if (ws === undefined) continue;
-      if (r.kind === "acked") send(ws, { type: "acked", requestId: r.requestId, acked: r.count });
+      if (refused !== null) send(ws, { type: "error", code: refused.code, message: refused.message ?? ERRORS[refused.code].message, requestId: r.requestId });
+      else if (r.kind === "acked") send(ws, { type: "acked", requestId: r.requestId, acked: r.count });
       else send(ws, { type: "nacked", requestId: r.requestId, nacked: r.count });
     }
+    if (refused !== null) {
+      // The command may never apply: memory is rebuilt from what is committed.
+      if (cmds.length > 0 && this.#serving && generation === this.#dispatchGeneration) {
+        log.warn("edgelog.subscriptions.flush_refused", { code: refused.code });
+        this.#resetDispatch(SUB_CLOSE.leaderChanged, `cursor update not committed: ${refused.code}`);
+      }
+      return;
+    }
     for (const c of cmds) if (c.deadLetters.length > 0) this.#ctx.timers.set(`deadletter:${c.sub}`, Date.now());
+  }
+
+  /** Runs `next` after `pending` (a replicated commit) settles without a refusal; at once when null. */
+  #then<T>(pending: Promise<ErrorResult | null> | null, next: () => T | ErrorResult): T | ErrorResult | Promise<T | ErrorResult> {
+    if (pending === null) return next();
+    return pending.then((refused) => refused ?? next());
   }
 
   // ---- timers ----
 
   async onTimer(key: string): Promise<void> {
+    // The room's timers act at the serving leader only (becomeLeader arms them again there).
+    if (!this.#serving) return;
     if (key === TTL_TIMER) return this.#expireTtl(Date.now());
     if (key === EVICTION_TIMER) return this.#evict();
     if (key === DISPATCH_RATE_TIMER) {
@@ -1181,7 +1404,10 @@ export class SubscriptionsRoom {
         if (!p.ok) throw new Error(`dead-letter producer id: ${p.code}`);
         if (this.#subs.get(live.name) !== live) return;
         dlq = { producerId: p.producerId, baseSeq: copy.seq };
-        this.#ctx.commit({ op: "meta", name: live.name, meta: { ...live.meta, dlq } });
+        const pending = this.#ctx.commit({ op: "meta", name: live.name, meta: { ...live.meta, dlq } });
+        const refused = pending === null ? null : await pending;
+        if (refused !== null) throw new Error(`recording the dead-letter producer of ${live.name}: ${refused.code}`);
+        if (this.#subs.get(live.name) !== live) return;
       }
       const rec = this.#source.record(copy.offset);
       if (rec !== undefined) {
@@ -1200,7 +1426,8 @@ export class SubscriptionsRoom {
       // A message gone from the log (retention) has nothing to copy: it is acked all the same.
       if (this.#subs.get(live.name) !== live) return;
       live.sub.confirmDeadLetter(copy.offset);
-      this.#flush();
+      const flushed = this.#flush();
+      if (flushed !== null && (await flushed) !== null) return;
     }
     this.#dispatch(live);
   }
@@ -1214,20 +1441,22 @@ export class SubscriptionsRoom {
    * Errors: CONSUMER_BUSY (the subscription is not shared and has consumers, or is exclusive).
    * @returns the lease id (null when nothing was delivered) and the messages.
    */
-  receive(req: {
+  async receive(req: {
     subscription: string;
     max: number;
     visibilityTimeoutMs: number;
     position: CursorTarget;
     partitioned: boolean;
     base64: boolean;
-  }): RpcResult<{ leaseId: string | null; expiresAtMs: number | null; messages: WireMessage[] }> {
+  }): Promise<RpcResult<{ leaseId: string | null; expiresAtMs: number | null; messages: WireMessage[] }>> {
     if (this.#log.state === null) return errorResult("UNKNOWN_TOPIC_OR_PARTITION", "This partition does not exist.");
     let live = this.#subs.get(req.subscription);
     if (live === undefined) {
-      const r = this.create(req.subscription, "shared", req.position, req.partitioned);
+      const created = this.create(req.subscription, "shared", req.position, req.partitioned);
+      const r = "then" in created ? await created : created;
       if (!r.ok) return r;
-      live = this.#subs.get(req.subscription)!;
+      live = this.#subs.get(req.subscription);
+      if (live === undefined) return errorResult("SUBSCRIPTION_NOT_FOUND", "The subscription was deleted meanwhile.", { subscription: req.subscription });
     }
     // Shared only: a lease joining an idle subscription of another type would turn it shared
     // in memory while its stored type stays (docs/PROTOCOL.md "HTTP pull (leases)").
@@ -1259,7 +1488,7 @@ export class SubscriptionsRoom {
    * the lease ends when it holds nothing more. Errors: LEASE_NOT_FOUND (unknown, settled or
    * expired), INVALID_MESSAGE_ID.
    */
-  settleLease(subscription: string, leaseId: string, how: "ack" | "nack", offsets: number[] | null): RpcResult<{ settled: number; remaining: number }> {
+  async settleLease(subscription: string, leaseId: string, how: "ack" | "nack", offsets: number[] | null): Promise<RpcResult<{ settled: number; remaining: number }>> {
     const live = this.#find(subscription);
     if ("ok" in live) return live;
     const lease = this.#leases.get(leaseId);
@@ -1283,9 +1512,10 @@ export class SubscriptionsRoom {
     }
     const remaining = live.sub.inFlightOf(leaseId).length;
     if (remaining === 0) this.#endLease(live, lease);
-    this.#flush();
+    const flushed = this.#flush();
     this.#dispatch(live);
-    return { ok: true, settled, remaining };
+    const refused = flushed === null ? null : await flushed;
+    return refused ?? { ok: true, settled, remaining };
   }
 
   #endLease(live: Live, lease: Lease): void {
@@ -1334,7 +1564,12 @@ export class SubscriptionsRoom {
     return this.#subs.get(name) ?? errorResult("SUBSCRIPTION_NOT_FOUND", `No subscription ${JSON.stringify(name)} on this partition.`, { subscription: name });
   }
 
-  create(name: string, type: SubscriptionType, position: CursorTarget, partitioned: boolean): RpcResult<{ created: boolean; info: SubscriptionInfo }> {
+  create(
+    name: string,
+    type: SubscriptionType,
+    position: CursorTarget,
+    partitioned: boolean,
+  ): RpcResult<{ created: boolean; info: SubscriptionInfo }> | Promise<RpcResult<{ created: boolean; info: SubscriptionInfo }>> {
     if (this.#log.state === null) return errorResult("UNKNOWN_TOPIC_OR_PARTITION", "This partition does not exist.");
     const existing = this.#subs.get(name);
     if (existing !== undefined) return { ok: true, created: false, info: this.#info(existing) };
@@ -1351,8 +1586,11 @@ export class SubscriptionsRoom {
       partitioned,
       createdMs: nowMs,
     };
-    this.#ctx.commit({ op: "create", name, meta, cursor: encodeDurable(emptyDurable(start - 1)).stored, nowMs });
-    return { ok: true, created: true, info: this.#info(this.#subs.get(name)!) };
+    return this.#then(this.#ctx.commit({ op: "create", name, meta, cursor: encodeDurable(emptyDurable(start - 1)).stored, nowMs }), () => {
+      const live = this.#subs.get(name);
+      if (live === undefined) return errorResult("SUBSCRIPTION_NOT_FOUND", `Subscription ${JSON.stringify(name)} was deleted meanwhile.`, { subscription: name });
+      return { ok: true as const, created: true, info: this.#info(live) };
+    });
   }
 
   list(): RpcResult<{ subscriptions: SubscriptionInfo[] }> {
@@ -1386,42 +1624,40 @@ export class SubscriptionsRoom {
   }
 
   /** Seek: consumers are closed with 4002 (an ack of a pre-seek delivery would still apply), then the reset commits. */
-  seek(name: string, target: CursorTarget): RpcResult<{ info: SubscriptionInfo }> {
+  seek(name: string, target: CursorTarget): RpcResult<{ info: SubscriptionInfo }> | Promise<RpcResult<{ info: SubscriptionInfo }>> {
     const live = this.#find(name);
     if ("ok" in live) return live;
     const offset = initialOffset(target, { ...this.#bounds(), offsetForTimestamp: (t) => this.#offsetForTimestamp(t) });
     this.#closeConsumers(live, SUB_CLOSE.cursorReset, "cursor reset");
     live.sub.seek(offset);
-    this.#flush();
-    return { ok: true, info: this.#info(live) };
+    return this.#then(this.#flush(), () => ({ ok: true as const, info: this.#info(live) }));
   }
 
-  skip(name: string, count: number): RpcResult<{ skipped: number; info: SubscriptionInfo }> {
+  skip(name: string, count: number): RpcResult<{ skipped: number; info: SubscriptionInfo }> | Promise<RpcResult<{ skipped: number; info: SubscriptionInfo }>> {
     const live = this.#find(name);
     if ("ok" in live) return live;
     const skipped = live.sub.skip(count);
-    this.#flush();
+    const flushed = this.#flush();
     this.#dispatch(live);
-    return { ok: true, skipped, info: this.#info(live) };
+    return this.#then(flushed, () => ({ ok: true as const, skipped, info: this.#info(live) }));
   }
 
-  clearBacklog(name: string): RpcResult<{ cleared: number; info: SubscriptionInfo }> {
+  clearBacklog(name: string): RpcResult<{ cleared: number; info: SubscriptionInfo }> | Promise<RpcResult<{ cleared: number; info: SubscriptionInfo }>> {
     const live = this.#find(name);
     if ("ok" in live) return live;
     const cleared = live.sub.expireBefore(this.#bounds().logEndOffset);
-    this.#flush();
-    return { ok: true, cleared, info: this.#info(live) };
+    return this.#then(this.#flush(), () => ({ ok: true as const, cleared, info: this.#info(live) }));
   }
 
-  delete(name: string, force: boolean): RpcResult<object> {
+  delete(name: string, force: boolean): RpcResult<object> | Promise<RpcResult<object>> {
     const live = this.#find(name);
     if ("ok" in live) return live;
     const n = live.sub.stats().consumers.length;
     if (n > 0 && !force) return errorResult("SUBSCRIPTION_HAS_CONSUMERS", `The subscription has ${n} connected consumer(s): close them or delete with force=true.`, { consumers: n });
-    this.#flush();
+    // Replicated: the delete entry follows the flush's entry in the log, so it is proposed at once.
+    void this.#flush();
     this.#closeConsumers(live, SUB_CLOSE.subscriptionDeleted, "subscription deleted");
-    this.#ctx.commit({ op: "delete", name });
-    return { ok: true };
+    return this.#then(this.#ctx.commit({ op: "delete", name }), () => ({ ok: true as const }));
   }
 
   #closeConsumers(live: Live, code: number, reason: string): void {

@@ -5,7 +5,8 @@
  * A replica whose Raft log lies behind every peer's compacted journal gets a Raft snapshot that
  * *describes* the state (its index and term; no image): it pulls the partition's state at a
  * peer's applied index M >= that index. The peer answers a manifest (M, its term, the log start
- * and end offsets at M, the leader epoch, the producer state), then the follower pulls the
+ * and end offsets at M, the leader epoch, the producer state, the configs and the subscriptions'
+ * cursors), then the follower pulls the
  * committed batches in chunks (offsets, leader epochs and bytes as stored there) into a staging
  * table, and installs everything (batches, log meta, producer state, the Raft snapshot meta,
  * commit and applied index) in ONE transaction.
@@ -40,6 +41,26 @@ export interface ProducerRows {
   batches: [number, number, number, number, number, number][];
 }
 
+/**
+ * A subscription as stored (the subscriptions room's `sub_subscriptions` row): its name, its
+ * configuration and its durable cursor as JSON text (mark-delete position, acknowledged ranges,
+ * redelivery counts, nack delays, pending dead-letter copies; docs/SUBSCRIPTIONS.md "Stored
+ * form"), and when it last changed (ms).
+ */
+export interface SubscriptionRow {
+  name: string;
+  meta: string;
+  cursor: string;
+  updatedMs: number;
+}
+
+/** Estimated serialised size of subscription rows (bytes). */
+export function subscriptionRowsBytes(rows: readonly SubscriptionRow[]): number {
+  let n = 0;
+  for (const r of rows) n += r.name.length + r.meta.length + r.cursor.length + 64;
+  return n;
+}
+
 /** The first answer of a peer to a catch-up: the partition's replicated state at its applied Raft index, without the batches. */
 export interface CatchUpManifest {
   /** The peer's applied Raft index M (>= the snapshot's index) and its term. */
@@ -59,6 +80,11 @@ export interface CatchUpManifest {
   configs?: TopicConfigs;
   /** The metadata offset of `configs` (docs/RAFT.md "Config pushes carry their record index"); absent when unknown. */
   configsOffset?: number;
+  /**
+   * Every subscription's cursor at M (subscription writes are replicated commands; a replica that
+   * caught up by snapshot must have the cursors). Optional: a peer of an older version sends none.
+   */
+  subscriptions?: SubscriptionRow[];
 }
 
 /** A catch-up read (the partition RPC `replicaSnapshotRead`). */

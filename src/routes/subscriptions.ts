@@ -13,7 +13,7 @@ import type { Hono } from "hono";
 import type { AppContext, AppEnv } from "../gateway/context.ts";
 import { asObject, jsonBody, partitionParam, topicRoute } from "../gateway/http.ts";
 import { checkPartition, partitionError, withTopic } from "../gateway/topics.ts";
-import { partitionObjectName } from "../partition/rpc.ts";
+import { subscriptionAtLeader, upgradeAtLeader } from "../gateway/subscriptions.ts";
 import { EdgelogError, type RpcResult } from "../protocol/errors.ts";
 import type { TopicSummary } from "../protocol/types.ts";
 import type { InitialPosition } from "../subscriptions/cursor.ts";
@@ -37,8 +37,9 @@ export function subscriptionRoutes(app: Hono<AppEnv>): void {
   topicRoute(app, "DELETE", "/subscriptions/:subscription", remove);
 }
 
-function stub(c: AppContext, topic: TopicSummary, partition: number): SubscriptionRpc {
-  return c.env.PARTITION.getByName(partitionObjectName(topic.topicId, partition)) as unknown as SubscriptionRpc;
+/** A subscription RPC at the partition's leader (replicated partitions serve subscriptions at the leader only; src/gateway/subscriptions.ts). */
+function atLeader<T extends object>(c: AppContext, topic: TopicSummary, partition: number, call: (s: SubscriptionRpc) => Promise<RpcResult<T>>): Promise<RpcResult<T>> {
+  return subscriptionAtLeader(c.env, topic, partition, call);
 }
 
 function subscriptionParam(c: AppContext): string {
@@ -58,7 +59,7 @@ async function upgrade(c: AppContext, name: string, kind: "consumer" | "reader")
     headers.set("edgelog-socket", kind);
     headers.set("edgelog-subscription", subscription);
     headers.set("edgelog-partitioned", topic.partitions > 1 ? "1" : "0");
-    return c.env.PARTITION.getByName(partitionObjectName(topic.topicId, partition)).fetch(new Request(c.req.url, { method: "GET", headers }));
+    return upgradeAtLeader(c.env, topic, partition, () => new Request(c.req.url, { method: "GET", headers }));
   });
 }
 
@@ -77,7 +78,7 @@ async function each<T>(
 ): Promise<{ topic: TopicSummary; results: T[] }> {
   return withTopic(c.env, name, async (topic) => {
     opts.check?.(topic);
-    const rs = await Promise.all(Array.from({ length: topic.partitions }, (_, p) => call(stub(c, topic, p), p, topic)));
+    const rs = await Promise.all(Array.from({ length: topic.partitions }, (_, p) => atLeader(c, topic, p, (s) => call(s, p, topic))));
     const results: T[] = [];
     let notFound: RpcResult<T> | null = null;
     for (const r of rs) {
@@ -295,7 +296,9 @@ async function receive(c: AppContext, name: string): Promise<Response> {
   const position = positionOf(body.initialPosition, "initialPosition");
   return withTopic(c.env, name, async (topic) => {
     checkPartition(topic, partition);
-    const r = await stub(c, topic, partition).subReceive({ subscription, max, visibilityTimeoutMs, position, partitioned: topic.partitions > 1, base64: encoding === "base64" });
+    const r = await atLeader(c, topic, partition, (s) =>
+      s.subReceive({ subscription, max, visibilityTimeoutMs, position, partitioned: topic.partitions > 1, base64: encoding === "base64" }),
+    );
     if (!r.ok) throw partitionError(r);
     return c.json({ topic: topic.name, subscription, partition, leaseId: r.leaseId, expiresAtMs: r.expiresAtMs, messages: r.messages });
   });
@@ -321,7 +324,7 @@ async function settle(c: AppContext, name: string, how: "ack" | "nack"): Promise
   }
   return withTopic(c.env, name, async (topic) => {
     checkPartition(topic, partition);
-    const r = await stub(c, topic, partition).subSettleLease(subscription, leaseId, how, offsets);
+    const r = await atLeader(c, topic, partition, (s) => s.subSettleLease(subscription, leaseId, how, offsets));
     if (!r.ok) throw partitionError(r);
     return c.json({ leaseId, settled: r.settled, remaining: r.remaining });
   });

@@ -60,6 +60,13 @@ export const SUB_CLOSE = {
   tooManyErrors: 4004,
   /** Another consumer joined first in the same instant (the upgrade's admission check passed): CONSUMER_BUSY. */
   consumerBusy: 4005,
+  /**
+   * Service restart (RFC 6455): the replica serving this socket stopped leading its replicated
+   * partition (leadership transfer, failover, restart); reconnect through the gateway, which
+   * finds the new leader. Unacknowledged messages are redelivered there (Pulsar's semantics when
+   * a topic moves to another broker).
+   */
+  leaderChanged: 1012,
 } as const;
 
 /** Where a consumer's subscription starts when it is created by this consumer. */

@@ -61,9 +61,8 @@ export async function leaderOf(topicId: string, except: string[] = []): Promise<
   });
 }
 
-/** Creates a one-partition topic at replication.factor 3 (crashed after the test: {@link crashStarted}). */
-export async function createReplicated(configs: Record<string, unknown> = {}): Promise<{ name: string; topicId: string }> {
-  const name = randomTopic("rf3");
+/** Creates a one-partition topic at replication.factor 3 (crashed after the test: {@link crashStarted}), named `name` or at random. */
+export async function createReplicated(configs: Record<string, unknown> = {}, name = randomTopic("rf3")): Promise<{ name: string; topicId: string }> {
   const d = await createTopic(name, 1, { "replication.factor": 3, ...configs });
   started.push(d.topicId);
   expect(d.configs["replication.factor"]).toBe(3);

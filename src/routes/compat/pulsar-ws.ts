@@ -14,13 +14,12 @@ import type { AppContext, AppEnv } from "../../gateway/context.ts";
 import { PULSAR_PRODUCER, PulsarFanIn } from "../../gateway/pulsar-ws.ts";
 import { acceptProducerSocket } from "../../gateway/ws-produce.ts";
 import { StaleTopicError, withTopic } from "../../gateway/topics.ts";
-import { partitionObjectName } from "../../partition/rpc.ts";
+import { subscriptionAtLeader, upgradeAtLeader } from "../../gateway/subscriptions.ts";
 import { EdgelogError, type ErrorBody, toEdgelogError } from "../../protocol/errors.ts";
 import type { TopicSummary } from "../../protocol/types.ts";
 import { formatMessageId } from "../../subscriptions/message-id.ts";
 import { MAX_RECEIVER_QUEUE_SIZE } from "../../subscriptions/permits.ts";
 import { type PulsarFrameError, parsePulsarConsumerQuery, parsePulsarReaderQuery } from "../../subscriptions/pulsar-ws.ts";
-import type { SubscriptionRpc } from "../../subscriptions/rpc.ts";
 
 /** The path prefix of Pulsar's WebSocket API (persistent topics only: Edgelog has no non-persistent ones). */
 export const PULSAR_WS_PREFIX = "/ws/v2";
@@ -110,15 +109,16 @@ async function reader(c: AppContext): Promise<Response> {
  * delete closes this session's partition sockets with 4001, and the client's with them.
  */
 async function unsubscribe(c: AppContext, topic: TopicSummary, subscription: string): Promise<PulsarFrameError | null> {
-  const stubs = Array.from({ length: topic.partitions }, (_, p) => c.env.PARTITION.getByName(partitionObjectName(topic.topicId, p)) as unknown as SubscriptionRpc);
+  const parts = Array.from({ length: topic.partitions }, (_, p) => p);
   let consumers = 0;
-  for (const r of await Promise.all(stubs.map((s) => s.subStats(subscription)))) {
+  for (const r of await Promise.all(parts.map((p) => subscriptionAtLeader(c.env, topic, p, (s) => s.subStats(subscription))))) {
     if (!r.ok) return { code: r.code, message: r.message ?? r.code };
     consumers += r.info.consumers.length;
   }
   if (consumers > topic.partitions)
     return { code: "SUBSCRIPTION_HAS_CONSUMERS", message: `The subscription has ${consumers - topic.partitions} other consumer(s): it cannot be unsubscribed while they are connected.` };
-  for (const r of await Promise.all(stubs.map((s) => s.subDelete(subscription, true)))) if (!r.ok) return { code: r.code, message: r.message ?? r.code };
+  for (const r of await Promise.all(parts.map((p) => subscriptionAtLeader(c.env, topic, p, (s) => s.subDelete(subscription, true)))))
+    if (!r.ok) return { code: r.code, message: r.message ?? r.code };
   return null;
 }
 
@@ -133,7 +133,8 @@ async function openPartitions(c: AppContext, topic: TopicSummary, kind: "consume
   const open = async (p: number): Promise<WebSocket | Response> => {
     const headers = new Headers({ upgrade: "websocket", "edgelog-socket": kind, "edgelog-subscription": subscription, "edgelog-partitioned": topic.partitions > 1 ? "1" : "0" });
     const url = `https://partition.internal/ws?${query().toString()}`;
-    const res = await c.env.PARTITION.getByName(partitionObjectName(topic.topicId, p)).fetch(new Request(url, { method: "GET", headers }));
+    // Replicated partitions serve sockets at the leader (src/gateway/subscriptions.ts).
+    const res = await upgradeAtLeader(c.env, topic, p, () => new Request(url, { method: "GET", headers }));
     const ws = res.webSocket;
     if (res.status !== 101 || ws === null) return res;
     ws.accept();
