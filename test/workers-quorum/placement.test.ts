@@ -164,4 +164,69 @@ describe("partition placement in the metadata quorum", () => {
       },
     ]);
   }, 60_000);
+
+  it("replaces r1 by r4 under steady idempotent produce: every acknowledged record once, the placement names r4, configs reach r4, describe and metrics ask r4, and a delete destroys r2, r3 and r4", async () => {
+    const { name, topicId } = await createReplicated();
+    // r1 leads first: its replacement hands the leadership away before it is removed.
+    await leaderOf(topicId);
+    const moved = await json("POST", `/v1/topics/${name}/partitions/0/leader`, { replica: "r1" });
+    expect(moved.status, await moved.clone().text()).toBe(200);
+    const producer = steadyProducer(name, await newProducer());
+    await until("10 records", async () => (producer.count() >= 10 ? true : undefined));
+
+    const res = await json("POST", `/v1/topics/${name}/partitions/0/replicas`, { replace: "r1", location: "apac" });
+    const text = await res.text();
+    expect(res.status, text).toBe(200);
+    const done = JSON.parse(text) as ReplicaReassignmentResponse;
+    expect(done).toMatchObject({ added: "r4", removed: "r1", replicas: ["r2", "r3", "r4"] });
+    expect(done.leaderReplica).not.toBe("r1");
+    expect(typeof done.metadataOffset).toBe("number");
+    // The placement in the metadata: r2, r3 with their creation hints, r4 at its own.
+    const placed = await placementOf(name);
+    expect(placed?.replicas).toEqual([
+      { id: "r2", location: "enam" },
+      { id: "r3", location: "weur" },
+      { id: "r4", location: "apac" },
+    ]);
+    await expectDestroyed(topicId, "r1");
+    const at = producer.count();
+    await until("records after the replacement", async () => (producer.count() >= at + 10 ? true : undefined));
+    const { acked, values } = await producer.stop();
+
+    // Every acknowledged record once at its offset on every voter, offsets dense.
+    const end = acked.size;
+    expect([...acked.values()].sort((a, b) => a - b)).toEqual(Array.from({ length: end }, (_, i) => i));
+    const want = values
+      .filter((v) => acked.has(v))
+      .map((v) => [acked.get(v)!, v])
+      .sort((a, b) => (a[0] as number) - (b[0] as number));
+    for (const id of ["r2", "r3", "r4"]) {
+      await until(`${id} at ${end}`, async () => ((await status(topicId, id))?.highWatermark === end ? true : undefined));
+      expect((await replicaLog(topicId, id)).map((r) => [r.offset, r.value])).toEqual(want);
+      expect((await status(topicId, id))!.voters).toEqual(["r2", "r3", "r4"]);
+    }
+
+    // A config change after the replacement reaches r4 (r1 is gone: nothing may address it).
+    const patched = await json("PATCH", `/v1/topics/${name}`, { configs: { "retention.ms": 123_456_789 } });
+    expect(patched.status, await patched.clone().text()).toBe(200);
+    for (const id of ["r2", "r3", "r4"]) await until(`${id} has the new configs`, async () => ((await heldConfigs(topicId, id))["retention.ms"] === 123_456_789 ? true : undefined));
+    expect(await replica(topicId, "r1").describe()).toMatchObject({ ok: false, code: "UNKNOWN_TOPIC_OR_PARTITION" });
+
+    // Describe asks the placement's replicas (with r1 it would find no replica with the data).
+    const d = await describeTopic(name);
+    expect(d.partitionDetails[0]).toMatchObject({ highWatermark: end, logEndOffset: end });
+    expect(d.placements?.[0]?.replicas.map((r) => r.id)).toEqual(["r2", "r3", "r4"]);
+    // Metrics too: the replica gauges of r2, r3, r4, none of r1, and the partition's offsets.
+    const metrics = await (await call("/v1/metrics")).text();
+    const mine = metrics.split("\n").filter((l) => l.includes(name));
+    const replicaLabels = new Set(mine.flatMap((l) => [...l.matchAll(/replica="(r[0-9]+)"/g)].map((m) => m[1])));
+    expect([...replicaLabels].sort()).toEqual(["r2", "r3", "r4"]);
+    expect(mine.some((l) => l.startsWith("edgelog_partition_high_watermark") && l.endsWith(` ${end}`))).toBe(true);
+
+    // The delete destroys every replica of the placement, r4 included; r1 holds nothing.
+    const deleted = await call(`/v1/topics/${name}`, { method: "DELETE" });
+    expect(deleted.status).toBe(204);
+    for (const id of ["r1", "r2", "r3", "r4"]) await expectDestroyed(topicId, id);
+    expect((await pendingTasks()).filter((t) => t.topicId === topicId)).toEqual([]);
+  }, 180_000);
 });
