@@ -229,4 +229,68 @@ describe("partition placement in the metadata quorum", () => {
     for (const id of ["r1", "r2", "r3", "r4"]) await expectDestroyed(topicId, id);
     expect((await pendingTasks()).filter((t) => t.topicId === topicId)).toEqual([]);
   }, 180_000);
+
+  it("a gateway that died between the reassignment and its metadata record: the same request again records the placement", async () => {
+    const { name, topicId } = await createReplicated();
+    const leader = await leaderOf(topicId);
+    const replace = ["r2", "r3"].find((id) => id !== leader.replica)!;
+    // The reassignment runs at the partition (as the gateway's call does), and the gateway dies
+    // before proposing the record: the metadata still names `replace`.
+    const direct = await replica(topicId, leader.replica).reassignReplica({ replace, location: "weur" });
+    expect(direct).toMatchObject({ ok: true, added: "r4", removed: replace });
+    expect((await placementOf(name))?.replicas.map((r) => r.id)).toEqual(["r1", "r2", "r3"]);
+    // The same request again: the partition has done it; the gateway records it and answers done.
+    const res = await json("POST", `/v1/topics/${name}/partitions/0/replicas`, { replace, location: "weur" });
+    const text = await res.text();
+    expect(res.status, text).toBe(200);
+    const voters = ["r1", "r2", "r3", "r4"].filter((id) => id !== replace);
+    expect(JSON.parse(text)).toMatchObject({ added: "r4", removed: replace, replicas: voters });
+    const placed = await placementOf(name);
+    expect(placed?.replicas).toEqual(voters.map((id) => ({ id, location: { r1: "wnam", r2: "enam", r3: "weur", r4: "weur" }[id] })));
+    // Recorded once: a third try finds nothing to do (the metadata no longer names `replace`).
+    const again = await json("POST", `/v1/topics/${name}/partitions/0/replicas`, { replace, location: "weur" });
+    expect(again.status).toBe(400);
+    expect((await placementOf(name))?.replicas).toEqual(placed?.replicas);
+    const d = await describeTopic(name);
+    expect(d.placements?.[0]?.replicas.map((r) => r.id)).toEqual(voters);
+  }, 120_000);
+
+  it("a create with one replica down: the other two serve, and the leader's sweep initialises the last one once it is back", async () => {
+    // A gateway isolate that dies right after the create's record commits (so the test can
+    // crash a replica before any init), then the topic is used through the gateway.
+    class CrashingStore extends RaftMetadataStore {
+      protected override async completeLifecycle(): Promise<void> {
+        throw new Error("injected crash between the record's commit and the partition calls");
+      }
+    }
+    const name = randomTopic("pc");
+    const created = await new CrashingStore(env, [{ id: "m1" }]).createTopic({ name, partitions: 1, configs: { "replication.factor": 3 } });
+    if (!created.ok) throw new Error(created.code);
+    const topicId = created.topic.topicId;
+    for (const id of ["r1", "r2", "r3"]) startedReplicas.push({ topicId, id });
+    expect(await replica(topicId, "r3").setFaults({ crashed: true })).toMatchObject({ ok: true });
+    expect((await pendingTasks()).filter((t) => t.topicId === topicId)).toHaveLength(1);
+
+    // r1 and r2 are initialised by the first reader, elect a leader and take produce.
+    for (let i = 0; i < 3; i++) {
+      for (;;) {
+        const res = await json("POST", `/v1/topics/${name}/partitions/0/records`, { records: [{ value: `v${i}` }] });
+        const text = await res.text();
+        if (res.status === 200) break;
+        expect((JSON.parse(text) as ErrorBody).error.retriable, text).toBe(true);
+        await sleep(50);
+      }
+    }
+    expect((await leaderOf(topicId, ["r3"])).highWatermark).toBe(3);
+    // The task stays pending while r3 is down (the create is not complete).
+    await sleep(2_500);
+    expect((await pendingTasks()).filter((t) => t.topicId === topicId)).toHaveLength(1);
+
+    // r3 is back: the sweep initialises it, it joins and catches up; the task is done.
+    expect(await replica(topicId, "r3").setFaults({})).toMatchObject({ ok: true });
+    await until("the task done", async () => ((await pendingTasks()).some((t) => t.topicId === topicId) ? undefined : true));
+    await until("r3 caught up", async () => ((await status(topicId, "r3"))?.highWatermark === 3 ? true : undefined));
+    expect((await status(topicId, "r3"))!.voters).toEqual(["r1", "r2", "r3"]);
+    expect((await replicaLog(topicId, "r3")).map((r) => r.value)).toEqual(["v0", "v1", "v2"]);
+  }, 120_000);
 });
