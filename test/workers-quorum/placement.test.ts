@@ -29,12 +29,12 @@ function member(groupId: string, id: string): RaftMemberRpc {
 }
 
 /** Replica objects a test started (r1..r5 of its topics): made to act crashed after it, so no clock runs on. */
-const startedReplicas: { topicId: string; id: string }[] = [];
+const startedReplicas: { topicId: string; id: string; p?: number }[] = [];
 /** Metadata members started by the file. */
 const startedMembers: [string, string][] = [[METADATA_GROUP_ID, "m1"]];
 afterEach(async () => {
   await crashStarted();
-  await Promise.all(startedReplicas.splice(0).map(({ topicId, id }) => replica(topicId, id).setFaults({ crashed: true })));
+  await Promise.all(startedReplicas.splice(0).map(({ topicId, id, p }) => replica(topicId, id, p).setFaults({ crashed: true })));
 });
 afterAll(async () => {
   await Promise.all(startedMembers.map(([g, id]) => member(g, id).setFaults({ crashed: true })));
@@ -292,5 +292,90 @@ describe("partition placement in the metadata quorum", () => {
     await until("r3 caught up", async () => ((await status(topicId, "r3"))?.highWatermark === 3 ? true : undefined));
     expect((await status(topicId, "r3"))!.voters).toEqual(["r1", "r2", "r3"]);
     expect((await replicaLog(topicId, "r3")).map((r) => r.value)).toEqual(["v0", "v1", "v2"]);
+  }, 120_000);
+
+  it("snapshots carry the placements: a follower of the quorum that installs one has them", async () => {
+    const ids = ["m1", "m2", "m3"];
+    const groupId = `ps-${crypto.randomUUID().slice(0, 8)}`;
+    for (const id of ids) startedMembers.push([groupId, id]);
+    const options: RaftMetadataStoreOptions = { groupId, tickMs: 50, electionTicks: 10, compactEveryEntries: 4 };
+    const store = new RaftMetadataStore(
+      env,
+      ids.map((id) => ({ id })),
+      options,
+    );
+    const first = await store.listTopics();
+    expect(first.ok).toBe(true);
+    const leaderId = async (except: string[] = []) =>
+      until("a metadata leader", async () => {
+        for (const id of ids.filter((x) => !except.includes(x))) {
+          const s = await member(groupId, id)
+            .status()
+            .catch(() => null);
+          if (s?.ok && s.status.role === "leader") return id;
+        }
+        return undefined;
+      });
+    const leader = await leaderId();
+    const out = ids.find((id) => id !== leader)!;
+    const fs = await member(groupId, out).status();
+    const appliedAtCrash = fs.ok ? fs.status.appliedIndex : Number.NaN;
+    expect((await member(groupId, out).setFaults({ crashed: true })).ok).toBe(true);
+
+    // A replicated topic, a reassignment's record and a leader report: records the follower misses.
+    const name = randomTopic("ps");
+    const created = await store.createTopic({ name, partitions: 2, configs: { "replication.factor": 3, "replica.locations": "wnam,enam,weur" } });
+    if (!created.ok) throw new Error(created.code);
+    const topicId = created.topic.topicId;
+    for (const id of ["r1", "r2", "r3"]) for (const p of [0, 1]) startedReplicas.push({ topicId, id, p });
+    const moved = await store.recordPlacement({
+      topicId,
+      partition: 1,
+      replicas: [
+        { id: "r1", location: "wnam" },
+        { id: "r3", location: "weur" },
+        { id: "r4", location: "apac" },
+      ],
+    });
+    expect(moved.ok).toBe(true);
+    expect((await store.recordPlacement({ topicId, partition: 0, leader: "r2", leaderEpoch: 7 })).ok).toBe(true);
+    // A late report of an older epoch does not move the leader back.
+    expect((await store.recordPlacement({ topicId, partition: 0, leader: "r3", leaderEpoch: 6 })).ok).toBe(true);
+    for (let i = 0; i < 4; i++) expect((await store.createTopic({ name: randomTopic("ps-filler") })).ok).toBe(true);
+    const ls = await member(groupId, await leaderId([out])).status();
+    expect(ls.ok && ls.status.snapshotIndex > appliedAtCrash).toBe(true);
+
+    const expected = [
+      {
+        partition: 0,
+        replicas: [
+          { id: "r1", location: "wnam" },
+          { id: "r2", location: "enam" },
+          { id: "r3", location: "weur" },
+        ],
+        leader: "r2",
+        leaderEpoch: 7,
+      },
+      {
+        partition: 1,
+        replicas: [
+          { id: "r1", location: "wnam" },
+          { id: "r3", location: "weur" },
+          { id: "r4", location: "apac" },
+        ],
+        leader: null,
+        leaderEpoch: -1,
+      },
+    ];
+    const got = await store.getTopic(name);
+    expect(got.ok && got.topic.placements).toEqual(expected);
+    expect((await member(groupId, out).setFaults({})).ok).toBe(true);
+    await until("the follower installs the snapshot with the placements", async () => {
+      const r = await member(groupId, out).localRead({ type: "getTopic", name: `public/default/${name}` });
+      const topic = r.ok ? (r.result as { topic?: TopicSummary }).topic : undefined;
+      return JSON.stringify(topic?.placements) === JSON.stringify(expected) ? true : undefined;
+    });
+    const st = await member(groupId, out).status();
+    expect(st.ok && st.status.snapshotIndex > appliedAtCrash).toBe(true);
   }, 120_000);
 });
