@@ -378,4 +378,21 @@ describe("partition placement in the metadata quorum", () => {
     const st = await member(groupId, out).status();
     expect(st.ok && st.status.snapshotIndex > appliedAtCrash).toBe(true);
   }, 120_000);
+
+  it("a delete with one replica down: the others are destroyed at once, the task stays pending, and the sweep destroys the last one once it is back", async () => {
+    const { name, topicId } = await createReplicated();
+    await leaderOf(topicId);
+    expect((await json("POST", `/v1/topics/${name}/partitions/0/records`, { records: [{ value: "x" }] })).status).toBe(200);
+    expect(await replica(topicId, "r2").setFaults({ crashed: true })).toMatchObject({ ok: true });
+    const deleted = await call(`/v1/topics/${name}`, { method: "DELETE" });
+    expect(deleted.status).toBe(204);
+    expect((await call(`/v1/topics/${name}`)).status).toBe(404);
+    for (const id of ["r1", "r3"]) await expectDestroyed(topicId, id);
+    await sleep(2_500);
+    const pending = (await pendingTasks()).filter((t) => t.topicId === topicId);
+    expect(pending).toMatchObject([{ action: "destroy", replicas: [["r1", "r2", "r3"]] }]);
+    expect(await replica(topicId, "r2").setFaults({})).toMatchObject({ ok: true });
+    await until("the destroy task done", async () => ((await pendingTasks()).some((t) => t.topicId === topicId) ? undefined : true));
+    await expectDestroyed(topicId, "r2");
+  }, 60_000);
 });
