@@ -427,9 +427,22 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     this.#refreshConfigs();
     const hold = this.#backlogHold(1);
     const refused = hold === null ? null : await hold;
-    if (refused !== null) return refused;
-    if (this.#replica.active) return (await this.#replicated.appends([req]))[0]!;
-    return this.#append(req);
+    if (refused !== null) return this.#withMetadataOffset(refused);
+    if (this.#replica.active) return this.#withMetadataOffset((await this.#replicated.appends([req]))[0]!);
+    return this.#withMetadataOffset(this.#append(req));
+  }
+
+  /**
+   * An error answer carries the metadata offset of the configs this partition holds
+   * (`details.metadataOffset`, set by the metadata quorum's pushes; docs/RAFT.md "The gateway's
+   * topic cache"): the metadata log has reached at least that offset, so a gateway whose cached
+   * topic is older refreshes it. Unchanged when the partition holds none (MetadataDO) or the
+   * answer names one already.
+   */
+  #withMetadataOffset<T extends object>(r: RpcResult<T>): RpcResult<T> {
+    const offset = this.#log.state?.configsOffset ?? null;
+    if (r.ok || offset === null || r.details?.metadataOffset !== undefined) return r;
+    return { ...r, details: { ...r.details, metadataOffset: offset } };
   }
 
   /** See {@link PartitionRpc.appendMany}. Never awaits between requests: one event, one commit. */
@@ -438,8 +451,8 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     this.#refreshConfigs();
     const hold = this.#backlogHold(reqs.length);
     const refused = hold === null ? null : await hold;
-    if (refused !== null) return reqs.map(() => refused);
-    if (this.#replica.active) return this.#replicated.appends(reqs);
+    if (refused !== null) return reqs.map(() => this.#withMetadataOffset(refused));
+    if (this.#replica.active) return (await this.#replicated.appends(reqs)).map((r) => this.#withMetadataOffset(r));
     const out: RpcResult<AppendOk>[] = [];
     for (const req of reqs) {
       try {
@@ -455,7 +468,7 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
         out.push(failed);
       }
     }
-    return out;
+    return out.map((r) => this.#withMetadataOffset(r));
   }
 
   /**
@@ -466,7 +479,7 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     this.#aliveReplica();
     const answer = await this.#fetchRecords(req);
     this.#counters.fetched(req, answer);
-    return answer;
+    return this.#withMetadataOffset(answer);
   }
 
   async #fetchRecords(req: FetchRequest): Promise<RpcResult<FetchOk>> {

@@ -395,4 +395,20 @@ describe("partition placement in the metadata quorum", () => {
     await until("the destroy task done", async () => ((await pendingTasks()).some((t) => t.topicId === topicId) ? undefined : true));
     await expectDestroyed(topicId, "r2");
   }, 60_000);
+
+  it("a partition's error answer carries the metadata offset of the configs it holds", async () => {
+    const name = randomTopic("po");
+    const created = await createTopic(name, 1);
+    startedReplicas.push({ topicId: created.topicId, id: "r1" });
+    const patched = await json("PATCH", `/v1/topics/${name}`, { configs: { "retention.ms": 222_000_000 } });
+    expect(patched.status).toBe(200);
+    const held = await runInDurableObject(replica(created.topicId, "r1") as unknown as DurableObjectStub, (_o, state) =>
+      Number(state.storage.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = 'configs_offset'").toArray()[0]?.value),
+    );
+    expect(held).toBeGreaterThan(0);
+    const res = await call(`/v1/topics/${name}/partitions/0/records?offset=99&maxWaitMs=0`);
+    const body = (await res.json()) as ErrorBody;
+    expect(body.error.code).toBe("OFFSET_OUT_OF_RANGE");
+    expect(body.error.details?.metadataOffset).toBe(held);
+  });
 });
