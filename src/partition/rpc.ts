@@ -277,7 +277,7 @@ export interface PartitionRpc {
    * leadership away when `replace` leads: then NOT_LEADER_OR_FOLLOWER, resent by the gateway to
    * the new leader) and destroys the removed object's data. Resumable: a retry continues from
    * the configuration it finds. Errors: NOT_LEADER_OR_FOLLOWER, INVALID_REQUEST (not a voter,
-   * r1, bad location), REASSIGNMENT_IN_PROGRESS (another reassignment's learner is there),
+   * r1 with the metadata quorum off, bad location), REASSIGNMENT_IN_PROGRESS (another reassignment's learner is there),
    * REQUEST_TIMED_OUT (the new replica did not catch up within 30 s: retry to resume).
    */
   reassignReplica(req: ReassignRequest): Promise<RpcResult<ReassignOk>>;
