@@ -50,7 +50,14 @@ describe("initialReplicas", () => {
 describe("malformedPlacementRecord", () => {
   const ok = (c: object) => malformedPlacementRecord({ type: "partitionChange", topicId: "t", partition: 0, ...c } as MetadataCommand);
   it("accepts replicas, a leader with its epoch, or both", () => {
-    expect(ok({ replicas: [{ id: "r2", location: null }, { id: "r4", location: "apac" }] })).toBeNull();
+    expect(
+      ok({
+        replicas: [
+          { id: "r2", location: null },
+          { id: "r4", location: "apac" },
+        ],
+      }),
+    ).toBeNull();
     expect(ok({ leader: "r2", leaderEpoch: 3 })).toBeNull();
     expect(ok({ replicas: [{ id: "r2", location: null }], leader: "r2", leaderEpoch: 0 })).toBeNull();
   });
@@ -64,7 +71,12 @@ describe("malformedPlacementRecord", () => {
       { replicas: [] },
       { replicas: [{ id: "r0", location: null }] },
       { replicas: [{ id: "r2", location: "mars" }] },
-      { replicas: [{ id: "r2", location: null }, { id: "r2", location: null }] },
+      {
+        replicas: [
+          { id: "r2", location: null },
+          { id: "r2", location: null },
+        ],
+      },
       { partition: -1, leader: "r1", leaderEpoch: 1 },
     ]) {
       expect(ok(bad), JSON.stringify(bad)).not.toBeNull();

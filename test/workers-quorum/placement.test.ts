@@ -411,4 +411,22 @@ describe("partition placement in the metadata quorum", () => {
     expect(body.error.code).toBe("OFFSET_OUT_OF_RANGE");
     expect(body.error.details?.metadataOffset).toBe(held);
   });
+
+  it("the gateway tries the recorded leader first: a fresh isolate's first produce succeeds with r1 down", async () => {
+    const { name, topicId } = await createReplicated();
+    let leader = (await leaderOf(topicId)).replica;
+    if (leader === "r1") {
+      // Moved at the partition itself, so this isolate hears of it only through the metadata.
+      const moved = await replica(topicId, "r1").transferLeadership("r2");
+      expect(moved).toMatchObject({ ok: true, leaderReplica: "r2" });
+      leader = "r2";
+    }
+    await until("the leader recorded", async () => ((await placementOf(name))?.leader === leader ? true : undefined));
+    expect(await replica(topicId, "r1").setFaults({ crashed: true })).toMatchObject({ ok: true });
+    // Without the placement the first try would be r1, whose failed call is answered UNAVAILABLE
+    // (a produce is not resent: it may have been proposed).
+    const res = await json("POST", `/v1/topics/${name}/partitions/0/records`, { records: [{ value: "first" }] });
+    expect(res.status, await res.clone().text()).toBe(200);
+    expect(((await res.json()) as ProduceResponse).records[0]!.offset).toBe(0);
+  }, 60_000);
 });
