@@ -15,7 +15,7 @@
 import type { Env } from "../env.ts";
 import { metadataQuorumMembers, RaftMetadataStore } from "../metadata/raft-store.ts";
 import { replicaIndexOf, type ReassignOk, type ReassignRequest } from "../partition/rpc.ts";
-import { replicaLocation } from "../protocol/config.ts";
+import { replicaLocation, replicationFactorOf } from "../protocol/config.ts";
 import { errorResult, type ErrorResult, type RpcResult } from "../protocol/errors.ts";
 import type { PartitionPlacement, TopicSummary } from "../protocol/types.ts";
 import { atAnyReplica, callAtLeader, noteLeader, noteMembers } from "./replicas.ts";
@@ -41,8 +41,14 @@ export async function reassignReplica(env: Env, topic: TopicSummary, partition: 
   // The placement as the metadata has it now (a linearizable read), not the cached topic's.
   const now = await store.getTopic(topic.name);
   if (!now.ok) return r.ok ? placementNotRecorded(now) : r;
-  const placed = now.topic.placements?.find((p) => p.partition === partition);
-  if (placed === undefined || now.topic.topicId !== topic.topicId) return r;
+  if (now.topic.topicId !== topic.topicId) return r;
+  // A topic recorded before placements has none yet: its creation placement (the record adds it).
+  const placed: PartitionPlacement = now.topic.placements?.find((p) => p.partition === partition) ?? {
+    partition,
+    replicas: Array.from({ length: replicationFactorOf(topic.configs) }, (_, i) => ({ id: `r${i + 1}`, location: replicaLocation(topic.configs, i) ?? null })),
+    leader: null,
+    leaderEpoch: -1,
+  };
   let done: ReassignOk;
   if (r.ok) done = r;
   else {
