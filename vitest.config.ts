@@ -1,6 +1,8 @@
 import { cloudflareTest } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
 
+const WORKERS_BINDINGS = { EDGELOG_BENCH_ROUTES: "1", EDGELOG_APPEND_COALESCING: "off", EDGELOG_AUTH: "none", EDGELOG_RAFT_FAULTS: "1", EDGELOG_BACKLOG_HOLD_TIMEOUT_MS: "3000" };
+
 // Three tiers (shared/STYLE.md): pure unit tests in node, gateway + Durable Objects
 // inside workerd, and end-to-end tests against a real `wrangler dev` server; plus `sim`,
 // the seeded simulation of the pure Raft core.
@@ -27,12 +29,29 @@ export default defineConfig({
             // EDGELOG_RAFT_FAULTS "1": Raft fault injection for test/workers/raft-*.test.ts (never in
             // production: durable-objects/raft/faults.ts). EDGELOG_BACKLOG_HOLD_TIMEOUT_MS "3000": the
             // backlog quota's producer_request_hold times out in 3 s here, not 30 s (test/workers/policies.test.ts).
-            miniflare: { bindings: { EDGELOG_BENCH_ROUTES: "1", EDGELOG_APPEND_COALESCING: "off", EDGELOG_AUTH: "none", EDGELOG_RAFT_FAULTS: "1", EDGELOG_BACKLOG_HOLD_TIMEOUT_MS: "3000" } },
+            miniflare: { bindings: WORKERS_BINDINGS },
           }),
         ],
         test: {
           name: "workers",
           include: ["test/workers/**/*.test.ts"],
+          testTimeout: 30_000,
+        },
+      },
+      {
+        // The same tier with the metadata quorum on for the whole Worker, the partition objects
+        // included (as one deployment has it): partition placement in the metadata, leaders
+        // reported by the partitions themselves, r1 replaceable (docs/RAFT.md "Partition placement").
+        // test/workers/metadata-quorum*.test.ts switch the quorum on for the gateway only.
+        plugins: [
+          cloudflareTest({
+            wrangler: { configPath: "./wrangler.toml" },
+            miniflare: { bindings: { ...WORKERS_BINDINGS, EDGELOG_METADATA_QUORUM: "1" } },
+          }),
+        ],
+        test: {
+          name: "workers-quorum",
+          include: ["test/workers-quorum/**/*.test.ts"],
           testTimeout: 30_000,
         },
       },

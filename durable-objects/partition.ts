@@ -60,6 +60,8 @@ import { log } from "../src/log/logger.ts";
 import { policyValues } from "../src/protocol/policies.ts";
 import { checkCountLimit } from "../src/policies/enforce.ts";
 
+/** How long a leader waits before reporting itself to the metadata quorum again after a failed report (ms). */
+const LEADER_REPORT_RETRY_MS = 2_000;
 /** A replica without a leader this long (ms; 5-10 election timeouts) runs its owner check. */
 const LEADERLESS_OWNER_CHECK_MS = 10_000;
 
@@ -72,7 +74,7 @@ export const CONFIGS_REFRESH_INTERVAL_MS = 60_000;
 import { replicationFactorOf } from "../src/protocol/config.ts";
 import type { RaftFaults } from "../src/raft/group.ts";
 import type { Message } from "../src/raft/index.ts";
-import { replicaIndexOf, replicaStubAt, type ReassignOk, type ReassignRequest } from "../src/partition/rpc.ts";
+import { replicaIndexOf, replicaStubAt, type DestroyScope, type ReassignOk, type ReassignRequest } from "../src/partition/rpc.ts";
 import type { LocationHint } from "../src/protocol/config.ts";
 import { REASSIGN_CATCH_UP_WAIT_MS, ReplicaReassignment } from "./partition/reassign.ts";
 import { checkFaults, faultsEnabled } from "./raft/faults.ts";
@@ -105,6 +107,9 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
   /** When this replica last knew a leader, and last ran its owner check for want of one (ms; {@link #ownerCheckIfLeaderless}). */
   #leaderSeenMs = Date.now();
   #leaderlessCheckMs = -Infinity;
+  /** The highest term this replica has reported itself leader in to the metadata quorum, and when it may try again (ms). */
+  #leaderReported = -1;
+  #leaderReportAfterMs = 0;
   /** Raft replica of a replicated partition (replication.factor 3); inactive at 1. */
   readonly #replica: PartitionReplica;
   /** The produce path of a replicated partition (partition/replicated.ts). */
@@ -233,7 +238,12 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
         this.#configsApplied();
       },
     });
-    this.#reassign = new ReplicaReassignment({ log: this.#log, replica: this.#replica, peer: (id, hint) => this.#peerReplica(id, hint) });
+    this.#reassign = new ReplicaReassignment({
+      log: this.#log,
+      replica: this.#replica,
+      peer: (id, hint) => this.#peerReplica(id, hint),
+      r1Replaceable: () => this.#peers.placement !== null,
+    });
     // Pings are answered by the platform without waking a hibernated object.
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair(PING_FRAME, PONG_FRAME));
     this.startUp([...PARTITION_ROOMS, RAFT_ROOM], { adoptLegacy });
@@ -282,8 +292,10 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
    * its Raft replica (docs/RAFT.md "Replicated partitions").
    */
   async init(req: PartitionInit): Promise<RpcResult<object>> {
+    // A replica acting crashed is down to its callers, the metadata store's init too.
+    this.#aliveReplica();
     if (this.#destroyed && req.join === undefined) return unknownPartition();
-    const { replica, join, ...init } = req;
+    const { replica, join, placed, ...init } = req;
     const replicated = replicationFactorOf(init.configs) > 1;
     const me = replica ?? "r1";
     if (replicated && !REPLICA_IDS.includes(me) && (req.join === undefined || replicaIndexOf(me) === null)) {
@@ -291,7 +303,7 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     }
     // A replica joining by reassignment may reuse the name of an object destroyed in this isolate.
     if (req.join !== undefined) this.#destroyed = false;
-    if (replicated && me === "r1" && join === undefined) {
+    if (replicated && me === "r1" && join === undefined && placed !== true) {
       for (let i = 1; i < REPLICA_IDS.length; i++) {
         // This call creates r2 and r3: with their replica.locations hints.
         const out = await replicaStubAt(this.env.PARTITION, init.topicId, init.partition, i, init.configs).init({ ...init, replica: REPLICA_IDS[i]! });
@@ -365,9 +377,9 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
    * delete: it is named in `unreachable` and destroys itself by its owner check when it is back
    * (docs/RAFT.md "Topic deletion with a replica down").
    */
-  async destroy(): Promise<RpcResult<{ unreachable?: string[] }>> {
+  async destroy(scope: DestroyScope = "group"): Promise<RpcResult<{ unreachable?: string[] }>> {
     this.#aliveReplica();
-    const unreachable = this.#replica.memberId === "r1" ? await this.#destroyPeers() : [];
+    const unreachable = scope === "group" && this.#replica.memberId === "r1" ? await this.#destroyPeers() : [];
     await this.#destroyLocal();
     return unreachable.length > 0 ? { ok: true, unreachable } : { ok: true };
   }
@@ -386,6 +398,30 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
       unreachable.push(r);
     }
     return unreachable;
+  }
+
+  /**
+   * A new leader reports itself to the metadata quorum (a `partitionChange` with its id and term,
+   * docs/RAFT.md "Partition placement"), once per term, best effort: a failure is retried after
+   * {@link LEADER_REPORT_RETRY_MS}, and the metadata tolerates a stale leader (the gateway follows
+   * NOT_LEADER_OR_FOLLOWER anyway). Nothing with the quorum off (MetadataDO records no placement).
+   */
+  #reportLeader(nowMs: number): void {
+    const node = this.#replica.node;
+    const s = this.#log.state;
+    if (node === null || s === null || node.role !== "leader" || node.term <= this.#leaderReported || nowMs < this.#leaderReportAfterMs) return;
+    const placement = this.#peers.placement;
+    if (placement === null) return;
+    const term = node.term;
+    this.#leaderReportAfterMs = nowMs + LEADER_REPORT_RETRY_MS;
+    placement.reportLeader(s.topicId, s.partition, node.id, term).then(
+      (r) => {
+        // UNKNOWN_TOPIC_OR_PARTITION: no placement to report to (deleted, or not recorded): not retried.
+        if (r.ok || r.code === "UNKNOWN_TOPIC_OR_PARTITION") this.#leaderReported = Math.max(this.#leaderReported, term);
+        else log.warn("edgelog.partition.leader_report_failed", { topic: s.topic, partition: s.partition, term, code: r.code });
+      },
+      (err: unknown) => log.warn("edgelog.partition.leader_report_failed", { topic: s.topic, partition: s.partition, term, error: err }),
+    );
   }
 
   /**
@@ -415,9 +451,22 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     this.#refreshConfigs();
     const hold = this.#backlogHold(1);
     const refused = hold === null ? null : await hold;
-    if (refused !== null) return refused;
-    if (this.#replica.active) return (await this.#replicated.appends([req]))[0]!;
-    return this.#append(req);
+    if (refused !== null) return this.#withMetadataOffset(refused);
+    if (this.#replica.active) return this.#withMetadataOffset((await this.#replicated.appends([req]))[0]!);
+    return this.#withMetadataOffset(this.#append(req));
+  }
+
+  /**
+   * An error answer carries the metadata offset of the configs this partition holds
+   * (`details.metadataOffset`, set by the metadata quorum's pushes; docs/RAFT.md "The gateway's
+   * topic cache"): the metadata log has reached at least that offset, so a gateway whose cached
+   * topic is older refreshes it. Unchanged when the partition holds none (MetadataDO) or the
+   * answer names one already.
+   */
+  #withMetadataOffset<T extends object>(r: RpcResult<T>): RpcResult<T> {
+    const offset = this.#log.state?.configsOffset ?? null;
+    if (r.ok || offset === null || r.details?.metadataOffset !== undefined) return r;
+    return { ...r, details: { ...r.details, metadataOffset: offset } };
   }
 
   /** See {@link PartitionRpc.appendMany}. Never awaits between requests: one event, one commit. */
@@ -426,8 +475,8 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     this.#refreshConfigs();
     const hold = this.#backlogHold(reqs.length);
     const refused = hold === null ? null : await hold;
-    if (refused !== null) return reqs.map(() => refused);
-    if (this.#replica.active) return this.#replicated.appends(reqs);
+    if (refused !== null) return reqs.map(() => this.#withMetadataOffset(refused));
+    if (this.#replica.active) return (await this.#replicated.appends(reqs)).map((r) => this.#withMetadataOffset(r));
     const out: RpcResult<AppendOk>[] = [];
     for (const req of reqs) {
       try {
@@ -443,7 +492,7 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
         out.push(failed);
       }
     }
-    return out;
+    return out.map((r) => this.#withMetadataOffset(r));
   }
 
   /**
@@ -454,7 +503,7 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     this.#aliveReplica();
     const answer = await this.#fetchRecords(req);
     this.#counters.fetched(req, answer);
-    return answer;
+    return this.#withMetadataOffset(answer);
   }
 
   async #fetchRecords(req: FetchRequest): Promise<RpcResult<FetchOk>> {
@@ -603,7 +652,8 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     if (room === RAFT_ROOM.room && key === "tick") {
       this.#ownerCheckIfLeaderless(Date.now());
       this.#replica.onTick(dueMs);
-      return this.#replicatedSubs.watch();
+      this.#replicatedSubs.watch();
+      return this.#reportLeader(Date.now());
     }
     if (room === "lifecycle") return this.#lifecycle.onTimer(key, Date.now(), this.#commitLifecycle);
     if (room === "streams") return this.#streams.onTimer(key);

@@ -37,6 +37,13 @@ export interface ReassignHost {
   replica: PartitionReplica;
   /** A peer replica's object by id (with a location hint when it may be created by this call). */
   peer: (id: string, hint?: LocationHint) => PartitionRpc;
+  /**
+   * Whether r1 may be replaced: true when the partition's placement is in the metadata quorum's
+   * records (EDGELOG_METADATA_QUORUM on), so nothing addresses r1 by name any more (docs/RAFT.md
+   * "Partition placement"). With MetadataDO, r1 is the object it initialises, configures,
+   * describes and destroys.
+   */
+  r1Replaceable: () => boolean;
 }
 
 export class ReplicaReassignment {
@@ -51,7 +58,7 @@ export class ReplicaReassignment {
 
   /** See {@link PartitionRpc.reassignReplica}. One at a time per leader. */
   async run(req: ReassignRequest): Promise<RpcResult<ReassignOk>> {
-    const checked = checkRequest(req);
+    const checked = checkRequest(req, this.#h.r1Replaceable());
     if (typeof checked === "object") return checked;
     if (this.#running) return errorResult("REASSIGNMENT_IN_PROGRESS", "A replica reassignment of this partition is running: retry when it has finished.", {});
     this.#running = true;
@@ -147,7 +154,8 @@ export class ReplicaReassignment {
     // The removed replica gets no more messages; its data goes. A failure here leaves an orphan
     // object (logged), never a member: the configuration no longer names it.
     try {
-      const d = await h.peer(replace).destroy();
+      // Its own data only: a removed r1 would otherwise pass the destroy on to its old peers.
+      const d = await h.peer(replace).destroy("replica");
       if (!d.ok && d.code !== "UNKNOWN_TOPIC_OR_PARTITION") log.warn("edgelog.partition.reassign_destroy_failed", { topic: s.topic, partition: s.partition, replica: replace, code: d.code });
     } catch (err) {
       log.warn("edgelog.partition.reassign_destroy_failed", { topic: s.topic, partition: s.partition, replica: replace, error: err });
@@ -159,14 +167,18 @@ export class ReplicaReassignment {
 }
 
 /** The request's shape: the location ("" when absent) or the refusal. */
-function checkRequest(req: ReassignRequest): string | RpcResult<never> {
+function checkRequest(req: ReassignRequest, r1Replaceable: boolean): string | RpcResult<never> {
   if (typeof req !== "object" || req === null || replicaIndexOf(req.replace) === null) {
     return errorResult("INVALID_REQUEST", `replace must be a replica id such as "r2", got ${JSON.stringify(req?.replace ?? null)}.`, { field: "replace" });
   }
-  if (req.replace === "r1") {
-    return errorResult("INVALID_REQUEST", "r1 is the partition object the metadata store addresses (init, configs, describe, destroy): replacing it is not supported yet.", {
-      field: "replace",
-    });
+  if (req.replace === "r1" && !r1Replaceable) {
+    return errorResult(
+      "INVALID_REQUEST",
+      "r1 is the partition object the metadata store addresses (init, configs, describe, destroy): replacing it needs the metadata quorum (EDGELOG_METADATA_QUORUM).",
+      {
+        field: "replace",
+      },
+    );
   }
   if (req.location === undefined) return "";
   if (!(LOCATION_HINTS as readonly string[]).includes(req.location)) {

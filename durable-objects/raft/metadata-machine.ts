@@ -12,13 +12,15 @@
  * `rsm_counters(name PK, value)` (`next_producer_id`) and `rsm_lifecycle(topic_id PK, task,
  * record_index)`: the partition work committed records left to do (a {@link LifecycleTask} as
  * JSON; docs/RAFT.md, "Partition lifecycle"), the tables of ./metadata-namespaces.ts
- * (migration 3) and of ./metadata-users.ts (migration 4). The leader's sweep (`sweep`) completes what the proposer did not.
+ * (migration 3), of ./metadata-users.ts (migration 4) and `rsm_placements`
+ * (./metadata-placements.ts, migration 5: each replicated partition's replicas, locations and
+ * leader). The leader's sweep (`sweep`) completes what the proposer did not.
  */
 import { configSources, type PolicyOverrides } from "../../src/protocol/policies.ts";
 import { encodeMetadataCommand, METADATA_COMMAND_TYPES, type LifecycleTask, type MetadataAnswer, type MetadataCommand, type MetadataQuery } from "../../src/metadata/commands.ts";
 import { completeLifecycleTask } from "../../src/metadata/lifecycle.ts";
 import { patchTopicSettings, planNamespacePolicies, settingsOf, topicView, type TopicSettings } from "../../src/metadata/topic-view.ts";
-import type { TopicConfigs, TopicSummary } from "../../src/protocol/types.ts";
+import type { PartitionPlacement, TopicConfigs, TopicSummary } from "../../src/protocol/types.ts";
 import type { JsonValue } from "../../src/raft/group.ts";
 import type { Migration, Sql } from "../base.ts";
 import {
@@ -34,6 +36,7 @@ import {
 } from "./metadata-namespaces.ts";
 import type { CommittedCommand, ReplicatedStateMachine, SweepContext } from "./state-machine.ts";
 import { QuorumUsers, usersMigrationUp, wellFormedCredential } from "./metadata-users.ts";
+import { malformedPlacementRecord, placementsMigrationUp, QuorumPlacements, type PlacementRow } from "./metadata-placements.ts";
 import { malformedImport, runMetadataImport } from "../../src/metadata/import.ts";
 import { METADATA_GROUP_ID } from "../../src/metadata/raft-store.ts";
 import { METADATA_OBJECT_NAME } from "../../src/metadata/store.ts";
@@ -66,6 +69,8 @@ const MIGRATIONS: readonly Migration[] = [
   { version: 3, name: "tenants", up: namespacesMigrationUp },
   // SCRAM users and client quotas (./metadata-users.ts).
   { version: 4, name: "users", up: usersMigrationUp },
+  // Partition placement: replicas, locations, leader (./metadata-placements.ts).
+  { version: 5, name: "placements", up: placementsMigrationUp },
 ];
 
 /** The marker of the finished import from MetadataDO (a row of `rsm_counters`, its value the record index). */
@@ -77,10 +82,11 @@ const dec = new TextDecoder();
 const enc = new TextEncoder();
 
 /** A topic row as the gateway sees it (MetadataDO's #summary): effective configs and policies, with sources. */
-function toSummary(r: TopicRow, namespacePolicies: PolicyOverrides): TopicSummary {
+function toSummary(r: TopicRow, namespacePolicies: PolicyOverrides, placements: PartitionPlacement[] | undefined): TopicSummary {
   const settings = settingsOf(r);
   const view = topicView(settings.configs, settings.explicit, namespacePolicies, settings.own);
   return {
+    ...(placements === undefined ? {} : { placements }),
     name: r.name,
     tenant: r.tenant,
     namespace: r.namespace,
@@ -106,6 +112,9 @@ const unknownTopic = (name: string): MetadataAnswer => ({ ok: false, code: "UNKN
 export function metadataStateMachine(sql: Sql): ReplicatedStateMachine {
   const namespaces = new QuorumNamespaces(sql);
   const users = new QuorumUsers(sql);
+  const placements = new QuorumPlacements(sql);
+  /** Adds the initial placement of a replicated topic's partitions that have none (see ./metadata-placements.ts). */
+  const ensurePlacements = (r: TopicRow) => placements.ensure(r.topic_id, r.partitions, JSON.parse(r.configs) as Partial<TopicConfigs>);
   const importDone = (): boolean => sql.first("SELECT 1 AS one FROM rsm_counters WHERE name = ?", IMPORT_MARKER) !== undefined;
   /** Tasks pending at the last sweep (`${topicId}@${recordIndex}`), in memory: a new leader waits one sweep period first. */
   let sweepSeen = new Set<string>();
@@ -113,7 +122,7 @@ export function metadataStateMachine(sql: Sql): ReplicatedStateMachine {
   const row = (name: string) => sql.first<TopicRow>("SELECT * FROM rsm_topics WHERE name = ?", name);
   /** The policies of a topic's namespace; {} for a topic whose namespace has no row (created before tenants moved here, until adopted). */
   const nsPoliciesOf = (r: Pick<TopicRow, "tenant" | "namespace">): PolicyOverrides => namespaces.namespacePolicies(`${r.tenant}/${r.namespace}`) ?? {};
-  const summary = (r: TopicRow): TopicSummary => toSummary(r, nsPoliciesOf(r));
+  const summary = (r: TopicRow): TopicSummary => toSummary(r, nsPoliciesOf(r), placements.of(r.topic_id));
   const insert = (t: TopicSummary, own: PolicyOverrides, configKeys: string | null) =>
     sql.run(
       "INSERT INTO rsm_topics (name, tenant, namespace, topic, topic_id, partitions, configs, created_at, policies, config_keys) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -153,7 +162,18 @@ export function metadataStateMachine(sql: Sql): ReplicatedStateMachine {
     const initFrom = Math.min(pending?.initFrom ?? previousPartitions, previousPartitions);
     const push = (pending?.pushConfigs ?? false) || pushConfigs;
     if (pending === undefined && initFrom === r.partitions && !push) return undefined;
-    return setTask({ action: "sync", topicId: r.topic_id, name: r.name, initFrom, pushConfigs: push, partitions: r.partitions, configs, recordIndex: index });
+    const replicas = placements.ids(r.topic_id);
+    return setTask({
+      action: "sync",
+      topicId: r.topic_id,
+      name: r.name,
+      initFrom,
+      pushConfigs: push,
+      partitions: r.partitions,
+      configs,
+      recordIndex: index,
+      ...(replicas === undefined ? {} : { replicas }),
+    });
   };
   /** The topic's answer with its pending task, if any. */
   const withTask = (r: TopicRow): MetadataAnswer => {
@@ -184,6 +204,8 @@ export function metadataStateMachine(sql: Sql): ReplicatedStateMachine {
       return failOf(e);
     }
     insert(t, own, configKeys);
+    // Replicated: each partition's placement (r1..rf with their location hints), in the same apply.
+    placements.ensure(t.topicId, t.partitions, t.configs);
     // The record leaves its partitions to initialise: the durable marker, in the same apply.
     const task = setTask({ action: "sync", topicId: t.topicId, name: t.name, initFrom: 0, pushConfigs: false, partitions: t.partitions, configs, recordIndex: index });
     return { ok: true, topic: summary(row(t.name)!), task };
@@ -228,6 +250,8 @@ export function metadataStateMachine(sql: Sql): ReplicatedStateMachine {
       c.name,
     );
     const now = row(c.name)!;
+    // New partitions get their placement (and a topic from before placements, all of its own).
+    ensurePlacements(now);
     const configs = partitionConfigsOf(settingsOf(now), nsPolicies);
     const changed = forcePush || JSON.stringify(configs) !== JSON.stringify(partitionConfigsOf(before, nsPolicies));
     const task = syncTask(now, r.partitions, changed, configs, index);
@@ -261,8 +285,18 @@ export function metadataStateMachine(sql: Sql): ReplicatedStateMachine {
         const r = row(c.name);
         if (r === undefined || (c.topicId !== null && r.topic_id !== c.topicId)) return unknownTopic(c.name);
         sql.run("DELETE FROM rsm_topics WHERE name = ?", c.name);
+        // Every replica of the placement is destroyed by the task (r4, r5 after reassignments too).
+        const replicas = placements.ids(r.topic_id);
+        placements.remove(r.topic_id);
         // Replaces an unfinished sync of the topic: destroying every partition covers it.
-        const task = setTask({ action: "destroy", topicId: r.topic_id, name: r.name, partitions: r.partitions, recordIndex: index });
+        const task = setTask({
+          action: "destroy",
+          topicId: r.topic_id,
+          name: r.name,
+          partitions: r.partitions,
+          recordIndex: index,
+          ...(replicas === undefined ? {} : { replicas }),
+        });
         return { ok: true, topic: summary(r), task };
       }
       case "lifecycleDone": {
@@ -270,6 +304,10 @@ export function metadataStateMachine(sql: Sql): ReplicatedStateMachine {
         sql.run("DELETE FROM rsm_lifecycle WHERE topic_id = ? AND record_index <= ?", c.topicId, c.throughIndex);
         const exists = sql.first<{ n: number }>("SELECT count(*) AS n FROM rsm_topics WHERE topic_id = ?", c.topicId)!.n > 0;
         return { ok: true, topicExists: exists };
+      }
+      case "partitionChange": {
+        const r = sql.first<TopicRow>("SELECT * FROM rsm_topics WHERE topic_id = ?", c.topicId);
+        return placements.change(c, r === undefined ? null : { partitions: r.partitions, configs: JSON.parse(r.configs) as Partial<TopicConfigs> });
       }
       case "allocateProducerIds": {
         const first = sql.first<{ value: number }>("SELECT value FROM rsm_counters WHERE name = 'next_producer_id'")?.value ?? 0;
@@ -342,6 +380,7 @@ export function metadataStateMachine(sql: Sql): ReplicatedStateMachine {
         t.config_keys,
       );
       const r = row(t.name)!;
+      ensurePlacements(r);
       // Its partitions exist (MetadataDO initialised them, same topic id): the task's init is a no-op that proves it.
       setTask({
         action: "sync",
@@ -422,7 +461,7 @@ export function metadataStateMachine(sql: Sql): ReplicatedStateMachine {
           const key = `${r.tenant}/${r.namespace}`;
           let p = byNamespace.get(key);
           if (p === undefined) byNamespace.set(key, (p = nsPoliciesOf(r)));
-          return toSummary(r, p);
+          return toSummary(r, p, placements.of(r.topic_id));
         });
         return { ok: true, topics };
       }
@@ -447,7 +486,7 @@ export function metadataStateMachine(sql: Sql): ReplicatedStateMachine {
         return { ok: false, code: "INVALID_REQUEST", message: "The metadata record is not JSON." };
       }
       if (typeof c !== "object" || c === null || !METADATA_COMMAND_TYPES.includes(c.type)) return { ok: false, code: "INVALID_REQUEST", message: "Unknown metadata record type." };
-      const wrong = malformedRecord(c) ?? malformedUserRecord(c);
+      const wrong = malformedRecord(c) ?? malformedUserRecord(c) ?? malformedPlacementRecord(c);
       if (wrong !== null) return { ok: false, code: "INVALID_REQUEST", message: `Malformed metadata record: ${wrong}.` };
       return apply(c, cmd.index) as JsonValue;
     },
@@ -455,7 +494,7 @@ export function metadataStateMachine(sql: Sql): ReplicatedStateMachine {
       const topics = sql.all<TopicRow>("SELECT * FROM rsm_topics ORDER BY name");
       const counters = sql.all<{ name: string; value: number }>("SELECT name, value FROM rsm_counters ORDER BY name");
       const lifecycle = sql.all<LifecycleRow>("SELECT * FROM rsm_lifecycle ORDER BY topic_id");
-      return enc.encode(JSON.stringify({ topics, counters, lifecycle, ...namespaces.image(), ...users.image() }));
+      return enc.encode(JSON.stringify({ topics, counters, lifecycle, ...namespaces.image(), ...users.image(), ...placements.image() }));
     },
     restore(image: Uint8Array): void {
       sql.run("DELETE FROM rsm_topics");
@@ -464,6 +503,7 @@ export function metadataStateMachine(sql: Sql): ReplicatedStateMachine {
       if (image.byteLength === 0) {
         namespaces.restore({});
         users.restore({});
+        placements.restore({});
         return;
       }
       const img = JSON.parse(dec.decode(image)) as {
@@ -476,6 +516,7 @@ export function metadataStateMachine(sql: Sql): ReplicatedStateMachine {
         requests?: RequestRow[];
         scramUsers?: ReturnType<QuorumUsers["image"]>["scramUsers"];
         quotas?: ReturnType<QuorumUsers["image"]>["quotas"];
+        placements?: PlacementRow[];
       };
       // (An image from before the lifecycle table has none; from before migration 3, no tenants, policies or ACLs.)
       for (const l of img.lifecycle ?? []) sql.run("INSERT INTO rsm_lifecycle (topic_id, task, record_index) VALUES (?, ?, ?)", l.topic_id, l.task, l.record_index);
@@ -497,6 +538,8 @@ export function metadataStateMachine(sql: Sql): ReplicatedStateMachine {
       for (const c of img.counters) sql.run("INSERT INTO rsm_counters (name, value) VALUES (?, ?)", c.name, c.value);
       namespaces.restore(img);
       users.restore(img);
+      // (An image from before placements has none: replicated topics get theirs from their next record.)
+      placements.restore(img);
     },
     query(q: JsonValue): JsonValue {
       return query(q as MetadataQuery) as JsonValue;

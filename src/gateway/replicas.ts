@@ -20,12 +20,17 @@
  *   current ids: it learns them from every NOT_LEADER_OR_FOLLOWER answer (`details.replicas`, the
  *   answering replica's Raft configuration) and from a reassignment's answer. A removed replica's
  *   object has no data and answers UNKNOWN_TOPIC_OR_PARTITION: the ids are then read again from
- *   r1's configuration (r1 is never replaced) and the call goes on at another replica.
+ *   another member's configuration and the call goes on at another replica.
+ * - **Placement** (the metadata quorum on; docs/RAFT.md "Partition placement"): the topic's
+ *   metadata names each partition's replica ids and the leader last reported with its epoch.
+ *   Every topic load through this isolate hands them here ({@link notePlacements}): the ids
+ *   replace what this isolate knew, and the recorded leader is tried first unless this isolate
+ *   has heard of a leader in a later epoch. With MetadataDO, r1..r3 and r1 first, as before.
  */
 import type { Env } from "../env.ts";
 import { errorResult, type ErrorResult, type RpcResult } from "../protocol/errors.ts";
 import { replicationFactorOf } from "../protocol/config.ts";
-import type { TopicConfigs } from "../protocol/types.ts";
+import type { PartitionPlacement, TopicConfigs } from "../protocol/types.ts";
 import { replicaIndexOf, replicaStubAt, type AppendOk, type AppendRequest, type PartitionRpc } from "../partition/rpc.ts";
 
 /** How long a produce waits for a leader to be found or elected (ms): above 2 election timeouts (2 x 1-2 s). */
@@ -35,6 +40,8 @@ export const ELECTION_BACKOFF_MS = 100;
 
 /** Per isolate: the replica last known to lead each replicated partition. */
 const leaders = new Map<string, string>();
+/** Per isolate: the leader epoch of that knowledge, when known (a NOT_LEADER_OR_FOLLOWER answer's, or the placement's). */
+const leaderEpochs = new Map<string, number>();
 /** Per isolate: the replica ids of each replicated partition, when they differ from r1..rf or were learned. */
 const members = new Map<string, string[]>();
 /** Per isolate: replicas whose call failed, until when (ms) they are skipped while a leader is searched for. */
@@ -45,6 +52,36 @@ const DOWN_MS = 2_000;
 /** The replica ids of a partition as this isolate knows them (r1..rf at first). */
 function membersOf(key: string, rf: number): string[] {
   return members.get(key) ?? Array.from({ length: rf }, (_, i) => `r${i + 1}`);
+}
+
+/** The replica to try first: the known leader, else the first known member (r1 at first). */
+function firstTry(key: string, rf: number): string {
+  return leaders.get(key) ?? membersOf(key, rf)[0]!;
+}
+
+/**
+ * The placements of a topic as its metadata records them (the metadata quorum; absent with
+ * MetadataDO): each partition's replica ids become this isolate's, and its recorded leader the
+ * first one tried unless a leader of a later epoch is known here already.
+ */
+export function notePlacements(topicId: string, placements: readonly PartitionPlacement[] | undefined): void {
+  for (const p of placements ?? []) {
+    const key = `${topicId}/${p.partition}`;
+    noteMembers(
+      topicId,
+      p.partition,
+      p.replicas.map((r) => r.id),
+    );
+    const ids = members.get(key);
+    if (ids === undefined) continue;
+    const known = leaderEpochs.get(key) ?? -1;
+    if (p.leader !== null && ids.includes(p.leader) && p.leaderEpoch > known) {
+      leaders.set(key, p.leader);
+      leaderEpochs.set(key, p.leaderEpoch);
+    } else if (leaders.has(key) && !ids.includes(leaders.get(key)!)) {
+      leaders.delete(key);
+    }
+  }
 }
 
 /** The replica after `at` that is not marked down (or simply the next one when all are). */
@@ -92,27 +129,51 @@ function where(env: Env, topicId: string, partition: number, configs: Partial<To
   return { env, topicId, partition, configs, key: `${topicId}/${partition}`, rf: replicationFactorOf(configs) };
 }
 
-/** True for the answer of a replica object that holds no partition (removed by a reassignment). */
-function isGone(w: Where, at: string, r: unknown): boolean {
-  return at !== "r1" && w.rf > 1 && typeof r === "object" && r !== null && (r as ErrorResult).ok === false && (r as ErrorResult).code === "UNKNOWN_TOPIC_OR_PARTITION";
+/**
+ * True for the answer of a replica object that holds no partition (removed by a reassignment).
+ * For r1 (which only a placement in the metadata quorum lets a reassignment replace): when this
+ * isolate's ids no longer name it, or another member's Raft configuration does not (one call,
+ * only on this rare answer); otherwise r1's UNKNOWN_TOPIC_OR_PARTITION means the topic itself is
+ * gone, and the caller refreshes its metadata.
+ */
+async function isGone(w: Where, at: string, r: unknown): Promise<boolean> {
+  if (w.rf <= 1 || typeof r !== "object" || r === null || (r as ErrorResult).ok !== false || (r as ErrorResult).code !== "UNKNOWN_TOPIC_OR_PARTITION") return false;
+  if (at !== "r1" || !membersOf(w.key, w.rf).includes("r1")) return true;
+  for (const id of membersOf(w.key, w.rf)) {
+    if (id === "r1") continue;
+    try {
+      const st = await replicaStub(w.env, w.topicId, w.partition, id, w.configs).replicaStatus();
+      if (st.ok && st.replica !== null) {
+        if (st.replica.voters.includes("r1")) return false;
+        noteMembers(w.topicId, w.partition, st.replica.voters);
+        return true;
+      }
+    } catch {
+      // Down: ask the next one.
+    }
+  }
+  return false;
 }
 
 /**
  * Replica `gone` holds no partition (removed): it is dropped from this isolate's ids, which are
- * read again from r1's Raft configuration (r1 is never replaced). @returns the replica to ask next.
+ * read again from the Raft configuration of another member. @returns the replica to ask next.
  */
 async function forgetReplica(w: Where, gone: string): Promise<string> {
   const ids = membersOf(w.key, w.rf).filter((id) => id !== gone);
-  members.set(w.key, ids.length > 0 ? ids : ["r1"]);
+  if (ids.length > 0) members.set(w.key, ids);
   if (leaders.get(w.key) === gone) leaders.delete(w.key);
-  try {
-    const st = await replicaStub(w.env, w.topicId, w.partition, "r1", w.configs).replicaStatus();
-    if (st.ok && st.replica !== null) {
-      noteMembers(w.topicId, w.partition, st.replica.voters);
-      if (st.replica.leaderReplica !== null) return st.replica.leaderReplica;
+  for (const id of ids) {
+    try {
+      const st = await replicaStub(w.env, w.topicId, w.partition, id, w.configs).replicaStatus();
+      if (st.ok && st.replica !== null) {
+        noteMembers(w.topicId, w.partition, st.replica.voters);
+        if (st.replica.leaderReplica !== null) return st.replica.leaderReplica;
+        break;
+      }
+    } catch {
+      // Down: ask the next one.
     }
-  } catch {
-    // r1 down: go on with what is known.
   }
   return membersOf(w.key, w.rf)[0]!;
 }
@@ -128,7 +189,7 @@ export async function appendAtLeader(env: Env, topicId: string, partition: numbe
   const deadline = Date.now() + LEADER_WAIT_MS;
   const out: RpcResult<AppendOk>[] = new Array(reqs.length);
   let pending = reqs.map((_, i) => i);
-  let at = leaders.get(key) ?? "r1";
+  let at = firstTry(key, w.rf);
   for (;;) {
     let answers: RpcResult<AppendOk>[];
     try {
@@ -140,7 +201,7 @@ export async function appendAtLeader(env: Env, topicId: string, partition: numbe
       for (const i of pending) out[i] = failed;
       return out;
     }
-    if (answers.length > 0 && isGone(w, at, answers[0])) {
+    if (answers.length > 0 && (await isGone(w, at, answers[0]))) {
       // A removed replica: nothing was appended there.
       if (Date.now() >= deadline) {
         for (const i of pending) out[i] = answers[0]!;
@@ -180,6 +241,8 @@ async function afterNotLeader(w: Where, at: string, refusal: ErrorResult): Promi
   noteMembers(w.topicId, w.partition, refusal.details?.replicas);
   const named = refusal.details?.leaderReplica;
   const leader = replicaIndexOf(named) === null ? null : (named as string);
+  const epoch = refusal.details?.leaderEpoch;
+  if (leader !== null && typeof epoch === "number") leaderEpochs.set(w.key, Math.max(leaderEpochs.get(w.key) ?? -1, epoch));
   if (leader !== null && leader !== at && (down.get(`${w.key}/${leader}`) ?? 0) <= Date.now()) return leader;
   await new Promise((r) => setTimeout(r, ELECTION_BACKOFF_MS));
   return nextReplica(w.key, at, w.rf);
@@ -214,7 +277,7 @@ export async function callAtLeader<T extends object>(
   if (w.rf === 1) return call(replicaStub(env, topicId, partition, "r1", configs));
   const key = w.key;
   const deadline = Date.now() + waitMs;
-  let at = leaders.get(key) ?? "r1";
+  let at = firstTry(key, w.rf);
   for (;;) {
     let r: RpcResult<T>;
     try {
@@ -226,7 +289,7 @@ export async function callAtLeader<T extends object>(
       at = nextReplica(key, at, w.rf);
       continue;
     }
-    if (isGone(w, at, r) && Date.now() < deadline) {
+    if (Date.now() < deadline && (await isGone(w, at, r))) {
       at = await forgetReplica(w, at);
       continue;
     }
@@ -248,14 +311,14 @@ export async function atAnyReplica<T>(env: Env, topicId: string, partition: numb
   const w = where(env, topicId, partition, configs);
   if (w.rf === 1) return call(replicaStub(env, topicId, partition, "r1", configs));
   const ids = membersOf(w.key, w.rf);
-  const start = Math.max(0, ids.indexOf(leaders.get(w.key) ?? "r1"));
+  const start = Math.max(0, ids.indexOf(firstTry(w.key, w.rf)));
   let last: unknown;
   let gone: T | undefined;
   for (let k = 0; k < ids.length; k++) {
     const id = ids[(start + k) % ids.length]!;
     try {
       const r = await call(replicaStub(env, topicId, partition, id, configs));
-      if (!isGone(w, id, r)) return r;
+      if (!(await isGone(w, id, r))) return r;
       gone = r;
       await forgetReplica(w, id);
     } catch (err) {

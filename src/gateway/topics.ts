@@ -30,6 +30,7 @@ import { parseTopicName } from "../protocol/names.ts";
 import type { TopicSummary } from "../protocol/types.ts";
 import type { Env } from "../env.ts";
 import { ErrorWithHeaders } from "./errors.ts";
+import { notePlacements } from "./replicas.ts";
 
 /** Longest a cached topic entry is used without asking the metadata store (ms). */
 export const TOPIC_METADATA_TTL_MS = 2000;
@@ -154,6 +155,8 @@ async function loadTopic(env: Env, fullName: string): Promise<TopicSummary> {
   const r = await metadataStore(env).getTopic(fullName);
   if (!r.ok) throw toEdgelogError(r);
   topicCache.put(r.topic, Date.now(), r.metadataOffset);
+  // The placement of a replicated topic (the metadata quorum): its replica ids and recorded leader route the calls.
+  notePlacements(r.topic.topicId, r.topic.placements);
   return r.topic;
 }
 

@@ -16,7 +16,7 @@ import type { ScramMechanism } from "../auth/scram.ts";
 import type { QuotaEntity, QuotaEntry, QuotaKey, ScramUserSummary } from "../auth/store.ts";
 import type { ErrorCode } from "../protocol/errors.ts";
 import type { NamespaceDescription, PolicyOverrides, TenantInfo } from "../protocol/policies.ts";
-import type { TopicConfigs, TopicSummary } from "../protocol/types.ts";
+import type { PartitionPlacement, TopicConfigs, TopicSummary } from "../protocol/types.ts";
 
 export type MetadataCommand =
   /**
@@ -48,6 +48,15 @@ export type MetadataCommand =
    * no later record replaced it.
    */
   | { type: "lifecycleDone"; topicId: string; throughIndex: number }
+  /**
+   * A replicated partition's placement changed (KRaft's PartitionChangeRecord; docs/RAFT.md
+   * "Partition placement"): `replicas` (absolute: the voters after a replica reassignment, with
+   * their location hints) and/or the leader its Raft group elected with its `leaderEpoch` (the
+   * Raft term). The leader is taken only when its epoch is at least the recorded one (a late
+   * report never moves it back). Applied again, it changes nothing (idempotent). Errors:
+   * UNKNOWN_TOPIC_OR_PARTITION (no such topic id, or no placement: not replicated).
+   */
+  | { type: "partitionChange"; topicId: string; partition: number; replicas?: { id: string; location: string | null }[]; leader?: string; leaderEpoch?: number }
   // ---- tenants, namespaces, ACLs (docs/TENANTS.md, docs/SECURITY.md). Each carries a
   // `requestId` (a random id per request): applied again with the same id (the client's retry
   // after an unknown outcome), a record answers what it answered the first time and changes
@@ -103,6 +112,7 @@ export const METADATA_COMMAND_TYPES: readonly MetadataCommand["type"][] = [
   "deleteTopic",
   "allocateProducerIds",
   "lifecycleDone",
+  "partitionChange",
   "createTenant",
   "deleteTenant",
   "createNamespace",
@@ -204,6 +214,11 @@ export type LifecycleTask =
       configs: TopicConfigs;
       /** Index of the last record that set this task (the metadata offset). */
       recordIndex: number;
+      /**
+       * Per partition, the replica ids of its placement when the task was set (replicated topics
+       * with a placement): configs go to these, not to r1..r3 fixed. Absent: r1..rf.
+       */
+      replicas?: string[][];
     }
   | {
       /** Destroy partitions [0, partitions) of the removed topic. */
@@ -212,6 +227,12 @@ export type LifecycleTask =
       name: string;
       partitions: number;
       recordIndex: number;
+      /**
+       * Per partition, the replica ids of its placement at the delete (replicated topics with a
+       * placement): each is destroyed by itself, so replicas added by reassignments (r4, r5) go
+       * too and a replica that is down keeps the task pending. Absent: through r1, as before.
+       */
+      replicas?: string[][];
     };
 
 /**
@@ -238,6 +259,8 @@ export type MetadataAnswer =
       quota?: QuotaEntry | null;
       /** importMetadata: rows added. */
       imported?: number;
+      /** partitionChange: the placement afterwards. */
+      placement?: PartitionPlacement;
     }
   | { ok: false; code: ErrorCode; message: string; details?: Record<string, unknown> };
 

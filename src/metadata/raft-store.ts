@@ -37,15 +37,15 @@ import {
   type TenantInfo,
 } from "../protocol/policies.ts";
 import type { Env } from "../env.ts";
-import { describePartition } from "../partition/replica-admin.ts";
-import { completeLifecycleTask } from "./lifecycle.ts";
+import { describePartition, replicaIdsOf } from "../partition/replica-admin.ts";
+import { completeLifecycleTask, LifecyclePartialError } from "./lifecycle.ts";
 import { noteMetadataOffset } from "./offsets.ts";
 import { configKeysOf } from "./topic-view.ts";
 import { DEFAULT_TOPIC_CONFIGS, mergeTopicConfigs } from "../protocol/config.ts";
 import { EdgelogError, errorResult, type ErrorResult, type RpcResult } from "../protocol/errors.ts";
 import { MAX_PARTITIONS } from "../protocol/limits.ts";
 import { parseTopicName } from "../protocol/names.ts";
-import type { InitProducerResponse, PartitionDescription, TopicDescription, TopicSummary } from "../protocol/types.ts";
+import type { InitProducerResponse, PartitionDescription, PartitionPlacement, TopicDescription, TopicSummary } from "../protocol/types.ts";
 import { LOCATION_HINTS, type LocationHint, type RaftGroupConfig, type RaftMemberRpc, type RaftMemberSpec, raftMemberName } from "../raft/group.ts";
 import {
   encodeMetadataCommand,
@@ -183,6 +183,9 @@ export class RaftMetadataStore implements TopicMetadataStore, TenantStore, Secur
         try {
           await this.completeLifecycle(a.task);
         } catch (err) {
+          // Every replicated partition has a majority of its replicas initialised (one is down):
+          // they serve; the leader's sweep initialises the last one when it is back.
+          if (err instanceof LifecyclePartialError && err.routable) return { ok: true, topic: a.topic!, metadataOffset: r.index };
           return errorResult("UNAVAILABLE", `The partitions of ${full} are not initialised yet: ${String(err)}`, { topic: full });
         }
       }
@@ -237,6 +240,18 @@ export class RaftMetadataStore implements TopicMetadataStore, TenantStore, Secur
       await this.#completeQuietly(r.answer.task);
       return { ok: true, metadataOffset: r.index };
     });
+  }
+
+  /**
+   * Records a replicated partition's placement change (KRaft's PartitionChangeRecord; docs/RAFT.md
+   * "Partition placement"): the replicas after a reassignment (absolute, with their location
+   * hints) and/or the leader and its epoch as the partition's Raft group elected it (taken only
+   * when not older than the recorded one). Idempotent: a retry records the same placement.
+   * Errors: UNKNOWN_TOPIC_OR_PARTITION (no such topic id or partition, or not replicated), UNAVAILABLE.
+   */
+  async recordPlacement(change: Omit<Extract<MetadataCommand, { type: "partitionChange" }>, "type">): Promise<RpcResult<{ placement: PartitionPlacement; metadataOffset: number }>> {
+    const r = await this.#propose({ type: "partitionChange", ...change });
+    return r.ok ? { ok: true, placement: r.answer.placement!, metadataOffset: r.index } : r;
   }
 
   async initProducerId(): Promise<RpcResult<InitProducerResponse>> {
@@ -510,7 +525,9 @@ export class RaftMetadataStore implements TopicMetadataStore, TenantStore, Secur
   }
 
   async #describe(summary: TopicSummary, metadataOffset: number | undefined): Promise<RpcResult<{ topic: TopicDescription; metadataOffset?: number }>> {
-    const results = await Promise.all(range(0, summary.partitions).map((p) => describePartition(this.#env.PARTITION, summary.topicId, p, summary.configs)));
+    const results = await Promise.all(
+      range(0, summary.partitions).map((p) => describePartition(this.#env.PARTITION, summary.topicId, p, summary.configs, replicaIdsOf(summary.placements, p, summary.configs))),
+    );
     const partitionDetails: PartitionDescription[] = [];
     for (const r of results) {
       if (!r.ok) return r;

@@ -13,15 +13,38 @@
  * - **Describe** answers the leader's view (its high watermark, log start and log end): the
  *   replica that says it leads in the highest term; while none does (an election), the view with
  *   the highest high watermark among the replicas that answer.
+ *
+ * With the metadata quorum on, a replicated partition's replica ids come from its placement in
+ * the topic's metadata (docs/RAFT.md "Partition placement"; `ids` below): configs, describe and
+ * metrics ask those, and a topic deletion destroys each of them by itself ({@link destroyReplicas}).
+ * Without ids (MetadataDO, or a topic recorded before placements), r1..rf as above.
  */
 import { errorResult, type RpcResult } from "../protocol/errors.ts";
 import { replicationFactorOf } from "../protocol/config.ts";
-import type { PartitionDescription, TopicConfigs } from "../protocol/types.ts";
-import { replicaStubAt, type PartitionRpc, type ReplicaStatus } from "./rpc.ts";
+import type { PartitionDescription, PartitionPlacement, TopicConfigs } from "../protocol/types.ts";
+import { replicaIndexOf, replicaStubAt, type PartitionRpc, type ReplicaStatus } from "./rpc.ts";
 
 type Ns = Parameters<typeof replicaStubAt>[0];
 
 const at = (ns: Ns, topicId: string, partition: number, index: number, configs: Partial<TopicConfigs>): PartitionRpc => replicaStubAt(ns, topicId, partition, index, configs);
+
+/**
+ * The replica ids of partition `p`: its placement's (the metadata quorum's record, leader
+ * first when one is recorded), else r1..rf.
+ */
+export function replicaIdsOf(placements: readonly PartitionPlacement[] | undefined, p: number, configs: Partial<TopicConfigs>): string[] {
+  const placed = placements?.find((x) => x.partition === p);
+  const ids = placed?.replicas.map((r) => r.id).filter((id) => replicaIndexOf(id) !== null) ?? [];
+  if (ids.length === 0) return Array.from({ length: replicationFactorOf(configs) }, (_, i) => `r${i + 1}`);
+  const leader = placed?.leader;
+  return leader !== null && leader !== undefined && ids.includes(leader) ? [leader, ...ids.filter((id) => id !== leader)] : ids;
+}
+
+/** The ids r1..rf, or `ids` when given. */
+const idsOr = (ids: readonly string[] | undefined, configs: Partial<TopicConfigs>): readonly string[] =>
+  ids !== undefined && ids.length > 0 ? ids : Array.from({ length: replicationFactorOf(configs) }, (_, i) => `r${i + 1}`);
+
+const stubOf = (ns: Ns, topicId: string, partition: number, id: string, configs: Partial<TopicConfigs>): PartitionRpc => at(ns, topicId, partition, replicaIndexOf(id) ?? 0, configs);
 
 /**
  * Sets a partition's configs (absolute values): r1 first, the next replica when a call throws.
@@ -30,17 +53,54 @@ const at = (ns: Ns, topicId: string, partition: number, index: number, configs: 
  * ok with `stale: true` and changes nothing.
  * @throws the last replica's error when none answers.
  */
-export async function pushPartitionConfigs(ns: Ns, topicId: string, partition: number, configs: TopicConfigs, configsOffset?: number): Promise<RpcResult<{ stale?: boolean }>> {
-  const rf = replicationFactorOf(configs);
+export async function pushPartitionConfigs(
+  ns: Ns,
+  topicId: string,
+  partition: number,
+  configs: TopicConfigs,
+  configsOffset?: number,
+  ids?: readonly string[],
+): Promise<RpcResult<{ stale?: boolean }>> {
+  const replicas = idsOr(ids, configs);
   let last: unknown;
-  for (let i = 0; i < rf; i++) {
+  let gone: RpcResult<{ stale?: boolean }> | null = null;
+  for (const id of replicas) {
     try {
-      return await at(ns, topicId, partition, i, configs).updateConfigs(configs, false, configsOffset);
+      const r = await stubOf(ns, topicId, partition, id, configs).updateConfigs(configs, false, configsOffset);
+      // A replica removed by a reassignment holds nothing: the next one of the placement takes it.
+      if (!r.ok && r.code === "UNKNOWN_TOPIC_OR_PARTITION" && replicas.length > 1) {
+        gone = r;
+        continue;
+      }
+      return r;
     } catch (err) {
       last = err;
     }
   }
+  if (gone !== null) return gone;
   throw last;
+}
+
+/**
+ * Destroys each replica of a placement by itself (`destroy("replica")`), all at once: replicas
+ * added by reassignments go too, and a replica destroyed already answers as done.
+ * @returns ok, or UNAVAILABLE (retriable) naming in `details.unreachable` the replicas that did
+ *   not answer: the caller's task stays pending and is run again.
+ */
+export async function destroyReplicas(ns: Ns, topicId: string, partition: number, ids: readonly string[]): Promise<RpcResult<object>> {
+  const outcomes = await Promise.all(
+    ids.map(async (id) => {
+      try {
+        const r = await stubOf(ns, topicId, partition, id, {}).destroy("replica");
+        return r.ok || r.code === "UNKNOWN_TOPIC_OR_PARTITION" ? null : `${id}: ${r.code}`;
+      } catch (err) {
+        return `${id}: ${err instanceof Error ? err.message : String(err)}`;
+      }
+    }),
+  );
+  const failed = outcomes.filter((o): o is string => o !== null);
+  if (failed.length === 0) return { ok: true };
+  return errorResult("UNAVAILABLE", `Replicas of partition ${partition} did not answer their destroy (${failed.join("; ")}): retried.`, { partition, unreachable: failed });
 }
 
 /**
@@ -74,12 +134,11 @@ export async function destroyPartition(ns: Ns, topicId: string, partition: numbe
  * scrape: null for a replica that does not answer (down, or acting crashed) or is not a
  * replica. One call per replica, all at once.
  */
-export async function replicaStatuses(ns: Ns, topicId: string, partition: number, configs: Partial<TopicConfigs>): Promise<(ReplicaStatus | null)[]> {
-  const rf = replicationFactorOf(configs);
+export async function replicaStatuses(ns: Ns, topicId: string, partition: number, configs: Partial<TopicConfigs>, ids?: readonly string[]): Promise<(ReplicaStatus | null)[]> {
   return Promise.all(
-    Array.from({ length: rf }, async (_, i) => {
+    idsOr(ids, configs).map(async (id) => {
       try {
-        const r = await at(ns, topicId, partition, i, configs).replicaStatus();
+        const r = await stubOf(ns, topicId, partition, id, configs).replicaStatus();
         return r.ok ? r.replica : null;
       } catch {
         return null;
@@ -93,12 +152,18 @@ export async function replicaStatuses(ns: Ns, topicId: string, partition: number
  * file comment), so the high watermark is never a lagging follower's.
  * @returns UNAVAILABLE (retriable) when no replica answers.
  */
-export async function describePartition(ns: Ns, topicId: string, partition: number, configs: Partial<TopicConfigs>): Promise<RpcResult<{ partition: PartitionDescription }>> {
+export async function describePartition(
+  ns: Ns,
+  topicId: string,
+  partition: number,
+  configs: Partial<TopicConfigs>,
+  ids?: readonly string[],
+): Promise<RpcResult<{ partition: PartitionDescription }>> {
   const rf = replicationFactorOf(configs);
   if (rf === 1) return at(ns, topicId, partition, 0, configs).describe();
   const views = await Promise.all(
-    Array.from({ length: rf }, async (_, i) => {
-      const stub = at(ns, topicId, partition, i, configs);
+    idsOr(ids, configs).map(async (id) => {
+      const stub = stubOf(ns, topicId, partition, id, configs);
       try {
         // replicaStatus throws for a replica that is down (or acts crashed): its view is not used.
         const [status, described] = await Promise.all([stub.replicaStatus(), stub.describe()]);

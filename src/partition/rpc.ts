@@ -36,7 +36,20 @@ export interface PartitionInit {
    * configuration (itself among the learners) and an empty log, and is caught up by the leader.
    */
   join?: { voters: string[]; learners: string[]; location?: LocationHint };
+  /**
+   * The caller initialises every replica itself (the metadata quorum's lifecycle task, from the
+   * partition's placement: docs/RAFT.md "Partition placement"): r1 does not pass the init on to
+   * r2 and r3. @default false
+   */
+  placed?: boolean;
 }
+
+/**
+ * What a `destroy` removes: `"group"` (the default) is a topic deletion through r1, which
+ * destroys the other members of its configuration first; `"replica"` is this object's data only
+ * (a replica removed by a reassignment, or each replica of a placement destroyed one by one).
+ */
+export type DestroyScope = "group" | "replica";
 
 export interface AppendRequest {
   /**
@@ -213,7 +226,7 @@ export interface PartitionRpc {
    * r1 destroys r2 and r3 first; a replica that does not answer is left to its own owner check
    * and answered in `unreachable` (docs/RAFT.md "Topic deletion with a replica down").
    */
-  destroy(): Promise<RpcResult<{ unreachable?: string[] }>>;
+  destroy(scope?: DestroyScope): Promise<RpcResult<{ unreachable?: string[] }>>;
   append(req: AppendRequest): Promise<RpcResult<AppendOk>>;
   /**
    * Several produce requests (coalesced by a gateway, src/gateway/append-coalescer.ts), each
@@ -264,7 +277,7 @@ export interface PartitionRpc {
    * leadership away when `replace` leads: then NOT_LEADER_OR_FOLLOWER, resent by the gateway to
    * the new leader) and destroys the removed object's data. Resumable: a retry continues from
    * the configuration it finds. Errors: NOT_LEADER_OR_FOLLOWER, INVALID_REQUEST (not a voter,
-   * r1, bad location), REASSIGNMENT_IN_PROGRESS (another reassignment's learner is there),
+   * r1 with the metadata quorum off, bad location), REASSIGNMENT_IN_PROGRESS (another reassignment's learner is there),
    * REQUEST_TIMED_OUT (the new replica did not catch up within 30 s: retry to resume).
    */
   reassignReplica(req: ReassignRequest): Promise<RpcResult<ReassignOk>>;

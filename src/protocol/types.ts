@@ -174,6 +174,8 @@ export interface ReplicaReassignmentResponse {
   replicas: string[];
   leaderReplica: string;
   leaderEpoch: number;
+  /** With the metadata quorum on: the metadata offset of the record of the new placement (docs/RAFT.md "Partition placement"). */
+  metadataOffset?: number;
 }
 
 /** `GET .../offsets?spec=` answers. `offset` is null when no record qualifies (by timestamp). */
@@ -283,6 +285,30 @@ export interface TopicSummary {
    */
   configSources?: Record<keyof TopicConfigs, PolicySource>;
   createdAt: number;
+  /**
+   * Where each partition of a replicated topic lives, as the metadata quorum records it
+   * (docs/RAFT.md "Partition placement"; KRaft's PartitionRecord): one entry per partition, in
+   * partition order. Absent with the quorum off (MetadataDO) and at `replication.factor` 1 (the
+   * one object `r1`).
+   */
+  placements?: PartitionPlacement[];
+}
+
+/**
+ * A replicated partition's placement in the topic's metadata (KRaft's PartitionRecord and
+ * PartitionChangeRecord: replicas, leader, leaderEpoch).
+ */
+export interface PartitionPlacement {
+  partition: number;
+  /** The voters' replica ids (object names: src/partition/rpc.ts) with their location hints (null: none), in id order. */
+  replicas: { id: string; location: string | null }[];
+  /**
+   * The leader as last reported by the partition's own Raft group (null: none reported yet) and
+   * its leader epoch (the Raft term; -1 with none). It may lag the partition: a hint, the
+   * partition's NOT_LEADER_OR_FOLLOWER answers are what routing follows.
+   */
+  leader: string | null;
+  leaderEpoch: number;
 }
 
 export interface PartitionDescription extends PartitionBounds {

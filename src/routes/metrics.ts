@@ -21,12 +21,12 @@ import { metadataStore } from "../metadata/store.ts";
 import { EXPOSITION_CONTENT_TYPE, ExpositionWriter } from "../metrics/exposition.ts";
 import { gatewayMetrics } from "../metrics/gateway.ts";
 import { MAX_SCRAPE_GROUPS, MAX_SCRAPE_PARTITIONS, SCRAPE_CONCURRENCY, type ScrapeCoverage, mapBounded, writeCoverage, writeGroupMetrics, writePartitionMetrics } from "../metrics/scrape.ts";
-import { partitionStub, type PartitionMetrics } from "../partition/rpc.ts";
+import { replicaIndexOf, replicaStubAt, type PartitionMetrics } from "../partition/rpc.ts";
 import { toEdgelogError } from "../protocol/errors.ts";
 import type { GroupDescription } from "../protocol/groups.ts";
 import { log } from "../log/logger.ts";
 import { leaderView, MAX_SCRAPE_REPLICA_CALLS, type ReplicaSample, withLeaderOffsets, writeReplicaMetrics } from "../metrics/replicas.ts";
-import { replicaStatuses } from "../partition/replica-admin.ts";
+import { replicaIdsOf, replicaStatuses } from "../partition/replica-admin.ts";
 import { replicationFactorOf } from "../protocol/config.ts";
 import type { TopicSummary } from "../protocol/types.ts";
 
@@ -37,7 +37,7 @@ export function metricsRoutes(app: Hono<AppEnv>): void {
     if (!topics.ok) throw toEdgelogError(topics);
     if (!groupList.ok) throw toEdgelogError(groupList);
 
-    const targets: { name: string; topicId: string; partition: number; configs: TopicSummary["configs"]; replicas: boolean }[] = [];
+    const targets: { name: string; topicId: string; partition: number; configs: TopicSummary["configs"]; replicas: boolean; ids: string[] }[] = [];
     let replicaCalls = 0;
     const sorted = [...topics.topics].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     let partitionsTotal = 0;
@@ -49,7 +49,8 @@ export function metricsRoutes(app: Hono<AppEnv>): void {
         const rf = replicationFactorOf(t.configs);
         const replicas = rf > 1 && replicaCalls + rf <= MAX_SCRAPE_REPLICA_CALLS;
         if (replicas) replicaCalls += rf;
-        targets.push({ name: t.name, topicId: t.topicId, partition: p, configs: t.configs, replicas });
+        // The placement's replicas with the metadata quorum (recorded leader first), else r1..rf.
+        targets.push({ name: t.name, topicId: t.topicId, partition: p, configs: t.configs, replicas, ids: replicaIdsOf(t.placements, p, t.configs) });
       }
     }
     const groupIds = groupList.groups
@@ -64,8 +65,8 @@ export function metricsRoutes(app: Hono<AppEnv>): void {
       mapBounded(targets, SCRAPE_CONCURRENCY, async (t): Promise<PartitionMetrics | null | undefined> => {
         try {
           const [r, statuses] = await Promise.all([
-            partitionStub(env.PARTITION, t.topicId, t.partition).metrics(),
-            t.replicas ? replicaStatuses(env.PARTITION, t.topicId, t.partition, t.configs) : [],
+            replicaStubAt(env.PARTITION, t.topicId, t.partition, replicaIndexOf(t.ids[0]) ?? 0, t.configs).metrics(),
+            t.replicas ? replicaStatuses(env.PARTITION, t.topicId, t.partition, t.configs, t.ids) : [],
           ]);
           for (const status of statuses) if (status !== null) replicaSamples.push({ topic: t.name, partition: t.partition, status });
           // Replicated: the partition-level offsets are the leader's (src/metrics/replicas.ts).

@@ -8,11 +8,9 @@ import type { Hono } from "hono";
 import type { AppEnv } from "../gateway/context.ts";
 import { asObject, jsonBody, partitionParam, topicRoute } from "../gateway/http.ts";
 import { checkPartition, partitionError, topicCache, withTopic } from "../gateway/topics.ts";
-import { callAtLeader, noteLeader, noteMembers } from "../gateway/replicas.ts";
+import { callAtLeader, noteLeader } from "../gateway/replicas.ts";
+import { reassignReplica } from "../gateway/reassign.ts";
 import { replicaIndexOf } from "../partition/rpc.ts";
-
-/** How long the gateway resends a reassignment to the current leader (ms): a catch-up wait (30 s) and a leadership transfer. */
-const REASSIGN_WAIT_MS = 60_000;
 import { LOCATION_HINTS, replicationFactorOf } from "../protocol/config.ts";
 import type { DeleteRecordsResponse, PartitionLeaderResponse, ReplicaReassignmentResponse } from "../protocol/types.ts";
 import { metadataStore } from "../metadata/store.ts";
@@ -139,12 +137,13 @@ export function topicRoutes(app: Hono<AppEnv>): void {
       const rf = replicationFactorOf(topic.configs);
       if (rf === 1) throw new EdgelogError("INVALID_REQUEST", "Replica reassignment needs a replicated partition (replication.factor 3).", { field: "replace", replicationFactor: rf });
       const req = location === undefined ? { replace } : { replace, location };
-      // The leader may hand leadership away before removing itself: the new leader continues.
-      const r = await callAtLeader(c.env, topic.topicId, partition, topic.configs, (p) => p.reassignReplica(req), REASSIGN_WAIT_MS);
+      // At the leader (which may hand leadership away before removing itself: the new leader
+      // continues), then, with the metadata quorum, the placement recorded (src/gateway/reassign.ts).
+      const r = await reassignReplica(c.env, topic, partition, req);
       if (!r.ok) throw partitionError(r);
-      noteMembers(topic.topicId, partition, r.replicas);
-      noteLeader(topic.topicId, partition, r.leaderReplica, topic.configs);
-      const answer: ReplicaReassignmentResponse = { topic: topic.name, partition, ...r };
+      topicCache.invalidate(topic.name);
+      const { ok: _ok, ...result } = r;
+      const answer: ReplicaReassignmentResponse = { topic: topic.name, partition, ...result };
       return c.json(answer);
     });
   });
