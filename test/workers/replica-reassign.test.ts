@@ -208,6 +208,9 @@ suite("replica reassignment (KIP-455 as Raft single-server membership changes)",
     // Nothing else changed: three voters, r4 a learner; produce went on meanwhile.
     expect(await status(topicId, leader.replica)).toMatchObject({ voters: ["r1", "r2", "r3"], learners: ["r4"] });
     await replica(topicId, "r4").setReplicaTestKnobs({ ...SMALL_JOURNAL, chunkBytes: 1 });
+    // The retry waits the default catch-up time: r4's pull of 1-byte chunks can take more than
+    // the 1 s that made the first call time out when the machine is loaded.
+    for (const id of REPLICAS) expect(await replica(topicId, id).setReplicaTestKnobs({ ...SMALL_JOURNAL })).toMatchObject({ ok: true });
     const again = await reassign(name, { replace });
     expect(again).toMatchObject({ added: "r4", removed: replace });
     await expectDestroyed(topicId, replace);
