@@ -1420,7 +1420,8 @@ export class SubscriptionsRoom {
         const batch = encodeBatch({ producerId: dlq.producerId, producerEpoch: copy.seq - dlq.baseSeq, baseSequence: 0 }, [
           { key: rec.key, value: rec.value, headers, timestamp: rec.timestamp },
         ]);
-        const r = await peers.partition(topicId, 0).append({ batches: [batch], crcVerified: true });
+        // At the dead-letter topic's leader (r1 at factor 1; whichever replica leads at 3).
+        const r = await peers.appendAtLeader(topicId, 0, t.topic.configs, { batches: [batch], crcVerified: true });
         if (!r.ok) throw new Error(`dead-letter copy of offset ${copy.offset} to ${topicName}: ${r.code} ${r.message}`);
       }
       // A message gone from the log (retention) has nothing to copy: it is acked all the same.

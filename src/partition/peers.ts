@@ -8,13 +8,23 @@ import { metadataStore, type TopicMetadataStore } from "../metadata/store.ts";
 import { metadataQuorumMembers, RaftMetadataStore } from "../metadata/raft-store.ts";
 import type { RpcResult } from "../protocol/errors.ts";
 import type { StreamRpc } from "../streams/rpc.ts";
-import { partitionStub, type PartitionRpc } from "./rpc.ts";
+import { partitionStub, type AppendOk, type AppendRequest, type PartitionRpc } from "./rpc.ts";
+import { callAtLeader } from "../gateway/replicas.ts";
+import type { TopicConfigs } from "../protocol/types.ts";
 
 export interface Peers {
   /** The cluster's metadata store. */
   readonly metadata: TopicMetadataStore;
   /** Another partition object, by topic id and partition. */
   partition(topicId: string, partition: number): PartitionRpc & StreamRpc;
+  /**
+   * An append at a partition's leader: at `replication.factor` 1 its one object; at 3 the Raft
+   * leader, found as the gateway finds it (src/gateway/replicas.ts `callAtLeader`: the leader last
+   * heard of, following NOT_LEADER_OR_FOLLOWER, waiting out an election up to its deadline). The
+   * request must be idempotent (a producer id and sequence): a call that fails is sent again.
+   * Errors: the partition's, UNAVAILABLE when no leader answers in time.
+   */
+  appendAtLeader(topicId: string, partition: number, configs: Partial<TopicConfigs>, req: AppendRequest): Promise<RpcResult<AppendOk>>;
   /**
    * The placement records of the metadata quorum (docs/RAFT.md "Partition placement"): null with
    * the quorum off (MetadataDO records no placement).
@@ -38,6 +48,7 @@ export function peersOf(env: Env): Peers {
       return metadataStore(env);
     },
     partition: (topicId, partition) => partitionStub(env.PARTITION, topicId, partition) as PartitionRpc & StreamRpc,
+    appendAtLeader: (topicId, partition, configs, req) => callAtLeader(env, topicId, partition, configs, (p) => p.append(req)),
     get placement(): PlacementReports | null {
       let members: ReturnType<typeof metadataQuorumMembers>;
       try {

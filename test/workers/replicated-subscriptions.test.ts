@@ -369,4 +369,27 @@ suite("subscriptions on a replicated partition", () => {
     expect(c.messages).toHaveLength(3);
     await c.close();
   }, 60_000);
+
+  it("a dead-letter topic at factor 3 led by r2 gets its copy at the leader (not at r1)", async () => {
+    const { name, topicId } = await createReplicated({}, undefined);
+    await leaderOf(topicId);
+    const dlqName = `${name}-s-DLQ`;
+    const dlq = await createReplicated({}, dlqName);
+    if ((await leaderOf(dlq.topicId)).replica !== "r2") {
+      const t = await json("POST", `/v1/topics/${dlqName}/partitions/0/leader`, { replica: "r2" });
+      expect(t.status, await t.clone().text()).toBe(200);
+    }
+    expect((await leaderOf(dlq.topicId)).replica).toBe("r2");
+    const c = await connect(name, "s", { type: "shared", maxRedeliverCount: 1, negativeAckRedeliveryDelayMs: 50 });
+    await c.until(() => c.frames.some((f) => f.type === "connected"), "connected");
+    expect(await produceValues(name, ["poison"])).toEqual([0]);
+    for (let i = 1; i <= 2; i++) {
+      const got = await c.waitMessages(i);
+      expect(await c.nack([got[i - 1]!.messageId])).toBe(1);
+    }
+    await sameCursors(topicId, REPLICAS, (r) => r[0]?.mark_delete === 0);
+    const copied = await fetchJson(dlqName, 0, "offset=0");
+    expect(copied.records.map((r) => r.value)).toEqual(["poison"]);
+    await c.close();
+  }, 60_000);
 });
