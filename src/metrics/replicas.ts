@@ -11,6 +11,7 @@
  * subscription figures stay r1's (`metrics()` of the partition object): see the doc.
  */
 import type { PartitionMetrics, ReplicaStatus } from "../partition/rpc.ts";
+import { chooseLeaderView } from "../partition/replica-admin.ts";
 import type { Role } from "../raft/types.ts";
 import type { ExpositionWriter, Sample } from "./exposition.ts";
 
@@ -30,15 +31,8 @@ export interface ReplicaSample {
  * replica leads) the highest high watermark; null when no replica answered.
  */
 export function leaderView(statuses: readonly (ReplicaStatus | null)[]): ReplicaStatus | null {
-  let best: ReplicaStatus | null = null;
-  for (const s of statuses) {
-    if (s === null) continue;
-    const leader = s.role === "leader";
-    const bestLeader = best?.role === "leader";
-    const better = best === null || (leader && (!bestLeader || s.leaderEpoch > best.leaderEpoch)) || (!leader && !bestLeader && s.highWatermark > best.highWatermark);
-    if (better) best = s;
-  }
-  return best;
+  const best = chooseLeaderView(statuses.map((s) => (s === null ? null : { leader: s.role === "leader", leaderEpoch: s.leaderEpoch, highWatermark: s.highWatermark })));
+  return best < 0 ? null : statuses[best]!;
 }
 
 /** r1's metrics with the partition-level offsets of `view` (unchanged when view is null). */

@@ -26,6 +26,34 @@ import { replicaIndexOf, replicaStubAt, type PartitionRpc, type ReplicaStatus } 
 
 type Ns = Parameters<typeof replicaStubAt>[0];
 
+/** One replica's answer as the leader-choice rule sees it. */
+export interface LeaderChoice {
+  /** The replica says it leads. */
+  leader: boolean;
+  /** Its Raft term (the leader epoch); compared among leaders only. */
+  leaderEpoch: number;
+  /** Its high watermark; compared while no replica leads. */
+  highWatermark: number;
+}
+
+/**
+ * The leader-choice rule of describe and of the metrics scrape (src/metrics/replicas.ts): the
+ * replica that says it leads in the highest term; while none does (an election), the highest
+ * high watermark among those that answered. A lagging follower's high watermark is never the
+ * partition's, as Kafka's partition offsets come from the leader broker.
+ * @returns the index of the chosen view in `views` (nulls are replicas that did not answer), -1 when none.
+ */
+export function chooseLeaderView(views: readonly (LeaderChoice | null)[]): number {
+  let best = -1;
+  for (let i = 0; i < views.length; i++) {
+    const v = views[i];
+    if (v === null || v === undefined) continue;
+    const b = best < 0 ? null : views[best]!;
+    if (b === null || (v.leader && (!b.leader || v.leaderEpoch > b.leaderEpoch)) || (!v.leader && !b.leader && v.highWatermark > b.highWatermark)) best = i;
+  }
+  return best;
+}
+
 const at = (ns: Ns, topicId: string, partition: number, index: number, configs: Partial<TopicConfigs>): PartitionRpc => replicaStubAt(ns, topicId, partition, index, configs);
 
 /**
@@ -173,20 +201,21 @@ export async function describePartition(
       }
     }),
   );
-  let best: { epoch: number; leader: boolean; d: PartitionDescription } | null = null;
   let refusal: RpcResult<{ partition: PartitionDescription }> | null = null;
-  for (const v of views) {
-    if (v === null) continue;
+  const described: (PartitionDescription | null)[] = views.map((v) => {
+    if (v === null) return null;
     if (!v.described.ok) {
       refusal = v.described;
-      continue;
+      return null;
     }
-    const leader = v.status?.role === "leader";
-    const epoch = v.status?.leaderEpoch ?? -1;
-    const d = v.described.partition;
-    const better = best === null || (leader && (!best.leader || epoch > best.epoch)) || (!leader && !best.leader && d.highWatermark > best.d.highWatermark);
-    if (better) best = { epoch, leader, d };
-  }
-  if (best !== null) return { ok: true, partition: best.d };
+    return v.described.partition;
+  });
+  const best = chooseLeaderView(
+    views.map((v, i) => {
+      const d = described[i];
+      return d === null || d === undefined ? null : { leader: v!.status?.role === "leader", leaderEpoch: v!.status?.leaderEpoch ?? -1, highWatermark: d.highWatermark };
+    }),
+  );
+  if (best >= 0) return { ok: true, partition: described[best]! };
   return refusal ?? errorResult("UNAVAILABLE", `No replica of partition ${partition} answered: retry.`, { partition });
 }
