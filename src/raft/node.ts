@@ -255,6 +255,8 @@ export class RaftNode {
   #quiesced = false;
   #quiescedHeard = false;
   #quiescedMisses = 0;
+  /** Follower: the read sequence of the quiesce heartbeat it quiesced on (a later ReadIndex round wakes it). */
+  #quiescedReadSeq = 0;
 
   // ---- output ----
   #msgs: Message[] = [];
@@ -709,12 +711,14 @@ export class RaftNode {
         return true;
       case "wake":
         return this.#role === "leader";
+      case "heartbeat":
+        // A ReadIndex round the follower has not seen: the leader is serving, awake. Another
+        // heartbeat of its leader is answered but keeps it quiesced (a late one from before the
+        // quiesce, or the leader was woken by someone else and quiesces again at its next heartbeat).
+        return this.#role !== "leader" && m.quiesce === undefined && m.readSeq > this.#quiescedReadSeq;
       default:
         // Appends are judged after they are stepped (a duplicate that changes nothing keeps the
-        // follower quiesced); a heartbeat of its leader is answered (ReadIndex rounds need the
-        // answers) and keeps it quiesced (it may be a late one from before the quiesce, or the
-        // leader was woken by someone else and quiesces again at its next heartbeat); answers
-        // to a leader's earlier messages are judged by #canQuiesce.
+        // follower quiesced); answers to a leader's earlier messages are judged by #canQuiesce.
         return false;
     }
   }
@@ -757,6 +761,7 @@ export class RaftNode {
             this.#commitTo(m.commit);
             this.#quiesced = true;
             this.#quiescedHeard = true;
+            this.#quiescedReadSeq = m.readSeq;
             return; // no answer: an answer would only keep the leader busy
           }
           // A lagging or divergent log must not quiesce: answer, and ask the leader to wake.

@@ -370,10 +370,15 @@ describe("a 3-member Raft group of Durable Objects", () => {
     // One-way: the leader still sends, but hears no one: CheckQuorum makes it step down, and the
     // two others (which hear nothing from it either way once it stops) elect a new leader.
     expect((await member(config.groupId, first.memberId).setFaults({ dropFrom: [f, other] })).ok).toBe(true);
+    // An idle group is quiesced, and a quiesced leader runs no CheckQuorum round (nothing needs a
+    // leader; docs/RAFT.md "Quiescence"): a read wakes it. The read is never confirmed (no answer
+    // arrives), and is refused when the leader steps down.
+    const read = member(config.groupId, first.memberId).read({});
     await until("the leader that hears no one to step down", async () => {
       const st = await status(config.groupId, first.memberId);
       return st !== null && st.role !== "leader" ? true : undefined;
     });
+    expect(await read).toMatchObject({ ok: false, code: "NOT_LEADER" });
     const second = await leaderOf(config.groupId, [f, other]);
     expect(second.term).toBeGreaterThan(first.term);
     expect((await member(config.groupId, first.memberId).setFaults({})).ok).toBe(true);
