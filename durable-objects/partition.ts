@@ -77,7 +77,7 @@ import { REASSIGN_CATCH_UP_WAIT_MS, ReplicaReassignment } from "./partition/reas
 import { checkFaults, faultsEnabled } from "./raft/faults.ts";
 import { RAFT_ROOM } from "./raft/journal.ts";
 import { ReplicatedAppends } from "./partition/replicated.ts";
-import { PartitionReplica, REPLICA_IDS, REPLICA_KEEP_ENTRIES, REPLICA_LEADER_KEEP_ENTRIES } from "./partition/replica.ts";
+import { PartitionReplica, REPLICA_IDS, REPLICA_KEEP_ENTRIES, REPLICA_LEADER_KEEP_ENTRIES, REPLICA_QUIESCED_TICK_MS } from "./partition/replica.ts";
 import { ReplicaCatchUp } from "./partition/catch-up.ts";
 import type { CatchUpChunk, CatchUpManifest, CatchUpRead } from "../src/partition/catch-up.ts";
 import { isStaleConfigsPush } from "../src/partition/configs-order.ts";
@@ -673,6 +673,7 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
         learners: node.conf.learners,
         catchUpInstalls: this.#catchUp.installs,
         catchUpRunning: this.#catchUp.running,
+        ...this.#replica.clock(),
       },
     };
   }
@@ -710,13 +711,14 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
       return errorResult("INVALID_REQUEST", "Replica test knobs are not available: not in this build, or EDGELOG_RAFT_FAULTS is not '1' (docs/RAFT.md).", { faultInjection: false });
     }
     for (const [k, v] of Object.entries(knobs)) {
-      if (!["keepEntries", "leaderKeepEntries", "chunkBytes", "holdAfterChunks", "reassignWaitMs"].includes(k) || typeof v !== "number" || !Number.isInteger(v) || v < 1) {
+      if (!["keepEntries", "leaderKeepEntries", "chunkBytes", "holdAfterChunks", "reassignWaitMs", "quiescedTickMs"].includes(k) || typeof v !== "number" || !Number.isInteger(v) || v < 1) {
         return errorResult("INVALID_REQUEST", `Invalid replica test knob ${k}: a positive integer.`);
       }
     }
     this.#replica.setRetention({ keepEntries: knobs.keepEntries ?? REPLICA_KEEP_ENTRIES, leaderKeepEntries: knobs.leaderKeepEntries ?? REPLICA_LEADER_KEEP_ENTRIES });
     this.#catchUp.setKnobs({ chunkBytes: knobs.chunkBytes, holdAfterChunks: knobs.holdAfterChunks });
     this.#reassign.catchUpWaitMs = knobs.reassignWaitMs ?? REASSIGN_CATCH_UP_WAIT_MS;
+    this.#replica.setQuiescedTickMs(knobs.quiescedTickMs ?? REPLICA_QUIESCED_TICK_MS);
     return { ok: true, knobs };
   }
 
