@@ -117,9 +117,9 @@ export class PartitionReplica {
   #retention: JournalRetention = { keepEntries: REPLICA_KEEP_ENTRIES, leaderKeepEntries: REPLICA_LEADER_KEEP_ENTRIES };
   /** Bumped whenever the node is rebuilt, crashed or dropped: a catch-up started under another generation stops. */
   #generation = 0;
-  /** Quiescence: the pending tick timer is the quiesced one; the last index the leader quiesced at; its period (a test knob); ticks since the node started. */
+  /** Quiescence: the pending tick timer is the quiesced one; when the node was last quiesced (ms); its period (a test knob); ticks since the node started. */
   #clockQuiesced = false;
-  #quiescedAt = 0;
+  #quiescedMs = -Infinity;
   #quiescedTickMs = REPLICA_QUIESCED_TICK_MS;
   #ticks = 0;
 
@@ -281,13 +281,17 @@ export class PartitionReplica {
   inSyncReplicas(nowMs: number): number {
     const node = this.#node;
     if (node === null) return 0;
+    // A quiesced leader hears its followers once per quiesced period (their answers to its
+    // quiesce heartbeat): while quiesced, and for one election timeout after it wakes (until
+    // the answers to its heartbeats come in), a voter heard within two quiesced periods counts
+    // (docs/RAFT.md "Quiescence": the window of a follower lost while the partition is idle).
+    const electionMs = REPLICA_TICK_MS * REPLICA_ELECTION_TICKS;
+    const quietRecently = node.quiesced || nowMs - this.#quiescedMs <= electionMs;
+    const windowMs = quietRecently ? 2 * this.#quiescedTickMs + electionMs : electionMs;
     let n = 0;
     for (const id of node.conf.voters) {
       if (id === node.id) n++;
-      // A quiesced leader hears nobody by design: the voters that had everything when it
-      // quiesced count (docs/RAFT.md "Quiescence": the window of a follower lost while idle).
-      else if (node.quiesced && (node.matchOf(id) ?? 0) >= node.lastIndex) n++;
-      else if (nowMs - (this.#heardMs.get(id) ?? -Infinity) <= REPLICA_TICK_MS * REPLICA_ELECTION_TICKS) n++;
+      else if (nowMs - (this.#heardMs.get(id) ?? -Infinity) <= windowMs) n++;
     }
     return n;
   }
@@ -420,21 +424,14 @@ export class PartitionReplica {
     this.drain();
   }
 
-  /**
-   * Moves the tick timer when the node quiesced or woke since it was set (after every input).
-   * A leader that wakes counts the voters that had everything when it quiesced as heard now,
-   * so `min.insync.replicas` holds for the request that woke it (their answers follow at once).
-   */
+  /** Moves the tick timer when the node quiesced or woke since it was set (after every input). */
   #syncClock(): void {
     const node = this.#node;
     if (node === null || this.#faults.crashed === true || node.quiesced === this.#clockQuiesced) return;
     this.#clockQuiesced = node.quiesced;
     const now = Date.now();
-    if (node.quiesced) {
-      this.#quiescedAt = node.lastIndex;
-    } else if (node.role === "leader") {
-      for (const id of node.conf.voters) if (id !== node.id && (node.matchOf(id) ?? 0) >= this.#quiescedAt) this.#heardMs.set(id, now);
-    }
+    // Woken: it was quiesced until now (inSyncReplicas keeps the quiesced window one election timeout longer).
+    if (!node.quiesced) this.#quiescedMs = now;
     this.#host.timers.set("tick", now + (node.quiesced ? this.#quiescedTickMs : REPLICA_TICK_MS));
   }
 

@@ -87,7 +87,7 @@ export interface RaftConfig {
    * durable, every member's match index at the last index, no pending read, transfer or
    * configuration change, a quorum heard from in this CheckQuorum round) sends a quiesce
    * heartbeat at its next heartbeat and reports {@link RaftNode.quiesced}; a follower whose log
-   * ends where the leader's does quiesces on it. A quiesced member's `tick()` is a slow tick.
+   * ends where the leader's does quiesces on it (and answers it, as a heartbeat). A quiesced member's `tick()` is a slow tick.
    * Every member of a group must agree on it. @default false
    */
   quiesce?: boolean;
@@ -762,7 +762,10 @@ export class RaftNode {
             this.#quiesced = true;
             this.#quiescedHeard = true;
             this.#quiescedReadSeq = m.readSeq;
-            return; // no answer: an answer would only keep the leader busy
+            // Answered, as a heartbeat: the leader keeps knowing which members are alive while
+            // the group is quiet (a partition's in-sync replicas), and the answer keeps it quiet.
+            this.#send({ type: "heartbeatResp", to: m.from, from: this.id, term: this.#term, readSeq: m.readSeq });
+            return;
           }
           // A lagging or divergent log must not quiesce: answer, and ask the leader to wake.
           if (this.#quiesced) this.#wake();

@@ -33,15 +33,18 @@ function quietGroup(): Harness {
 const sentSince = (h: Harness, from: number): Message[] => h.sent.slice(from);
 
 describe("quiescence: the rule", () => {
-  it("an idle group quiesces: the leader sends a quiesce heartbeat, the followers stop their election timers and do not answer", () => {
+  it("an idle group quiesces: the leader sends a quiesce heartbeat, the followers stop their election timers; only the beacons and their answers flow", () => {
     const h = quietGroup();
     for (const id of IDS) expect(h.node(id).quiesced, id).toBe(true);
-    // Quiet from now on: the leader's quiesce heartbeat once per slow tick, nothing else.
+    // Quiet from now on: the leader's quiesce heartbeat once per slow tick and its answers, nothing else.
     const mark = h.sent.length;
     h.tickShells(10 * SLOW, SLOW);
     const msgs = sentSince(h, mark);
-    expect(msgs.length).toBe(10 * 2);
-    expect(msgs.every((m) => m.type === "heartbeat" && m.from === "n1" && m.quiesce !== undefined)).toBe(true);
+    expect(msgs.length).toBe(10 * 4);
+    const beacons = msgs.filter((m) => m.type === "heartbeat" && m.from === "n1" && m.quiesce !== undefined);
+    const answers = msgs.filter((m) => m.type === "heartbeatResp" && m.to === "n1");
+    expect([beacons.length, answers.length]).toEqual([20, 20]);
+    for (const id of IDS) expect(h.node(id).quiesced, id).toBe(true);
     expect(h.node("n1").role).toBe("leader");
     expect(h.node("n1").term).toBe(1);
     for (const id of IDS) expect(h.node(id).commitIndex, id).toBe(h.node("n1").lastIndex);
