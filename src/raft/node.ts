@@ -501,7 +501,7 @@ export class RaftNode {
     }
     if (this.#heartbeatElapsed >= this.#heartbeatTicks) {
       this.#heartbeatElapsed = 0;
-      // Quiesce instead of heartbeating when idle: no answer comes back, so nothing wakes it.
+      // Quiesce instead of heartbeating when idle: the answers to a quiesce heartbeat do not wake it, and no answer to an earlier heartbeat of this tick is in flight.
       if (this.#canQuiesce()) {
         this.#quiesced = true;
         this.#bcastQuiesce();
