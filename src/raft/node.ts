@@ -501,7 +501,8 @@ export class RaftNode {
     }
     if (this.#heartbeatElapsed >= this.#heartbeatTicks) {
       this.#heartbeatElapsed = 0;
-      // Quiesce instead of heartbeating when idle: the answers to a quiesce heartbeat do not wake it, and no answer to an earlier heartbeat of this tick is in flight.
+      // Quiesce instead of heartbeating when idle. Answers (to the quiesce heartbeat, or late
+      // ones to earlier heartbeats) do not wake it: the group is still idle after them.
       if (this.#canQuiesce()) {
         this.#quiesced = true;
         this.#bcastQuiesce();

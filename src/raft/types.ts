@@ -103,7 +103,8 @@ export type Message =
       /**
        * Quiescence (docs/RAFT.md "Quiescence"): present on a leader's quiesce heartbeat, with the
        * leader's last log index and term. A follower whose log ends at the same (index, term) and
-       * whose commit reaches `commit` stops its election timer (and answers as to a heartbeat, which keeps the leader quiesced).
+       * whose commit reaches `commit` stops its election timer; its answer (as to a heartbeat)
+       * keeps the leader quiesced.
        */
       quiesce?: { lastIndex: number; lastTerm: number };
     })
