@@ -7,7 +7,7 @@
  * Times are printed, not asserted (the machine is shared); the tick counts compare with the
  * configured periods only, which load can lower but never raise.
  */
-import { env } from "cloudflare:test";
+import { env, evictDurableObject } from "cloudflare:test";
 import { afterEach, describe, expect, it } from "vitest";
 import { sequenceCommand, type SequenceItem } from "../../durable-objects/raft/sequence.ts";
 import { raftMemberName, type RaftGroupConfig, type RaftMemberRpc, type RaftMemberStatus } from "../../src/raft/group.ts";
@@ -159,6 +159,31 @@ describe("quiescence of a Raft group of Durable Objects", () => {
       expect(after[i]!.quiesced).toBe(false);
       expect(after[i]!.ticks - before[i]!.ticks, IDS[i]).toBeGreaterThan(windowMs / QUIESCED_TICK_MS + 1);
     }
+  });
+
+  it("a quiesced member evicted from memory (and then the leader) restarts awake, finds its leader again without an election, and the group goes quiet again", async () => {
+    const groupId = await startGroup();
+    const leader = await leaderOf(groupId);
+    await propose(groupId, "a");
+    await allQuiesced(groupId);
+    const evict = (id: string) => evictDurableObject(env.RAFT_MEMBER.get(env.RAFT_MEMBER.idFromName(raftMemberName(groupId, id))));
+    const follower = IDS.find((id) => id !== leader.memberId)!;
+    await evict(follower);
+    const back = (await status(groupId, follower))!;
+    expect(back.quiesced).toBe(false);
+    expect(back.nextTickInMs!).toBeLessThanOrEqual(TICK_MS);
+    await allQuiesced(groupId);
+    // No election: its pre-vote (if it campaigned before hearing the leader) cannot raise a term.
+    for (const s of await statuses(groupId)) expect([s.memberId, s.term, s.leaderId]).toEqual([s.memberId, leader.term, leader.memberId]);
+    // The leader evicted too: it restarts as a follower (leadership is not durable), the group
+    // elects (it may be the same member, in a later term) and goes quiet again; nothing lost.
+    await evict(leader.memberId);
+    const again = await leaderOf(groupId);
+    await allQuiesced(groupId);
+    for (const s of await statuses(groupId)) expect(s.term, s.memberId).toBeGreaterThanOrEqual(leader.term);
+    for (const s of await statuses(groupId)) expect(s.leaderId, s.memberId).toBe(again.memberId);
+    await propose(groupId, "b");
+    for (const id of IDS) expect(await sequenceOf(groupId, id)).toEqual(["a", "b"]);
   });
 
   it("the leader crashes while quiesced and a client proposes at once: the request wakes the followers, one is elected, nothing committed is lost", async () => {
