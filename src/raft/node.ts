@@ -435,9 +435,12 @@ export class RaftNode {
   /**
    * Leaves quiescence. A leader starts a fresh CheckQuorum round and heartbeats at once; a
    * follower runs its election timer from zero and asks its leader to wake (when the leader is
-   * alive it heartbeats back at once; when it is not, the election timer elects another).
+   * alive it heartbeats back at once; when it is not, the election timer elects another). A
+   * follower woken by a client request (`request`) wakes the other voters too, so that if the
+   * leader is dead their election timers (and leader stickiness) start together and the first
+   * to time out is elected within one election timeout of the request.
    */
-  #wake(): void {
+  #wake(request = false): void {
     if (!this.#quiesced) return;
     this.#quiesced = false;
     this.#quiescedHeard = false;
@@ -447,6 +450,8 @@ export class RaftNode {
     if (this.#role === "leader") {
       for (const pr of this.#progress.values()) pr.recentActive = false;
       this.#bcastHeartbeat();
+    } else if (request) {
+      for (const v of this.#conf.voters) if (v !== this.id) this.#send({ type: "wake", to: v, from: this.id, term: this.#term });
     } else if (this.#leaderId !== null) {
       this.#send({ type: "wake", to: this.#leaderId, from: this.id, term: this.#term });
     }
@@ -519,7 +524,7 @@ export class RaftNode {
    */
   propose(data: Uint8Array): ProposeResult {
     this.#assertIdle("propose()");
-    this.#wake();
+    this.#wake(true);
     if (this.#role !== "leader") return { ok: false, code: "notLeader", leaderId: this.#leaderId };
     if (this.#leadTransferee !== null) return { ok: false, code: "transferInProgress", leaderId: this.#leadTransferee };
     if (data.byteLength > this.#maxMsgBytes) return { ok: false, code: "tooLarge", reason: `${data.byteLength} bytes > maxMsgBytes ${this.#maxMsgBytes}` };
@@ -534,7 +539,7 @@ export class RaftNode {
    */
   proposeConfChange(change: ConfChange): ProposeResult {
     this.#assertIdle("proposeConfChange()");
-    this.#wake();
+    this.#wake(true);
     if (this.#role !== "leader") return { ok: false, code: "notLeader", leaderId: this.#leaderId };
     if (this.#leadTransferee !== null) return { ok: false, code: "transferInProgress", leaderId: this.#leadTransferee };
     if (this.log.term(this.#commit) !== this.#term) return { ok: false, code: "noCommitInTerm", reason: "the leader has not committed an entry of its term yet" };
@@ -579,7 +584,7 @@ export class RaftNode {
    */
   readIndex(ctx: string): { ok: true } | { ok: false; code: "notLeader"; leaderId: NodeId | null } {
     this.#assertIdle("readIndex()");
-    this.#wake();
+    this.#wake(true);
     if (this.#role !== "leader") return { ok: false, code: "notLeader", leaderId: this.#leaderId };
     // The commit index of a new leader may lag the true one until it commits in its term.
     if (this.log.term(this.#commit) !== this.#term) {
@@ -618,7 +623,7 @@ export class RaftNode {
    */
   transferLeadership(to: NodeId): { ok: true } | { ok: false; code: "notLeader" | "invalid"; reason: string } {
     this.#assertIdle("transferLeadership()");
-    this.#wake();
+    this.#wake(true);
     if (this.#role !== "leader") return { ok: false, code: "notLeader", reason: "not the leader" };
     if (to === this.id) return { ok: true };
     if (!this.#isVoter(to)) return { ok: false, code: "invalid", reason: `${to} is not a voter` };
@@ -711,7 +716,8 @@ export class RaftNode {
       case "snapshot":
         return true;
       case "wake":
-        return this.#role === "leader";
+        // At a follower: a peer woken by a client request (see #wake).
+        return this.#role === "leader" || this.#isVoter(m.from);
       case "heartbeat":
         // A ReadIndex round the follower has not seen: the leader is serving, awake. Another
         // heartbeat of its leader is answered but keeps it quiesced (a late one from before the
