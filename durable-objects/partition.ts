@@ -392,7 +392,10 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     const hold = this.#backlogHold(1);
     const refused = hold === null ? null : await hold;
     if (refused !== null) return refused;
-    if (this.#replica.active) return (await this.#replicated.appends([req]))[0]!;
+    if (this.#replica.active) {
+      this.#replica.request(); // wakes a quiesced replica (docs/RAFT.md "Quiescence")
+      return (await this.#replicated.appends([req]))[0]!;
+    }
     return this.#append(req);
   }
 
@@ -403,7 +406,10 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     const hold = this.#backlogHold(reqs.length);
     const refused = hold === null ? null : await hold;
     if (refused !== null) return reqs.map(() => refused);
-    if (this.#replica.active) return this.#replicated.appends(reqs);
+    if (this.#replica.active) {
+      this.#replica.request(); // wakes a quiesced replica (docs/RAFT.md "Quiescence")
+      return this.#replicated.appends(reqs);
+    }
     const out: RpcResult<AppendOk>[] = [];
     for (const req of reqs) {
       try {

@@ -164,7 +164,10 @@ export class RaftMemberDO extends SqliteDurableObject<Env> implements RaftMember
     const node = this.#requireNode();
     if (!(node instanceof RaftNode)) return node;
     const r = node.propose(command);
-    if (!r.ok) return this.#refused(r);
+    if (!r.ok) {
+      this.#drain(); // a refusal may have woken a quiesced member: its wake requests go out, its clock speeds up
+      return this.#refused(r);
+    }
     const answer = this.#waitApplied(r.index, r.term);
     this.#drain();
     return await answer;
@@ -191,7 +194,10 @@ export class RaftMemberDO extends SqliteDurableObject<Env> implements RaftMember
     if (!(node instanceof RaftNode)) return node;
     const ctx = crypto.randomUUID();
     const r = node.readIndex(ctx);
-    if (!r.ok) return this.#notLeader(r.leaderId);
+    if (!r.ok) {
+      this.#drain(); // as in propose
+      return this.#notLeader(r.leaderId);
+    }
     const answer = new Promise<RpcResult<{ index: number; result: JsonValue }>>((resolve, reject) => {
       const timer = setTimeout(() => {
         if (this.#reads.delete(ctx)) resolve(errorResult("REQUEST_TIMED_OUT", `The read was not confirmed within ${this.#config?.requestTimeoutMs} ms.`));
@@ -239,7 +245,10 @@ export class RaftMemberDO extends SqliteDurableObject<Env> implements RaftMember
       this.#stubs.delete(change.node);
     }
     const r = node.proposeConfChange({ type: change.type, node: change.node });
-    if (!r.ok) return this.#refused(r);
+    if (!r.ok) {
+      this.#drain(); // as in propose
+      return this.#refused(r);
+    }
     const answer = this.#waitApplied(r.index, r.term);
     this.#drain();
     const done = await answer;
@@ -252,7 +261,10 @@ export class RaftMemberDO extends SqliteDurableObject<Env> implements RaftMember
     const node = this.#requireNode();
     if (!(node instanceof RaftNode)) return node;
     const r = node.transferLeadership(to);
-    if (!r.ok) return r.code === "notLeader" ? this.#notLeader(node.leaderId) : errorResult("INVALID_REQUEST", r.reason);
+    if (!r.ok) {
+      this.#drain(); // as in propose
+      return r.code === "notLeader" ? this.#notLeader(node.leaderId) : errorResult("INVALID_REQUEST", r.reason);
+    }
     this.#drain();
     return { ok: true };
   }

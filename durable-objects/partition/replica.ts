@@ -275,6 +275,18 @@ export class PartitionReplica {
   }
 
   /**
+   * A request that needs the leader arrived (a produce): a quiesced replica wakes, as the core's
+   * `wake()` says, before the request is answered (at a follower: NOT_LEADER_OR_FOLLOWER), so that
+   * a dead leader of an idle partition is replaced from the first request (docs/RAFT.md "Quiescence").
+   */
+  request(): void {
+    const node = this.#node;
+    if (node === null || !node.quiesced || this.#faults.crashed === true || this.#faults.paused === true) return;
+    node.wake();
+    this.drain();
+  }
+
+  /**
    * In-sync replicas as the leader sees them: itself and each voter it heard from within one
    * election timeout (Kafka's ISR in Raft terms: replica.lag.time.max.ms ~ the election timeout).
    */
@@ -363,8 +375,8 @@ export class PartitionReplica {
     if (to === node.id) return { ok: true, leaderReplica: to, leaderEpoch: node.term, transferred: false };
     const fromTerm = node.term;
     const r = node.transferLeadership(to);
+    this.drain(); // also after a refusal: the call may have woken a quiesced leader
     if (!r.ok) return r.code === "notLeader" ? this.notLeader()! : errorResult("INVALID_REQUEST", r.reason, { field: "replica" });
-    this.drain();
     const deadline = Date.now() + REPLICA_REQUEST_TIMEOUT_MS;
     for (;;) {
       const n = this.#node;
@@ -397,6 +409,7 @@ export class PartitionReplica {
     if (refused !== null || node === null) return refused!;
     const r = node.proposeConfChange(change);
     if (!r.ok) {
+      this.drain(); // the call may have woken a quiesced leader
       if (r.code === "notLeader" || r.code === "transferInProgress") return this.#proposalRefused(r);
       if (r.code === "invalidConfChange") return errorResult("INVALID_REQUEST", `Membership change refused: ${r.reason}.`, { change });
       return errorResult("REASSIGNMENT_IN_PROGRESS", `Membership change not possible now: ${r.reason}.`, { change });

@@ -518,6 +518,17 @@ export class RaftNode {
   }
 
   /**
+   * Quiescence: a request for the group arrived that the shell refuses or answers without the
+   * core (a follower's NOT_LEADER): a quiesced member wakes as a proposal would wake it (a
+   * follower runs its election timer again and asks its leader and the other voters to wake).
+   * No-op when awake or with quiescence off.
+   */
+  wake(): void {
+    this.#assertIdle("wake()");
+    this.#wake(true);
+  }
+
+  /**
    * Proposes application data. Returns where it will sit in the log: the proposal is committed
    * iff the entry applied at `index` has `term` (another entry there means it was lost with a
    * leader change; the caller retries, idempotently).

@@ -115,6 +115,26 @@ describe("quiescence: the rule", () => {
     expect(h.node("n1").term).toBe(1);
   });
 
+  it("wake(): a request the shell refuses by itself wakes a quiesced follower as a proposal would; a no-op when awake", () => {
+    const h = quietGroup();
+    const mark = h.sent.length;
+    h.node("n3").wake();
+    expect(h.node("n3").quiesced).toBe(false);
+    expect(h.node("n1").quiesced).toBe(true); // until the wake requests arrive
+    h.settle();
+    expect(sentSince(h, mark).slice(0, 2)).toMatchObject([
+      { type: "wake", from: "n3", to: "n1" },
+      { type: "wake", from: "n3", to: "n2" },
+    ]);
+    const again = h.sent.length;
+    h.node("n3").wake();
+    h.settle();
+    expect(sentSince(h, again)).toEqual([]);
+    h.tickShells(5, SLOW, () => IDS.every((id) => h.node(id).quiesced));
+    for (const id of IDS) expect(h.node(id).quiesced, id).toBe(true);
+    expect(h.node("n1").term).toBe(1);
+  });
+
   it("a follower with a lagging log does not quiesce, and the leader does not quiesce while a member lags", () => {
     const h = new Harness(IDS, { quiesce: true, random: jitter() });
     h.elect("n1");
