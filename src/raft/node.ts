@@ -87,8 +87,8 @@ export interface RaftConfig {
    * durable, every member's match index at the last index, no pending read, transfer or
    * configuration change, a quorum heard from in this CheckQuorum round) sends a quiesce
    * heartbeat at its next heartbeat and reports {@link RaftNode.quiesced}; a follower whose log
-   * ends where the leader's does quiesces on it (and answers it, as a heartbeat). A quiesced member's `tick()` is a slow tick.
-   * Every member of a group must agree on it. @default false
+   * ends where the leader's does quiesces on it (and answers it, as a heartbeat). A quiesced
+   * member's `tick()` is a slow tick. Every member of a group must agree on it. @default false
    */
   quiesce?: boolean;
   /** Injected randomness: an integer in [0, n). The only source of nondeterminism. */
