@@ -320,14 +320,16 @@ export class RaftMemberDO extends SqliteDurableObject<Env> implements RaftMember
   }
 
   /**
-   * The period of the tick timer now: `tickMs`, or `quiescedTickMs` while the node is quiesced;
-   * a quiesced leader whose state machine sweeps keeps ticking at least every sweep period.
+   * The period of the tick timer now: `tickMs`, or `quiescedTickMs` while the node is quiesced.
+   * A group whose state machine sweeps (the metadata quorum) ticks at least every sweep period
+   * while quiesced, on every member: the leader keeps sweeping on time, and a dead leader is
+   * noticed (missed quiesce heartbeats) within 2-3 sweep periods, so pending sweep work resumes.
    */
   #periodMs(): number {
     const c = this.#config!;
     const node = this.#node;
     if (node === null || !node.quiesced) return c.tickMs;
-    if (this.#machine?.sweep !== undefined && node.role === "leader") return Math.min(c.quiescedTickMs, SWEEP_EVERY_TICKS * c.tickMs);
+    if (this.#machine?.sweep !== undefined) return Math.min(c.quiescedTickMs, SWEEP_EVERY_TICKS * c.tickMs);
     return c.quiescedTickMs;
   }
 

@@ -26,6 +26,9 @@ function groupConfig(ids: string[], extra: Partial<RaftGroupConfig> = {}): RaftG
     electionTicks: ELECTION_TICKS,
     compactEveryEntries: 8,
     requestTimeoutMs: 3000,
+    // Idle groups quiesce (docs/RAFT.md "Quiescence"); a leader stopped while its group is quiet
+    // is noticed after 2-3 quiesced ticks: 1 s here (5 s by default) keeps those waits short.
+    quiescedTickMs: 1000,
     ...extra,
   };
 }
