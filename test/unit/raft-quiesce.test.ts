@@ -82,6 +82,8 @@ describe("quiescence: the rule", () => {
     expect(h.node("n1").quiesced).toBe(false);
     h.settle();
     expect(h.readStates.get("n1")!.map((r) => r.ctx)).toEqual(["r1"]);
+    // The heartbeat of a new ReadIndex round wakes the followers too (the leader is serving).
+    expect([h.node("n2").quiesced, h.node("n3").quiesced]).toEqual([false, false]);
     h.tickShells(5, SLOW, () => IDS.every((id) => h.node(id).quiesced));
     expect(h.node("n1").quiesced).toBe(true);
 
