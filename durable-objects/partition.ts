@@ -80,7 +80,7 @@ import { REASSIGN_CATCH_UP_WAIT_MS, ReplicaReassignment } from "./partition/reas
 import { checkFaults, faultsEnabled } from "./raft/faults.ts";
 import { RAFT_ROOM } from "./raft/journal.ts";
 import { ReplicatedAppends } from "./partition/replicated.ts";
-import { PartitionReplica, REPLICA_IDS, REPLICA_KEEP_ENTRIES, REPLICA_LEADER_KEEP_ENTRIES } from "./partition/replica.ts";
+import { PartitionReplica, REPLICA_IDS, REPLICA_KEEP_ENTRIES, REPLICA_LEADER_KEEP_ENTRIES, REPLICA_QUIESCED_TICK_MS } from "./partition/replica.ts";
 import { ReplicaCatchUp } from "./partition/catch-up.ts";
 import { ReplicatedSubscriptions } from "./partition/replicated-subs.ts";
 import type { CatchUpChunk, CatchUpManifest, CatchUpRead } from "../src/partition/catch-up.ts";
@@ -452,7 +452,10 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     const hold = this.#backlogHold(1);
     const refused = hold === null ? null : await hold;
     if (refused !== null) return this.#withMetadataOffset(refused);
-    if (this.#replica.active) return this.#withMetadataOffset((await this.#replicated.appends([req]))[0]!);
+    if (this.#replica.active) {
+      this.#replica.request(); // wakes a quiesced replica (docs/RAFT.md "Quiescence")
+      return this.#withMetadataOffset((await this.#replicated.appends([req]))[0]!);
+    }
     return this.#withMetadataOffset(this.#append(req));
   }
 
@@ -476,7 +479,10 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     const hold = this.#backlogHold(reqs.length);
     const refused = hold === null ? null : await hold;
     if (refused !== null) return reqs.map(() => this.#withMetadataOffset(refused));
-    if (this.#replica.active) return (await this.#replicated.appends(reqs)).map((r) => this.#withMetadataOffset(r));
+    if (this.#replica.active) {
+      this.#replica.request(); // wakes a quiesced replica (docs/RAFT.md "Quiescence")
+      return (await this.#replicated.appends(reqs)).map((r) => this.#withMetadataOffset(r));
+    }
     const out: RpcResult<AppendOk>[] = [];
     for (const req of reqs) {
       try {
@@ -767,6 +773,7 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
         learners: node.conf.learners,
         catchUpInstalls: this.#catchUp.installs,
         catchUpRunning: this.#catchUp.running,
+        ...this.#replica.clock(),
       },
     };
   }
@@ -805,13 +812,14 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
       return errorResult("INVALID_REQUEST", "Replica test knobs are not available: not in this build, or EDGELOG_RAFT_FAULTS is not '1' (docs/RAFT.md).", { faultInjection: false });
     }
     for (const [k, v] of Object.entries(knobs)) {
-      if (!["keepEntries", "leaderKeepEntries", "chunkBytes", "holdAfterChunks", "reassignWaitMs"].includes(k) || typeof v !== "number" || !Number.isInteger(v) || v < 1) {
+      if (!["keepEntries", "leaderKeepEntries", "chunkBytes", "holdAfterChunks", "reassignWaitMs", "quiescedTickMs"].includes(k) || typeof v !== "number" || !Number.isInteger(v) || v < 1) {
         return errorResult("INVALID_REQUEST", `Invalid replica test knob ${k}: a positive integer.`);
       }
     }
     this.#replica.setRetention({ keepEntries: knobs.keepEntries ?? REPLICA_KEEP_ENTRIES, leaderKeepEntries: knobs.leaderKeepEntries ?? REPLICA_LEADER_KEEP_ENTRIES });
     this.#catchUp.setKnobs({ chunkBytes: knobs.chunkBytes, holdAfterChunks: knobs.holdAfterChunks });
     this.#reassign.catchUpWaitMs = knobs.reassignWaitMs ?? REASSIGN_CATCH_UP_WAIT_MS;
+    this.#replica.setQuiescedTickMs(knobs.quiescedTickMs ?? REPLICA_QUIESCED_TICK_MS);
     return { ok: true, knobs };
   }
 

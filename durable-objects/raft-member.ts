@@ -14,7 +14,8 @@
  *   to that: outgoing calls wait until the write is durable. The loop never awaits, so no input
  *   arrives between `ready()` and `advance()`.
  * - **Ticks** come from the alarm, through the base's one schedule: room `raft`, key `tick`,
- *   every `tickMs` while the member runs.
+ *   every `tickMs` while the member runs, every `quiescedTickMs` while it is quiesced (an idle
+ *   group: docs/RAFT.md "Quiescence"); the timer moves at once when the node quiesces or wakes.
  * - **Messages** are RPC calls `deliver(messages)` to the peer objects: one call per peer per
  *   Ready (batched), not awaited by the sender (pipelined: Raft's messages are one-way, and its
  *   answers come back as messages). A failed call is a lost message, which Raft tolerates.
@@ -66,7 +67,7 @@ interface ReadWaiter {
 
 type MemberStub = DurableObjectStub<Rpc.DurableObjectBranded & RaftMemberRpc>;
 
-/** Ticks between two sweeps of the leader's state machine (2 s at the default 100 ms tick). */
+/** Ticks between two sweeps of the leader's state machine (2 s at the default 100 ms tick; counted in wall time, so a quiesced leader keeps the period). */
 export const SWEEP_EVERY_TICKS = 20;
 
 export class RaftMemberDO extends SqliteDurableObject<Env> implements RaftMemberRpc {
@@ -84,9 +85,12 @@ export class RaftMemberDO extends SqliteDurableObject<Env> implements RaftMember
   readonly #proposals = new ApplyWaiters<RpcResult<{ index: number; term: number; result: ApplyResult }>>();
   readonly #reads = new Map<string, ReadWaiter>();
   readonly #stubs = new Map<NodeId, MemberStub>();
-  /** Ticks since the last sweep started; whether one is running. */
-  #ticksSinceSweep = 0;
+  /** When the last sweep started (or this member last was not the leader; ms); whether one is running. */
+  #lastSweepMs = 0;
   #sweeping = false;
+  /** Whether the pending tick timer is the quiesced (slow) one; ticks taken since the node started. */
+  #clockQuiesced = false;
+  #ticks = 0;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -97,7 +101,9 @@ export class RaftMemberDO extends SqliteDurableObject<Env> implements RaftMember
     const g = this.#journal.group();
     if (g === null) return;
     this.#memberId = g.memberId;
-    this.#config = g.config;
+    // Resolved again: a configuration stored before a setting existed gets its default.
+    const resolved = resolveGroupConfig(g.config);
+    this.#config = typeof resolved === "string" ? g.config : resolved;
     this.#startNode();
   }
 
@@ -158,7 +164,10 @@ export class RaftMemberDO extends SqliteDurableObject<Env> implements RaftMember
     const node = this.#requireNode();
     if (!(node instanceof RaftNode)) return node;
     const r = node.propose(command);
-    if (!r.ok) return this.#refused(r);
+    if (!r.ok) {
+      this.#drain(); // a refusal may have woken a quiesced member: its wake requests go out, its clock speeds up
+      return this.#refused(r);
+    }
     const answer = this.#waitApplied(r.index, r.term);
     this.#drain();
     return await answer;
@@ -185,7 +194,10 @@ export class RaftMemberDO extends SqliteDurableObject<Env> implements RaftMember
     if (!(node instanceof RaftNode)) return node;
     const ctx = crypto.randomUUID();
     const r = node.readIndex(ctx);
-    if (!r.ok) return this.#notLeader(r.leaderId);
+    if (!r.ok) {
+      this.#drain(); // as in propose
+      return this.#notLeader(r.leaderId);
+    }
     const answer = new Promise<RpcResult<{ index: number; result: JsonValue }>>((resolve, reject) => {
       const timer = setTimeout(() => {
         if (this.#reads.delete(ctx)) resolve(errorResult("REQUEST_TIMED_OUT", `The read was not confirmed within ${this.#config?.requestTimeoutMs} ms.`));
@@ -233,7 +245,10 @@ export class RaftMemberDO extends SqliteDurableObject<Env> implements RaftMember
       this.#stubs.delete(change.node);
     }
     const r = node.proposeConfChange({ type: change.type, node: change.node });
-    if (!r.ok) return this.#refused(r);
+    if (!r.ok) {
+      this.#drain(); // as in propose
+      return this.#refused(r);
+    }
     const answer = this.#waitApplied(r.index, r.term);
     this.#drain();
     const done = await answer;
@@ -246,7 +261,10 @@ export class RaftMemberDO extends SqliteDurableObject<Env> implements RaftMember
     const node = this.#requireNode();
     if (!(node instanceof RaftNode)) return node;
     const r = node.transferLeadership(to);
-    if (!r.ok) return r.code === "notLeader" ? this.#notLeader(node.leaderId) : errorResult("INVALID_REQUEST", r.reason);
+    if (!r.ok) {
+      this.#drain(); // as in propose
+      return r.code === "notLeader" ? this.#notLeader(node.leaderId) : errorResult("INVALID_REQUEST", r.reason);
+    }
     this.#drain();
     return { ok: true };
   }
@@ -289,20 +307,47 @@ export class RaftMemberDO extends SqliteDurableObject<Env> implements RaftMember
     // Keep the cadence: the next tick is one period after this one was due, so an alarm that
     // fires a little late does not stretch every later tick (and the election timeout) with it.
     const now = Date.now();
-    const next = dueMs + this.#config.tickMs;
-    this.#timers.set("tick", next > now ? next : now + this.#config.tickMs);
+    this.#clockQuiesced = this.#node?.quiesced === true;
+    const period = this.#periodMs();
+    const next = dueMs + period;
+    this.#timers.set("tick", next > now ? next : now + period);
     const node = this.#node;
     if (node === null || this.#faults.paused === true) return;
+    this.#ticks++;
     node.tick();
     this.#drain();
     this.#maybeSweep(node);
   }
 
+  /**
+   * The period of the tick timer now: `tickMs`, or `quiescedTickMs` while the node is quiesced.
+   * A group whose state machine sweeps (the metadata quorum) ticks at least every sweep period
+   * while quiesced, on every member: the leader keeps sweeping on time, and a dead leader is
+   * noticed (missed quiesce heartbeats) within 2-3 sweep periods, so pending sweep work resumes.
+   */
+  #periodMs(): number {
+    const c = this.#config!;
+    const node = this.#node;
+    if (node === null || !node.quiesced) return c.tickMs;
+    if (this.#machine?.sweep !== undefined) return Math.min(c.quiescedTickMs, SWEEP_EVERY_TICKS * c.tickMs);
+    return c.quiescedTickMs;
+  }
+
+  /** Moves the tick timer when the node quiesced or woke since it was set (after every input). */
+  #syncClock(): void {
+    const node = this.#node;
+    if (node === null || this.#config === null || this.#faults.crashed === true || node.quiesced === this.#clockQuiesced) return;
+    this.#clockQuiesced = node.quiesced;
+    this.#timers.set("tick", Date.now() + this.#periodMs());
+  }
+
   /** Starts the state machine's sweep (if it has one) on the leader, every SWEEP_EVERY_TICKS ticks, one at a time. */
   #maybeSweep(node: RaftNode): void {
     const machine = this.#machine;
-    if (machine?.sweep === undefined || node.role !== "leader" || this.#sweeping || ++this.#ticksSinceSweep < SWEEP_EVERY_TICKS) return;
-    this.#ticksSinceSweep = 0;
+    const now = Date.now();
+    if (node.role !== "leader") this.#lastSweepMs = now; // a new leader waits one period first
+    if (machine?.sweep === undefined || node.role !== "leader" || this.#sweeping || now - this.#lastSweepMs < SWEEP_EVERY_TICKS * this.#config!.tickMs) return;
+    this.#lastSweepMs = now;
     this.#sweeping = true;
     // Not awaited by the alarm: a sweep calls other objects and proposes, which needs ticks.
     void machine
@@ -327,6 +372,7 @@ export class RaftMemberDO extends SqliteDurableObject<Env> implements RaftMember
   #drain(): void {
     try {
       this.#readyLoop();
+      this.#syncClock();
     } catch (err) {
       console.error(`Raft member ${this.#memberId} of group ${this.#config?.groupId}: the Ready loop failed; resetting the object`, err);
       this.#node = null;
@@ -443,6 +489,7 @@ export class RaftMemberDO extends SqliteDurableObject<Env> implements RaftMember
         id: this.#memberId!,
         electionTicks: config.electionTicks,
         heartbeatTicks: config.heartbeatTicks,
+        quiesce: config.quiesce,
         random: (n) => {
           const b = new Uint32Array(1);
           crypto.getRandomValues(b);
@@ -451,7 +498,12 @@ export class RaftMemberDO extends SqliteDurableObject<Env> implements RaftMember
       },
       storage,
     );
-    if (this.#timers.dueMs("tick") === undefined) this.#timers.set("tick", Date.now() + config.tickMs);
+    // A new node is awake: a quiesced (slow) timer left from before the restart is brought forward.
+    this.#clockQuiesced = false;
+    this.#ticks = 0;
+    this.#lastSweepMs = Date.now();
+    const due = this.#timers.dueMs("tick");
+    if (due === undefined || due > Date.now() + config.tickMs) this.#timers.set("tick", Date.now() + config.tickMs);
   }
 
   /** Acts as a crash: the in-memory state is gone, waiting callers see the connection fail. */
@@ -507,6 +559,9 @@ export class RaftMemberDO extends SqliteDurableObject<Env> implements RaftMember
       lastIndex: n.lastIndex,
       snapshotIndex: n.snapshotMeta.index,
       conf: n.conf,
+      quiesced: n.quiesced,
+      nextTickInMs: ((due) => (due === undefined ? null : due - Date.now()))(this.#timers.dueMs("tick")),
+      ticks: this.#ticks,
     };
   }
 

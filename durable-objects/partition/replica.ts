@@ -15,7 +15,10 @@
  *   no-ops and configuration entries only move the applied index (they take no Kafka offset:
  *   offsets stay dense, field case C2). A throw resets the object (`ctx.abort`): memory may be
  *   ahead of storage, the restart rebuilds both from SQLite.
- * - **Ticks**: the partition's schedule, room `raft`, key `tick`, every {@link REPLICA_TICK_MS}.
+ * - **Ticks**: the partition's schedule, room `raft`, key `tick`, every {@link REPLICA_TICK_MS};
+ *   every {@link REPLICA_QUIESCED_TICK_MS} while the node is quiesced (an idle partition:
+ *   docs/RAFT.md "Quiescence"), moved at once when it quiesces or wakes. The partition's other
+ *   timers (retention, producer expiry, subscriptions) are unaffected.
  * - **Proposals** wait until their entry is applied here (the host's answer), or answer
  *   NOT_LEADER_OR_FOLLOWER when another entry took their index (lost with a leader change:
  *   nothing of it was applied, safe to resend), or REQUEST_TIMED_OUT after
@@ -52,6 +55,12 @@ import type { SubsChange } from "./subscriptions.ts";
 /** One Raft tick (ms). The election timeout is [10, 20) ticks: 1-2 s, as KRaft's default 1 s. */
 export const REPLICA_TICK_MS = 100;
 export const REPLICA_ELECTION_TICKS = 10;
+/**
+ * Tick period of a quiesced replica (ms): the leader repeats its quiesce heartbeat at it, and a
+ * follower that missed two in a row wakes (a dead leader of an idle partition is replaced within
+ * 2-3 of these plus an election; a request wakes the followers sooner). docs/RAFT.md "Quiescence".
+ */
+export const REPLICA_QUIESCED_TICK_MS = 5_000;
 /** How long a proposal waits for its entry to be applied before REQUEST_TIMED_OUT (ms). */
 export const REPLICA_REQUEST_TIMEOUT_MS = 5_000;
 /** Entries a follower keeps behind its applied index (a leader keeps what a follower still lacks). */
@@ -109,6 +118,11 @@ export class PartitionReplica {
   #retention: JournalRetention = { keepEntries: REPLICA_KEEP_ENTRIES, leaderKeepEntries: REPLICA_LEADER_KEEP_ENTRIES };
   /** Bumped whenever the node is rebuilt, crashed or dropped: a catch-up started under another generation stops. */
   #generation = 0;
+  /** Quiescence: the pending tick timer is the quiesced one; when the node was last quiesced (ms); its period (a test knob); ticks since the node started. */
+  #clockQuiesced = false;
+  #quiescedMs = -Infinity;
+  #quiescedTickMs = REPLICA_QUIESCED_TICK_MS;
+  #ticks = 0;
 
   constructor(host: ReplicaHost) {
     this.#host = host;
@@ -131,6 +145,18 @@ export class PartitionReplica {
   /** Changes with every rebuild, crash or reset of the node (a catch-up checks it after each await). */
   get generation(): number {
     return this.#generation;
+  }
+
+  /** The quiesced tick period (ms; test builds shorten it through the partition's `setReplicaTestKnobs`). */
+  setQuiescedTickMs(ms: number): void {
+    this.#quiescedTickMs = ms;
+    if (this.#clockQuiesced && this.#memberId !== null && !this.crashed) this.#host.timers.set("tick", Date.now() + ms);
+  }
+
+  /** The clock as `replicaStatus` reports it: quiesced, ms to the pending tick (null: none), ticks since the node started. */
+  clock(): { quiesced: boolean; nextTickInMs: number | null; ticks: number } {
+    const due = this.#host.timers.dueMs("tick");
+    return { quiesced: this.#node?.quiesced === true, nextTickInMs: due === undefined ? null : due - Date.now(), ticks: this.#ticks };
   }
 
   /** Journal retention (test builds shrink it through the partition's `setReplicaTestKnobs`). */
@@ -250,16 +276,35 @@ export class PartitionReplica {
   }
 
   /**
+   * A request that needs the leader arrived (a produce): a quiesced replica wakes, as the core's
+   * `wake()` says, before the request is answered (at a follower: NOT_LEADER_OR_FOLLOWER), so that
+   * a dead leader of an idle partition is replaced from the first request (docs/RAFT.md "Quiescence").
+   */
+  request(): void {
+    const node = this.#node;
+    if (node === null || !node.quiesced || this.#faults.crashed === true || this.#faults.paused === true) return;
+    node.wake();
+    this.drain();
+  }
+
+  /**
    * In-sync replicas as the leader sees them: itself and each voter it heard from within one
    * election timeout (Kafka's ISR in Raft terms: replica.lag.time.max.ms ~ the election timeout).
    */
   inSyncReplicas(nowMs: number): number {
     const node = this.#node;
     if (node === null) return 0;
+    // A quiesced leader hears its followers once per quiesced period (their answers to its
+    // quiesce heartbeat): while quiesced, and for one election timeout after it wakes (until
+    // the answers to its heartbeats come in), a voter heard within two quiesced periods counts
+    // (docs/RAFT.md "Quiescence": the window of a follower lost while the partition is idle).
+    const electionMs = REPLICA_TICK_MS * REPLICA_ELECTION_TICKS;
+    const quietRecently = node.quiesced || nowMs - this.#quiescedMs <= electionMs;
+    const windowMs = quietRecently ? 2 * this.#quiescedTickMs + electionMs : electionMs;
     let n = 0;
     for (const id of node.conf.voters) {
       if (id === node.id) n++;
-      else if (nowMs - (this.#heardMs.get(id) ?? -Infinity) <= REPLICA_TICK_MS * REPLICA_ELECTION_TICKS) n++;
+      else if (nowMs - (this.#heardMs.get(id) ?? -Infinity) <= windowMs) n++;
     }
     return n;
   }
@@ -331,8 +376,8 @@ export class PartitionReplica {
     if (to === node.id) return { ok: true, leaderReplica: to, leaderEpoch: node.term, transferred: false };
     const fromTerm = node.term;
     const r = node.transferLeadership(to);
+    this.drain(); // also after a refusal: the call may have woken a quiesced leader
     if (!r.ok) return r.code === "notLeader" ? this.notLeader()! : errorResult("INVALID_REQUEST", r.reason, { field: "replica" });
-    this.drain();
     const deadline = Date.now() + REPLICA_REQUEST_TIMEOUT_MS;
     for (;;) {
       const n = this.#node;
@@ -365,6 +410,7 @@ export class PartitionReplica {
     if (refused !== null || node === null) return refused!;
     const r = node.proposeConfChange(change);
     if (!r.ok) {
+      this.drain(); // the call may have woken a quiesced leader
       if (r.code === "notLeader" || r.code === "transferInProgress") return this.#proposalRefused(r);
       if (r.code === "invalidConfChange") return errorResult("INVALID_REQUEST", `Membership change refused: ${r.reason}.`, { change });
       return errorResult("REASSIGNMENT_IN_PROGRESS", `Membership change not possible now: ${r.reason}.`, { change });
@@ -381,12 +427,26 @@ export class PartitionReplica {
   onTick(dueMs: number): void {
     if (this.#memberId === null || this.#faults.crashed === true) return;
     const now = Date.now();
-    const next = dueMs + REPLICA_TICK_MS;
-    this.#host.timers.set("tick", next > now ? next : now + REPLICA_TICK_MS);
+    this.#clockQuiesced = this.#node?.quiesced === true;
+    const period = this.#clockQuiesced ? this.#quiescedTickMs : REPLICA_TICK_MS;
+    const next = dueMs + period;
+    this.#host.timers.set("tick", next > now ? next : now + period);
     const node = this.#node;
     if (node === null || this.#faults.paused === true) return;
+    this.#ticks++;
     node.tick();
     this.drain();
+  }
+
+  /** Moves the tick timer when the node quiesced or woke since it was set (after every input). */
+  #syncClock(): void {
+    const node = this.#node;
+    if (node === null || this.#faults.crashed === true || node.quiesced === this.#clockQuiesced) return;
+    this.#clockQuiesced = node.quiesced;
+    const now = Date.now();
+    // Woken: it was quiesced until now (inSyncReplicas keeps the quiesced window one election timeout longer).
+    if (!node.quiesced) this.#quiescedMs = now;
+    this.#host.timers.set("tick", now + (node.quiesced ? this.#quiescedTickMs : REPLICA_TICK_MS));
   }
 
   // ---- the Ready loop ----
@@ -395,6 +455,7 @@ export class PartitionReplica {
   drain(): void {
     try {
       this.#readyLoop();
+      this.#syncClock();
     } catch (err) {
       console.error(`Partition replica ${this.#memberId}: the Ready loop failed; resetting the object`, err);
       this.#node = null;
@@ -496,6 +557,7 @@ export class PartitionReplica {
         id: this.#memberId!,
         electionTicks: REPLICA_ELECTION_TICKS,
         heartbeatTicks: 1,
+        quiesce: true,
         random: (n) => {
           const b = new Uint32Array(1);
           crypto.getRandomValues(b);
@@ -504,7 +566,11 @@ export class PartitionReplica {
       },
       storage,
     );
-    if (this.#host.timers.dueMs("tick") === undefined) this.#host.timers.set("tick", Date.now() + REPLICA_TICK_MS);
+    // A new node is awake: a quiesced (slow) timer left from before the restart is brought forward.
+    this.#clockQuiesced = false;
+    this.#ticks = 0;
+    const due = this.#host.timers.dueMs("tick");
+    if (due === undefined || due > Date.now() + REPLICA_TICK_MS) this.#host.timers.set("tick", Date.now() + REPLICA_TICK_MS);
   }
 
   /** Fault injection (the caller checked the gates and the shape). */

@@ -189,6 +189,12 @@ export interface ReplicaStatus {
   catchUpInstalls: number;
   /** True while this replica pulls a snapshot catch-up from a peer. */
   catchUpRunning: boolean;
+  /** Quiesced (docs/RAFT.md "Quiescence"): an idle partition's replica ticks at the quiesced period. */
+  quiesced?: boolean;
+  /** Milliseconds until this replica's next Raft tick (negative: due), or null when none is set. */
+  nextTickInMs?: number | null;
+  /** Raft ticks this replica's node has taken since it (re)started. */
+  ticks?: number;
 }
 
 /**
@@ -206,6 +212,8 @@ export interface ReplicaTestKnobs {
   holdAfterChunks?: number;
   /** How long a reassignment at this leader waits for its new replica to catch up (ms; default 30 s). */
   reassignWaitMs?: number;
+  /** The tick period of this replica while quiesced (ms; default REPLICA_QUIESCED_TICK_MS, 5 s). */
+  quiescedTickMs?: number;
 }
 
 /** The RPC methods of PartitionDO (named so none collides with the DO's HTTP `fetch`). */

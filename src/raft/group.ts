@@ -46,6 +46,18 @@ export interface RaftGroupConfig {
   compactEveryEntries?: number;
   /** How long a proposal or read waits for its entry to apply before answering REQUEST_TIMED_OUT (ms). @default 5000 */
   requestTimeoutMs?: number;
+  /**
+   * Quiescence (docs/RAFT.md "Quiescence"): an idle group stops ticking every `tickMs`; its
+   * members tick every `quiescedTickMs` instead until something wakes the group. @default true
+   */
+  quiesce?: boolean;
+  /**
+   * The tick period of a quiesced member (ms, >= tickMs): the leader repeats its quiesce
+   * heartbeat at it, and a follower that missed two in a row wakes and runs its election timer
+   * (failure detection of an idle group: a dead leader is replaced within 2-3 of these plus an
+   * election). @default 5000
+   */
+  quiescedTickMs?: number;
 }
 
 /** A configuration with every default filled in. */
@@ -61,6 +73,7 @@ const LIMITS = {
   heartbeatTicks: [1, 999],
   compactEveryEntries: [2, 1_000_000],
   requestTimeoutMs: [100, 120_000],
+  quiescedTickMs: [10, 600_000],
 } as const;
 
 /**
@@ -88,12 +101,16 @@ export function resolveGroupConfig(c: RaftGroupConfig): ResolvedRaftGroupConfig 
     heartbeatTicks: c.heartbeatTicks ?? 1,
     compactEveryEntries: c.compactEveryEntries ?? 1000,
     requestTimeoutMs: c.requestTimeoutMs ?? 5000,
+    quiesce: c.quiesce ?? true,
+    quiescedTickMs: c.quiescedTickMs ?? 5000,
   };
+  if (typeof r.quiesce !== "boolean") return `quiesce must be a boolean, got ${JSON.stringify(r.quiesce)}`;
   for (const [key, [lo, hi]] of Object.entries(LIMITS) as [keyof typeof LIMITS, readonly [number, number]][]) {
     const v = r[key];
     if (!Number.isInteger(v) || v < lo || v > hi) return `${key} must be an integer in [${lo}, ${hi}], got ${v}`;
   }
   if (r.heartbeatTicks >= r.electionTicks) return `heartbeatTicks (${r.heartbeatTicks}) must be < electionTicks (${r.electionTicks})`;
+  if (r.quiescedTickMs < r.tickMs) return `quiescedTickMs (${r.quiescedTickMs}) must be >= tickMs (${r.tickMs})`;
   return r;
 }
 
@@ -116,6 +133,12 @@ export interface RaftMemberStatus {
   /** Index of the latest snapshot (0: none). */
   snapshotIndex: number;
   conf: ConfState;
+  /** Quiesced (docs/RAFT.md "Quiescence"): the member ticks at its quiesced period. */
+  quiesced: boolean;
+  /** Milliseconds until this member's next tick (its pending tick timer; negative: due), or null when none is set. */
+  nextTickInMs: number | null;
+  /** Ticks this member's node has taken since it (re)started (its clock's activity). */
+  ticks: number;
 }
 
 /**

@@ -43,6 +43,12 @@
  *   only after an entry of its own term is committed, and one change at a time.
  * - Learners receive the log, never vote and never count for a quorum.
  * - Linearizable reads via ReadIndex confirmed by a quorum of heartbeat answers; no leases.
+ * - Quiescence (optional, `quiesce`; after CockroachDB's range quiescence): an idle leader sends
+ *   a quiesce heartbeat and stops its heartbeats and CheckQuorum rounds; its followers stop
+ *   their election timers. While `quiesced`, each `tick()` is a slow tick (the shell's quiesced
+ *   period): a leader repeats its quiesce heartbeat, a follower that heard none for
+ *   {@link QUIESCED_MISSED_TICKS} slow ticks wakes. A proposal, a read, a transfer, a campaign,
+ *   a message from a higher term or a `wake` message wakes the group (docs/RAFT.md "Quiescence").
  */
 import { RaftContractError, raftAssert } from "./errors.ts";
 import { RaftLog } from "./log.ts";
@@ -76,9 +82,25 @@ export interface RaftConfig {
   maxInflightMsgs?: number;
   /** Bytes of snapshot data per InstallSnapshot message. @default 1 MiB */
   maxSnapshotChunkBytes?: number;
+  /**
+   * Quiescence (docs/RAFT.md "Quiescence"): an idle leader (everything committed, applied and
+   * durable, every member's match index at the last index, no pending read, transfer or
+   * configuration change, a quorum heard from in this CheckQuorum round) sends a quiesce
+   * heartbeat at its next heartbeat and reports {@link RaftNode.quiesced}; a follower whose log
+   * ends where the leader's does quiesces on it (and answers it, as a heartbeat). A quiesced
+   * member's `tick()` is a slow tick. Every member of a group must agree on it. @default false
+   */
+  quiesce?: boolean;
   /** Injected randomness: an integer in [0, n). The only source of nondeterminism. */
   random: (n: number) => number;
 }
+
+/**
+ * Slow ticks a quiesced follower waits without hearing its leader's quiesce heartbeat before it
+ * wakes (asks the leader to wake and runs its election timer again). The leader repeats its
+ * quiesce heartbeat at each of its slow ticks; two misses in a row tolerate one late or lost one.
+ */
+export const QUIESCED_MISSED_TICKS = 2;
 
 /** What was durable when the member (re)starts. */
 export interface RaftStorageState {
@@ -201,6 +223,7 @@ export class RaftNode {
   readonly #maxMsgBytes: number;
   readonly #maxInflight: number;
   readonly #maxChunkBytes: number;
+  readonly #quiesceEnabled: boolean;
   readonly #random: (n: number) => number;
 
   // ---- persistent (mirrored in storage through Ready) ----
@@ -228,6 +251,12 @@ export class RaftNode {
   #readSeq = 0;
   #readAcks = new Map<NodeId, number>();
   #incoming: IncomingSnapshot | null = null;
+  /** Quiescence: this member is quiesced; a quiesced follower heard its leader since its last slow tick; slow ticks missed in a row. */
+  #quiesced = false;
+  #quiescedHeard = false;
+  #quiescedMisses = 0;
+  /** Follower: the read sequence of the quiesce heartbeat it quiesced on (a later ReadIndex round wakes it). */
+  #quiescedReadSeq = 0;
 
   // ---- output ----
   #msgs: Message[] = [];
@@ -248,6 +277,7 @@ export class RaftNode {
     this.#maxMsgBytes = config.maxMsgBytes ?? 1 << 20;
     this.#maxInflight = config.maxInflightMsgs ?? 16;
     this.#maxChunkBytes = config.maxSnapshotChunkBytes ?? 1 << 20;
+    this.#quiesceEnabled = config.quiesce ?? false;
     this.#random = config.random;
     raftAssert(this.#heartbeatTicks < this.#electionTicks, "config: heartbeatTicks must be < electionTicks");
     raftAssert(this.#maxChunkBytes > 0 && this.#maxMsgEntries > 0 && this.#maxInflight > 0, "config: limits must be positive");
@@ -347,6 +377,14 @@ export class RaftNode {
   entries(lo: number, hi: number): Entry[] {
     return this.log.slice(lo, hi);
   }
+  /**
+   * Quiescence (docs/RAFT.md "Quiescence"): true while this member is quiesced. The shell may
+   * then tick at its slow, quiesced period instead of its tick period (a quiesced `tick()` is a
+   * slow tick); it reads this after each input, since any input may wake the member.
+   */
+  get quiesced(): boolean {
+    return this.#quiesced;
+  }
   /** Leader only: a follower's match index (tests). */
   matchOf(id: NodeId): number | undefined {
     return this.#progress.get(id)?.match;
@@ -371,8 +409,75 @@ export class RaftNode {
   /** One logical clock tick. */
   tick(): void {
     this.#assertIdle("tick()");
-    if (this.#role === "leader") this.#tickLeader();
+    if (this.#quiesced) this.#tickQuiesced();
+    else if (this.#role === "leader") this.#tickLeader();
     else this.#tickElection();
+  }
+
+  /**
+   * A slow tick while quiesced: the leader repeats its quiesce heartbeat (so its followers know
+   * it is alive); a follower that heard no quiesce heartbeat since its previous slow tick counts
+   * a miss and wakes after {@link QUIESCED_MISSED_TICKS} in a row (failure detection while quiesced).
+   */
+  #tickQuiesced(): void {
+    if (this.#role === "leader") {
+      this.#bcastQuiesce();
+      return;
+    }
+    if (this.#quiescedHeard) {
+      this.#quiescedHeard = false;
+      this.#quiescedMisses = 0;
+      return;
+    }
+    if (++this.#quiescedMisses >= QUIESCED_MISSED_TICKS) this.#wake();
+  }
+
+  /**
+   * Leaves quiescence. A leader starts a fresh CheckQuorum round and heartbeats at once; a
+   * follower runs its election timer from zero and asks its leader to wake (when the leader is
+   * alive it heartbeats back at once; when it is not, the election timer elects another). A
+   * follower woken by a client request (`request`) wakes the other voters too, so that if the
+   * leader is dead their election timers (and leader stickiness) start together and the first
+   * to time out is elected within one election timeout of the request.
+   */
+  #wake(request = false): void {
+    if (!this.#quiesced) return;
+    this.#quiesced = false;
+    this.#quiescedHeard = false;
+    this.#quiescedMisses = 0;
+    this.#electionElapsed = 0;
+    this.#heartbeatElapsed = 0;
+    if (this.#role === "leader") {
+      for (const pr of this.#progress.values()) pr.recentActive = false;
+      this.#bcastHeartbeat();
+    } else if (request) {
+      for (const v of this.#conf.voters) if (v !== this.id) this.#send({ type: "wake", to: v, from: this.id, term: this.#term });
+    } else if (this.#leaderId !== null) {
+      this.#send({ type: "wake", to: this.#leaderId, from: this.id, term: this.#term });
+    }
+  }
+
+  /**
+   * Leader: the group is idle (docs/RAFT.md "Quiescence"): everything is committed in this
+   * term, applied and durable; every member (voters and learners) has acknowledged the last
+   * index and is not being sent a snapshot; no read, transfer or configuration change is
+   * pending; and a quorum was heard from in this CheckQuorum round.
+   */
+  #canQuiesce(): boolean {
+    if (!this.#quiesceEnabled || this.#role !== "leader" || this.#leadTransferee !== null) return false;
+    if (this.#pendingReads.length > 0 || this.#readsAwaitingCommit.length > 0) return false;
+    const last = this.log.lastIndex();
+    if (this.#commit !== last || this.#applied !== last || this.log.stableIndex !== last || this.log.term(last) !== this.#term) return false;
+    for (const pr of this.#progress.values()) if (pr.match !== last || pr.state === "snapshot") return false;
+    return this.#quorumActive();
+  }
+
+  /** Leader: the quiesce heartbeat to every member (carrying the commit, which equals the last index). */
+  #bcastQuiesce(): void {
+    const quiesce = { lastIndex: this.log.lastIndex(), lastTerm: this.log.lastTerm() };
+    for (const pr of this.#progress.values()) {
+      this.#send({ type: "heartbeat", to: pr.id, from: this.id, term: this.#term, commit: Math.min(pr.match, this.#commit), readSeq: this.#readSeq, quiesce: { ...quiesce } });
+    }
   }
 
   #tickElection(): void {
@@ -401,8 +506,26 @@ export class RaftNode {
     }
     if (this.#heartbeatElapsed >= this.#heartbeatTicks) {
       this.#heartbeatElapsed = 0;
-      this.#bcastHeartbeat();
+      // Quiesce instead of heartbeating when idle. Answers (to the quiesce heartbeat, or late
+      // ones to earlier heartbeats) do not wake it: the group is still idle after them.
+      if (this.#canQuiesce()) {
+        this.#quiesced = true;
+        this.#bcastQuiesce();
+      } else {
+        this.#bcastHeartbeat();
+      }
     }
+  }
+
+  /**
+   * Quiescence: a request for the group arrived that the shell refuses or answers without the
+   * core (a follower's NOT_LEADER): a quiesced member wakes as a proposal would wake it (a
+   * follower runs its election timer again and asks its leader and the other voters to wake).
+   * No-op when awake or with quiescence off.
+   */
+  wake(): void {
+    this.#assertIdle("wake()");
+    this.#wake(true);
   }
 
   /**
@@ -412,6 +535,7 @@ export class RaftNode {
    */
   propose(data: Uint8Array): ProposeResult {
     this.#assertIdle("propose()");
+    this.#wake(true);
     if (this.#role !== "leader") return { ok: false, code: "notLeader", leaderId: this.#leaderId };
     if (this.#leadTransferee !== null) return { ok: false, code: "transferInProgress", leaderId: this.#leadTransferee };
     if (data.byteLength > this.#maxMsgBytes) return { ok: false, code: "tooLarge", reason: `${data.byteLength} bytes > maxMsgBytes ${this.#maxMsgBytes}` };
@@ -426,6 +550,7 @@ export class RaftNode {
    */
   proposeConfChange(change: ConfChange): ProposeResult {
     this.#assertIdle("proposeConfChange()");
+    this.#wake(true);
     if (this.#role !== "leader") return { ok: false, code: "notLeader", leaderId: this.#leaderId };
     if (this.#leadTransferee !== null) return { ok: false, code: "transferInProgress", leaderId: this.#leadTransferee };
     if (this.log.term(this.#commit) !== this.#term) return { ok: false, code: "noCommitInTerm", reason: "the leader has not committed an entry of its term yet" };
@@ -470,6 +595,7 @@ export class RaftNode {
    */
   readIndex(ctx: string): { ok: true } | { ok: false; code: "notLeader"; leaderId: NodeId | null } {
     this.#assertIdle("readIndex()");
+    this.#wake(true);
     if (this.#role !== "leader") return { ok: false, code: "notLeader", leaderId: this.#leaderId };
     // The commit index of a new leader may lag the true one until it commits in its term.
     if (this.log.term(this.#commit) !== this.#term) {
@@ -508,6 +634,7 @@ export class RaftNode {
    */
   transferLeadership(to: NodeId): { ok: true } | { ok: false; code: "notLeader" | "invalid"; reason: string } {
     this.#assertIdle("transferLeadership()");
+    this.#wake(true);
     if (this.#role !== "leader") return { ok: false, code: "notLeader", reason: "not the leader" };
     if (to === this.id) return { ok: true };
     if (!this.#isVoter(to)) return { ok: false, code: "invalid", reason: `${to} is not a voter` };
@@ -538,6 +665,9 @@ export class RaftNode {
   step(m: Message): void {
     this.#assertIdle("step()");
     raftAssert(m.to === this.id, `step: message for ${m.to} given to ${this.id}`);
+    // Quiescence: a campaign, a wake request or a sign of an awake leader wakes a quiesced
+    // member (a message from a higher term resets it below; one from a lower term is stale).
+    if (this.#quiesced && m.term >= this.#term && this.#wakesOn(m)) this.#wake();
     if (m.term > this.#term) {
       if (m.type === "preVote" || m.type === "vote") {
         const force = m.type === "vote" && m.transfer;
@@ -572,6 +702,8 @@ export class RaftNode {
     switch (this.#role) {
       case "leader":
         this.#stepLeader(m);
+        // Answers to earlier messages keep it quiesced; anything that needs work wakes it.
+        if (this.#quiesced && !this.#canQuiesce()) this.#wake();
         break;
       case "candidate":
       case "preCandidate":
@@ -580,6 +712,32 @@ export class RaftNode {
       case "follower":
         this.#stepFollower(m);
         break;
+    }
+  }
+
+  /** Whether message `m` (of this term or a higher one) wakes this quiesced member before it is stepped. */
+  #wakesOn(m: Message): boolean {
+    switch (m.type) {
+      case "preVote":
+      case "vote":
+        // A campaign by a voter of our configuration (a removed member that never learnt of its
+        // removal campaigns forever: it must not keep the group awake).
+        return this.#isVoter(m.from);
+      case "timeoutNow":
+      case "snapshot":
+        return true;
+      case "wake":
+        // At a follower: a peer woken by a client request (see #wake).
+        return this.#role === "leader" || this.#isVoter(m.from);
+      case "heartbeat":
+        // A ReadIndex round the follower has not seen: the leader is serving, awake. Another
+        // heartbeat of its leader is answered but keeps it quiesced (a late one from before the
+        // quiesce, or the leader was woken by someone else and quiesces again at its next heartbeat).
+        return this.#role !== "leader" && m.quiesce === undefined && m.readSeq > this.#quiescedReadSeq;
+      default:
+        // Appends are judged after they are stepped (a duplicate that changes nothing keeps the
+        // follower quiesced); answers to a leader's earlier messages are judged by #canQuiesce.
+        return false;
     }
   }
 
@@ -600,14 +758,39 @@ export class RaftNode {
 
   #stepFollower(m: Message): void {
     switch (m.type) {
-      case "append":
+      case "append": {
         this.#electionElapsed = 0;
         this.#leaderId = m.from;
+        const before = [this.log.lastIndex(), this.log.lastTerm(), this.#commit];
         this.#handleAppend(m);
+        if (this.#quiesced) {
+          // A duplicate of an append from before the quiesce changes nothing: stay quiesced.
+          if (this.log.lastIndex() !== before[0] || this.log.lastTerm() !== before[1] || this.#commit !== before[2]) this.#wake();
+          else this.#quiescedHeard = true;
+        }
         break;
+      }
       case "heartbeat":
         this.#electionElapsed = 0;
         this.#leaderId = m.from;
+        if (m.quiesce !== undefined && this.#quiesceEnabled) {
+          // Quiesce only with a log that ends where the leader's does and the leader's commit.
+          if (this.log.lastIndex() === m.quiesce.lastIndex && this.log.lastTerm() === m.quiesce.lastTerm && m.commit === m.quiesce.lastIndex) {
+            this.#commitTo(m.commit);
+            this.#quiesced = true;
+            this.#quiescedHeard = true;
+            this.#quiescedReadSeq = m.readSeq;
+            // Answered, as a heartbeat: the leader keeps knowing which members are alive while
+            // the group is quiet (a partition's in-sync replicas), and the answer keeps it quiet.
+            this.#send({ type: "heartbeatResp", to: m.from, from: this.id, term: this.#term, readSeq: m.readSeq });
+            return;
+          }
+          // A lagging or divergent log must not quiesce: answer, and ask the leader to wake.
+          if (this.#quiesced) this.#wake();
+          else this.#send({ type: "wake", to: m.from, from: this.id, term: this.#term });
+        } else if (this.#quiesced) {
+          this.#quiescedHeard = true;
+        }
         this.#commitTo(Math.min(m.commit, this.log.lastIndex()));
         this.#send({ type: "heartbeatResp", to: m.from, from: this.id, term: this.#term, readSeq: m.readSeq });
         break;
@@ -692,6 +875,9 @@ export class RaftNode {
       this.#term = term;
       this.#vote = null;
     }
+    this.#quiesced = false;
+    this.#quiescedHeard = false;
+    this.#quiescedMisses = 0;
     this.#leaderId = null;
     this.#electionElapsed = 0;
     this.#heartbeatElapsed = 0;

@@ -96,7 +96,18 @@ export type Message =
       /** ... and that term (0 when unknown). */
       hintTerm: number;
     })
-  | (MessageBase & { type: "heartbeat"; commit: number; readSeq: number })
+  | (MessageBase & {
+      type: "heartbeat";
+      commit: number;
+      readSeq: number;
+      /**
+       * Quiescence (docs/RAFT.md "Quiescence"): present on a leader's quiesce heartbeat, with the
+       * leader's last log index and term. A follower whose log ends at the same (index, term) and
+       * whose commit reaches `commit` stops its election timer; its answer (as to a heartbeat)
+       * keeps the leader quiesced.
+       */
+      quiesce?: { lastIndex: number; lastTerm: number };
+    })
   | (MessageBase & { type: "heartbeatResp"; readSeq: number })
   | (MessageBase & {
       type: "snapshot";
@@ -119,7 +130,13 @@ export type Message =
       done: boolean;
       matchIndex: number;
     })
-  | (MessageBase & { type: "timeoutNow" });
+  | (MessageBase & { type: "timeoutNow" })
+  /**
+   * Quiescence: a quiesced follower woken by something other than its leader (a client request,
+   * a vote request, missed quiesce heartbeats) asks its leader to wake; a leader answers any
+   * message by waking and heartbeating at once.
+   */
+  | (MessageBase & { type: "wake" });
 
 export type MessageType = Message["type"];
 

@@ -32,6 +32,8 @@ describe("simulator", () => {
       crashes: 0,
       crashesAfterPersist: 0,
       partitions: 0,
+      quiesces: 0,
+      wakes: 0,
     };
     for (let seed = 1; seed <= 400; seed++) {
       const r = runSeed({ seed });

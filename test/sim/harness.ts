@@ -28,6 +28,8 @@ export interface HarnessOptions {
   random?: (n: number) => number;
   /** Applied index per member at start (default: its snapshot's index). */
   applied?: Record<NodeId, number>;
+  /** Quiescence of idle groups (docs/RAFT.md "Quiescence"). @default false */
+  quiesce?: boolean;
 }
 
 const enc = new TextEncoder();
@@ -73,6 +75,7 @@ export class Harness {
       checkQuorum: this.opts.checkQuorum ?? true,
       maxMsgEntries: this.opts.maxMsgEntries ?? 256,
       maxSnapshotChunkBytes: this.opts.maxSnapshotChunkBytes ?? 1 << 20,
+      quiesce: this.opts.quiesce ?? false,
       // By default election timeouts are exactly electionTicks: the test decides who times out first.
       random: this.opts.random ?? (() => 0),
     };
@@ -144,6 +147,25 @@ export class Harness {
       this.settle();
       onRound?.();
     }
+  }
+
+  /**
+   * Ticks as the Durable Object shells do (docs/RAFT.md "Quiescence"): each round ticks every
+   * live member that is awake, and a quiesced member only every `slowEvery` rounds (its slow,
+   * quiesced period), settling after each round. Stops early when `until` holds.
+   * @returns the rounds run.
+   */
+  tickShells(rounds: number, slowEvery: number, until?: () => boolean): number {
+    for (let i = 1; i <= rounds; i++) {
+      for (const id of this.ids) {
+        if (this.down.has(id)) continue;
+        const n = this.nodes.get(id)!;
+        if (!n.quiesced || i % slowEvery === 0) n.tick();
+      }
+      this.settle();
+      if (until?.()) return i;
+    }
+    return rounds;
   }
 
   /** Ticks `id` until it leads (at most 3 election timeouts). */

@@ -37,6 +37,8 @@ export interface SimOptions {
   faultMs?: number;
   /** Simulated milliseconds of quiet at the end (liveness). @default 1500 */
   quietMs?: number;
+  /** Quiescence of idle groups (docs/RAFT.md "Quiescence"). @default true */
+  quiesce?: boolean;
 }
 
 export type ViolationKind = "electionSafety" | "ackedEntryLost" | "logMatching" | "leaderCompleteness" | "stateMachineSafety" | "linearizability" | "assertion" | "liveness";
@@ -65,6 +67,9 @@ export interface SimStats {
   crashes: number;
   crashesAfterPersist: number;
   partitions: number;
+  /** Members that quiesced (each time), and woke. */
+  quiesces: number;
+  wakes: number;
 }
 
 class Violation extends Error {
@@ -196,6 +201,9 @@ class SimNode {
   proposals = new Map<string, Req>();
   reads = new Map<string, { req: Req; index: number }>();
   readsWaiting = new Map<string, Req>();
+  // the shell's clock: the pending tick is the slow (quiesced) one; set the next tick (bumps the generation)
+  slowClock = false;
+  setClock: (delayMs: number) => void = () => {};
 
   constructor(id: NodeId, storage: RaftStorageState, tickMs: number, diskLo: number, diskHi: number) {
     this.id = id;
@@ -238,6 +246,8 @@ class Simulation {
     crashes: 0,
     crashesAfterPersist: 0,
     partitions: 0,
+    quiesces: 0,
+    wakes: 0,
   };
   // fault parameters
   readonly n: number;
@@ -255,6 +265,9 @@ class Simulation {
   readonly raftKnobs: { heartbeatTicks: number; maxMsgEntries: number; maxInflightMsgs: number; maxSnapshotChunkBytes: number; maxMsgBytes: number };
   readonly faultMs: number;
   readonly quietMs: number;
+  readonly quiesce: boolean;
+  /** The shells' quiesced tick period (ms of simulated time). */
+  readonly quiescedTickMs: number;
   quiet = false;
   livenessTarget = 0;
   // checker state
@@ -317,6 +330,8 @@ class Simulation {
     }
     const nClients = rng.range(1, 4);
     for (let i = 0; i < nClients; i++) this.clients.push({ id: i, busy: false, current: -1, leaderHint: null });
+    this.quiesce = opts.quiesce ?? true;
+    this.quiescedTickMs = rng.pick([40, 100, 200]);
   }
 
   // ---- event loop ----
@@ -371,6 +386,7 @@ class Simulation {
         id: node.id,
         electionTicks: 10,
         ...this.raftKnobs,
+        quiesce: this.quiesce,
         random: (k) => this.rng.int(k),
       },
       storage,
@@ -383,12 +399,21 @@ class Simulation {
     node.proposals.clear();
     node.reads.clear();
     node.readsWaiting.clear();
-    const tick = () => {
-      if (node.incarnation !== inc || node.raft === null) return;
+    // The clock as a Durable Object shell runs it: one pending tick, at the tick period or, while
+    // the member is quiesced, at the quiesced period; moved at once when the member quiesces or
+    // wakes (afterStep).
+    let gen = 0;
+    const tick = (g: number) => {
+      if (node.incarnation !== inc || node.raft === null || g !== gen) return;
+      node.setClock(node.slowClock ? this.quiescedTickMs : node.tickMs);
       this.input(node, () => node.raft!.tick());
-      this.at(node.tickMs, tick);
     };
-    this.at(this.rng.range(1, node.tickMs), tick);
+    node.slowClock = false;
+    node.setClock = (delayMs) => {
+      const g = ++gen;
+      this.at(delayMs, () => tick(g));
+    };
+    node.setClock(this.rng.range(1, node.tickMs));
   }
 
   crash(node: SimNode): void {
@@ -419,6 +444,12 @@ class Simulation {
   afterStep(node: SimNode): void {
     const r = node.raft;
     if (r === null) return;
+    if (r.quiesced !== node.slowClock) {
+      node.slowClock = r.quiesced;
+      if (r.quiesced) this.stats.quiesces++;
+      else this.stats.wakes++;
+      node.setClock(r.quiesced ? this.quiescedTickMs : node.tickMs);
+    }
     if (r.term > this.stats.maxTerm) this.stats.maxTerm = r.term;
     if (r.role === "leader") {
       const prev = this.leaderOfTerm.get(r.term);
@@ -797,6 +828,14 @@ class Simulation {
       const x = this.nodes.get(id)!;
       if (x.raft === null || x.applied < this.livenessTarget) {
         throw new Violation("liveness", `${id} applied ${x.applied} < ${this.livenessTarget}, committed 500 ms before the end of ${this.quietMs} ms of quiet`);
+      }
+    }
+    // Quiescence: with no client load, no faults and a healed network, the group goes quiet:
+    // the leader and every member of its configuration are quiesced at the end.
+    if (this.quiesce) {
+      for (const id of [top.id, ...members]) {
+        const x = this.nodes.get(id)!;
+        if (!x.raft!.quiesced) throw new Violation("liveness", `${id} (${x.raft!.role}, term ${x.raft!.term}) is not quiesced after ${this.quietMs} ms of quiet`);
       }
     }
   }

@@ -9,7 +9,7 @@ import { raftMemberName, resolveGroupConfig } from "../../src/raft/group.ts";
 describe("resolveGroupConfig", () => {
   const base = { groupId: "metadata", members: [{ id: "m1" }, { id: "m2", locationHint: "weur" as const }, { id: "m3" }], stateMachine: "sequence" };
 
-  it("fills in the defaults (100 ms ticks, 10-tick election timeout, heartbeat every tick)", () => {
+  it("fills in the defaults (100 ms ticks, 10-tick election timeout, heartbeat every tick, quiescence on with a 5 s quiesced tick)", () => {
     expect(resolveGroupConfig(base)).toEqual({
       groupId: "metadata",
       members: [{ id: "m1" }, { id: "m2", locationHint: "weur" }, { id: "m3" }],
@@ -19,6 +19,8 @@ describe("resolveGroupConfig", () => {
       heartbeatTicks: 1,
       compactEveryEntries: 1000,
       requestTimeoutMs: 5000,
+      quiesce: true,
+      quiescedTickMs: 5000,
     });
   });
 
@@ -32,6 +34,9 @@ describe("resolveGroupConfig", () => {
     expect(refused({ tickMs: 5 })).toMatch(/tickMs must be an integer in \[10, 10000\]/);
     expect(refused({ electionTicks: 3, heartbeatTicks: 3 })).toMatch(/heartbeatTicks \(3\) must be < electionTicks \(3\)/);
     expect(refused({ stateMachine: "" })).toMatch(/stateMachine/);
+    expect(refused({ quiesce: "yes" })).toMatch(/quiesce must be a boolean/);
+    expect(refused({ tickMs: 100, quiescedTickMs: 50 })).toMatch(/quiescedTickMs \(50\) must be >= tickMs \(100\)/);
+    expect(refused({ quiescedTickMs: 700_000 })).toMatch(/quiescedTickMs must be an integer/);
   });
 
   it("names a member's object after its group", () => {

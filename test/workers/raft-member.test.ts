@@ -26,6 +26,9 @@ function groupConfig(ids: string[], extra: Partial<RaftGroupConfig> = {}): RaftG
     electionTicks: ELECTION_TICKS,
     compactEveryEntries: 8,
     requestTimeoutMs: 3000,
+    // Idle groups quiesce (docs/RAFT.md "Quiescence"); a leader stopped while its group is quiet
+    // is noticed after 2-3 quiesced ticks: 1 s here (5 s by default) keeps those waits short.
+    quiescedTickMs: 1000,
     ...extra,
   };
 }
@@ -370,10 +373,15 @@ describe("a 3-member Raft group of Durable Objects", () => {
     // One-way: the leader still sends, but hears no one: CheckQuorum makes it step down, and the
     // two others (which hear nothing from it either way once it stops) elect a new leader.
     expect((await member(config.groupId, first.memberId).setFaults({ dropFrom: [f, other] })).ok).toBe(true);
+    // An idle group is quiesced, and a quiesced leader runs no CheckQuorum round (nothing needs a
+    // leader; docs/RAFT.md "Quiescence"): a read wakes it. The read is never confirmed (no answer
+    // arrives), and is refused when the leader steps down.
+    const read = member(config.groupId, first.memberId).read({});
     await until("the leader that hears no one to step down", async () => {
       const st = await status(config.groupId, first.memberId);
       return st !== null && st.role !== "leader" ? true : undefined;
     });
+    expect(await read).toMatchObject({ ok: false, code: "NOT_LEADER" });
     const second = await leaderOf(config.groupId, [f, other]);
     expect(second.term).toBeGreaterThan(first.term);
     expect((await member(config.groupId, first.memberId).setFaults({})).ok).toBe(true);
