@@ -144,8 +144,13 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
         sql: this.sql,
         peers: this.#peers,
         timers: lazyTimers(() => this.timers("streams")),
-        commit: (cmd) => this.#commit(cmd),
+        commit: (cmd, alsoWrite) => this.#commit(cmd, alsoWrite ?? null),
         destroySelf: (d) => this.#destroySelf(d),
+        replication: {
+          active: () => this.#replica.active,
+          notLeader: () => this.#replica.notLeader(),
+          propose: (entry, blobs) => this.#replicated.proposeStream(entry, blobs),
+        },
       },
       this.#log,
       this.#waiters,
@@ -199,15 +204,19 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
       aliveReplica: () => this.#aliveReplica(),
       peer: (id) => this.#peerReplica(id),
       configsApplied: () => this.#configsApplied(),
+      applyStream: (term, entry, blobs, writeApplied) => this.#streams.applyEntry(term, entry, blobs, writeApplied),
     });
     this.#catchUp = new ReplicaCatchUp({
       log: this.#log,
       producers: this.#producers,
       lifecycle: this.#lifecycle,
+      streams: this.#streams,
       replica: this.#replica,
       commit: (cmd, alsoWrite) => this.#commit(cmd, alsoWrite ?? null),
       peer: (id) => this.#peerReplica(id),
       installed: () => {
+        // The stream tail cache may hold values of a replaced log.
+        this.#streamsRead.reset();
         this.#lifecycle.reset();
         this.#lifecycle.load(Date.now());
         // The install may carry configs changed while this replica was away.
@@ -773,9 +782,13 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
    * already, with no room awaiting it), then the fork source's reference is released.
    */
   async #destroySelf(d: SelfDestroy): Promise<void> {
-    await this.#destroyLocal();
+    // A replicated stream (marked deleted on every replica by a committed entry): the topic's
+    // delete destroys all the replicas through r1 (this one included), so r1 still knows its peers.
+    const replicated = this.#replica.active;
+    if (!replicated) await this.#destroyLocal();
     const r = await this.#peers.metadata.deleteTopic(d.topic);
     if (!r.ok && r.code !== "UNKNOWN_TOPIC_OR_PARTITION") throw new Error(`deleting topic ${d.topic} failed: ${r.code}`);
+    if (replicated && !this.#destroyed) await this.#destroyLocal();
     const f = d.releaseFork;
     if (f === null) return;
     const rr = await this.#peers.partition(f.sourceTopicId, 0).dsRelease(f.sourcePath);

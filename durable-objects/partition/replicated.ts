@@ -17,6 +17,7 @@ import { PRODUCER_EXPIRY_TIMER, type ProducersCommand, type ProducersRoom } from
 import { decodeReplicated, encodeReplicated, type PartitionReplica, type ReplicatedCommand } from "./replica.ts";
 import { ReplicaTail } from "./replica-tail.ts";
 import { isStaleConfigsPush } from "../../src/partition/configs-order.ts";
+import type { StreamEntry } from "../../src/streams/replicated.ts";
 
 /** What a committed entry writes: the rooms' parts of a native append (no stream, no subscription part). */
 export type ReplicatedWrite = LogCommand & ProducersCommand & LifecycleCommandPart & { stream: null };
@@ -41,6 +42,11 @@ export interface ReplicatedHost {
   peer: (replicaId: string) => PartitionRpc;
   /** After a config change was applied: the timers and policies that follow the configs. */
   configsApplied: () => void;
+  /**
+   * Applies a committed Durable Streams entry (the streams room decides it on the committed
+   * state and commits with `writeApplied` in the same transaction). @returns the leader's answer.
+   */
+  applyStream: (term: number, entry: StreamEntry, blobs: Uint8Array[], writeApplied: () => void) => unknown;
 }
 
 /** How long a config change waits for a leader to be found or elected (ms): as the gateway's LEADER_WAIT_MS. */
@@ -109,7 +115,7 @@ export class ReplicatedAppends {
       const end = this.#h.log.state!.logEndOffset;
       const cmd = e.type === "normal" ? decodeReplicated(e.data) : null;
       if (cmd === null || cmd.kind === "deleteRecords" || cmd.kind === "configs") this.#tail.skip(e.index, end);
-      else if (cmd.kind === "expireProducers") this.#tail.add(e.index, null, end, () => undefined);
+      else if (cmd.kind === "expireProducers" || cmd.kind === "stream") this.#tail.add(e.index, null, end, () => undefined);
       else {
         const scanned = this.#h.log.scanCommitted(cmd.batches);
         if ("code" in scanned) this.#tail.skip(e.index, end);
@@ -158,6 +164,11 @@ export class ReplicatedAppends {
     const cmd = decodeReplicated(data);
     if (cmd.kind === "deleteRecords") return this.#applyDeleteRecords(index, cmd.offset, writeApplied);
     if (cmd.kind === "configs") return this.#applyConfigs(index, cmd.configs, cmd.configsOffset, writeApplied);
+    if (cmd.kind === "stream") {
+      const answer = this.#h.applyStream(term, cmd.stream, cmd.blobs, writeApplied);
+      this.#checkPrediction(index, null);
+      return answer;
+    }
     const decided = this.#decideReplicated(cmd, term);
     let result: RpcResult<AppendOk> | null;
     if ("result" in decided) {
@@ -224,6 +235,21 @@ export class ReplicatedAppends {
     if (proposed!.index !== null) this.#tail.add(proposed!.index, null, this.#h.log.state!.logEndOffset, () => undefined);
     await proposed!.answer;
     this.#h.producers.rearm(Date.now());
+  }
+
+  // ---- Durable Streams writes as replicated commands ----
+
+  /**
+   * Proposes one Durable Streams write at the leader (the streams room checked leadership) and
+   * answers with its apply here, NOT_LEADER_OR_FOLLOWER or REQUEST_TIMED_OUT. Its outcome (how
+   * many records it appends, if any) is known only at apply: the acks=1 prediction stops at it.
+   */
+  async proposeStream(stream: StreamEntry, blobs: Uint8Array[]): Promise<unknown> {
+    this.#h.aliveReplica();
+    this.#buildTail();
+    const [proposed] = this.#h.replica.proposeAll([encodeReplicated({ kind: "stream", stream, blobs })]);
+    if (proposed!.index !== null) this.#tail.add(proposed!.index, null, this.#h.log.state!.logEndOffset, () => undefined);
+    return proposed!.answer;
   }
 
   // ---- deleteRecords (KIP-107) as a replicated command ----

@@ -169,6 +169,9 @@ export class StreamsRead {
   }
 
   async dsForkSource(req: ForkSourceRequest): Promise<RpcResult<ForkSourceOk>> {
+    if (this.#state.replicated) {
+      return errorResult("INVALID_REQUEST", "Forks of replicated streams (replication.factor 3) are not supported yet.", { replicationFactor: 3 });
+    }
     const log = this.#log.state;
     const m0 = this.#state.meta;
     if (log === null || m0 === null || m0.path !== req.path) return errorResult("STREAM_NOT_FOUND", "The fork source does not exist.");
