@@ -1,0 +1,197 @@
+/**
+ * Durable Streams on replicated partitions (docs/DURABLE-STREAMS.md "Replicated streams";
+ * docs/RAFT.md "Replicated partitions"): a stream created with `Edgelog-Replication-Factor: 3`
+ * lives on three partition objects forming a Raft group; every stream write is a Raft entry
+ * decided by every replica at apply. Three replicas in one workerd, real alarms and RPC, driven
+ * through the real gateway; fault injection (EDGELOG_RAFT_FAULTS, on in this tier) crashes
+ * replicas. Times are not asserted (they depend on the machine's load).
+ */
+import { env, runInDurableObject } from "cloudflare:test";
+import { afterEach, describe as suite, expect, it } from "vitest";
+import { partitionObjectName } from "../../src/partition/rpc.ts";
+import type { ErrorBody, TopicDescription } from "../../src/protocol/index.ts";
+import type { StreamRpc } from "../../src/streams/rpc.ts";
+import { call, expectError, json, oneRecordBatch, randomTopic } from "./helpers.ts";
+import { REPLICAS as IDS, leaderOf, replica, replicaLog, sleep, status, until } from "./replica-helpers.ts";
+
+const token = (n: number) => `${String(n).padStart(16, "0")}_0000000000000000`;
+const stream = (path: string, init?: RequestInit) => call(`/v1/stream/${path}`, init);
+const put = (path: string, headers: Record<string, string>, body?: BodyInit) => stream(path, { method: "PUT", headers, ...(body !== undefined ? { body } : {}) });
+const post = (path: string, headers: Record<string, string>, body?: BodyInit) => stream(path, { method: "POST", headers, ...(body !== undefined ? { body } : {}) });
+const RF3 = { "Edgelog-Replication-Factor": "3" };
+const producer = (id: string, epoch: number, seq: number) => ({ "Producer-Id": id, "Producer-Epoch": String(epoch), "Producer-Seq": String(seq) });
+
+/** Topics whose replicas this file started: made to act crashed after each test, so no clock runs on. */
+const started: string[] = [];
+afterEach(async () => {
+  await Promise.all(started.splice(0).flatMap((topicId) => IDS.map((id) => replica(topicId, id).setFaults({ crashed: true }))));
+});
+
+function stubOf(topicId: string, id: string): DurableObjectStub {
+  const base = partitionObjectName(topicId, 0);
+  return env.PARTITION.getByName(id === "r1" ? base : `${base}/${id}`);
+}
+
+/** Creates a replicated text stream through the gateway: its topic, checked at replication.factor 3. */
+async function createStream(path: string, headers: Record<string, string> = {}, body?: string): Promise<TopicDescription> {
+  const res = await put(path, { "content-type": "text/plain", ...RF3, ...headers }, body);
+  expect(res.status, await res.clone().text()).toBe(201);
+  const t = (await (await call(`/v1/topics/${res.headers.get("Edgelog-Topic")}`)).json()) as TopicDescription;
+  expect(t.configs["replication.factor"]).toBe(3);
+  started.push(t.topicId);
+  return t;
+}
+
+/** The streams room's rows of a replica (every column), and its log as (offset, value, leader epoch). */
+async function dsState(topicId: string, id: string) {
+  const rows = await runInDurableObject(stubOf(topicId, id), (_o, state) => ({
+    stream: state.storage.sql.exec("SELECT * FROM ds_stream").toArray(),
+    producers: state.storage.sql.exec("SELECT * FROM ds_producers ORDER BY producer_id").toArray(),
+  }));
+  return { ...rows, log: await replicaLog(topicId, id) };
+}
+
+/** Waits until every replica has applied everything the leader committed (no entry in flight). */
+async function settled(topicId: string): Promise<void> {
+  await until("every replica applied the leader's commit", async () => {
+    const l = await leaderOf(topicId);
+    if (l.appliedIndex !== l.lastIndex) return undefined;
+    for (const id of IDS) if ((await status(topicId, id))?.appliedIndex !== l.appliedIndex) return undefined;
+    return true;
+  });
+}
+
+/** The three replicas' streams rooms and logs are identical; @returns the leader's. */
+async function expectSameOnAll(topicId: string): Promise<Awaited<ReturnType<typeof dsState>>> {
+  await settled(topicId);
+  const all = await Promise.all(IDS.map((id) => dsState(topicId, id)));
+  for (let k = 1; k < all.length; k++) expect(all[k], IDS[k]).toEqual(all[0]);
+  return all[0]!;
+}
+
+async function retriable(res: Response): Promise<boolean> {
+  if (res.status < 500) return false;
+  const body = (await res.json()) as ErrorBody;
+  return body.error.retriable;
+}
+
+suite("durable streams at replication.factor 3", () => {
+  it("creates, appends with idempotent producers, reads back at the leader; the ds_* state and the log are the same on all three", async () => {
+    const path = randomTopic("rs");
+    const t = await createStream(path, {}, "a");
+    const leader = await leaderOf(t.topicId);
+    // PUT is idempotent; another factor for an existing stream is a conflict; bad factors are refused.
+    expect((await put(path, { "content-type": "text/plain", ...RF3 })).status).toBe(200);
+    expect((await put(path, { "content-type": "text/plain" })).status).toBe(200);
+    await expectError(await put(path, { "content-type": "text/plain", "Edgelog-Replication-Factor": "1" }), "STREAM_CONFLICT", 409);
+    await expectError(await put(randomTopic("rs"), { "content-type": "text/plain", "Edgelog-Replication-Factor": "2" }), "INVALID_REQUEST", 400);
+
+    let r = await post(path, { "content-type": "text/plain", ...producer("p", 0, 0) }, "b");
+    expect(r.status).toBe(200);
+    expect([r.headers.get("Stream-Next-Offset"), r.headers.get("Producer-Epoch"), r.headers.get("Producer-Seq")]).toEqual([token(2), "0", "0"]);
+    expect((await post(path, { "content-type": "text/plain", ...producer("p", 0, 1) }, "c")).status).toBe(200);
+    // A retry is a duplicate: 204, nothing written.
+    r = await post(path, { "content-type": "text/plain", ...producer("p", 0, 1) }, "c");
+    expect([r.status, r.headers.get("Producer-Seq"), r.headers.get("Stream-Next-Offset")]).toEqual([204, "1", token(3)]);
+    // A plain append, then a long-poll at the tail woken by the next append.
+    expect((await post(path, { "content-type": "text/plain" }, "d")).status).toBe(204);
+    const poll = stream(`${path}?offset=${token(4)}&live=long-poll`);
+    await sleep(100);
+    expect((await post(path, { "content-type": "text/plain", ...producer("q", 3, 0) }, "e")).status).toBe(200);
+    const polled = await poll;
+    expect([polled.status, await polled.text(), polled.headers.get("Stream-Next-Offset")]).toEqual([200, "e", token(5)]);
+
+    const read = await stream(`${path}?offset=-1`);
+    expect([read.status, await read.text(), read.headers.get("Stream-Next-Offset"), read.headers.get("Stream-Up-To-Date")]).toEqual([200, "abcde", token(5), "true"]);
+    const head = await stream(path, { method: "HEAD" });
+    expect([head.status, head.headers.get("Stream-Next-Offset")]).toEqual([200, token(5)]);
+    // The native API reads the same records.
+    const native = (await (await call(`/v1/topics/${t.name}/partitions/0/records?offset=0`)).json()) as { records: { value: string }[] };
+    expect(native.records.map((x) => x.value)).toEqual(["a", "b", "c", "d", "e"]);
+
+    const same = await expectSameOnAll(t.topicId);
+    expect(same.log.map((x) => [x.offset, x.value])).toEqual([
+      [0, "a"],
+      [1, "b"],
+      [2, "c"],
+      [3, "d"],
+      [4, "e"],
+    ]);
+    // The records carry the Raft term as leader epoch.
+    expect(new Set(same.log.map((x) => x.epoch))).toEqual(new Set([leader.leaderEpoch]));
+    expect(same.stream).toMatchObject([{ path, content_type: "text/plain", closed: 0, soft_deleted: 0 }]);
+    expect(same.producers.map((p) => [p.producer_id, p.epoch, p.last_seq])).toEqual([
+      ["p", 0, 1],
+      ["q", 3, 0],
+    ]);
+    // A follower serves no stream call: it names the leader (the gateway went there).
+    const follower = IDS.find((id) => id !== leader.replica)!;
+    const direct = replica(t.topicId, follower) as unknown as StreamRpc;
+    expect(await direct.dsRead({ path, from: { kind: "beginning" }, maxBytes: 1 << 20, maxRecords: 100, waitMs: 0 })).toMatchObject({
+      ok: false,
+      code: "NOT_LEADER_OR_FOLLOWER",
+      details: { leaderReplica: leader.replica },
+    });
+    expect(await direct.dsAppend({ path, contentType: "text/plain", body: new TextEncoder().encode("x"), messages: null, bodyError: null, close: false, streamSeq: null, producer: null })).toMatchObject({
+      ok: false,
+      code: "NOT_LEADER_OR_FOLLOWER",
+    });
+    // A stream without the header keeps factor 1 (today's single object).
+    const plain = await put(randomTopic("rs1"), { "content-type": "text/plain" }, "x");
+    expect(plain.status).toBe(201);
+    const pt = (await (await call(`/v1/topics/${plain.headers.get("Edgelog-Topic")}`)).json()) as TopicDescription;
+    expect(pt.configs["replication.factor"]).toBe(1);
+    expect(await replica(pt.topicId, "r1").replicaStatus()).toEqual({ ok: true, replica: null });
+  });
+
+  it("refuses bad input as at factor 1 and changes nothing on any replica", async () => {
+    const path = randomTopic("rsbad");
+    const t = await createStream(path, {}, "a");
+    expect((await post(path, { "content-type": "text/plain", ...producer("p", 1, 0), "Stream-Seq": "5" }, "b")).status).toBe(200);
+    const before = await expectSameOnAll(t.topicId);
+    await expectError(await post(path, { "content-type": "application/json" }, "[1]"), "CONTENT_TYPE_MISMATCH", 409);
+    const stale = await post(path, { "content-type": "text/plain", ...producer("p", 0, 1) }, "x");
+    expect([stale.status, stale.headers.get("Producer-Epoch")]).toEqual([403, "1"]);
+    const gap = await post(path, { "content-type": "text/plain", ...producer("p", 1, 3) }, "x");
+    expect([gap.status, gap.headers.get("Producer-Expected-Seq"), gap.headers.get("Producer-Received-Seq")]).toEqual([409, "1", "3"]);
+    await expectError(await post(path, { "content-type": "text/plain", ...producer("p", 2, 1) }, "x"), "INVALID_PRODUCER_SEQUENCE", 400);
+    await expectError(await post(path, { "content-type": "text/plain", "Stream-Seq": "4" }, "x"), "STREAM_SEQ_CONFLICT", 409);
+    await expectError(await post(path, { "content-type": "text/plain" }), "EMPTY_BATCH", 400);
+    await expectError(await stream(`${path}?offset=${token(9)}`), "INVALID_OFFSET", 400);
+    await expectError(await put(path, { "content-type": "application/json", ...RF3 }), "STREAM_CONFLICT", 409);
+    // Forks are not replicated yet: refused both ways, nothing referenced.
+    await expectError(await put(randomTopic("rsfork"), { "content-type": "text/plain", "Stream-Forked-From": `/v1/stream/${path}` }), "INVALID_REQUEST", 400);
+    await expectError(await put(randomTopic("rsfork"), { "content-type": "text/plain", ...RF3, "Stream-Forked-From": `/v1/stream/${path}` }), "INVALID_REQUEST", 400);
+    expect(await expectSameOnAll(t.topicId)).toEqual(before);
+    expect(await (await stream(path)).text()).toBe("ab");
+  });
+
+  it("closes and deletes on every replica; a PUT afterwards starts a new stream", async () => {
+    const path = randomTopic("rsdel");
+    const t = await createStream(path, {}, "a");
+    const closed = await post(path, { "content-type": "text/plain", "Stream-Closed": "true", ...producer("w", 0, 0) }, "z");
+    expect([closed.status, closed.headers.get("Stream-Closed")]).toEqual([200, "true"]);
+    const state = await expectSameOnAll(t.topicId);
+    expect(state.stream).toMatchObject([{ closed: 1, closed_by_id: "w", closed_by_epoch: 0, closed_by_seq: 0 }]);
+    const refused = await post(path, { "content-type": "text/plain" }, "y");
+    expect([refused.status, refused.headers.get("Stream-Closed"), refused.headers.get("Stream-Next-Offset")]).toEqual([409, "true", token(2)]);
+    // The closing producer's retry is a duplicate; a native producer is refused too.
+    expect((await post(path, { "content-type": "text/plain", "Stream-Closed": "true", ...producer("w", 0, 0) }, "z")).status).toBe(204);
+    await expectError(await json("POST", `/v1/topics/${t.name}/partitions/0/records`, { records: [{ value: "n" }] }), "STREAM_CLOSED", 409);
+    const read = await stream(`${path}?offset=-1`);
+    expect([await read.text(), read.headers.get("Stream-Closed")]).toEqual(["az", "true"]);
+
+    expect((await stream(path, { method: "DELETE" })).status).toBe(204);
+    await expectError(await stream(path), "STREAM_NOT_FOUND", 404);
+    expect((await call(`/v1/topics/${t.name}`)).status).toBe(404);
+    // Every replica's storage is gone.
+    for (const id of IDS) {
+      await until(`${id} destroyed`, async () => ((await replica(t.topicId, id).describe()).ok ? undefined : true));
+      expect(await replica(t.topicId, id).describe()).toMatchObject({ ok: false, code: "UNKNOWN_TOPIC_OR_PARTITION" });
+      expect(await runInDurableObject(stubOf(t.topicId, id), (_o, s) => s.storage.sql.exec("SELECT name FROM sqlite_master WHERE name = 'ds_stream'").toArray())).toEqual([]);
+    }
+    const again = await createStream(path, {}, "new");
+    expect(again.topicId).not.toBe(t.topicId);
+    expect(await (await stream(path)).text()).toBe("new");
+  });
+});
