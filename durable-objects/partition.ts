@@ -473,33 +473,42 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     return { ok: true, metrics: this.#counters.snapshot(s, this.#waiters.size, this.#lifecycle.segments.length, this.#subs.metrics()) };
   }
 
-  // ---- streams (docs/DURABLE-STREAMS.md) ----
+  // ---- streams (docs/DURABLE-STREAMS.md; a replica acting crashed throws, as for produce) ----
 
   dsCreate(req: Ds.CreateStreamRequest): Promise<RpcResult<Ds.CreateStreamOk>> {
+    this.#aliveReplica();
     return this.#streams.dsCreate(req);
   }
   dsHead(path: string): Promise<RpcResult<Ds.HeadStreamOk>> {
+    this.#aliveReplica();
     return this.#streamsRead.dsHead(path);
   }
   dsAppend(req: Ds.AppendStreamRequest): Promise<RpcResult<Ds.AppendStreamOk>> {
+    this.#aliveReplica();
     return this.#streams.dsAppend(req);
   }
   dsDelete(path: string): Promise<RpcResult<Ds.DeleteStreamOk>> {
+    this.#aliveReplica();
     return this.#streams.dsDelete(path);
   }
   dsRelease(path: string): Promise<RpcResult<object>> {
+    this.#aliveReplica();
     return this.#streams.dsRelease(path);
   }
   dsRead(req: Ds.ReadStreamRequest): Promise<RpcResult<Ds.ReadStreamOk>> {
+    this.#aliveReplica();
     return this.#streamsRead.dsRead(req);
   }
   dsForkSource(req: Ds.ForkSourceRequest): Promise<RpcResult<Ds.ForkSourceOk>> {
+    this.#aliveReplica();
     return this.#streamsRead.dsForkSource(req);
   }
   dsReadRange(req: Ds.ReadRangeRequest): Promise<RpcResult<Ds.ReadRangeOk>> {
+    this.#aliveReplica();
     return this.#streamsRead.dsReadRange(req);
   }
   dsBoundaryValues(req: Ds.BoundaryValuesRequest): Promise<RpcResult<{ values: (Uint8Array | null)[] }>> {
+    this.#aliveReplica();
     return this.#streamsRead.dsBoundaryValues(req);
   }
 

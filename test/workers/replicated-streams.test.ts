@@ -11,7 +11,7 @@ import { afterEach, describe as suite, expect, it } from "vitest";
 import { partitionObjectName } from "../../src/partition/rpc.ts";
 import type { ErrorBody, TopicDescription } from "../../src/protocol/index.ts";
 import type { StreamRpc } from "../../src/streams/rpc.ts";
-import { call, expectError, json, oneRecordBatch, randomTopic } from "./helpers.ts";
+import { call, expectError, json, randomTopic } from "./helpers.ts";
 import { REPLICAS as IDS, leaderOf, replica, replicaLog, sleep, status, until } from "./replica-helpers.ts";
 
 const token = (n: number) => `${String(n).padStart(16, "0")}_0000000000000000`;
@@ -132,7 +132,9 @@ suite("durable streams at replication.factor 3", () => {
       code: "NOT_LEADER_OR_FOLLOWER",
       details: { leaderReplica: leader.replica },
     });
-    expect(await direct.dsAppend({ path, contentType: "text/plain", body: new TextEncoder().encode("x"), messages: null, bodyError: null, close: false, streamSeq: null, producer: null })).toMatchObject({
+    expect(
+      await direct.dsAppend({ path, contentType: "text/plain", body: new TextEncoder().encode("x"), messages: null, bodyError: null, close: false, streamSeq: null, producer: null }),
+    ).toMatchObject({
       ok: false,
       code: "NOT_LEADER_OR_FOLLOWER",
     });
@@ -193,5 +195,124 @@ suite("durable streams at replication.factor 3", () => {
     const again = await createStream(path, {}, "new");
     expect(again.topicId).not.toBe(t.topicId);
     expect(await (await stream(path)).text()).toBe("new");
+  });
+
+  it("the leader crashes mid-appends: a new leader takes over, every acknowledged append is present once, a retry after failover is a duplicate, reads never showed what later vanished", async () => {
+    const path = randomTopic("rsfail");
+    const t = await createStream(path, { "content-type": "application/json" });
+    const first = await leaderOf(t.topicId);
+    const acked: string[] = [];
+    const seen: string[][] = [];
+    let retriableAnswers = 0;
+    let duplicates = 0;
+    let stop = false;
+    const TOTAL = 40;
+    // One idempotent producer, one append per message, the same request resent on a retriable error.
+    const writer = (async () => {
+      for (let seq = 0; seq < TOTAL; seq++) {
+        const value = `m${seq}`;
+        for (;;) {
+          const res = await post(path, { "content-type": "application/json", ...producer("w", 0, seq) }, JSON.stringify(value));
+          if (res.status === 200 || res.status === 204) {
+            if (res.status === 204) duplicates++;
+            expect(res.headers.get("Producer-Seq")).toBe(String(seq));
+            acked.push(value);
+            break;
+          }
+          expect(await retriable(res), `append ${seq}: ${res.status}`).toBe(true);
+          retriableAnswers++;
+          await sleep(50);
+        }
+      }
+    })();
+    // A catch-up reader from the start, all along: what it sees must never vanish.
+    const reader = (async () => {
+      while (!stop) {
+        const res = await stream(`${path}?offset=-1`);
+        if (res.status === 200) seen.push(JSON.parse(await res.text()) as string[]);
+        else expect(await retriable(res), `read: ${res.status}`).toBe(true);
+        await sleep(20);
+      }
+    })();
+    await until("10 acknowledged appends", async () => (acked.length >= 10 ? true : undefined));
+    await replica(t.topicId, first.replica).setFaults({ crashed: true });
+    const faultAt = Date.now();
+    const next = await leaderOf(t.topicId, [first.replica]);
+    console.log(`replicated stream failover: new leader ${next.replica} in term ${next.leaderEpoch} after ${Date.now() - faultAt} ms`);
+    expect(next.leaderEpoch).toBeGreaterThan(first.leaderEpoch);
+    await writer;
+    stop = true;
+    await reader;
+    await replica(t.topicId, first.replica).setFaults({});
+
+    const want = Array.from({ length: TOTAL }, (_, i) => `m${i}`);
+    expect(acked).toEqual(want);
+    const final = await stream(`${path}?offset=-1`);
+    expect(JSON.parse(await final.text())).toEqual(want);
+    expect(final.headers.get("Stream-Next-Offset")).toBe(token(TOTAL));
+    for (const s of seen) expect(want.slice(0, s.length), "a read showed data that is not in the final log").toEqual(s);
+    // A retry of an acknowledged append after the failover is a duplicate, not a second copy.
+    const retry = await post(path, { "content-type": "application/json", ...producer("w", 0, 7) }, JSON.stringify("m7"));
+    expect([retry.status, retry.headers.get("Producer-Seq"), retry.headers.get("Stream-Next-Offset")]).toEqual([204, String(TOTAL - 1), token(TOTAL)]);
+    const same = await expectSameOnAll(t.topicId);
+    expect(same.log.map((x) => x.value)).toEqual(want.map((v) => JSON.stringify(v)));
+    expect(same.log.map((x) => x.offset)).toEqual(want.map((_, i) => i));
+    // Leader epochs never go back along the log.
+    for (let k = 1; k < same.log.length; k++) expect(same.log[k]!.epoch).toBeGreaterThanOrEqual(same.log[k - 1]!.epoch);
+    expect(same.producers.map((p) => [p.producer_id, p.epoch, p.last_seq])).toEqual([["w", 0, TOTAL - 1]]);
+    console.log(`replicated stream failover: ${retriableAnswers} retriable answers, ${duplicates} duplicates answered to retries, ${seen.length} reads`);
+  });
+
+  it("a replica that catches up by snapshot has the stream state; once it leads, a retried append is a duplicate", async () => {
+    const path = randomTopic("rscatch");
+    const t = await createStream(path, {}, "a");
+    for (const id of IDS) expect(await replica(t.topicId, id).setReplicaTestKnobs({ keepEntries: 3, leaderKeepEntries: 5, chunkBytes: 1 })).toMatchObject({ ok: true });
+    const leader = await leaderOf(t.topicId);
+    await settled(t.topicId);
+    const down = IDS.find((id) => id !== leader.replica)!;
+    const before = (await status(t.topicId, down))!;
+    await replica(t.topicId, down).setFaults({ crashed: true });
+    for (let seq = 0; seq < 20; seq++)
+      expect((await post(path, { "content-type": "text/plain", ...producer("p", 2, seq), "Stream-Seq": `s${String(seq).padStart(3, "0")}` }, `v${seq}`)).status).toBe(200);
+    const closed = await post(path, { "content-type": "text/plain", "Stream-Closed": "true", ...producer("p", 2, 20) }, "v20");
+    expect(closed.status).toBe(200);
+    await until("the leader's journal compacted past the follower", async () => {
+      const s = await status(t.topicId, leader.replica);
+      return s !== null && s.snapshotIndex > before.appliedIndex ? true : undefined;
+    });
+    await replica(t.topicId, down).setFaults({});
+    await until(`${down} caught up by snapshot`, async () => ((await status(t.topicId, down))?.catchUpInstalls === 1 ? true : undefined));
+    const same = await expectSameOnAll(t.topicId);
+    expect(same.stream).toMatchObject([{ path, closed: 1, closed_by_id: "p", closed_by_epoch: 2, closed_by_seq: 20, stream_seq: "s019" }]);
+    expect(same.producers.map((p) => [p.producer_id, p.epoch, p.last_seq])).toEqual([["p", 2, 20]]);
+    expect(same.log.map((x) => x.value)).toEqual(["a", ...Array.from({ length: 21 }, (_, i) => `v${i}`)]);
+
+    // The caught-up replica leads: the stream answers as before.
+    const moved = await until(`${down} leads`, async () => {
+      const l = await leaderOf(t.topicId);
+      const r = await replica(t.topicId, l.replica).transferLeadership(down);
+      if (!r.ok) console.log(`transfer to ${down}: ${JSON.stringify(r)}`);
+      return r.ok ? r : undefined;
+    });
+    expect(moved).toMatchObject({ ok: true, leaderReplica: down });
+    // The retry of the closing request (its producer tuple) is a duplicate; anything else is refused: the stream is closed.
+    const retry = await post(path, { "content-type": "text/plain", "Stream-Closed": "true", ...producer("p", 2, 20) }, "v20");
+    expect([retry.status, retry.headers.get("Stream-Closed"), retry.headers.get("Stream-Next-Offset")]).toEqual([204, "true", token(22)]);
+    const refused = await post(path, { "content-type": "text/plain", ...producer("p", 2, 21) }, "v21");
+    expect([refused.status, refused.headers.get("Stream-Closed")]).toEqual([409, "true"]);
+    const read = await stream(`${path}?offset=${token(19)}`);
+    expect([await read.text(), read.headers.get("Stream-Closed"), read.headers.get("Stream-Next-Offset")]).toEqual(["v18v19v20", "true", token(22)]);
+    expect(await expectSameOnAll(t.topicId)).toEqual(same);
+  });
+
+  it("expires an idle replicated stream by the leader's timer: every replica destroyed, the topic deleted", async () => {
+    const path = randomTopic("rsttl");
+    const t = await createStream(path, { "Stream-TTL": "1" }, "a");
+    expect(await (await stream(path)).text()).toBe("a");
+    await until("the topic deleted by expiry", async () => ((await call(`/v1/topics/${t.name}`)).status === 404 ? true : undefined));
+    await expectError(await stream(path), "STREAM_NOT_FOUND", 404);
+    for (const id of IDS) {
+      await until(`${id} destroyed`, async () => ((await replica(t.topicId, id).describe()).ok ? undefined : true));
+    }
   });
 });

@@ -194,7 +194,7 @@ export class StreamsState {
       return unknownPartition();
     }
     if (!rep.active()) return this.#create(req, this.#facts(nowMs, log), null);
-    if (existing !== null && existing.deleted) {
+    if (existing?.deleted) {
       // Marked deleted, its topic's destroy not finished (a crash, a leader change): finish it;
       // the create saga then deletes the topic (by id) and creates the stream afresh.
       await this.#deleteSelf();
@@ -630,7 +630,10 @@ export class StreamsState {
     m.lastAccessMs = nowMs;
     if (nowMs - this.#storedAccessMs < touchPersistIntervalMs(m.ttlSeconds)) return;
     const rep = this.#ctx.replication;
-    if (!rep.active()) return this.#commitStream({ op: "touch", lastAccessMs: nowMs });
+    if (!rep.active()) {
+      this.#commitStream({ op: "touch", lastAccessMs: nowMs });
+      return;
+    }
     // Replicated: an entry, not awaited (the read or write goes on); the leader's memory is exact
     // meanwhile, and a new leader starts from the last committed touch, as a restarted object does.
     this.#storedAccessMs = nowMs;
