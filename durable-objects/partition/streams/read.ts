@@ -103,7 +103,9 @@ export class StreamsRead {
     let start: number | null = null;
     let waited = false;
     for (;;) {
-      const g = await this.#state.gate(req.path, true);
+      // Replicated: the leader takes the read; once it waits, it answers from its committed log
+      // even if it stops leading meanwhile (nothing it holds is above the high watermark).
+      const g = await this.#state.gate(req.path, true, start === null);
       if (!g.ok) return g;
       const { meta, log } = g;
       if (start === null) {

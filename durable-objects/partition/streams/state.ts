@@ -333,14 +333,15 @@ export class StreamsState {
   /**
    * Every client-facing call starts here: the stream must exist at this path, not be
    * expired (expiring it now if it is) and not be soft-deleted. Reads and writes reset a
-   * sliding TTL (`touch`); HEAD and DELETE do not. Replicated: only the leader serves (its log
-   * holds the committed records only, so nothing read is above the high watermark).
+   * sliding TTL (`touch`); HEAD and DELETE do not. Replicated: only the leader serves
+   * (`leaderOnly`; a read that already waits goes on where it is: every replica's log holds the
+   * committed records only, so nothing read is above the high watermark).
    */
-  async gate(path: string, touch: boolean): Promise<Gate> {
+  async gate(path: string, touch: boolean, leaderOnly = true): Promise<Gate> {
     const nowMs = Date.now();
     const log = this.#log.state;
     if (log === null) return unknownPartition();
-    const refused = this.#ctx.replication.active() ? this.#ctx.replication.notLeader() : null;
+    const refused = leaderOnly && this.#ctx.replication.active() ? this.#ctx.replication.notLeader() : null;
     if (refused !== null) return refused;
     let meta = this.#meta;
     if (meta === null || meta.path !== path || meta.deleted) return errorResult("STREAM_NOT_FOUND", "No stream exists at this path.");
