@@ -6,7 +6,7 @@
  * through the real gateway; fault injection (EDGELOG_RAFT_FAULTS, on in this tier) crashes
  * replicas. Times are not asserted (they depend on the machine's load).
  */
-import { env, runInDurableObject } from "cloudflare:test";
+import { env, evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { afterEach, describe as suite, expect, it } from "vitest";
 import { partitionObjectName } from "../../src/partition/rpc.ts";
 import type { ErrorBody, TopicDescription } from "../../src/protocol/index.ts";
@@ -314,5 +314,36 @@ suite("durable streams at replication.factor 3", () => {
     for (const id of IDS) {
       await until(`${id} destroyed`, async () => ((await replica(t.topicId, id).describe()).ok ? undefined : true));
     }
+  });
+
+  it("a stream marked deleted whose topic's destroy did not finish answers 404 everywhere; the leader's timer or a PUT finishes it", async () => {
+    // As if the leader crashed right after the delete's commit: the mark on all three, the topic still listed.
+    const markDeleted = async (topicId: string): Promise<void> => {
+      await settled(topicId);
+      for (const id of IDS) {
+        await runInDurableObject(stubOf(topicId, id), (_o, s) => {
+          s.storage.sql.exec("UPDATE ds_stream SET soft_deleted = 2 WHERE id = 1");
+        });
+        await evictDurableObject(stubOf(topicId, id));
+      }
+      await leaderOf(topicId);
+    };
+    const byTimer = randomTopic("rsmark");
+    const a = await createStream(byTimer, {}, "old");
+    await markDeleted(a.topicId);
+    await expectError(await stream(byTimer), "STREAM_NOT_FOUND", 404);
+    await expectError(await post(byTimer, { "content-type": "text/plain" }, "x"), "STREAM_NOT_FOUND", 404);
+    expect((await stream(byTimer, { method: "HEAD" })).status).toBe(404);
+    // The leader's timer (10 s after it loaded the mark) deletes the topic, destroying every replica.
+    await until("the topic deleted by the leader", async () => ((await call(`/v1/topics/${a.name}`)).status === 404 ? true : undefined));
+    for (const id of IDS) await until(`${id} destroyed`, async () => ((await replica(a.topicId, id).describe()).ok ? undefined : true));
+
+    const byPut = randomTopic("rsmark");
+    const b = await createStream(byPut, {}, "old");
+    await markDeleted(b.topicId);
+    const again = await createStream(byPut, {}, "new");
+    expect(again.topicId).not.toBe(b.topicId);
+    expect(await (await stream(byPut)).text()).toBe("new");
+    for (const id of IDS) await until(`${id} of the old topic destroyed`, async () => ((await replica(b.topicId, id).describe()).ok ? undefined : true));
   });
 });

@@ -148,7 +148,10 @@ export class StreamsState {
     this.#meta = r === undefined ? null : streamFromRow(r);
     this.#storedAccessMs = r?.last_access_ms ?? 0;
     const timers = this.#ctx.timers;
-    if (this.#meta !== null && !this.#meta.softDeleted && timers.dueMs(EXPIRY_TIMER) === undefined) this.#armExpiry(this.#meta);
+    if (this.#meta !== null && timers.dueMs(EXPIRY_TIMER) === undefined) {
+      if (this.#meta.deleted) timers.set(EXPIRY_TIMER, Date.now() + DELETED_DESTROY_RETRY_MS);
+      else if (!this.#meta.softDeleted) this.#armExpiry(this.#meta);
+    }
     if (timers.dueMs(PRODUCERS_TIMER) === undefined) this.rearmProducers(Date.now());
   }
 
@@ -165,6 +168,7 @@ export class StreamsState {
   blocksNativeAppend(): ErrorResult | null {
     const m = this.#meta;
     if (m === null) return null;
+    if (m.deleted) return errorResult("UNKNOWN_TOPIC_OR_PARTITION", "This topic backs a deleted stream: the topic is being deleted.");
     if (m.softDeleted) return errorResult("STREAM_GONE", "This topic backs a deleted stream kept for its forks.");
     if (m.closed) return errorResult("STREAM_CLOSED", "This topic backs a closed stream.", { tail: this.#log.state?.logEndOffset ?? null, closed: true });
     return null;
