@@ -346,4 +346,35 @@ suite("durable streams at replication.factor 3", () => {
     expect(await (await stream(byPut)).text()).toBe("new");
     for (const id of IDS) await until(`${id} of the old topic destroyed`, async () => ((await replica(b.topicId, id).describe()).ok ? undefined : true));
   });
+
+  it("an append whose answer was lost (its leader cut off after the followers took it) commits under the next leader, and its retry is a duplicate", async () => {
+    const path = randomTopic("rslost");
+    const t = await createStream(path, {}, "a");
+    const first = await leaderOf(t.topicId);
+    await settled(t.topicId);
+    const others = IDS.filter((id) => id !== first.replica);
+    // The leader still sends (the followers persist the entry) but hears no answer: it cannot commit, and steps down.
+    expect(await replica(t.topicId, first.replica).setFaults({ dropFrom: others })).toMatchObject({ ok: true });
+    const lost = await post(path, { "content-type": "text/plain", ...producer("p", 0, 0) }, "b");
+    expect(lost.status, await lost.clone().text()).toBeGreaterThanOrEqual(500);
+    expect(await retriable(lost)).toBe(true);
+    const next = await leaderOf(t.topicId, [first.replica]);
+    expect(next.leaderEpoch).toBeGreaterThan(first.leaderEpoch);
+    await replica(t.topicId, first.replica).setFaults({});
+    // The retry: the entry committed with the new leader's first entry, so it is a duplicate.
+    let retry: Response;
+    for (;;) {
+      retry = await post(path, { "content-type": "text/plain", ...producer("p", 0, 0) }, "b");
+      if (retry.status < 500) break;
+      expect(await retriable(retry)).toBe(true);
+      await sleep(50);
+    }
+    expect([retry.status, retry.headers.get("Producer-Seq"), retry.headers.get("Stream-Next-Offset")]).toEqual([204, "0", token(2)]);
+    expect(await (await stream(path)).text()).toBe("ab");
+    const same = await expectSameOnAll(t.topicId);
+    expect(same.log.map((x) => [x.offset, x.value, x.epoch > first.leaderEpoch])).toEqual([
+      [0, "a", false],
+      [1, "b", false],
+    ]);
+  });
 });
