@@ -160,6 +160,8 @@ suite("durable streams at replication.factor 3", () => {
     await expectError(await post(path, { "content-type": "text/plain", "Stream-Seq": "4" }, "x"), "STREAM_SEQ_CONFLICT", 409);
     await expectError(await post(path, { "content-type": "text/plain" }), "EMPTY_BATCH", 400);
     await expectError(await stream(`${path}?offset=${token(9)}`), "INVALID_OFFSET", 400);
+    // One entry is at most the Raft message limit (1 MiB): a larger body is refused, nothing proposed.
+    await expectError(await post(path, { "content-type": "text/plain", ...producer("p", 1, 1) }, new Uint8Array(1_500_000)), "REQUEST_TOO_LARGE", 413);
     await expectError(await put(path, { "content-type": "application/json", ...RF3 }), "STREAM_CONFLICT", 409);
     // Forks are not replicated yet: refused both ways, nothing referenced.
     await expectError(await put(randomTopic("rsfork"), { "content-type": "text/plain", "Stream-Forked-From": `/v1/stream/${path}` }), "INVALID_REQUEST", 400);
