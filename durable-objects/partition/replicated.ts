@@ -140,16 +140,21 @@ export class ReplicatedAppends {
     const refused = this.#h.lifecycle.checkProduce(scanned, nowMs);
     if (refused !== null) return refused;
     if (req.acks !== "1") {
-      const minIsr = this.#h.log.state!.configs["min.insync.replicas"] ?? 1;
-      const inSync = this.#h.replica.inSyncReplicas(nowMs);
-      if (inSync < minIsr) {
-        return errorResult("NOT_ENOUGH_REPLICAS", `${inSync} in-sync replicas, fewer than min.insync.replicas ${minIsr}: the produce is refused (acks=all).`, {
-          inSync,
-          minInsyncReplicas: minIsr,
-        });
-      }
+      const few = this.#notEnoughReplicas(nowMs);
+      if (few !== null) return few;
     }
     return scanned;
+  }
+
+  /** NOT_ENOUGH_REPLICAS when the leader's in-sync replicas are fewer than min.insync.replicas (an acks=all write), else null. */
+  #notEnoughReplicas(nowMs: number): ErrorResult | null {
+    const minIsr = this.#h.log.state!.configs["min.insync.replicas"] ?? 1;
+    const inSync = this.#h.replica.inSyncReplicas(nowMs);
+    if (inSync >= minIsr) return null;
+    return errorResult("NOT_ENOUGH_REPLICAS", `${inSync} in-sync replicas, fewer than min.insync.replicas ${minIsr}: the produce is refused (acks=all).`, {
+      inSync,
+      minInsyncReplicas: minIsr,
+    });
   }
 
   /**
@@ -243,9 +248,16 @@ export class ReplicatedAppends {
    * Proposes one Durable Streams write at the leader (the streams room checked leadership) and
    * answers with its apply here, NOT_LEADER_OR_FOLLOWER or REQUEST_TIMED_OUT. Its outcome (how
    * many records it appends, if any) is known only at apply: the acks=1 prediction stops at it.
+   * A create or an append is answered after its commit, as an acks=all produce: below
+   * min.insync.replicas it is refused NOT_ENOUGH_REPLICAS, nothing proposed.
    */
   async proposeStream(stream: StreamEntry, blobs: Uint8Array[]): Promise<unknown> {
     this.#h.aliveReplica();
+    if (this.#h.log.state === null) return unknownPartition();
+    if (stream.op === "create" || stream.op === "append") {
+      const few = this.#notEnoughReplicas(Date.now());
+      if (few !== null) return few;
+    }
     this.#buildTail();
     const [proposed] = this.#h.replica.proposeAll([encodeReplicated({ kind: "stream", stream, blobs })]);
     if (proposed!.index !== null) this.#tail.add(proposed!.index, null, this.#h.log.state!.logEndOffset, () => undefined);

@@ -379,4 +379,24 @@ suite("durable streams at replication.factor 3", () => {
       [1, "b", false],
     ]);
   });
+
+  it("honours min.insync.replicas as an acks=all produce: below it an append is refused NOT_ENOUGH_REPLICAS (retriable), nothing written", async () => {
+    const path = randomTopic("rsisr");
+    const t = await createStream(path, {}, "a");
+    const patched = await json("PATCH", `/v1/topics/${t.name}`, { configs: { "min.insync.replicas": 3 } });
+    expect(patched.status, await patched.clone().text()).toBe(200);
+    const leader = await leaderOf(t.topicId);
+    const follower = IDS.find((id) => id !== leader.replica)!;
+    await replica(t.topicId, follower).setFaults({ crashed: true });
+    await until("the leader sees 2 in-sync replicas", async () => ((await status(t.topicId, leader.replica))?.inSyncReplicas === 2 ? true : undefined));
+    const refused = await post(path, { "content-type": "text/plain", ...producer("p", 0, 0) }, "b");
+    const e = await expectError(refused, "NOT_ENOUGH_REPLICAS", 503);
+    expect(e.details).toMatchObject({ inSync: 2, minInsyncReplicas: 3 });
+    await replica(t.topicId, follower).setFaults({});
+    await until("3 in-sync replicas", async () => ((await status(t.topicId, leader.replica))?.inSyncReplicas === 3 ? true : undefined));
+    expect((await post(path, { "content-type": "text/plain", ...producer("p", 0, 0) }, "b")).status).toBe(200);
+    const same = await expectSameOnAll(t.topicId);
+    expect(same.log.map((x) => x.value)).toEqual(["a", "b"]);
+    expect(same.producers.map((p) => [p.producer_id, p.last_seq])).toEqual([["p", 0]]);
+  });
 });
