@@ -184,6 +184,12 @@ suite("durable streams at replication.factor 3", () => {
     await expectError(await json("POST", `/v1/topics/${t.name}/partitions/0/records`, { records: [{ value: "n" }] }), "STREAM_CLOSED", 409);
     const read = await stream(`${path}?offset=-1`);
     expect([await read.text(), read.headers.get("Stream-Closed")]).toEqual(["az", "true"]);
+    // SSE at the leader: the data, then the control event that says closed, and the connection ends.
+    const sse = await stream(`${path}?offset=-1&live=sse`);
+    expect([sse.status, sse.headers.get("content-type")]).toEqual([200, "text/event-stream"]);
+    const events = await sse.text();
+    expect(events).toContain("event: data\ndata:az\n");
+    expect(events).toContain('"streamClosed":true');
 
     expect((await stream(path, { method: "DELETE" })).status).toBe(204);
     await expectError(await stream(path), "STREAM_NOT_FOUND", 404);
