@@ -17,8 +17,9 @@
  * Replication (`replication.factor` 3, docs/RAFT.md "Replicated partitions"): this object is one
  * of three replicas (partition/replica.ts). A produce request at the leader is checked, proposed
  * as a Raft entry, and decided and committed on every replica when the entry commits
- * (partition/replicated.ts: the same rooms' apply, with the applied index in the transaction). At
- * factor 1 the replica is inactive and every path above is unchanged. A replica is replaced by
+ * (partition/replicated.ts: the same rooms' apply, with the applied index in the transaction); a
+ * Durable Streams write likewise (the streams room's `applyEntry`). At factor 1 the replica is
+ * inactive and every path above is unchanged. A replica is replaced by
  * a reassignment at the leader (partition/reassign.ts: learner, catch-up, promote, remove).
  */
 import type { Env } from "../src/env.ts";

@@ -17,6 +17,12 @@
  * Decisions are the pure functions of src/streams/; this room decides and hands each write to
  * the switchboard's commit as a command (records for the log, state for this room), applied in
  * one transaction: SQL is written only in {@link StreamsState.apply}.
+ *
+ * Replicated (`replication.factor` 3; docs/DURABLE-STREAMS.md "Replicated streams"): every write
+ * is instead proposed by the leader as a Raft entry (src/streams/replicated.ts) and decided by
+ * every replica when it commits ({@link StreamsState.applyEntry}), with the same synchronous
+ * decisions (`#create`, `#append`) and the applied index in the same transaction; calls are
+ * served by the leader only, and the timers' decisions are the leader's.
  */
 import { NO_PRODUCER_ID } from "../../../src/codec/index.ts";
 import type { Peers } from "../../../src/partition/peers.ts";
