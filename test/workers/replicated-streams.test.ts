@@ -405,4 +405,21 @@ suite("durable streams at replication.factor 3", () => {
     expect(same.log.map((x) => x.value)).toEqual(["a", "b"]);
     expect(same.producers.map((p) => [p.producer_id, p.last_seq])).toEqual([["p", 0]]);
   });
+
+  it("replicates a sliding TTL's last access: a read moves it on every replica", async () => {
+    const path = randomTopic("rstouch");
+    const t = await createStream(path, { "Stream-TTL": "60" }, "a");
+    const created = await expectSameOnAll(t.topicId);
+    const createdAt = created.stream[0]!.last_access_ms as number;
+    // Written at most every min(1 s, TTL/10): a read more than 1 s later writes it (a Raft entry).
+    await sleep(1_100);
+    expect(await (await stream(path)).text()).toBe("a");
+    await until("the touch applied everywhere", async () => {
+      const all = await Promise.all(IDS.map((id) => dsState(t.topicId, id)));
+      return all.every((x) => (x.stream[0]!.last_access_ms as number) > createdAt) ? true : undefined;
+    });
+    const touched = await expectSameOnAll(t.topicId);
+    expect(touched.stream[0]!.last_access_ms as number).toBeGreaterThanOrEqual(createdAt + 1_100);
+    expect(touched.log.map((x) => x.value)).toEqual(["a"]);
+  });
 });
