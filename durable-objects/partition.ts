@@ -42,6 +42,7 @@ import { errorResult, type ErrorResult, type RpcResult } from "../src/protocol/e
 import { FETCH_MAX_WAIT_MS_LIMIT, MAX_APPEND_GROUP_REQUESTS } from "../src/protocol/limits.ts";
 import type { PartitionDescription, TopicConfigs } from "../src/protocol/types.ts";
 import type * as Ds from "../src/streams/rpc.ts";
+import { atSourceLeader } from "../src/streams/source.ts";
 import { SqliteDurableObject, lazyTimers, type SocketAccept, type SocketAttachment, type SocketEvent } from "./base.ts";
 import { LifecycleRoom, compactionPace, type LifecycleCommandPart, type LifecycleWrite } from "./partition/lifecycle.ts";
 import { LogRoom, unknownPartition, type LogCommand } from "./partition/log.ts";
@@ -801,7 +802,11 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     if (replicated && !this.#destroyed) await this.#destroyLocal();
     const f = d.releaseFork;
     if (f === null) return;
-    const rr = await this.#peers.partition(f.sourceTopicId, 0).dsRelease(f.sourcePath);
+    const rr = await atSourceLeader(
+      (index) => this.#peers.replica(f.sourceTopicId, 0, index),
+      (s) => s.dsRelease(f.sourcePath),
+      () => this.#streams.sourceReplicated(f.sourceTopic, f.sourceTopicId),
+    );
     if (!rr.ok && rr.code !== "UNKNOWN_TOPIC_OR_PARTITION") throw new Error(`releasing fork source ${f.sourcePath} failed: ${rr.code}`);
   }
 }

@@ -139,8 +139,11 @@ export async function createStream(env: Env, input: CreateStreamInput): Promise<
 
   // 1. The fork's reference on its source.
   let fork: ForkCreate | null = null;
+  let sourceSummary: TopicSummary | null = null;
   if (h.fork !== null && input.replicationFactor !== null && input.replicationFactor > 1) {
-    return errorResult("INVALID_REQUEST", "Forks of replicated streams (replication.factor 3), and replicated forks, are not supported yet.", { replicationFactor: input.replicationFactor });
+    return errorResult("INVALID_REQUEST", "Replicated forks (a fork created at replication.factor 3) are not supported yet; a fork of a replicated stream is.", {
+      replicationFactor: input.replicationFactor,
+    });
   }
   if (h.fork !== null) {
     const src = parseForkSource(h.fork.source, input.origin);
@@ -150,6 +153,7 @@ export async function createStream(env: Env, input: CreateStreamInput): Promise<
     const subOffset = h.fork.subOffset;
     const r = await onStream(env, sourceTopic, (stub) => stub.dsForkSource({ path: src.path, anchor, subOffset, contentType: h.contentType }));
     if (!r.ok) return r.code === "STREAM_GONE" ? errorResult("STREAM_CONFLICT", r.message) : r;
+    sourceSummary = r.topic;
     fork = {
       sourcePath: src.path,
       sourceTopic,
@@ -161,9 +165,10 @@ export async function createStream(env: Env, input: CreateStreamInput): Promise<
     };
   }
   const release = async (): Promise<void> => {
-    if (fork === null) return;
+    if (fork === null || sourceSummary === null) return;
     const f = fork;
-    await streamStub(env, f.sourceTopicId).dsRelease(f.sourcePath);
+    // At the source's leader when it is replicated (its reference count is a Raft entry there).
+    await atStreamLeader(env, sourceSummary, (stub) => stub.dsRelease(f.sourcePath));
   };
 
   // 2. The initial body, judged by the stream's content type.

@@ -6,13 +6,18 @@
 import type { Env } from "../env.ts";
 import { metadataStore, type TopicMetadataStore } from "../metadata/store.ts";
 import type { StreamRpc } from "../streams/rpc.ts";
-import { partitionStub, type PartitionRpc } from "./rpc.ts";
+import { partitionStub, replicaObjectNameAt, type PartitionRpc } from "./rpc.ts";
 
 export interface Peers {
   /** The cluster's metadata store. */
   readonly metadata: TopicMetadataStore;
   /** Another partition object, by topic id and partition. */
   partition(topicId: string, partition: number): PartitionRpc & StreamRpc;
+  /**
+   * Replica `index` (0-based; 0 = the partition object itself) of another replicated partition
+   * (docs/RAFT.md "Replicated partitions"): an existing replica, so no location hint is needed.
+   */
+  replica(topicId: string, partition: number, index: number): PartitionRpc & StreamRpc;
 }
 
 /** The peers reachable through the Worker's bindings. */
@@ -22,5 +27,6 @@ export function peersOf(env: Env): Peers {
       return metadataStore(env);
     },
     partition: (topicId, partition) => partitionStub(env.PARTITION, topicId, partition) as PartitionRpc & StreamRpc,
+    replica: (topicId, partition, index) => env.PARTITION.getByName(replicaObjectNameAt(topicId, partition, index)) as unknown as PartitionRpc & StreamRpc,
   };
 }

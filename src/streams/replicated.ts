@@ -45,7 +45,11 @@ export type StreamEntry =
   /** A sliding TTL's last access, written at most every min(1 s, TTL/10) (src/streams/expiry.ts). */
   | { op: "touch"; path: string; lastAccessMs: number }
   /** Producer-Ids last written before `beforeMs` are forgotten (the leader's clock and configs). */
-  | { op: "expireProducers"; beforeMs: number };
+  | { op: "expireProducers"; beforeMs: number }
+  /** A new fork takes a reference on this stream (its source). */
+  | { op: "retain"; path: string }
+  /** A fork deleted for good releases its reference; the last one of a soft-deleted stream deletes it. */
+  | { op: "release"; path: string };
 
 /** The answer of an applied delete or expiry: soft-deleted (kept for forks), deleted (the topic is to be destroyed), or nothing to do. */
 export type RemoveOutcome = { ok: true; removed: "soft" | "deleted" | "none" };

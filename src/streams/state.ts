@@ -331,6 +331,6 @@ export interface StreamsCommand {
 export interface SelfDestroy {
   /** The stream's topic, deleted from the metadata store. */
   topic: string;
-  /** The fork source whose reference this stream holds, released after. */
-  releaseFork: { sourceTopicId: string; sourcePath: string } | null;
+  /** The fork source whose reference this stream holds, released after (`sourceTopic`: its topic's name). */
+  releaseFork: { sourceTopicId: string; sourcePath: string; sourceTopic: string } | null;
 }

@@ -163,9 +163,9 @@ suite("durable streams at replication.factor 3", () => {
     // One entry is at most the Raft message limit (1 MiB): a larger body is refused, nothing proposed.
     await expectError(await post(path, { "content-type": "text/plain", ...producer("p", 1, 1) }, new Uint8Array(1_500_000)), "REQUEST_TOO_LARGE", 413);
     await expectError(await put(path, { "content-type": "application/json", ...RF3 }), "STREAM_CONFLICT", 409);
-    // Forks are not replicated yet: refused both ways, nothing referenced.
-    await expectError(await put(randomTopic("rsfork"), { "content-type": "text/plain", "Stream-Forked-From": `/v1/stream/${path}` }), "INVALID_REQUEST", 400);
+    // A replicated fork is not supported yet: refused, nothing referenced; a fork at a bad offset neither.
     await expectError(await put(randomTopic("rsfork"), { "content-type": "text/plain", ...RF3, "Stream-Forked-From": `/v1/stream/${path}` }), "INVALID_REQUEST", 400);
+    await expectError(await put(randomTopic("rsfork"), { "content-type": "text/plain", "Stream-Forked-From": `/v1/stream/${path}`, "Stream-Fork-Offset": token(7) }), "INVALID_OFFSET", 400);
     expect(await expectSameOnAll(t.topicId)).toEqual(before);
     expect(await (await stream(path)).text()).toBe("ab");
   });
@@ -421,5 +421,50 @@ suite("durable streams at replication.factor 3", () => {
     const touched = await expectSameOnAll(t.topicId);
     expect(touched.stream[0]!.last_access_ms as number).toBeGreaterThanOrEqual(createdAt + 1_100);
     expect(touched.log.map((x) => x.value)).toEqual(["a"]);
+  });
+
+  it("forks a replicated stream: the reference is replicated, the fork reads its source at the source's leader (through a failover), deletes cascade", async () => {
+    const source = randomTopic("rssrc");
+    const t = await createStream(source, {}, "abc");
+    expect((await post(source, { "content-type": "text/plain" }, "d")).status).toBe(204);
+    const forkPath = randomTopic("rsfork");
+    const created = await put(forkPath, { "content-type": "text/plain", "Stream-Forked-From": `/v1/stream/${source}`, "Stream-Fork-Offset": token(1) }, "x");
+    expect(created.status, await created.clone().text()).toBe(201);
+    const forkTopic = (await (await call(`/v1/topics/${created.headers.get("Edgelog-Topic")}`)).json()) as TopicDescription;
+    expect(forkTopic.configs["replication.factor"]).toBe(1);
+    expect(await (await stream(forkPath)).text()).toBe("abcx");
+    const referenced = await expectSameOnAll(t.topicId);
+    expect(referenced.stream).toMatchObject([{ ref_count: 1, soft_deleted: 0 }]);
+
+    // The source's leader crashes, r1 (the object a fork reaches first): the fork's reads of its
+    // source learn from the topic's configs that it is replicated, and follow the new leader.
+    await until("r1 leads the source", async () => {
+      const l = await leaderOf(t.topicId);
+      if (l.replica === "r1") return true;
+      await replica(t.topicId, l.replica).transferLeadership("r1");
+      return undefined;
+    });
+    const leader = await leaderOf(t.topicId);
+    expect(leader.replica).toBe("r1");
+    await replica(t.topicId, "r1").setFaults({ crashed: true });
+    let read: Response;
+    for (;;) {
+      read = await stream(forkPath);
+      if (read.status === 200) break;
+      expect(await retriable(read), `fork read: ${read.status}`).toBe(true);
+      await sleep(50);
+    }
+    expect(await read.text()).toBe("abcx");
+    await replica(t.topicId, leader.replica).setFaults({});
+
+    // Deleting the source keeps it for its fork (410 for it, on every replica); deleting the fork then deletes it.
+    expect((await stream(source, { method: "DELETE" })).status).toBe(204);
+    await expectError(await stream(source), "STREAM_GONE", 410);
+    expect((await expectSameOnAll(t.topicId)).stream).toMatchObject([{ ref_count: 1, soft_deleted: 1 }]);
+    expect(await (await stream(forkPath)).text()).toBe("abcx");
+    expect((await stream(forkPath, { method: "DELETE" })).status).toBe(204);
+    await until("the source's topic deleted with its last fork", async () => ((await call(`/v1/topics/${t.name}`)).status === 404 ? true : undefined));
+    for (const id of IDS) await until(`${id} destroyed`, async () => ((await replica(t.topicId, id).describe()).ok ? undefined : true));
+    await expectError(await stream(source), "STREAM_NOT_FOUND", 404);
   });
 });

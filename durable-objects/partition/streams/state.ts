@@ -48,7 +48,7 @@ import {
   type StreamsCommand,
 } from "../../../src/streams/state.ts";
 import { packAppend, packCreate, unpackAppend, unpackCreate, type LeaderFacts, type RemoveOutcome, type StreamEntry } from "../../../src/streams/replicated.ts";
-import { producerIdExpirationMs } from "../../../src/protocol/config.ts";
+import { producerIdExpirationMs, replicationFactorOf } from "../../../src/protocol/config.ts";
 import type { RoomTimers, Sql } from "../../base.ts";
 import { unknownPartition, type LogCommand, type LogRoom, type PartitionState } from "../log.ts";
 import type { ProducersCommand } from "../producers.ts";
@@ -299,21 +299,48 @@ export class StreamsState {
   }
 
   async dsRelease(path: string): Promise<RpcResult<object>> {
+    const rep = this.#ctx.replication;
+    if (rep.active()) {
+      // Replicated: an entry at the leader; the last reference of a soft-deleted stream deletes it.
+      const refused = rep.notLeader();
+      if (refused !== null) return refused;
+      const r = (await rep.propose({ op: "release", path }, [])) as RpcResult<RemoveOutcome>;
+      if (!r.ok) return r;
+      if (r.removed === "deleted") await this.#deleteSelf();
+      return { ok: true };
+    }
     const m = this.#meta;
     if (m === null || m.path !== path) return { ok: true };
-    // A replicated stream is never a fork source (dsForkSource refuses): no reference to release.
-    if (this.#ctx.replication.active()) return notReplicatedFork();
     this.#commitStream({ op: "refCount", refCount: Math.max(0, m.refCount - 1) });
     if (m.refCount === 0 && m.softDeleted) await this.#deleteSelf();
     return { ok: true };
   }
 
-  /** Takes a reference for a new fork (dsForkSource, in streams/read.ts; factor 1 only). */
-  retain(): void {
+  /**
+   * Takes a reference for a new fork (dsForkSource, in streams/read.ts). Factor 1: committed at
+   * once (no await). Replicated: an entry, which re-checks the stream at apply.
+   */
+  async retain(): Promise<RpcResult<object>> {
     const m = this.#meta;
     if (m === null) throw new Error("retain without a stream");
-    if (this.#ctx.replication.active()) throw new Error("a replicated stream cannot be a fork source");
+    const rep = this.#ctx.replication;
+    if (rep.active()) return (await rep.propose({ op: "retain", path: m.path }, [])) as RpcResult<object>;
     this.#commitStream({ op: "refCount", refCount: m.refCount + 1 });
+    return { ok: true };
+  }
+
+  /**
+   * Whether a fork's source is a replicated stream, from its topic's configs in the metadata
+   * store (asked only when the source's r1 does not answer: src/streams/source.ts).
+   */
+  async sourceReplicated(sourceTopic: string, sourceTopicId: string): Promise<boolean> {
+    const r = await this.#ctx.peers.metadata.getTopic(sourceTopic);
+    return r.ok && r.topic.topicId === sourceTopicId && replicationFactorOf(r.topic.configs) > 1;
+  }
+
+  /** NOT_LEADER_OR_FOLLOWER at a replica that does not lead a replicated partition, else null (calls of a fork to its source). */
+  leaderRefusal(): ErrorResult | null {
+    return this.#ctx.replication.active() ? this.#ctx.replication.notLeader() : null;
   }
 
   /**
@@ -441,6 +468,23 @@ export class StreamsState {
       case "expireProducers":
         this.#commitStream({ op: "expireProducers", beforeMs: entry.beforeMs }, at);
         return { ok: true };
+      case "retain": {
+        const live = this.#liveAt(entry.path);
+        if (!live.ok) return live.code === "STREAM_GONE" ? errorResult("STREAM_CONFLICT", "The fork source was deleted (it is kept only for its existing forks).") : live;
+        this.#commitStream({ op: "refCount", refCount: live.meta.refCount + 1 }, at);
+        return { ok: true };
+      }
+      case "release": {
+        if (m === null || m.path !== entry.path || m.deleted) return { ok: true, removed: "none" } satisfies RemoveOutcome;
+        const left = Math.max(0, m.refCount - 1);
+        if (left === 0 && m.softDeleted) {
+          // The last reference of a soft-deleted stream: deleted for good (its reference count with it).
+          this.#commitStream({ op: "markDeleted" }, at);
+          return { ok: true, removed: "deleted" } satisfies RemoveOutcome;
+        }
+        this.#commitStream({ op: "refCount", refCount: left }, at);
+        return { ok: true, removed: "none" } satisfies RemoveOutcome;
+      }
     }
   }
 
@@ -522,7 +566,7 @@ export class StreamsState {
         sql.run("UPDATE ds_stream SET ref_count = ? WHERE id = 1", c.refCount);
         return;
       case "markDeleted":
-        sql.run("UPDATE ds_stream SET soft_deleted = 2 WHERE id = 1");
+        sql.run("UPDATE ds_stream SET soft_deleted = 2, ref_count = 0 WHERE id = 1");
         return;
       case "install":
         sql.run("DELETE FROM ds_stream");
@@ -575,7 +619,11 @@ export class StreamsState {
       case "expireProducers":
         return;
       case "markDeleted":
-        if (this.#meta !== null) this.#meta.deleted = true;
+        if (this.#meta !== null) {
+          this.#meta.deleted = true;
+          this.#meta.softDeleted = false;
+          this.#meta.refCount = 0;
+        }
         this.#waiters.wake();
         // The leader destroys the topic right after; should it not (a crash, a leader change), whoever leads then does.
         this.#ctx.timers.set(EXPIRY_TIMER, Date.now() + DELETED_DESTROY_RETRY_MS);
@@ -662,7 +710,7 @@ export class StreamsState {
     if (m === null || log === null) return;
     await this.#ctx.destroySelf({
       topic: log.topic,
-      releaseFork: m.fork === null ? null : { sourceTopicId: m.fork.sourceTopicId, sourcePath: m.fork.sourcePath },
+      releaseFork: m.fork === null ? null : { sourceTopicId: m.fork.sourceTopicId, sourcePath: m.fork.sourcePath, sourceTopic: m.fork.sourceTopic },
     });
   }
 
@@ -710,7 +758,7 @@ export class StreamsState {
 
 /** Why a fork is refused on a replicated partition (docs/DURABLE-STREAMS.md "Replicated streams"). */
 function notReplicatedFork(): ErrorResult {
-  return errorResult("INVALID_REQUEST", "Forks of replicated streams (replication.factor 3), and replicated forks, are not supported yet.", { replicationFactor: 3 });
+  return errorResult("INVALID_REQUEST", "Replicated forks (a fork created at replication.factor 3) are not supported yet; a fork of a replicated stream is.", { replicationFactor: 3 });
 }
 
 /** The ds_stream columns a catch-up install writes, in order (a peer's row, every column). */
