@@ -129,7 +129,7 @@ export interface CreateStreamInput {
  *    topic is made again, at most 3 times, then UNAVAILABLE. A new topic takes
  *    `replicationFactor` (Edgelog-Replication-Factor) as its `replication.factor`; an existing
  *    one with another factor is STREAM_CONFLICT (409). At factor 3 the stream is created at the
- *    partition's leader; forks are refused there (INVALID_REQUEST).
+ *    partition's leader; a fork cannot be created there (INVALID_REQUEST), a fork of it can.
  * Errors (as results): INVALID_REQUEST (fork source), STREAM_CONFLICT, INVALID_JSON,
  * EMPTY_BATCH, REQUEST_TOO_LARGE, the metadata store's and the partition's.
  */
