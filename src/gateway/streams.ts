@@ -129,7 +129,7 @@ export interface CreateStreamInput {
  *    topic is made again, at most 3 times, then UNAVAILABLE. A new topic takes
  *    `replicationFactor` (Edgelog-Replication-Factor) as its `replication.factor`; an existing
  *    one with another factor is STREAM_CONFLICT (409). At factor 3 the stream is created at the
- *    partition's leader; a fork cannot be created there (INVALID_REQUEST), a fork of it can.
+ *    partition's leader (a fork too: its source's reference, then the replicated fork).
  * Errors (as results): INVALID_REQUEST (fork source), STREAM_CONFLICT, INVALID_JSON,
  * EMPTY_BATCH, REQUEST_TOO_LARGE, the metadata store's and the partition's.
  */
@@ -140,11 +140,6 @@ export async function createStream(env: Env, input: CreateStreamInput): Promise<
   // 1. The fork's reference on its source.
   let fork: ForkCreate | null = null;
   let sourceSummary: TopicSummary | null = null;
-  if (h.fork !== null && input.replicationFactor !== null && input.replicationFactor > 1) {
-    return errorResult("INVALID_REQUEST", "Replicated forks (a fork created at replication.factor 3) are not supported yet; a fork of a replicated stream is.", {
-      replicationFactor: input.replicationFactor,
-    });
-  }
   if (h.fork !== null) {
     const src = parseForkSource(h.fork.source, input.origin);
     if (!src.ok) return errorResult("INVALID_REQUEST", `Stream-Forked-From: ${src.message}`);

@@ -10,13 +10,16 @@
  * Pure module: types and the packing of a request into header + blobs, no Workers imports.
  */
 import type { ErrorCode } from "../protocol/errors.ts";
-import type { AppendStreamRequest, CreateStreamRequest } from "./rpc.ts";
+import type { AppendStreamRequest, CreateStreamRequest, ForkCreate, ForkSourceOk } from "./rpc.ts";
 
 /** How a request's body is carried: nothing, the body as one blob, or one blob per JSON message. */
 type BodyShape = "none" | "body" | "messages";
 
-/** A create request without its body (the body's parts are the entry's blobs). Forks are not replicated: `fork` is always null. */
-export type CreateEntryRequest = Omit<CreateStreamRequest, "body" | "messages" | "fork"> & { shape: BodyShape };
+/** A fork's create without the source record's prefix bytes (`prefix` true: they are the entry's first blob). */
+export type ForkEntry = Omit<ForkCreate, "source"> & { source: Omit<ForkSourceOk, "prefix"> & { prefix: boolean } };
+
+/** A create request without its body (the body's parts are the entry's blobs, after a fork's prefix). */
+export type CreateEntryRequest = Omit<CreateStreamRequest, "body" | "messages" | "fork"> & { shape: BodyShape; fork: ForkEntry | null };
 
 /** An append request without its body (the body's parts are the entry's blobs). */
 export type AppendEntryRequest = Omit<AppendStreamRequest, "body" | "messages" | "bodyError"> & {
@@ -68,15 +71,20 @@ function unpackBody(shape: BodyShape, blobs: Uint8Array[]): { body: Uint8Array |
 
 /** A create request as an entry's header part and blobs. */
 export function packCreate(req: CreateStreamRequest): { req: CreateEntryRequest; blobs: Uint8Array[] } {
-  const { body, messages, fork: _fork, ...rest } = req;
+  const { body, messages, fork, ...rest } = req;
   const { shape, blobs } = packBody(body, messages);
-  return { req: { ...rest, shape }, blobs };
+  if (fork === null) return { req: { ...rest, shape, fork: null }, blobs };
+  const { prefix, ...source } = fork.source;
+  const entryFork: ForkEntry = { ...fork, source: { ...source, prefix: prefix !== null } };
+  return { req: { ...rest, shape, fork: entryFork }, blobs: prefix !== null ? [prefix, ...blobs] : blobs };
 }
 
 /** {@link packCreate} reversed. */
 export function unpackCreate(req: CreateEntryRequest, blobs: Uint8Array[]): CreateStreamRequest {
-  const { shape, ...rest } = req;
-  return { ...rest, ...unpackBody(shape, blobs), fork: null };
+  const { shape, fork, ...rest } = req;
+  if (fork === null || fork === undefined) return { ...rest, ...unpackBody(shape, blobs), fork: null };
+  const prefix = fork.source.prefix ? (blobs[0] ?? new Uint8Array(0)) : null;
+  return { ...rest, ...unpackBody(shape, fork.source.prefix ? blobs.slice(1) : blobs), fork: { ...fork, source: { ...fork.source, prefix } } };
 }
 
 /** An append request as an entry's header part and blobs. */

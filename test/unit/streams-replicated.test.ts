@@ -53,7 +53,29 @@ describe("stream entries", () => {
     expect(unpackAppend(refused.req, refused.blobs)).toMatchObject({ body: utf8("[]"), messages: null, bodyError: { code: "EMPTY_BATCH", message: "empty" } });
   });
 
-  it("carries a create's initial body or messages; forks never travel", () => {
+  it("carries a fork's create: the source record's prefix as the first part, before the body", () => {
+    const fork = {
+      sourcePath: "src",
+      sourceTopic: "streams/default/src",
+      sourceTopicId: "t1",
+      anchorRequested: 0,
+      anchor: 0,
+      subOffset: 2,
+      source: { contentType: "text/plain", expiry: { ttlSeconds: null, expiresAtMs: null }, anchor: 0, forkOffset: 0, prefix: utf8("ab"), visibleStart: 0 },
+    };
+    const create: CreateStreamRequest = { path: "f", contentType: null, ttlSeconds: null, expiresAtMs: null, closed: false, body: utf8("body"), messages: null, fork };
+    const packed = packCreate(create);
+    expect(packed.blobs).toEqual([utf8("ab"), utf8("body")]);
+    const back = roundTrip({ op: "create", req: packed.req, ...facts }, packed.blobs);
+    if (back.stream.op !== "create") throw new Error("not a create");
+    expect(unpackCreate(back.stream.req, back.blobs)).toEqual(create);
+    const noPrefix = { ...create, body: null, fork: { ...fork, source: { ...fork.source, prefix: null } } };
+    const p2 = packCreate(noPrefix);
+    expect(p2.blobs).toEqual([]);
+    expect(unpackCreate(p2.req, p2.blobs)).toEqual(noPrefix);
+  });
+
+  it("carries a create's initial body or messages", () => {
     const create: CreateStreamRequest = {
       path: "s",
       contentType: "application/octet-stream",

@@ -163,8 +163,7 @@ suite("durable streams at replication.factor 3", () => {
     // One entry is at most the Raft message limit (1 MiB): a larger body is refused, nothing proposed.
     await expectError(await post(path, { "content-type": "text/plain", ...producer("p", 1, 1) }, new Uint8Array(1_500_000)), "REQUEST_TOO_LARGE", 413);
     await expectError(await put(path, { "content-type": "application/json", ...RF3 }), "STREAM_CONFLICT", 409);
-    // A replicated fork is not supported yet: refused, nothing referenced; a fork at a bad offset neither.
-    await expectError(await put(randomTopic("rsfork"), { "content-type": "text/plain", ...RF3, "Stream-Forked-From": `/v1/stream/${path}` }), "INVALID_REQUEST", 400);
+    // A fork at a bad offset: refused, nothing referenced.
     await expectError(await put(randomTopic("rsfork"), { "content-type": "text/plain", "Stream-Forked-From": `/v1/stream/${path}`, "Stream-Fork-Offset": token(7) }), "INVALID_OFFSET", 400);
     expect(await expectSameOnAll(t.topicId)).toEqual(before);
     expect(await (await stream(path)).text()).toBe("ab");
@@ -423,7 +422,7 @@ suite("durable streams at replication.factor 3", () => {
     expect(touched.log.map((x) => x.value)).toEqual(["a"]);
   });
 
-  it("forks a replicated stream: the reference is replicated, the fork reads its source at the source's leader (through a failover), deletes cascade", async () => {
+  it("forks a replicated stream, and replicated forks: the reference is replicated, the fork reads its source at the source's leader (through a failover), deletes cascade", async () => {
     const source = randomTopic("rssrc");
     const t = await createStream(source, {}, "abc");
     expect((await post(source, { "content-type": "text/plain" }, "d")).status).toBe(204);
@@ -435,6 +434,23 @@ suite("durable streams at replication.factor 3", () => {
     expect(await (await stream(forkPath)).text()).toBe("abcx");
     const referenced = await expectSameOnAll(t.topicId);
     expect(referenced.stream).toMatchObject([{ ref_count: 1, soft_deleted: 0 }]);
+
+    // A replicated fork, inside the source's first record (a byte sub-offset: its first bytes become the fork's first record).
+    const replicatedFork = randomTopic("rsfork3");
+    const f3 = await createStream(replicatedFork, { "Stream-Forked-From": `/v1/stream/${source}`, "Stream-Fork-Offset": token(0), "Stream-Fork-Sub-Offset": "2" });
+    expect((await post(replicatedFork, { "content-type": "text/plain", ...producer("f", 0, 0) }, "y")).status).toBe(200);
+    expect(await (await stream(replicatedFork)).text()).toBe("aby");
+    const f3State = await expectSameOnAll(f3.topicId);
+    expect(f3State.stream).toMatchObject([{ fork_source_path: source, fork_source_topic_id: t.topicId, fork_anchor: 0, fork_sub_offset: 2, fork_offset: 0, ref_count: 0 }]);
+    expect(f3State.log.map((x) => [x.offset, x.value])).toEqual([
+      [0, "ab"],
+      [1, "y"],
+    ]);
+    expect((await expectSameOnAll(t.topicId)).stream).toMatchObject([{ ref_count: 2 }]);
+    // Deleting the replicated fork destroys its replicas and releases its reference.
+    expect((await stream(replicatedFork, { method: "DELETE" })).status).toBe(204);
+    for (const id of IDS) await until(`${id} of the fork destroyed`, async () => ((await replica(f3.topicId, id).describe()).ok ? undefined : true));
+    expect((await expectSameOnAll(t.topicId)).stream).toMatchObject([{ ref_count: 1 }]);
 
     // The source's leader crashes, r1 (the object a fork reaches first): the fork's reads of its
     // source learn from the topic's configs that it is replicated, and follow the new leader.

@@ -194,7 +194,6 @@ export class StreamsState {
     if (rep.active()) {
       const refused = rep.notLeader();
       if (refused !== null) return refused;
-      if (req.fork !== null) return notReplicatedFork();
     }
     const nowMs = Date.now();
     const existing = this.#meta;
@@ -235,12 +234,12 @@ export class StreamsState {
 
     const fork = req.fork;
     if (fork !== null) {
-      // Forks are not replicated (dsCreate refuses them there): this runs at factor 1 only.
-      if (at !== null) throw new Error("a replicated stream entry carries a fork");
       if (log.logEndOffset !== log.logStartOffset || (log.logStartOffset !== 0 && log.logStartOffset !== fork.source.forkOffset)) {
         return errorResult("STREAM_CONFLICT", "A fork needs an empty topic.");
       }
-      // A fork's own log starts at its fork offset: its own commit, before the records are planned there.
+      // A fork's own log starts at its fork offset: its own commit, before the records are planned
+      // there. Replicated, without the applied index: applied again after a crash before the next
+      // commit, it finds the empty log at the fork offset and does the same.
       this.#ctx.commit({ log: { op: "startAt", offset: fork.source.forkOffset }, append: null, producer: null, stream: null });
     }
     const meta = newStream(req, log.logStartOffset, f.nowMs);
@@ -754,11 +753,6 @@ export class StreamsState {
     const d = expiryDeadlineMs(m, m.lastAccessMs);
     if (d !== null) this.#ctx.timers.set(EXPIRY_TIMER, d);
   }
-}
-
-/** Why a fork is refused on a replicated partition (docs/DURABLE-STREAMS.md "Replicated streams"). */
-function notReplicatedFork(): ErrorResult {
-  return errorResult("INVALID_REQUEST", "Replicated forks (a fork created at replication.factor 3) are not supported yet; a fork of a replicated stream is.", { replicationFactor: 3 });
 }
 
 /** The ds_stream columns a catch-up install writes, in order (a peer's row, every column). */
