@@ -33,6 +33,9 @@
  * readers at once), and long-poll wake latency (a long-poll waiting at the tail, then one
  * append: time from sending the append to the long-poll's answer).
  *
+ * Also measured: the same Edgelog with the streams at `replication.factor` 3 (a fourth target,
+ * its streams under `rf3/`), printed as its own column and its ratio to factor 1.
+ *
  * Run: `npm run bench -- --only streams [--quick]`, or `node bench/durable-streams.ts [--quick]`.
  */
 import { spawn } from "node:child_process";
@@ -45,6 +48,15 @@ export interface Target {
   name: string;
   fetch: typeof fetch;
   base: string;
+  /** Prepended to every stream path (two targets on one server keep apart). */
+  prefix?: string;
+  /** Extra headers of a stream's PUT (Edgelog-Replication-Factor). */
+  createHeaders?: Record<string, string>;
+}
+
+/** The URL of stream `path` on `t`. */
+function streamUrl(t: Target, path: string): string {
+  return `${t.base}/v1/stream/${t.prefix ?? ""}${path}`;
 }
 
 interface Results {
@@ -96,7 +108,7 @@ function rotated<T>(xs: readonly T[], turn: number): T[] {
 }
 
 async function createStream(t: Target, path: string, contentType: string): Promise<string> {
-  const res = await t.fetch(`${t.base}/v1/stream/${path}`, { method: "PUT", headers: { "content-type": contentType } });
+  const res = await t.fetch(streamUrl(t, path), { method: "PUT", headers: { "content-type": contentType, ...t.createHeaders } });
   await expectStatus(res, 201);
   return res.headers.get("stream-next-offset") as string;
 }
@@ -112,12 +124,13 @@ async function appendThroughput(servers: readonly Target[], path: string, bytes:
   for (const t of servers) {
     await createStream(t, path, "application/octet-stream");
     // Warm-up (connection, isolate, object), not counted.
-    for (let i = 0; i < 20; i++) await expectStatus(await t.fetch(`${t.base}/v1/stream/${path}-warm`, { method: "PUT", headers: { "content-type": "application/octet-stream" } }), 200, 201);
+    for (let i = 0; i < 20; i++)
+      await expectStatus(await t.fetch(streamUrl(t, `${path}-warm`), { method: "PUT", headers: { "content-type": "application/octet-stream", ...t.createHeaders } }), 200, 201);
   }
   const perSlice = Math.ceil(count / APPEND_SLICES);
   for (let s = 0; s < APPEND_SLICES; s++) {
     for (const t of rotated(servers, s)) {
-      const url = `${t.base}/v1/stream/${path}`;
+      const url = streamUrl(t, path);
       const n = Math.min(perSlice, count - s * perSlice);
       const k = servers.indexOf(t);
       secs[k] =
@@ -132,7 +145,7 @@ async function appendThroughput(servers: readonly Target[], path: string, bytes:
 
 /** Reads a whole stream from -1, following Stream-Next-Offset to the tail; returns the bytes read. */
 async function readAll(t: Target, path: string): Promise<number> {
-  const url = `${t.base}/v1/stream/${path}`;
+  const url = streamUrl(t, path);
   let offset = "-1";
   let total = 0;
   for (;;) {
@@ -175,7 +188,7 @@ async function wakeLatency(servers: readonly Target[], path: string, rounds: num
   const lat: number[][] = servers.map(() => []);
   for (let done = 0, turn = 0; done < rounds; done += WAKE_BLOCK, turn++) {
     for (const t of rotated(servers, turn)) {
-      const url = `${t.base}/v1/stream/${path}`;
+      const url = streamUrl(t, path);
       for (let i = done; i < Math.min(rounds, done + WAKE_BLOCK); i++) {
         const waiting = t.fetch(`${url}?offset=${encodeURIComponent(offsets.get(t) as string)}&live=long-poll`);
         await new Promise((r) => setTimeout(r, 5)); // let the long-poll reach the server
@@ -222,7 +235,7 @@ async function measureRound(servers: readonly Target[], quick: boolean, round: n
  * reference in its default configuration for information. For latencies the ratio is
  * reference/Edgelog, so above 1 always means Edgelog is better.
  */
-function print(e: Results, r: Results, rDefault: Results, quick: boolean, rounds: number): void {
+function print(e: Results, r: Results, rDefault: Results, e3: Results, quick: boolean, rounds: number): void {
   const rows: [string, keyof Results, string, "higher" | "lower", number | null][] = [
     ["append, 1 KiB bodies", "append1k", "MB/s", "higher", 0.8],
     ["append, 1 KiB bodies", "appendReqs1k", "appends/s", "higher", 0.8],
@@ -237,14 +250,21 @@ function print(e: Results, r: Results, rDefault: Results, quick: boolean, rounds
   console.log(
     `One client for all (Node fetch over HTTP on 127.0.0.1); Edgelog on the Worker's own workerd socket. Appends: one stream, ${APPEND_CONCURRENCY} in flight, random bodies, durable before the answer on both sides. Reference compared without gzip (its faster configuration for random bodies); its default (gzip) in the last column.\n`,
   );
-  console.log("| measurement | Edgelog | reference | Edgelog/reference | target | reference, default gzip |");
-  console.log("|---|---|---|---|---|---|");
+  console.log(
+    'The last two columns: the same Edgelog with the stream at `replication.factor` 3 (`Edgelog-Replication-Factor: 3`: three partition objects in the same workerd, every append a Raft entry committed by two of them), and its ratio to factor 1 (docs/DURABLE-STREAMS.md "Replicated streams").\n',
+  );
+  console.log("| measurement | Edgelog | reference | Edgelog/reference | target | reference, default gzip | Edgelog rf 3 | rf 3/rf 1 |");
+  console.log("|---|---|---|---|---|---|---|---|");
   for (const [name, key, unit, better, target] of rows) {
     const ev = e[key];
     const rv = r[key];
     const ratio = better === "higher" ? ev / rv : rv / ev;
     const t = target === null ? "-" : `>= ${target}x ${ratio >= target ? "(met)" : "(not met)"}`;
-    console.log(`| ${name} | ${fmt(ev)} ${unit} | ${fmt(rv)} ${unit} | ${ratio.toFixed(2)}x${better === "lower" ? " (ref/Edgelog)" : ""} | ${t} | ${fmt(rDefault[key])} ${unit} |`);
+    const e3v = e3[key];
+    const r3 = better === "higher" ? e3v / ev : ev / e3v;
+    console.log(
+      `| ${name} | ${fmt(ev)} ${unit} | ${fmt(rv)} ${unit} | ${ratio.toFixed(2)}x${better === "lower" ? " (ref/Edgelog)" : ""} | ${t} | ${fmt(rDefault[key])} ${unit} | ${fmt(e3v)} ${unit} | ${r3.toFixed(2)}x${better === "lower" ? " (rf1/rf3)" : ""} |`,
+    );
   }
 }
 
@@ -298,7 +318,8 @@ export async function run(opts: { quick: boolean; edgelog?: Target }): Promise<v
   const refGzip = await startReference(true);
   const engine = opts.edgelog === undefined ? await startEngine() : null;
   const edgelog = opts.edgelog ?? { name: "Edgelog", fetch, base: (engine as NonNullable<typeof engine>).url };
-  const servers = [edgelog, refPlain.target, refGzip.target];
+  const edgelogRf3: Target = { ...edgelog, name: `${edgelog.name} rf 3`, prefix: "rf3/", createHeaders: { "Edgelog-Replication-Factor": "3" } };
+  const servers = [edgelog, refPlain.target, refGzip.target, edgelogRf3];
   try {
     const per: Results[][] = servers.map(() => []);
     for (let i = 0; i < rounds; i++) {
@@ -307,7 +328,7 @@ export async function run(opts: { quick: boolean; edgelog?: Target }): Promise<v
         per[k]?.push(x);
       });
     }
-    print(medianOf(per[0] ?? []), medianOf(per[1] ?? []), medianOf(per[2] ?? []), opts.quick, rounds);
+    print(medianOf(per[0] ?? []), medianOf(per[1] ?? []), medianOf(per[2] ?? []), medianOf(per[3] ?? []), opts.quick, rounds);
   } finally {
     await engine?.dispose();
     await refPlain.stop();

@@ -17,9 +17,10 @@
  * Replication (`replication.factor` 3, docs/RAFT.md "Replicated partitions"): this object is one
  * of three replicas (partition/replica.ts). A produce request at the leader is checked, proposed
  * as a Raft entry, and decided and committed on every replica when the entry commits
- * (partition/replicated.ts: the same rooms' apply, with the applied index in the transaction). At
- * factor 1 the replica is inactive and every path above is unchanged. Subscription writes are
- * Raft entries too, and consumers are served by the leader (partition/replicated-subs.ts). A replica is replaced by
+ * (partition/replicated.ts: the same rooms' apply, with the applied index in the transaction); a
+ * Durable Streams write likewise (the streams room's `applyEntry`). At factor 1 the replica is
+ * inactive and every path above is unchanged. Subscription writes are Raft entries too, and
+ * consumers are served by the leader (partition/replicated-subs.ts). A replica is replaced by
  * a reassignment at the leader (partition/reassign.ts: learner, catch-up, promote, remove).
  */
 import type { Env } from "../src/env.ts";
@@ -42,6 +43,7 @@ import { errorResult, type ErrorResult, type RpcResult } from "../src/protocol/e
 import { FETCH_MAX_WAIT_MS_LIMIT, MAX_APPEND_GROUP_REQUESTS } from "../src/protocol/limits.ts";
 import type { PartitionDescription, TopicConfigs } from "../src/protocol/types.ts";
 import type * as Ds from "../src/streams/rpc.ts";
+import { atSourceLeader } from "../src/streams/source.ts";
 import { SqliteDurableObject, lazyTimers, type SocketAccept, type SocketAttachment, type SocketEvent } from "./base.ts";
 import { LifecycleRoom, compactionPace, type LifecycleCommandPart, type LifecycleWrite } from "./partition/lifecycle.ts";
 import { LogRoom, unknownPartition, type LogCommand } from "./partition/log.ts";
@@ -153,8 +155,13 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
         sql: this.sql,
         peers: this.#peers,
         timers: lazyTimers(() => this.timers("streams")),
-        commit: (cmd) => this.#commit(cmd),
+        commit: (cmd, alsoWrite) => this.#commit(cmd, alsoWrite ?? null),
         destroySelf: (d) => this.#destroySelf(d),
+        replication: {
+          active: () => this.#replica.active,
+          notLeader: () => this.#replica.notLeader(),
+          propose: (entry, blobs) => this.#replicated.proposeStream(entry, blobs),
+        },
       },
       this.#log,
       this.#waiters,
@@ -213,6 +220,7 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
       aliveReplica: () => this.#aliveReplica(),
       peer: (id) => this.#peerReplica(id),
       configsApplied: () => this.#configsApplied(),
+      applyStream: (term, entry, blobs, writeApplied) => this.#streams.applyEntry(term, entry, blobs, writeApplied),
       applySubs: (change, writeApplied) => this.#replicatedSubs.apply(change, writeApplied),
       produceRefusal: (scanned, nowMs) => this.#replicatedSubs.produceRefusal(scanned, nowMs),
     });
@@ -227,11 +235,14 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
       log: this.#log,
       producers: this.#producers,
       lifecycle: this.#lifecycle,
+      streams: this.#streams,
       replica: this.#replica,
       commit: (cmd, alsoWrite) => this.#commit(cmd, alsoWrite ?? null),
       peer: (id) => this.#peerReplica(id),
       subscriptionRows: () => this.#subs.rows(),
       installed: () => {
+        // The stream tail cache may hold values of a replaced log.
+        this.#streamsRead.reset();
         this.#lifecycle.reset();
         this.#lifecycle.load(Date.now());
         // The install may carry configs changed while this replica was away.
@@ -543,33 +554,42 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
     return { ok: true, metrics: this.#counters.snapshot(s, this.#waiters.size, this.#lifecycle.segments.length, this.#subs.metrics()) };
   }
 
-  // ---- streams (docs/DURABLE-STREAMS.md) ----
+  // ---- streams (docs/DURABLE-STREAMS.md; a replica acting crashed throws, as for produce) ----
 
   dsCreate(req: Ds.CreateStreamRequest): Promise<RpcResult<Ds.CreateStreamOk>> {
+    this.#aliveReplica();
     return this.#streams.dsCreate(req);
   }
   dsHead(path: string): Promise<RpcResult<Ds.HeadStreamOk>> {
+    this.#aliveReplica();
     return this.#streamsRead.dsHead(path);
   }
   dsAppend(req: Ds.AppendStreamRequest): Promise<RpcResult<Ds.AppendStreamOk>> {
+    this.#aliveReplica();
     return this.#streams.dsAppend(req);
   }
   dsDelete(path: string): Promise<RpcResult<Ds.DeleteStreamOk>> {
+    this.#aliveReplica();
     return this.#streams.dsDelete(path);
   }
   dsRelease(path: string): Promise<RpcResult<object>> {
+    this.#aliveReplica();
     return this.#streams.dsRelease(path);
   }
   dsRead(req: Ds.ReadStreamRequest): Promise<RpcResult<Ds.ReadStreamOk>> {
+    this.#aliveReplica();
     return this.#streamsRead.dsRead(req);
   }
   dsForkSource(req: Ds.ForkSourceRequest): Promise<RpcResult<Ds.ForkSourceOk>> {
+    this.#aliveReplica();
     return this.#streamsRead.dsForkSource(req);
   }
   dsReadRange(req: Ds.ReadRangeRequest): Promise<RpcResult<Ds.ReadRangeOk>> {
+    this.#aliveReplica();
     return this.#streamsRead.dsReadRange(req);
   }
   dsBoundaryValues(req: Ds.BoundaryValuesRequest): Promise<RpcResult<{ values: (Uint8Array | null)[] }>> {
+    this.#aliveReplica();
     return this.#streamsRead.dsBoundaryValues(req);
   }
 
@@ -876,12 +896,20 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
    * already, with no room awaiting it), then the fork source's reference is released.
    */
   async #destroySelf(d: SelfDestroy): Promise<void> {
-    await this.#destroyLocal();
+    // A replicated stream (marked deleted on every replica by a committed entry): the topic's
+    // delete destroys all the replicas through r1 (this one included), so r1 still knows its peers.
+    const replicated = this.#replica.active;
+    if (!replicated) await this.#destroyLocal();
     const r = await this.#peers.metadata.deleteTopic(d.topic);
     if (!r.ok && r.code !== "UNKNOWN_TOPIC_OR_PARTITION") throw new Error(`deleting topic ${d.topic} failed: ${r.code}`);
+    if (replicated && !this.#destroyed) await this.#destroyLocal();
     const f = d.releaseFork;
     if (f === null) return;
-    const rr = await this.#peers.partition(f.sourceTopicId, 0).dsRelease(f.sourcePath);
+    const rr = await atSourceLeader(
+      (index) => this.#peers.replica(f.sourceTopicId, 0, index),
+      (s) => s.dsRelease(f.sourcePath),
+      () => this.#streams.sourceReplicated(f.sourceTopic, f.sourceTopicId),
+    );
     if (!rr.ok && rr.code !== "UNKNOWN_TOPIC_OR_PARTITION") throw new Error(`releasing fork source ${f.sourcePath} failed: ${rr.code}`);
   }
 }

@@ -12,7 +12,8 @@
  *   log when the peer's retention moved past it) into `batches_staged` (the log room's staging
  *   table, invisible to every read), one commit per chunk; then, synchronously, the install: ONE
  *   transaction holding the staged batches moved into the log, the log meta (bounds, leader
- *   epoch, stored bytes), the producer state and the subscriptions replaced by M's, the segment index rows of a
+ *   epoch, stored bytes), the producer state, the subscriptions and the Durable Streams state
+ *   (ds_stream, ds_producers) replaced by M's, the segment index rows of a
  *   replaced log deleted, and the Raft journal (snapshot meta at (M, term), commit and applied
  *   index = M, its log emptied). The rooms' memory follows only after that commit.
  *
@@ -44,6 +45,8 @@ import type { LogRoom } from "./log.ts";
 import type { ProducersRoom } from "./producers.ts";
 import type { ReplicatedWrite } from "./replicated.ts";
 import type { PartitionReplica } from "./replica.ts";
+import type { StreamsCommand } from "../../src/streams/state.ts";
+import type { StreamsState } from "./streams/state.ts";
 
 /** Most batch bytes in one answer (a Durable Object RPC value must stay well below 32 MiB; a row is at most ~2 MB). */
 export const CATCH_UP_CHUNK_BYTES = 8 << 20;
@@ -63,9 +66,11 @@ export interface CatchUpHost {
   log: LogRoom;
   producers: ProducersRoom;
   lifecycle: LifecycleRoom;
+  /** The Durable Streams state (ds_stream, ds_producers): in the manifest, replaced by the install. */
+  streams: StreamsState;
   replica: PartitionReplica;
   /** The switchboard's commit: the rooms' apply and `alsoWrite` in ONE transaction, then publish. */
-  commit: (cmd: ReplicatedWrite & SubsCommand, alsoWrite?: () => void) => void;
+  commit: (cmd: CatchUpWrite, alsoWrite?: () => void) => void;
   /** A peer replica's object. */
   peer: (id: NodeId) => PartitionRpc;
   /** The subscriptions as stored (the manifest carries them: cursors are replicated state). */
@@ -75,6 +80,9 @@ export interface CatchUpHost {
 }
 
 const NONE = { append: null, producer: null, stream: null } as const;
+
+/** What a catch-up commits: a replicated write's parts, and the streams room's install. */
+type CatchUpWrite = Omit<ReplicatedWrite, "stream"> & StreamsCommand & SubsCommand;
 
 export class ReplicaCatchUp {
   readonly #h: CatchUpHost;
@@ -115,7 +123,9 @@ export class ReplicaCatchUp {
       }
       const index = node.appliedIndex;
       const producers = this.#h.producers.rows();
-      if (producerRowsBytes(producers) > CATCH_UP_MAX_PRODUCER_BYTES) {
+      const streams = this.#h.streams.rows();
+      // Durable Streams Producer-Ids count too (~ their id's bytes and three numbers each).
+      if (producerRowsBytes(producers) + streams.producers.reduce((n, p) => n + p[0].length + 36, 0) > CATCH_UP_MAX_PRODUCER_BYTES) {
         return errorResult("REQUEST_TOO_LARGE", `The producer state (${producers.producers.length} producer ids) is too large to ship in one catch-up manifest.`, {
           producers: producers.producers.length,
         });
@@ -134,6 +144,7 @@ export class ReplicaCatchUp {
         logEndOffset: s.logEndOffset,
         leaderEpoch: s.leaderEpoch,
         producers,
+        streams,
         configs: s.configs,
         ...(s.configsOffset !== null ? { configsOffset: s.configsOffset } : {}),
         subscriptions,
@@ -211,7 +222,7 @@ export class ReplicaCatchUp {
       return stop(decision, { index: m.index });
     }
     const staged = h.log.stagedSummary();
-    const cmd: ReplicatedWrite & SubsCommand = {
+    const cmd: CatchUpWrite = {
       log: {
         op: "install",
         replace: plan.replace,
@@ -227,7 +238,8 @@ export class ReplicaCatchUp {
       },
       append: null,
       producer: { op: "install", rows: m.producers },
-      stream: null,
+      // The stream's state at M (a peer of an older version sends none: this room is left as it is).
+      stream: m.streams === undefined ? null : { op: "install", row: m.streams.row, producers: m.streams.producers },
       // A replaced log's segment rows describe batches that are gone; the lifecycle room indexes the new ones (its `index` timer).
       lifecycle: plan.replace ? { segments: h.lifecycle.segments.map((seg) => ({ kind: "segDelete" as const, id: seg.id })), clean: [] } : null,
       // The subscriptions' cursors at M replace this replica's (a peer of an older version sends none: kept).

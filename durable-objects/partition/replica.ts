@@ -48,6 +48,7 @@ import { resolveGroupConfig, type LocationHint, type RaftFaults } from "../../sr
 import { RaftContractError, RaftNode, type ConfChange, type ConfState, type Entry, type Message, type NodeId, type ProposeError } from "../../src/raft/index.ts";
 import type { SnapshotMeta } from "../../src/raft/types.ts";
 import type { TopicConfigs } from "../../src/protocol/types.ts";
+import type { StreamEntry } from "../../src/streams/replicated.ts";
 import type { RoomTimers, Sql } from "../base.ts";
 import { RaftJournal } from "../raft/journal.ts";
 import type { SubsChange } from "./subscriptions.ts";
@@ -627,12 +628,25 @@ export type ReplicatedCommand =
    * acks, nacks, redelivery counts, resets), decided again at apply by every replica's
    * subscriptions room (docs/RAFT.md "Subscriptions are replicated"; partition/replicated-subs.ts).
    */
-  | { kind: "subs"; change: SubsChange };
+  | { kind: "subs"; change: SubsChange }
+  /**
+   * A Durable Streams write (src/streams/replicated.ts), decided by every replica's streams room
+   * at apply; `blobs`: the request's body parts.
+   */
+  | { kind: "stream"; stream: StreamEntry; blobs: Uint8Array[] };
 
-/** Encodes: u32 header length, the JSON header, then per batch u32 length and its bytes. */
+/** Encodes: u32 header length, the JSON header, then per batch (or stream blob) u32 length and its bytes. */
 export function encodeReplicated(cmd: ReplicatedCommand): Uint8Array {
-  const batches = cmd.kind === "append" ? cmd.batches : [];
-  const header = new TextEncoder().encode(JSON.stringify(cmd.kind === "append" ? { kind: cmd.kind, nowMs: cmd.nowMs, logAppendTime: cmd.logAppendTime, n: batches.length } : cmd));
+  const batches = cmd.kind === "append" ? cmd.batches : cmd.kind === "stream" ? cmd.blobs : [];
+  const header = new TextEncoder().encode(
+    JSON.stringify(
+      cmd.kind === "append"
+        ? { kind: cmd.kind, nowMs: cmd.nowMs, logAppendTime: cmd.logAppendTime, n: batches.length }
+        : cmd.kind === "stream"
+          ? { kind: cmd.kind, stream: cmd.stream, n: batches.length }
+          : cmd,
+    ),
+  );
   let size = 4 + header.length;
   for (const b of batches) size += 4 + b.length;
   const out = new Uint8Array(size);
@@ -661,13 +675,14 @@ export function decodeReplicated(data: Uint8Array): ReplicatedCommand {
     configsOffset?: number;
     change?: SubsChange;
     logAppendTime?: number | null;
+    stream?: StreamEntry;
     n?: number;
   };
   if (header.kind === "expireProducers") return { kind: "expireProducers", beforeMs: header.beforeMs };
   if (header.kind === "deleteRecords") return { kind: "deleteRecords", offset: header.offset };
   if (header.kind === "configs") return { kind: "configs", configs: header.configs!, ...(header.configsOffset !== undefined ? { configsOffset: header.configsOffset } : {}) };
   if (header.kind === "subs") return { kind: "subs", change: header.change! };
-  if (header.kind !== "append") throw new Error(`unknown replicated command ${header.kind}`);
+  if (header.kind !== "append" && header.kind !== "stream") throw new Error(`unknown replicated command ${header.kind}`);
   const batches: Uint8Array[] = [];
   let at = 4 + hl;
   for (let i = 0; i < (header.n ?? 0); i++) {
@@ -677,5 +692,6 @@ export function decodeReplicated(data: Uint8Array): ReplicatedCommand {
     at += 4 + len;
   }
   if (at !== data.length) throw new Error(`replicated command has ${data.length - at} trailing bytes`);
+  if (header.kind === "stream") return { kind: "stream", stream: header.stream!, blobs: batches };
   return { kind: "append", nowMs: header.nowMs, logAppendTime: header.logAppendTime ?? null, batches };
 }

@@ -18,6 +18,7 @@ import { decodeReplicated, encodeReplicated, type PartitionReplica, type Replica
 import { ReplicaTail } from "./replica-tail.ts";
 import { isStaleConfigsPush } from "../../src/partition/configs-order.ts";
 import type { SubsChange } from "./subscriptions.ts";
+import type { StreamEntry } from "../../src/streams/replicated.ts";
 
 /** What a committed entry writes: the rooms' parts of a native append (no stream, no subscription part). */
 export type ReplicatedWrite = LogCommand & ProducersCommand & LifecycleCommandPart & { stream: null };
@@ -46,6 +47,11 @@ export interface ReplicatedHost {
   applySubs: (change: SubsChange, writeApplied: () => void) => unknown;
   /** The leader's policy checks of a produce that depend on subscriptions and producers (backlog quota, publish rate, producer count), checked last. */
   produceRefusal: (scanned: ScannedAppend, nowMs: number) => ErrorResult | null;
+  /**
+   * Applies a committed Durable Streams entry (the streams room decides it on the committed
+   * state and commits with `writeApplied` in the same transaction). @returns the leader's answer.
+   */
+  applyStream: (term: number, entry: StreamEntry, blobs: Uint8Array[], writeApplied: () => void) => unknown;
 }
 
 /** How long a config change waits for a leader to be found or elected (ms): as the gateway's LEADER_WAIT_MS. */
@@ -115,7 +121,7 @@ export class ReplicatedAppends {
       const end = this.#h.log.state!.logEndOffset;
       const cmd = e.type === "normal" ? decodeReplicated(e.data) : null;
       if (cmd === null || cmd.kind === "deleteRecords" || cmd.kind === "configs" || cmd.kind === "subs") this.#tail.skip(e.index, end);
-      else if (cmd.kind === "expireProducers") this.#tail.add(e.index, null, end, () => undefined);
+      else if (cmd.kind === "expireProducers" || cmd.kind === "stream") this.#tail.add(e.index, null, end, () => undefined);
       else {
         const scanned = this.#h.log.scanCommitted(cmd.batches);
         if ("code" in scanned) this.#tail.skip(e.index, end);
@@ -140,16 +146,21 @@ export class ReplicatedAppends {
     const refused = this.#h.lifecycle.checkProduce(scanned, nowMs);
     if (refused !== null) return refused;
     if (req.acks !== "1") {
-      const minIsr = this.#h.log.state!.configs["min.insync.replicas"] ?? 1;
-      const inSync = this.#h.replica.inSyncReplicas(nowMs);
-      if (inSync < minIsr) {
-        return errorResult("NOT_ENOUGH_REPLICAS", `${inSync} in-sync replicas, fewer than min.insync.replicas ${minIsr}: the produce is refused (acks=all).`, {
-          inSync,
-          minInsyncReplicas: minIsr,
-        });
-      }
+      const few = this.#notEnoughReplicas(nowMs);
+      if (few !== null) return few;
     }
     return this.#h.produceRefusal(scanned, nowMs) ?? scanned;
+  }
+
+  /** NOT_ENOUGH_REPLICAS when the leader's in-sync replicas are fewer than min.insync.replicas (an acks=all write), else null. */
+  #notEnoughReplicas(nowMs: number): ErrorResult | null {
+    const minIsr = this.#h.log.state!.configs["min.insync.replicas"] ?? 1;
+    const inSync = this.#h.replica.inSyncReplicas(nowMs);
+    if (inSync >= minIsr) return null;
+    return errorResult("NOT_ENOUGH_REPLICAS", `${inSync} in-sync replicas, fewer than min.insync.replicas ${minIsr}: the produce is refused (acks=all).`, {
+      inSync,
+      minInsyncReplicas: minIsr,
+    });
   }
 
   /**
@@ -166,6 +177,11 @@ export class ReplicatedAppends {
     if (cmd.kind === "configs") return this.#applyConfigs(index, cmd.configs, cmd.configsOffset, writeApplied);
     if (cmd.kind === "subs") {
       const answer = this.#h.applySubs(cmd.change, writeApplied);
+      this.#checkPrediction(index, null);
+      return answer;
+    }
+    if (cmd.kind === "stream") {
+      const answer = this.#h.applyStream(term, cmd.stream, cmd.blobs, writeApplied);
       this.#checkPrediction(index, null);
       return answer;
     }
@@ -235,6 +251,28 @@ export class ReplicatedAppends {
     if (proposed!.index !== null) this.#tail.add(proposed!.index, null, this.#h.log.state!.logEndOffset, () => undefined);
     await proposed!.answer;
     this.#h.producers.rearm(Date.now());
+  }
+
+  // ---- Durable Streams writes as replicated commands ----
+
+  /**
+   * Proposes one Durable Streams write at the leader (the streams room checked leadership) and
+   * answers with its apply here, NOT_LEADER_OR_FOLLOWER or REQUEST_TIMED_OUT. Its outcome (how
+   * many records it appends, if any) is known only at apply: the acks=1 prediction stops at it.
+   * A create or an append is answered after its commit, as an acks=all produce: below
+   * min.insync.replicas it is refused NOT_ENOUGH_REPLICAS, nothing proposed.
+   */
+  async proposeStream(stream: StreamEntry, blobs: Uint8Array[]): Promise<unknown> {
+    this.#h.aliveReplica();
+    if (this.#h.log.state === null) return unknownPartition();
+    if (stream.op === "create" || stream.op === "append") {
+      const few = this.#notEnoughReplicas(Date.now());
+      if (few !== null) return few;
+    }
+    this.#buildTail();
+    const [proposed] = this.#h.replica.proposeAll([encodeReplicated({ kind: "stream", stream, blobs })]);
+    if (proposed!.index !== null) this.#tail.add(proposed!.index, null, this.#h.log.state!.logEndOffset, () => undefined);
+    return proposed!.answer;
   }
 
   // ---- deleteRecords (KIP-107) as a replicated command ----

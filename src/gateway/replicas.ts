@@ -264,6 +264,8 @@ function unavailable(w: Where, at: string, err: unknown, advice: string): ErrorR
  * Unlike a produce, a call that fails (the replica is down) is resent to the next replica after
  * {@link ELECTION_BACKOFF_MS}: doing it twice is harmless (the same log start; the same leader).
  * After the wait: the last refusal, or UNAVAILABLE (retriable) when the last call failed.
+ * `idempotent` false (a Durable Streams append): a call that fails is not resent, as for produce
+ * ({@link appendAtLeader}): the client gets UNAVAILABLE and decides.
  */
 export async function callAtLeader<T extends object>(
   env: Env,
@@ -272,6 +274,7 @@ export async function callAtLeader<T extends object>(
   configs: Partial<TopicConfigs>,
   call: (p: PartitionRpc) => Promise<RpcResult<T>>,
   waitMs: number = LEADER_WAIT_MS,
+  idempotent = true,
 ): Promise<RpcResult<T>> {
   const w = where(env, topicId, partition, configs);
   if (w.rf === 1) return call(replicaStub(env, topicId, partition, "r1", configs));
@@ -283,6 +286,7 @@ export async function callAtLeader<T extends object>(
     try {
       r = await call(replicaStub(env, topicId, partition, at, configs));
     } catch (err) {
+      if (!idempotent) return unavailable(w, at, err, "its outcome is unknown; an idempotent producer's retry is safe.");
       const failed = unavailable(w, at, err, "the request is idempotent.");
       if (Date.now() >= deadline) return failed;
       await new Promise((resolve) => setTimeout(resolve, ELECTION_BACKOFF_MS));

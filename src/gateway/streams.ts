@@ -12,9 +12,10 @@
  */
 import type { Env } from "../env.ts";
 import { metadataStore } from "../metadata/store.ts";
-import { partitionStub } from "../partition/rpc.ts";
+import { partitionStub, type PartitionRpc } from "../partition/rpc.ts";
 import { EdgelogError, errorResult, type ErrorResult, type RpcResult } from "../protocol/errors.ts";
 import { MAX_RECORDS_PER_REQUEST } from "../protocol/limits.ts";
+import { replicationFactorOf } from "../protocol/config.ts";
 import type { TopicSummary } from "../protocol/types.ts";
 import { DEFAULT_CONTENT_TYPE, H, isJsonContentType, type CreateHeaders } from "../streams/headers.ts";
 import { cacheControl } from "../streams/http-cache.ts";
@@ -23,6 +24,7 @@ import { encodeOffset } from "../streams/offsets.ts";
 import { jsonMessages } from "../streams/records.ts";
 import type { CreateStreamOk, ForkCreate, StreamRpc } from "../streams/rpc.ts";
 import { ErrorWithHeaders } from "./errors.ts";
+import { callAtLeader } from "./replicas.ts";
 import { StaleTopicError, topicCache, withTopic } from "./topics.ts";
 
 /** Records (JSON messages) per answer, and per append: bounds the per-record memory of tiny messages. */
@@ -63,16 +65,33 @@ export function streamStub(env: Env, topicId: string): StreamRpc {
 }
 
 /**
- * Runs `op` against the stream's partition. A topic that does not exist (or has more than one
- * partition, so it is not a stream) is STREAM_NOT_FOUND; a partition that answers
- * UNKNOWN_TOPIC_OR_PARTITION makes the gateway refresh its cached topic id once.
+ * Runs `op` at the partition of a stream's topic: the one object at `replication.factor` 1; at
+ * 3, the leader replica (src/gateway/replicas.ts `callAtLeader`: NOT_LEADER_OR_FOLLOWER is
+ * followed to the leader, or retried through an election for up to 5 s). A call that fails (a
+ * replica down) is resent to another replica only when `idempotent` (reads, HEAD, DELETE, PUT);
+ * an append's outcome is then unknown: UNAVAILABLE (retriable).
+ */
+export function atStreamLeader<T extends object>(env: Env, topic: TopicSummary, op: (stub: StreamRpc) => Promise<RpcResult<T>>, idempotent = true): Promise<RpcResult<T>> {
+  return callAtLeader(env, topic.topicId, 0, topic.configs, (p: PartitionRpc) => op(p as unknown as StreamRpc), undefined, idempotent);
+}
+
+/**
+ * Runs `op` against the stream's partition (its leader: {@link atStreamLeader}). A topic that
+ * does not exist (or has more than one partition, so it is not a stream) is STREAM_NOT_FOUND; a
+ * partition that answers UNKNOWN_TOPIC_OR_PARTITION makes the gateway refresh its cached topic
+ * id once.
  * @throws EdgelogError INVALID_TOPIC_NAME (from the metadata lookup), or what `op` throws.
  */
-export async function onStream<T>(env: Env, topicName: string, op: (stub: StreamRpc, topic: TopicSummary) => Promise<RpcResult<T>>): Promise<RpcResult<T & { topic: TopicSummary }>> {
+export async function onStream<T extends object>(
+  env: Env,
+  topicName: string,
+  op: (stub: StreamRpc, topic: TopicSummary) => Promise<RpcResult<T>>,
+  idempotent = true,
+): Promise<RpcResult<T & { topic: TopicSummary }>> {
   try {
     return await withTopic(env, topicName, async (topic) => {
       if (topic.partitions !== 1) return errorResult("STREAM_NOT_FOUND", `Topic ${topic.name} has ${topic.partitions} partitions: it is not a stream.`);
-      const r = await op(streamStub(env, topic.topicId), topic);
+      const r = await atStreamLeader(env, topic, (stub) => op(stub, topic), idempotent);
       if (!r.ok) {
         if (r.code === "UNKNOWN_TOPIC_OR_PARTITION") throw new StaleTopicError(r.message ?? "The stream's partition is gone.");
         return r;
@@ -95,6 +114,8 @@ export interface CreateStreamInput {
   body: Uint8Array;
   /** The request URL's origin, against which `Stream-Forked-From` resolves. */
   origin: string;
+  /** `Edgelog-Replication-Factor` (1 or 3), or null when not sent: the topic's `replication.factor` when it is created. */
+  replicationFactor: number | null;
 }
 
 /**
@@ -105,7 +126,10 @@ export interface CreateStreamInput {
  * 2. the initial body is judged by the stream's content type (JSON: an array of messages);
  * 3. the topic (one partition) is created or found, then the stream on its partition. A
  *    partition that answers UNKNOWN_TOPIC_OR_PARTITION was deleted (or just expired): the
- *    topic is made again, at most 3 times, then UNAVAILABLE.
+ *    topic is made again, at most 3 times, then UNAVAILABLE. A new topic takes
+ *    `replicationFactor` (Edgelog-Replication-Factor) as its `replication.factor`; an existing
+ *    one with another factor is STREAM_CONFLICT (409). At factor 3 the stream is created at the
+ *    partition's leader (a fork too: its source's reference, then the replicated fork).
  * Errors (as results): INVALID_REQUEST (fork source), STREAM_CONFLICT, INVALID_JSON,
  * EMPTY_BATCH, REQUEST_TOO_LARGE, the metadata store's and the partition's.
  */
@@ -115,6 +139,7 @@ export async function createStream(env: Env, input: CreateStreamInput): Promise<
 
   // 1. The fork's reference on its source.
   let fork: ForkCreate | null = null;
+  let sourceSummary: TopicSummary | null = null;
   if (h.fork !== null) {
     const src = parseForkSource(h.fork.source, input.origin);
     if (!src.ok) return errorResult("INVALID_REQUEST", `Stream-Forked-From: ${src.message}`);
@@ -123,6 +148,7 @@ export async function createStream(env: Env, input: CreateStreamInput): Promise<
     const subOffset = h.fork.subOffset;
     const r = await onStream(env, sourceTopic, (stub) => stub.dsForkSource({ path: src.path, anchor, subOffset, contentType: h.contentType }));
     if (!r.ok) return r.code === "STREAM_GONE" ? errorResult("STREAM_CONFLICT", r.message) : r;
+    sourceSummary = r.topic;
     fork = {
       sourcePath: src.path,
       sourceTopic,
@@ -134,9 +160,10 @@ export async function createStream(env: Env, input: CreateStreamInput): Promise<
     };
   }
   const release = async (): Promise<void> => {
-    if (fork === null) return;
+    if (fork === null || sourceSummary === null) return;
     const f = fork;
-    await streamStub(env, f.sourceTopicId).dsRelease(f.sourcePath);
+    // At the source's leader when it is replicated (its reference count is a Raft entry there).
+    await atStreamLeader(env, sourceSummary, (stub) => stub.dsRelease(f.sourcePath));
   };
 
   // 2. The initial body, judged by the stream's content type.
@@ -158,22 +185,24 @@ export async function createStream(env: Env, input: CreateStreamInput): Promise<
   // 3. The topic, then the stream on its partition.
   let result: RpcResult<CreateStreamOk> | null = null;
   for (let attempt = 0; attempt < 3 && result === null; attempt++) {
-    const topic = await ensureTopic(env, input.topic);
+    const topic = await ensureTopic(env, input.topic, input.replicationFactor);
     if (!topic.ok) {
       if (topic.code === "UNKNOWN_TOPIC_OR_PARTITION") continue; // deleted between create and get
       await release();
       return topic;
     }
-    const r = await streamStub(env, topic.topic.topicId).dsCreate({
-      path: input.path,
-      contentType: h.contentType,
-      ttlSeconds: h.ttlSeconds,
-      expiresAtMs: h.expiresAtMs,
-      closed: h.closed,
-      body: messages === null ? body : null,
-      messages,
-      fork,
-    });
+    const r = await atStreamLeader(env, topic.topic, (stub) =>
+      stub.dsCreate({
+        path: input.path,
+        contentType: h.contentType,
+        ttlSeconds: h.ttlSeconds,
+        expiresAtMs: h.expiresAtMs,
+        closed: h.closed,
+        body: messages === null ? body : null,
+        messages,
+        fork,
+      }),
+    );
     if (!r.ok && r.code === "UNKNOWN_TOPIC_OR_PARTITION") {
       // The topic's partition is gone. Either the topic was deleted meanwhile, or a stream
       // delete or expiry stopped between the partition's own destroy and the topic's delete
@@ -191,10 +220,13 @@ export async function createStream(env: Env, input: CreateStreamInput): Promise<
   return result;
 }
 
-/** The stream's topic: created with one partition, or the existing one (fresh from the store). */
-async function ensureTopic(env: Env, name: string): Promise<RpcResult<{ topic: TopicSummary }>> {
+/**
+ * The stream's topic: created with one partition (and `replication.factor` when asked), or the
+ * existing one (fresh from the store), refused when its factor is not the one asked for.
+ */
+async function ensureTopic(env: Env, name: string, replicationFactor: number | null): Promise<RpcResult<{ topic: TopicSummary }>> {
   const store = metadataStore(env);
-  const created = await store.createTopic({ name, partitions: 1 });
+  const created = await store.createTopic({ name, partitions: 1, ...(replicationFactor !== null ? { configs: { "replication.factor": replicationFactor } } : {}) });
   if (created.ok) {
     topicCache.put(created.topic, Date.now());
     return { ok: true, topic: created.topic };
@@ -204,6 +236,10 @@ async function ensureTopic(env: Env, name: string): Promise<RpcResult<{ topic: T
   if (!existing.ok) return existing;
   if (existing.topic.partitions !== 1) {
     return errorResult("STREAM_CONFLICT", `Topic ${name} exists with ${existing.topic.partitions} partitions: a stream needs exactly one.`);
+  }
+  const rf = replicationFactorOf(existing.topic.configs);
+  if (replicationFactor !== null && rf !== replicationFactor) {
+    return errorResult("STREAM_CONFLICT", `Topic ${name} exists with replication.factor ${rf}, not ${replicationFactor}.`, { replicationFactor: rf });
   }
   topicCache.put(existing.topic, Date.now());
   return existing;

@@ -12,6 +12,7 @@
  * commit and applied index) in ONE transaction.
  */
 import type { TopicConfigs } from "../protocol/types.ts";
+import type { StreamProducerRow, StreamRow } from "../streams/state.ts";
 
 /** A stored batch row as a replica ships it to another: every column of the log's `batches` table. */
 export interface StoredBatch {
@@ -73,6 +74,11 @@ export interface CatchUpManifest {
   logEndOffset: number;
   leaderEpoch: number;
   producers: ProducerRows;
+  /**
+   * The Durable Streams state at M (docs/DURABLE-STREAMS.md "Replicated streams"): the ds_stream
+   * row (null: no stream) and every Producer-Id. Optional: a peer of an older version sends none.
+   */
+  streams?: { row: StreamRow | null; producers: StreamProducerRow[] };
   /**
    * The partition's configs at M (config changes are replicated commands: a replica that missed
    * them takes them with the snapshot). Optional: a peer of an older version sends none.

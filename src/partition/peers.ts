@@ -8,7 +8,7 @@ import { metadataStore, type TopicMetadataStore } from "../metadata/store.ts";
 import { metadataQuorumMembers, RaftMetadataStore } from "../metadata/raft-store.ts";
 import type { RpcResult } from "../protocol/errors.ts";
 import type { StreamRpc } from "../streams/rpc.ts";
-import { partitionStub, type AppendOk, type AppendRequest, type PartitionRpc } from "./rpc.ts";
+import { partitionStub, replicaObjectNameAt, type AppendOk, type AppendRequest, type PartitionRpc } from "./rpc.ts";
 import { callAtLeader } from "../gateway/replicas.ts";
 import type { TopicConfigs } from "../protocol/types.ts";
 
@@ -30,6 +30,11 @@ export interface Peers {
    * the quorum off (MetadataDO records no placement).
    */
   readonly placement: PlacementReports | null;
+  /**
+   * Replica `index` (0-based; 0 = the partition object itself) of another replicated partition
+   * (docs/RAFT.md "Replicated partitions"): an existing replica, so no location hint is needed.
+   */
+  replica(topicId: string, partition: number, index: number): PartitionRpc & StreamRpc;
 }
 
 /** What a replicated partition tells the metadata quorum about itself. */
@@ -60,5 +65,6 @@ export function peersOf(env: Env): Peers {
       const store = new RaftMetadataStore(env, members, { deadlineMs: LEADER_REPORT_DEADLINE_MS });
       return { reportLeader: (topicId, partition, leader, leaderEpoch) => store.recordPlacement({ topicId, partition, leader, leaderEpoch }) };
     },
+    replica: (topicId, partition, index) => env.PARTITION.getByName(replicaObjectNameAt(topicId, partition, index)) as unknown as PartitionRpc & StreamRpc,
   };
 }

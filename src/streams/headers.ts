@@ -37,6 +37,8 @@ export const H = {
   producerSeq: "Producer-Seq",
   producerExpectedSeq: "Producer-Expected-Seq",
   producerReceivedSeq: "Producer-Received-Seq",
+  /** Edgelog's extension: the replication factor of a new stream's topic (docs/DURABLE-STREAMS.md "Replicated streams"). */
+  replicationFactor: "Edgelog-Replication-Factor",
 } as const;
 
 /** Reads one request header (case-insensitive), null when absent. */
@@ -206,6 +208,19 @@ export function parseCreateHeaders(get: HeaderGetter): Parsed<CreateHeaders> {
     fork = { source, offset, offsetToken, subOffset };
   }
   return { contentType, closed: parseClosedHeader(get(H.closed)), ttlSeconds, expiresAtMs, fork };
+}
+
+/**
+ * Parses `Edgelog-Replication-Factor` of a `PUT` (Edgelog's extension, not in the protocol): the
+ * `replication.factor` of the stream's topic, `1` or `3` (docs/RAFT.md), canonical decimal as
+ * protocol 5.1 writes integers; null when absent (the topic's default, 1, or an existing topic's).
+ */
+export function parseReplicationFactorHeader(get: HeaderGetter): Parsed<number | null> {
+  const raw = get(H.replicationFactor);
+  if (raw === null) return null;
+  const v = raw.trim();
+  if (v !== "1" && v !== "3") return { error: `${H.replicationFactor} must be 1 or 3, got ${JSON.stringify(v.slice(0, 16))}.` };
+  return Number(v);
 }
 
 /** Idempotent-producer headers (PROTOCOL.md 5.2.1). */

@@ -45,6 +45,12 @@ export interface StreamMeta {
   visibleStart: number;
   refCount: number;
   softDeleted: boolean;
+  /**
+   * Deleted for good on a replicated partition (`replication.factor` 3): the delete (or expiry)
+   * committed, the topic's destroy is the leader's to finish; reads answer 404 meanwhile and a
+   * PUT makes the create saga delete the topic and start afresh (docs/DURABLE-STREAMS.md).
+   */
+  deleted: boolean;
   createdAtMs: number;
 }
 
@@ -69,6 +75,7 @@ export type StreamRow = {
   fork_offset: number | null;
   visible_start: number;
   ref_count: number;
+  /** 0 live, 1 soft-deleted (kept for its forks), 2 deleted for good on a replicated partition ({@link StreamMeta.deleted}). */
   soft_deleted: number;
   created_at_ms: number;
 };
@@ -99,6 +106,7 @@ export function streamFromRow(r: StreamRow): StreamMeta {
     visibleStart: r.visible_start,
     refCount: r.ref_count,
     softDeleted: r.soft_deleted === 1,
+    deleted: r.soft_deleted === 2,
     createdAtMs: r.created_at_ms,
   };
 }
@@ -179,6 +187,7 @@ export function newStream(req: CreateStreamRequest, logStartOffset: number, nowM
     visibleStart: fork === null ? logStartOffset : fork.source.visibleStart,
     refCount: 0,
     softDeleted: false,
+    deleted: false,
     createdAtMs: nowMs,
   };
 }
@@ -301,7 +310,17 @@ export type StreamChange =
   | { op: "softDelete" }
   | { op: "refCount"; refCount: number }
   /** Forget the Producer-Ids last written before `beforeMs` (a bounded slice of them). */
-  | { op: "expireProducers"; beforeMs: number };
+  | { op: "expireProducers"; beforeMs: number }
+  /** A replicated stream deleted for good, its topic's destroy pending (StreamMeta.deleted). */
+  | { op: "markDeleted" }
+  /**
+   * A replica's snapshot catch-up (docs/RAFT.md "Snapshot catch-up"): the room's state replaced
+   * by a peer's at its applied index: the ds_stream row (null: no stream) and every Producer-Id.
+   */
+  | { op: "install"; row: StreamRow | null; producers: StreamProducerRow[] };
+
+/** A ds_producers row as a replica ships it: [producer_id, epoch, last_seq, updated_at_ms]. */
+export type StreamProducerRow = [string, number, number, number];
 
 /** The streams room's part of a partition's command (durable-objects/partition.ts `commit`). */
 export interface StreamsCommand {
@@ -312,6 +331,6 @@ export interface StreamsCommand {
 export interface SelfDestroy {
   /** The stream's topic, deleted from the metadata store. */
   topic: string;
-  /** The fork source whose reference this stream holds, released after. */
-  releaseFork: { sourceTopicId: string; sourcePath: string } | null;
+  /** The fork source whose reference this stream holds, released after (`sourceTopic`: its topic's name). */
+  releaseFork: { sourceTopicId: string; sourcePath: string; sourceTopic: string } | null;
 }

@@ -27,6 +27,7 @@ import type {
   StreamRpc,
 } from "../../../src/streams/rpc.ts";
 import { forEachValue } from "../../../src/streams/values.ts";
+import { atSourceLeader } from "../../../src/streams/source.ts";
 import { unknownPartition, type LogRoom } from "../log.ts";
 import type { WaitersRoom } from "../waiters.ts";
 import type { ForkState } from "../../../src/streams/state.ts";
@@ -103,7 +104,9 @@ export class StreamsRead {
     let start: number | null = null;
     let waited = false;
     for (;;) {
-      const g = await this.#state.gate(req.path, true);
+      // Replicated: the leader takes the read; once it waits, it answers from its committed log
+      // even if it stops leading meanwhile (nothing it holds is above the high watermark).
+      const g = await this.#state.gate(req.path, true, start === null);
       if (!g.ok) return g;
       const { meta, log } = g;
       if (start === null) {
@@ -124,7 +127,8 @@ export class StreamsRead {
       let bytes = 0;
       let next = start;
       if (meta.fork !== null && next < meta.fork.forkOffset) {
-        const r = await this.#sourceOf(meta.fork).dsReadRange({ from: next, end: meta.fork.forkOffset, maxBytes, maxRecords: req.maxRecords });
+        const f = meta.fork;
+        const r = await this.#atSource(f, (s) => s.dsReadRange({ from: next, end: f.forkOffset, maxBytes, maxRecords: req.maxRecords }));
         if (!r.ok) return r.code === "UNKNOWN_TOPIC_OR_PARTITION" ? errorResult("OFFSET_GONE", "The fork's source data is gone.") : r;
         answer.push({ kind: "values", values: r.values });
         count += r.values.length;
@@ -169,12 +173,15 @@ export class StreamsRead {
   }
 
   async dsForkSource(req: ForkSourceRequest): Promise<RpcResult<ForkSourceOk>> {
+    // A replicated source: its leader decides (the reference is an entry).
+    const refused = this.#state.leaderRefusal();
+    if (refused !== null) return refused;
     const log = this.#log.state;
     const m0 = this.#state.meta;
-    if (log === null || m0 === null || m0.path !== req.path) return errorResult("STREAM_NOT_FOUND", "The fork source does not exist.");
+    if (log === null || m0 === null || m0.path !== req.path || m0.deleted) return errorResult("STREAM_NOT_FOUND", "The fork source does not exist.");
     if (!m0.softDeleted && this.#state.expired(m0, Date.now())) await this.#state.expire();
     const meta = this.#state.meta;
-    if (meta === null) return errorResult("STREAM_NOT_FOUND", "The fork source does not exist.");
+    if (meta === null || meta.deleted) return errorResult("STREAM_NOT_FOUND", "The fork source does not exist.");
     if (meta.softDeleted) return errorResult("STREAM_CONFLICT", "The fork source was deleted (it is kept only for its existing forks).");
     if (req.contentType !== null && !contentTypesMatch(req.contentType, meta.contentType)) {
       return errorResult("CONTENT_TYPE_MISMATCH", `The source stream's content type is ${meta.contentType}.`);
@@ -195,8 +202,9 @@ export class StreamsRead {
       prefix = point.prefix;
     }
     const now = this.#state.meta;
-    if (now === null || now.softDeleted) return errorResult("STREAM_NOT_FOUND", "The fork source was deleted.");
-    this.#state.retain();
+    if (now === null || now.softDeleted || now.deleted) return errorResult("STREAM_NOT_FOUND", "The fork source was deleted.");
+    const retained = await this.#state.retain();
+    if (!retained.ok) return retained;
     return {
       ok: true,
       contentType: now.contentType,
@@ -209,6 +217,9 @@ export class StreamsRead {
   }
 
   async dsReadRange(req: ReadRangeRequest): Promise<RpcResult<ReadRangeOk>> {
+    // A replicated source serves its forks at the leader (src/streams/source.ts follows it).
+    const refused = this.#state.leaderRefusal();
+    if (refused !== null) return refused;
     const log = this.#log.state;
     const meta = this.#state.meta;
     if (log === null || meta === null) return unknownPartition();
@@ -218,7 +229,8 @@ export class StreamsRead {
     let next = req.from;
     let bytes = 0;
     if (meta.fork !== null && next < meta.fork.forkOffset) {
-      const r = await this.#sourceOf(meta.fork).dsReadRange({ from: next, end: Math.min(end, meta.fork.forkOffset), maxBytes: req.maxBytes, maxRecords: req.maxRecords });
+      const f = meta.fork;
+      const r = await this.#atSource(f, (s) => s.dsReadRange({ from: next, end: Math.min(end, f.forkOffset), maxBytes: req.maxBytes, maxRecords: req.maxRecords }));
       if (!r.ok) return r;
       for (const v of r.values) {
         values.push(v);
@@ -243,13 +255,20 @@ export class StreamsRead {
   }
 
   async dsBoundaryValues(req: BoundaryValuesRequest): Promise<RpcResult<{ values: (Uint8Array | null)[] }>> {
+    const refused = this.#state.leaderRefusal();
+    if (refused !== null) return refused;
     return this.#boundaryValues(req.anchor, req.end);
   }
 
   // ---- helpers ----
 
-  #sourceOf(f: ForkState): StreamRpc {
-    return this.#state.peers.partition(f.sourceTopicId, 0);
+  /** A call to the fork's source stream: its one object, or its leader when it is replicated (src/streams/source.ts). */
+  #atSource<T>(f: ForkState, call: (s: StreamRpc) => Promise<RpcResult<T>>): Promise<RpcResult<T>> {
+    return atSourceLeader(
+      (index) => this.#state.peers.replica(f.sourceTopicId, 0, index),
+      call,
+      () => this.#state.sourceReplicated(f.sourceTopic, f.sourceTopicId),
+    );
   }
 
   /**
@@ -342,7 +361,8 @@ export class StreamsRead {
     if (meta === null || log === null) return unknownPartition();
     const cap = Math.min(end, log.logEndOffset);
     if (meta.fork !== null && anchor < meta.fork.forkOffset) {
-      return this.#sourceOf(meta.fork).dsBoundaryValues({ anchor, end: Math.min(cap, meta.fork.forkOffset) });
+      const f = meta.fork;
+      return this.#atSource(f, (s) => s.dsBoundaryValues({ anchor, end: Math.min(cap, f.forkOffset) }));
     }
     const values: (Uint8Array | null)[] = [];
     for (const b of this.#log.batchesFrom(anchor)) {

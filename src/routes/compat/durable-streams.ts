@@ -12,10 +12,10 @@
  */
 import type { Hono, MiddlewareHandler } from "hono";
 import type { AppContext, AppEnv } from "../../gateway/context.ts";
-import { createStream as createStreamSaga, MAX_RECORDS_PER_CALL, onStream, streamError, streamStub, TOPIC_HEADER, tooManyMessages } from "../../gateway/streams.ts";
+import { atStreamLeader, createStream as createStreamSaga, MAX_RECORDS_PER_CALL, onStream, streamError, TOPIC_HEADER, tooManyMessages } from "../../gateway/streams.ts";
 import { topicCache } from "../../gateway/topics.ts";
 import { errorResult, type ErrorCode } from "../../protocol/errors.ts";
-import { H, isError, isJsonContentType, isSseText, parseAppendHeaders, parseCreateHeaders } from "../../streams/headers.ts";
+import { H, isError, isJsonContentType, isSseText, parseAppendHeaders, parseCreateHeaders, parseReplicationFactorHeader } from "../../streams/headers.ts";
 import { cacheControl, ifNoneMatchHits, responseCursor } from "../../streams/http-cache.ts";
 import { parseStreamPath, STREAMS_PATH_PREFIX, topicNameForPath } from "../../streams/names.ts";
 import { encodeOffset, parseOffsetParam, type OffsetSpec } from "../../streams/offsets.ts";
@@ -59,6 +59,7 @@ const ALLOW_HEADERS = [
   H.forkedFrom,
   H.forkOffset,
   H.forkSubOffset,
+  H.replicationFactor,
 ].join(", ");
 const EXPOSE_HEADERS = [
   H.nextOffset,
@@ -156,8 +157,10 @@ async function createStream(c: AppContext): Promise<Response> {
   const t = await target(c);
   const h = parseCreateHeaders((n) => c.req.header(n) ?? null);
   if (isError(h)) throw badRequest(h.error, t.topic);
+  const replicationFactor = parseReplicationFactorHeader((n) => c.req.header(n) ?? null);
+  if (isError(replicationFactor)) throw badRequest(replicationFactor.error, t.topic);
   const url = new URL(c.req.url);
-  const result = await createStreamSaga(c.env, { path: t.path, topic: t.topic, headers: h, body: c.get("body"), origin: url.origin });
+  const result = await createStreamSaga(c.env, { path: t.path, topic: t.topic, headers: h, body: c.get("body"), origin: url.origin, replicationFactor });
   if (!result.ok) throw streamError(result, t.topic);
 
   const headers: Record<string, string> = {
@@ -188,8 +191,12 @@ async function appendStream(c: AppContext): Promise<Response> {
     else if (m.messages.length > MAX_RECORDS_PER_CALL) throw streamError(tooManyMessages(m.messages.length), t.topic);
     else messages = m.messages;
   }
-  const r = await onStream(c.env, t.topic, (stub) =>
-    stub.dsAppend({ path: t.path, contentType: h.contentType, body, messages, bodyError, close: h.close, streamSeq: h.streamSeq, producer: h.producer }),
+  // Not resent when a replica fails mid-call (factor 3): its outcome is unknown (UNAVAILABLE).
+  const r = await onStream(
+    c.env,
+    t.topic,
+    (stub) => stub.dsAppend({ path: t.path, contentType: h.contentType, body, messages, bodyError, close: h.close, streamSeq: h.streamSeq, producer: h.producer }),
+    false,
   );
   if (!r.ok) throw streamError(r, t.topic);
   const headers: Record<string, string> = { [H.nextOffset]: encodeOffset(r.tail), [TOPIC_HEADER]: t.topic, "cache-control": cacheControl("none") };
@@ -303,7 +310,6 @@ async function sseStream(c: AppContext, t: Target, spec: OffsetSpec, clientCurso
   const first = await onStream(c.env, t.topic, (stub) => stub.dsRead({ path: t.path, from: spec, maxBytes: LIVE_READ_MAX_BYTES, maxRecords: MAX_RECORDS_PER_CALL, waitMs: 0 }));
   if (!first.ok) throw streamError(first, t.topic);
   const encoding = isSseText(first.contentType) ? "text" : "base64";
-  const stub = streamStub(c.env, first.topic.topicId);
   const timeoutMs = longPollTimeoutMs(c);
   const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
   const writer = writable.getWriter();
@@ -335,13 +341,16 @@ async function sseStream(c: AppContext, t: Target, spec: OffsetSpec, clientCurso
       if (!(await send(frame)) || eof) return;
       const leftMs = SSE_CONNECTION_MAX_MS - (Date.now() - started);
       if (leftMs <= 0) return;
-      const next = await stub.dsRead({
-        path: t.path,
-        from: { kind: "offset", offset: r.nextOffset },
-        maxBytes: LIVE_READ_MAX_BYTES,
-        maxRecords: MAX_RECORDS_PER_CALL,
-        waitMs: r.upToDate ? Math.min(timeoutMs, leftMs) : 0,
-      });
+      // At the leader (factor 3: followed through a leader change).
+      const next = await atStreamLeader(c.env, first.topic, (stub) =>
+        stub.dsRead({
+          path: t.path,
+          from: { kind: "offset", offset: r.nextOffset },
+          maxBytes: LIVE_READ_MAX_BYTES,
+          maxRecords: MAX_RECORDS_PER_CALL,
+          waitMs: r.upToDate ? Math.min(timeoutMs, leftMs) : 0,
+        }),
+      );
       // The stream was deleted (or expired) meanwhile: end the connection; a reconnect gets the 404/410.
       if (!next.ok) return;
       r = next;
