@@ -295,23 +295,27 @@ describe("Kafka bridge server", () => {
   it("maps Fetch's max_wait_ms onto Edgelog's long-poll: a second round waits on every partition and answers with the first that has data", async () => {
     const stored = encodeBatch({ baseOffset: 5 }, [{ key: null, value: new TextEncoder().encode("late"), headers: [], timestamp: 7 }]);
     const polls: string[] = [];
-    const b = await start(async (url, init) => {
-      const partition = url.pathname.split("/")[7]!;
-      const wait = Number(url.searchParams.get("maxWaitMs"));
-      polls.push(`p${partition} wait=${wait > 0 ? "yes" : "no"} offset=${url.searchParams.get("offset")}`);
-      const empty = (next: number) =>
-        new Response(new Uint8Array(0), { status: 200, headers: { "edgelog-next-offset": String(next), "edgelog-high-watermark": String(next), "edgelog-log-start-offset": "0" } });
-      if (partition === "2")
-        return json(416, { error: { code: "OFFSET_OUT_OF_RANGE", message: "x", retriable: false, details: { offset: 99, logStartOffset: 0, logEndOffset: 4, highWatermark: 4 } } });
-      if (wait === 0) return empty(5);
-      if (partition === "1") {
-        await new Promise((r) => setTimeout(r, 20));
-        return new Response(stored, { status: 200, headers: { "edgelog-next-offset": "6", "edgelog-high-watermark": "6", "edgelog-log-start-offset": "0" } });
-      }
-      // partition 0 has nothing: it waits until the bridge aborts its poll
-      await new Promise<void>((_, reject) => init!.signal!.addEventListener("abort", () => reject(new DOMException("aborted", "AbortError"))));
-      return empty(5);
-    });
+    const b = await start(
+      async (url, init) => {
+        const partition = url.pathname.split("/")[7]!;
+        const wait = Number(url.searchParams.get("maxWaitMs"));
+        polls.push(`p${partition} wait=${wait > 0 ? "yes" : "no"} offset=${url.searchParams.get("offset")}`);
+        const empty = (next: number) =>
+          new Response(new Uint8Array(0), { status: 200, headers: { "edgelog-next-offset": String(next), "edgelog-high-watermark": String(next), "edgelog-log-start-offset": "0" } });
+        if (partition === "2")
+          return json(416, { error: { code: "OFFSET_OUT_OF_RANGE", message: "x", retriable: false, details: { offset: 99, logStartOffset: 0, logEndOffset: 4, highWatermark: 4 } } });
+        if (wait === 0) return empty(5);
+        if (partition === "1") {
+          await new Promise((r) => setTimeout(r, 20));
+          return new Response(stored, { status: 200, headers: { "edgelog-next-offset": "6", "edgelog-high-watermark": "6", "edgelog-log-start-offset": "0" } });
+        }
+        // partition 0 has nothing: it waits until the bridge aborts its poll
+        await new Promise<void>((_, reject) => init!.signal!.addEventListener("abort", () => reject(new DOMException("aborted", "AbortError"))));
+        return empty(5);
+      },
+      undefined,
+      false,
+    ); // without read-ahead: this test counts the polls of one fetch
     const fetchBody = (partitions: Array<[number, number]>) => (w: Writer) => {
       w.int32(-1)
         .int32(60_000)

@@ -241,10 +241,48 @@ async function fetchOne(ctx: BridgeContext, f: PartitionFetch, maxWaitMs: number
 /** How long a prefetched range stays usable, ms (after that a fetch asks Edgelog afresh). */
 export const PREFETCH_TTL_MS = 5_000;
 
+/** Default memory for read-ahead across all of a bridge's connections, bytes. @default 64 MiB */
+export const DEFAULT_READ_AHEAD_BYTES = 64 * 1024 * 1024;
+
+/**
+ * The bytes a bridge's read-aheads may hold at once, over all its connections: each read-ahead
+ * reserves its `partition_max_bytes` (its largest possible answer) from start until it is
+ * used, expires or its connection closes; a read-ahead that would pass the limit is not made
+ * (that fetch then goes to Edgelog as without read-ahead). Bounds what idle or slow consumers
+ * can make the bridge hold.
+ */
+export class ReadAheadBudget {
+  readonly limitBytes: number;
+  #held = 0;
+
+  /** @param limitBytes the limit, bytes (0: no read-ahead). */
+  constructor(limitBytes: number) {
+    this.limitBytes = limitBytes;
+  }
+
+  /** Bytes reserved now. */
+  get heldBytes(): number {
+    return this.#held;
+  }
+
+  /** Reserves `bytes` when they fit under the limit. @returns whether they were reserved. */
+  reserve(bytes: number): boolean {
+    if (this.#held + bytes > this.limitBytes) return false;
+    this.#held += bytes;
+    return true;
+  }
+
+  release(bytes: number): void {
+    this.#held = Math.max(0, this.#held - bytes);
+  }
+}
+
 interface Prefetched {
   fetchOffset: number;
   maxBytes: number;
   startedMs: number;
+  /** Bytes reserved from the budget for this entry, released when it leaves the map. */
+  reserved: number;
   done: Promise<{ result?: RawFetchResult; error?: unknown }>;
 }
 
@@ -256,14 +294,36 @@ interface Prefetched {
  * fetch for exactly that offset and size within {@link PREFETCH_TTL_MS} uses the read-ahead
  * when it found records; an empty or failed read-ahead is ignored and the partition fetched as
  * usual (a caught-up consumer long-polls as before). At most one range per partition is held,
- * each at most its `partition_max_bytes`. Fetches change nothing in Edgelog, so a read-ahead
- * nobody uses costs only its bytes.
+ * each at most its `partition_max_bytes`, all of a bridge's together within its
+ * {@link ReadAheadBudget}; expired ranges are dropped at the connection's next fetch, all of them
+ * when it closes. Fetches change nothing in Edgelog, so a read-ahead nobody uses costs only its
+ * bytes.
  */
 export class FetchPrefetch {
   readonly #entries = new Map<string, Prefetched>();
+  readonly #budget: ReadAheadBudget;
+
+  constructor(budget: ReadAheadBudget) {
+    this.#budget = budget;
+  }
 
   static #key(topic: string, partition: number): string {
     return `${topic}\u0000${partition}`;
+  }
+
+  /** Ranges held now (tests). */
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  #remove(k: string, e: Prefetched): void {
+    this.#entries.delete(k);
+    this.#budget.release(e.reserved);
+  }
+
+  /** Drops every range older than {@link PREFETCH_TTL_MS}. */
+  #expire(nowMs: number): void {
+    for (const [k, e] of this.#entries) if (nowMs - e.startedMs > PREFETCH_TTL_MS) this.#remove(k, e);
   }
 
   /** The read-ahead for this fetch, if one was made for exactly it (consumed either way). */
@@ -271,21 +331,40 @@ export class FetchPrefetch {
     const k = FetchPrefetch.#key(topic, partition);
     const e = this.#entries.get(k);
     if (e === undefined) return undefined;
-    this.#entries.delete(k);
+    this.#remove(k, e);
     if (e.fetchOffset !== fetchOffset || e.maxBytes !== maxBytes || Date.now() - e.startedMs > PREFETCH_TTL_MS) return undefined;
     return e.done;
   }
 
-  /** Keeps an answer already in hand (a partition left out of a response by its max_bytes). */
-  keep(topic: string, partition: number, fetchOffset: number, maxBytes: number, result: RawFetchResult): void {
-    this.#entries.set(FetchPrefetch.#key(topic, partition), { fetchOffset, maxBytes, startedMs: Date.now(), done: Promise.resolve({ result }) });
+  #set(topic: string, partition: number, entry: Omit<Prefetched, "reserved">, bytes: number): void {
+    const k = FetchPrefetch.#key(topic, partition);
+    const old = this.#entries.get(k);
+    if (old !== undefined) this.#remove(k, old);
+    this.#expire(entry.startedMs);
+    if (!this.#budget.reserve(bytes)) return;
+    this.#entries.set(k, { ...entry, reserved: bytes });
   }
 
-  /** Starts reading `[fetchOffset, …)` ahead. */
+  /** Keeps an answer already in hand (a partition left out of a response by its max_bytes), budget permitting. */
+  keep(topic: string, partition: number, fetchOffset: number, maxBytes: number, result: RawFetchResult): void {
+    this.#set(topic, partition, { fetchOffset, maxBytes, startedMs: Date.now(), done: Promise.resolve({ result }) }, result.body.length);
+  }
+
+  /** Starts reading `[fetchOffset, …)` ahead, budget permitting (else nothing is read). */
   start(ctx: BridgeContext, topic: string, partition: number, fetchOffset: number, maxBytes: number): void {
+    const k = FetchPrefetch.#key(topic, partition);
+    const old = this.#entries.get(k);
+    if (old !== undefined) this.#remove(k, old);
+    this.#expire(Date.now());
+    if (!this.#budget.reserve(maxBytes)) return;
     const f: PartitionFetch = { topic, partition, fetchOffset, maxBytes };
     const done = fetchOne(ctx, f, 0).then(() => ({ result: f.result, error: f.error }));
-    this.#entries.set(FetchPrefetch.#key(topic, partition), { fetchOffset, maxBytes, startedMs: Date.now(), done });
+    this.#entries.set(k, { fetchOffset, maxBytes, startedMs: Date.now(), reserved: maxBytes, done });
+  }
+
+  /** Drops every range (the connection closed): their bytes go back to the budget. */
+  clear(): void {
+    for (const [k, e] of this.#entries) this.#remove(k, e);
   }
 }
 

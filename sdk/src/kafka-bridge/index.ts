@@ -10,6 +10,7 @@
 export { KafkaBridge, startKafkaBridge, DEFAULT_MAX_FRAME_BYTES } from "./server.ts";
 export type { KafkaBridgeOptions } from "./server.ts";
 export { bridgeFetch } from "./http.ts";
+export { DEFAULT_READ_AHEAD_BYTES } from "./handlers.ts";
 
 // ---- protocol facts (for tools and tests) ----
 export { SUPPORTED_APIS, ApiKey } from "./apis.ts";

@@ -34,7 +34,9 @@ import { KafkaError } from "./errors.ts";
 import { ConsumerGroups } from "./consumer-groups.ts";
 import { ClassicGroups } from "./groups.ts";
 import {
+  DEFAULT_READ_AHEAD_BYTES,
   FetchPrefetch,
+  ReadAheadBudget,
   handleCreatePartitions,
   handleCreateTopics,
   handleDeleteTopics,
@@ -111,11 +113,14 @@ export interface KafkaBridgeOptions {
   /**
    * Read the next range of a partition ahead after a Fetch answered records from it, while the
    * client processes them (handlers.ts FetchPrefetch): holds up to one `partition_max_bytes`
-   * per partition per connection. Off by default: on the shared bench machine the read-ahead's
-   * download competed for CPU with the client's decoding and made catch-up slower
-   * (docs/benchmarks.md); it can pay only with spare CPU and a distant gateway. @default false
+   * per partition per connection, all connections together within `readAheadBytes`. On by
+   * default: catch-up was faster with it in 6 of 8 bench runs, both idle ones among them
+   * (docs/benchmarks.md "Kafka bridge"); off, every Fetch is one Edgelog round trip after the
+   * client asked. @default true
    */
   fetchReadAhead?: boolean;
+  /** Memory the read-aheads of all connections may hold at once, bytes (0: none). @default 64 MiB ({@link DEFAULT_READ_AHEAD_BYTES}) */
+  readAheadBytes?: number;
   /** Cluster id answered in Metadata. @default "edgelog" */
   clusterId?: string;
   /** Where connection-level problems are reported. @default console.warn */
@@ -138,12 +143,17 @@ export class KafkaBridge {
   readonly #log: (message: string) => void;
   readonly #sockets = new Set<Socket>();
   readonly #options: KafkaBridgeOptions;
+  /** The read-aheads' memory, shared by every connection. */
+  readonly #readAhead: ReadAheadBudget;
 
   private constructor(options: KafkaBridgeOptions) {
     const client = options.client ?? (options.url !== undefined ? new EdgelogClient({ baseUrl: options.url, headers: options.headers, fetch: options.fetch ?? bridgeFetch }) : undefined);
     if (client === undefined) throw new TypeError("KafkaBridge needs `url` or `client`");
     this.#options = options;
     this.#maxFrameBytes = options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES;
+    const readAheadBytes = options.readAheadBytes ?? DEFAULT_READ_AHEAD_BYTES;
+    if (!(Number.isInteger(readAheadBytes) && readAheadBytes >= 0)) throw new TypeError(`readAheadBytes must be an integer >= 0, got ${readAheadBytes}`);
+    this.#readAhead = new ReadAheadBudget(readAheadBytes);
     this.#log = options.log ?? ((m) => console.warn(`[kafka-bridge] ${m}`));
     this.#ctx = {
       client,
@@ -213,7 +223,7 @@ export class KafkaBridge {
       undefined,
       this.#options.produceLingerMs ?? 0,
     );
-    const prefetch = this.#options.fetchReadAhead === true ? new FetchPrefetch() : undefined;
+    const prefetch = this.#options.fetchReadAhead !== false && this.#readAhead.limitBytes > 0 ? new FetchPrefetch(this.#readAhead) : undefined;
     let closed = false;
     const drop = (why: string): void => {
       if (closed) return;
@@ -224,6 +234,7 @@ export class KafkaBridge {
     socket.on("close", () => {
       closed = true;
       this.#sockets.delete(socket);
+      prefetch?.clear();
     });
     socket.on("error", () => {
       closed = true; // ECONNRESET and the like: the close event follows

@@ -19,6 +19,7 @@ export interface KafkaBridgeCommand {
   defaultPartitions: number | undefined;
   produceLingerMs: number | undefined;
   partialFrameTimeoutMs: number | undefined;
+  readAheadBytes: number | undefined;
 }
 
 /** `HOST:PORT` (IPv6 hosts in brackets). @throws UsageError */
@@ -34,10 +35,11 @@ export const kafkaBridge = defineCommand<KafkaBridgeCommand>({
   usage:
     "  kafka-bridge [--listen HOST:PORT] [--advertise HOST:PORT] [--namespace TENANT/NS]\n" +
     "               [--auto-create-topics] [--default-partitions N] [--max-frame-bytes N]\n" +
-    "               [--linger-ms N] [--partial-frame-timeout-ms N]\n" +
+    "               [--linger-ms N] [--partial-frame-timeout-ms N] [--read-ahead-bytes N]\n" +
     "      Serves Kafka's wire protocol (kcat, librdkafka, kafkajs, Java clients) on --listen\n" +
     "      (default 127.0.0.1:9092), translating to the gateway at --url; runs until Ctrl-C.\n" +
-    "      Kafka topic names are the topics of --namespace (default public/default).\n",
+    "      Kafka topic names are the topics of --namespace (default public/default).\n" +
+    "      --read-ahead-bytes: memory for fetch read-ahead over all connections (default 64 MiB; 0: off).\n",
   options: {
     listen: { type: "string" },
     advertise: { type: "string" },
@@ -47,6 +49,7 @@ export const kafkaBridge = defineCommand<KafkaBridgeCommand>({
     "max-frame-bytes": { type: "string" },
     "linger-ms": { type: "string" },
     "partial-frame-timeout-ms": { type: "string" },
+    "read-ahead-bytes": { type: "string" },
   },
   args: [],
   parse({ url, values }) {
@@ -68,6 +71,7 @@ export const kafkaBridge = defineCommand<KafkaBridgeCommand>({
       defaultPartitions,
       produceLingerMs: intOption("--linger-ms", str(values, "linger-ms")),
       partialFrameTimeoutMs: intOption("--partial-frame-timeout-ms", str(values, "partial-frame-timeout-ms")),
+      readAheadBytes: intOption("--read-ahead-bytes", str(values, "read-ahead-bytes")),
     };
   },
   async run(cmd, { client, io }) {
@@ -87,6 +91,7 @@ export const kafkaBridge = defineCommand<KafkaBridgeCommand>({
         defaultPartitions: cmd.defaultPartitions,
         produceLingerMs: cmd.produceLingerMs,
         partialFrameTimeoutMs: cmd.partialFrameTimeoutMs,
+        readAheadBytes: cmd.readAheadBytes,
         log: (m) => io.stderr.write(`edgelog kafka-bridge: ${m}\n`),
       });
     } catch (e) {
