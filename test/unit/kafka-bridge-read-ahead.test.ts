@@ -5,9 +5,8 @@
  * client's `fetch` option) counts the reads.
  */
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { EdgelogClient } from "../../sdk/src/client.ts";
 import { type BridgeContext, FetchPrefetch, PREFETCH_TTL_MS, ReadAheadBudget } from "../../sdk/src/kafka-bridge/handlers.ts";
-import { TopicNames } from "../../sdk/src/kafka-bridge/names.ts";
+import { bridgeContext } from "./kafka-bridge-context.ts";
 
 function context(): { ctx: BridgeContext; reads: string[] } {
   const reads: string[] = [];
@@ -16,17 +15,7 @@ function context(): { ctx: BridgeContext; reads: string[] } {
     reads.push(`${url.pathname.split("/")[7]}@${url.searchParams.get("offset")}`);
     return new Response(new Uint8Array(0), { status: 200, headers: { "edgelog-next-offset": "0", "edgelog-high-watermark": "0", "edgelog-log-start-offset": "0" } });
   };
-  const ctx: BridgeContext = {
-    client: new EdgelogClient({ baseUrl: "http://edgelog.test", fetch: fake }),
-    headers: {},
-    fetch: fake,
-    names: new TopicNames(),
-    advertisedHost: "127.0.0.1",
-    advertisedPort: 9092,
-    clusterId: "c",
-    autoCreateTopics: false,
-    defaultPartitions: 1,
-  };
+  const ctx = bridgeContext(fake);
   return { ctx, reads };
 }
 

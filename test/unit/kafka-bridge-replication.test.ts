@@ -5,10 +5,9 @@
  * option) records the create requests.
  */
 import { describe, expect, it } from "vitest";
-import { EdgelogClient } from "../../sdk/src/client.ts";
 import { KafkaError } from "../../sdk/src/kafka-bridge/errors.ts";
 import { type BridgeContext, handleCreateTopics, withReplicationFactor } from "../../sdk/src/kafka-bridge/handlers.ts";
-import { TopicNames } from "../../sdk/src/kafka-bridge/names.ts";
+import { bridgeContext } from "./kafka-bridge-context.ts";
 
 function context(): { ctx: BridgeContext; created: unknown[] } {
   const created: unknown[] = [];
@@ -19,17 +18,7 @@ function context(): { ctx: BridgeContext; created: unknown[] } {
     const configs = { "replication.factor": Number(body.configs["replication.factor"] ?? 1) };
     return new Response(JSON.stringify({ name: body.name, topicId: "x", partitions: body.partitions, configs }), { status: 201, headers: { "content-type": "application/json" } });
   };
-  const ctx: BridgeContext = {
-    client: new EdgelogClient({ baseUrl: "http://edgelog.test", fetch: fake }),
-    headers: {},
-    fetch: fake,
-    names: new TopicNames(),
-    advertisedHost: "127.0.0.1",
-    advertisedPort: 9092,
-    clusterId: "c",
-    autoCreateTopics: false,
-    defaultPartitions: 1,
-  };
+  const ctx = bridgeContext(fake);
   return { ctx, created };
 }
 

@@ -18,11 +18,11 @@ import { env, runInDurableObject } from "cloudflare:test";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import type { LifecycleTask } from "../../src/metadata/commands.ts";
 import { METADATA_GROUP_ID, RaftMetadataStore, type RaftMetadataStoreOptions } from "../../src/metadata/raft-store.ts";
-import type { ErrorBody, InitProducerResponse, ProduceResponse, TopicDescription, TopicSummary } from "../../src/protocol/index.ts";
+import type { ErrorBody, ProduceResponse, TopicDescription, TopicSummary } from "../../src/protocol/index.ts";
 import type { PartitionLeaderResponse, ReplicaReassignmentResponse, TopicConfigs } from "../../src/protocol/types.ts";
 import { raftMemberName, type RaftMemberRpc } from "../../src/raft/group.ts";
 import { call, createTopic, json, randomTopic } from "../workers/helpers.ts";
-import { crashStarted, leaderOf, replica, replicaLog, sleep, status, until } from "../workers/replica-helpers.ts";
+import { crashStarted, leaderOf, replica, replicaLog, sleep, status, until, newProducer, steadyProducer } from "../workers/replica-helpers.ts";
 
 function member(groupId: string, id: string): RaftMemberRpc {
   return env.RAFT_MEMBER.get(env.RAFT_MEMBER.idFromName(raftMemberName(groupId, id))) as unknown as RaftMemberRpc;
@@ -74,44 +74,6 @@ async function heldConfigs(topicId: string, id: string): Promise<TopicConfigs> {
     const row = state.storage.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = 'configs'").toArray()[0];
     return JSON.parse(String(row?.value)) as TopicConfigs;
   });
-}
-
-async function newProducer(): Promise<number> {
-  const res = await call("/v1/producers", { method: "POST" });
-  expect(res.status).toBe(200);
-  return ((await res.json()) as InitProducerResponse).producerId;
-}
-
-/** Steady idempotent produce through the gateway, one record per request, resent on a retriable error. */
-function steadyProducer(name: string, producerId: number) {
-  const acked = new Map<string, number>();
-  const values: string[] = [];
-  let stop = false;
-  const done = (async () => {
-    for (let sequence = 0; !stop; sequence++) {
-      const value = `m${sequence}`;
-      values.push(value);
-      const body = { producerId, producerEpoch: 0, baseSequence: sequence, records: [{ value }] };
-      for (;;) {
-        const res = await json("POST", `/v1/topics/${name}/partitions/0/records`, body);
-        const text = await res.text();
-        if (res.status === 200) {
-          acked.set(value, (JSON.parse(text) as ProduceResponse).records[0]!.offset);
-          break;
-        }
-        expect((JSON.parse(text) as ErrorBody).error.retriable, text).toBe(true);
-        await sleep(20);
-      }
-    }
-  })();
-  return {
-    count: () => acked.size,
-    stop: async () => {
-      stop = true;
-      await done;
-      return { acked, values };
-    },
-  };
 }
 
 /** A destroyed replica holds nothing: no Raft state, no log. */

@@ -10,9 +10,9 @@
 import { afterEach, describe as suite, expect, it } from "vitest";
 import { decodeBatch, encodeBatch } from "../../src/codec/index.ts";
 import type { ReplicaTestKnobs } from "../../src/partition/rpc.ts";
-import type { ErrorBody, InitProducerResponse, ProduceResponse } from "../../src/protocol/index.ts";
-import { call, json } from "./helpers.ts";
-import { REPLICAS as IDS, crashStarted, createReplicated as createRf3, leaderOf, replica, sleep, status, until } from "./replica-helpers.ts";
+import type { ErrorBody, ProduceResponse } from "../../src/protocol/index.ts";
+import { json } from "./helpers.ts";
+import { REPLICAS as IDS, crashStarted, createReplicated as createRf3, leaderOf, replica, sleep, status, until, newProducer } from "./replica-helpers.ts";
 
 afterEach(crashStarted);
 
@@ -60,12 +60,6 @@ async function produceRetrying(path: string, value: string): Promise<ProduceResp
     expect((JSON.parse(text) as ErrorBody).error.retriable, text).toBe(true);
     await sleep(50);
   }
-}
-
-async function newProducer(): Promise<number> {
-  const res = await call("/v1/producers", { method: "POST" });
-  expect(res.status).toBe(200);
-  return ((await res.json()) as InitProducerResponse).producerId;
 }
 
 function idempotentBatch(producerId: number, seq: number, value: string): Uint8Array {

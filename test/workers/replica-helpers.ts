@@ -9,7 +9,8 @@ import { expect } from "vitest";
 import { decodeBatch } from "../../src/codec/index.ts";
 import type { PartitionRpc, ReplicaStatus } from "../../src/partition/rpc.ts";
 import { partitionObjectName } from "../../src/partition/rpc.ts";
-import { createTopic, randomTopic } from "./helpers.ts";
+import type { ErrorBody, InitProducerResponse, ProduceResponse } from "../../src/protocol/index.ts";
+import { call, createTopic, json, randomTopic } from "./helpers.ts";
 
 export const REPLICAS = ["r1", "r2", "r3"] as const;
 
@@ -83,4 +84,48 @@ export async function replicaLog(topicId: string, id: string, from = 0): Promise
     if (r.nextOffset >= r.highWatermark) return out;
     offset = r.nextOffset;
   }
+}
+
+/** A new producer id from the gateway (`POST /v1/producers`). */
+export async function newProducer(): Promise<number> {
+  const res = await call("/v1/producers", { method: "POST" });
+  expect(res.status).toBe(200);
+  return ((await res.json()) as InitProducerResponse).producerId;
+}
+
+/**
+ * Steady idempotent produce through the gateway to partition 0 of `name`, one record per
+ * request (`m0`, `m1`, ...), the same body resent on a retriable error (anything else fails the
+ * test). `stop()` ends it and answers the acknowledged value -> offset and every value sent.
+ */
+export function steadyProducer(name: string, producerId: number) {
+  const acked = new Map<string, number>();
+  const values: string[] = [];
+  let stop = false;
+  const done = (async () => {
+    for (let sequence = 0; !stop; sequence++) {
+      const value = `m${sequence}`;
+      values.push(value);
+      const body = { producerId, producerEpoch: 0, baseSequence: sequence, records: [{ value }] };
+      for (;;) {
+        const res = await json("POST", `/v1/topics/${name}/partitions/0/records`, body);
+        const text = await res.text();
+        if (res.status === 200) {
+          acked.set(value, (JSON.parse(text) as ProduceResponse).records[0]!.offset);
+          break;
+        }
+        expect((JSON.parse(text) as ErrorBody).error.retriable, text).toBe(true);
+        await sleep(20);
+      }
+    }
+  })();
+  return {
+    acked,
+    count: () => acked.size,
+    stop: async () => {
+      stop = true;
+      await done;
+      return { acked, values };
+    },
+  };
 }

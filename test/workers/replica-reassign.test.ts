@@ -9,11 +9,10 @@ import { SELF } from "cloudflare:test";
 import { afterEach, describe as suite, expect, it } from "vitest";
 import { Admin } from "../../sdk/src/admin.ts";
 import { EdgelogClient } from "../../sdk/src/client.ts";
-import type { ErrorBody, InitProducerResponse, ProduceResponse } from "../../src/protocol/index.ts";
 import type { PartitionLeaderResponse, ReplicaReassignmentResponse } from "../../src/protocol/types.ts";
 import { noteLeader } from "../../src/gateway/replicas.ts";
 import { call, createTopic, expectError, json, randomTopic } from "./helpers.ts";
-import { REPLICAS, crashStarted, createReplicated, leaderOf, replica, replicaLog, sleep, status, until } from "./replica-helpers.ts";
+import { REPLICAS, crashStarted, createReplicated, leaderOf, replica, replicaLog, status, until, newProducer, steadyProducer } from "./replica-helpers.ts";
 
 /** Replicas a test added (r4, r5): crashed after it, as crashStarted does for r1..r3. */
 const added: { topicId: string; id: string }[] = [];
@@ -26,48 +25,6 @@ const SMALL_JOURNAL = { keepEntries: 3, leaderKeepEntries: 5 };
 
 async function smallJournals(topicId: string, ids: readonly string[]): Promise<void> {
   for (const id of ids) expect(await replica(topicId, id).setReplicaTestKnobs(SMALL_JOURNAL)).toMatchObject({ ok: true });
-}
-
-async function newProducer(): Promise<number> {
-  const res = await call("/v1/producers", { method: "POST" });
-  expect(res.status).toBe(200);
-  return ((await res.json()) as InitProducerResponse).producerId;
-}
-
-/**
- * Steady idempotent produce through the gateway, one record per request, the same body resent on
- * a retriable error (anything else fails the test). `stop()` ends it and answers value -> offset.
- */
-function steadyProducer(name: string, producerId: number) {
-  const acked = new Map<string, number>();
-  const values: string[] = [];
-  let stop = false;
-  const done = (async () => {
-    for (let sequence = 0; !stop; sequence++) {
-      const value = `m${sequence}`;
-      values.push(value);
-      const body = { producerId, producerEpoch: 0, baseSequence: sequence, records: [{ value }] };
-      for (;;) {
-        const res = await json("POST", `/v1/topics/${name}/partitions/0/records`, body);
-        const text = await res.text();
-        if (res.status === 200) {
-          acked.set(value, (JSON.parse(text) as ProduceResponse).records[0]!.offset);
-          break;
-        }
-        expect((JSON.parse(text) as ErrorBody).error.retriable, text).toBe(true);
-        await sleep(20);
-      }
-    }
-  })();
-  return {
-    acked,
-    count: () => acked.size,
-    stop: async () => {
-      stop = true;
-      await done;
-      return { acked, values };
-    },
-  };
 }
 
 async function reassign(name: string, body: unknown): Promise<ReplicaReassignmentResponse> {

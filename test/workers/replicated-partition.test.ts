@@ -8,9 +8,9 @@
  */
 import { afterEach, describe as suite, expect, it } from "vitest";
 import { encodeBatch } from "../../src/codec/index.ts";
-import type { ErrorBody, InitProducerResponse, JsonFetchResponse, ProduceResponse } from "../../src/protocol/index.ts";
+import type { ErrorBody, JsonFetchResponse, ProduceResponse } from "../../src/protocol/index.ts";
 import { call, createTopic, expectError, json, oneRecordBatch, randomTopic } from "./helpers.ts";
-import { REPLICAS as IDS, crashStarted, createReplicated, leaderOf, replica, replicaLog, sleep, status, until } from "./replica-helpers.ts";
+import { REPLICAS as IDS, crashStarted, createReplicated, leaderOf, replica, replicaLog, sleep, status, until, newProducer } from "./replica-helpers.ts";
 
 afterEach(crashStarted);
 
@@ -26,12 +26,6 @@ async function produceRetrying(path: string, value: string): Promise<ProduceResp
     expect((JSON.parse(text) as ErrorBody).error.retriable, text).toBe(true);
     await sleep(50);
   }
-}
-
-async function newProducer(): Promise<number> {
-  const res = await call("/v1/producers", { method: "POST" });
-  expect(res.status).toBe(200);
-  return ((await res.json()) as InitProducerResponse).producerId;
 }
 
 suite("replication.factor (topic config)", () => {
