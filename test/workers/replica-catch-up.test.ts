@@ -12,14 +12,14 @@ import { decodeBatch, encodeBatch } from "../../src/codec/index.ts";
 import type { ReplicaTestKnobs } from "../../src/partition/rpc.ts";
 import type { ErrorBody, ProduceResponse } from "../../src/protocol/index.ts";
 import { json } from "./helpers.ts";
-import { REPLICAS as IDS, crashStarted, createReplicated as createRf3, leaderOf, replica, sleep, status, until, newProducer } from "./replica-helpers.ts";
+import { REPLICAS as IDS, crashStarted, createReplicated as createRf3, TEST_QUIESCED_TICK_MS, leaderOf, replica, sleep, status, until, newProducer } from "./replica-helpers.ts";
 
 afterEach(crashStarted);
 
 /** A replicated topic whose replicas keep a small journal (`knobs` on all three). */
 async function createReplicated(knobs: ReplicaTestKnobs): Promise<{ name: string; topicId: string; path: string }> {
   const { name, topicId } = await createRf3();
-  for (const id of IDS) expect(await replica(topicId, id).setReplicaTestKnobs(knobs)).toMatchObject({ ok: true });
+  for (const id of IDS) expect(await replica(topicId, id).setReplicaTestKnobs({ quiescedTickMs: TEST_QUIESCED_TICK_MS, ...knobs })).toMatchObject({ ok: true });
   return { name, topicId, path: `/v1/topics/${name}/partitions/0/records` };
 }
 

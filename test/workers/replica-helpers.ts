@@ -62,11 +62,20 @@ export async function leaderOf(topicId: string, except: string[] = []): Promise<
   });
 }
 
+/**
+ * The quiesced tick of the replicas tests create (ms; the default is REPLICA_QUIESCED_TICK_MS,
+ * 5 s): a test that crashes the leader of an idle group and waits for a new one without sending
+ * it a request waits 2-3 quiesced ticks (docs/RAFT.md "Quiescence"), so 1 s keeps that to a few
+ * seconds on a loaded machine. A later `setReplicaTestKnobs` without it restores the default.
+ */
+export const TEST_QUIESCED_TICK_MS = 1_000;
+
 /** Creates a one-partition topic at replication.factor 3 (crashed after the test: {@link crashStarted}), named `name` or at random. */
 export async function createReplicated(configs: Record<string, unknown> = {}, name = randomTopic("rf3")): Promise<{ name: string; topicId: string }> {
   const d = await createTopic(name, 1, { "replication.factor": 3, ...configs });
   started.push(d.topicId);
   expect(d.configs["replication.factor"]).toBe(3);
+  for (const id of REPLICAS) expect(await replica(d.topicId, id).setReplicaTestKnobs({ quiescedTickMs: TEST_QUIESCED_TICK_MS })).toMatchObject({ ok: true });
   return { name, topicId: d.topicId };
 }
 
