@@ -1,7 +1,7 @@
 import { cloudflareTest } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
 
-const WORKERS_BINDINGS = { EDGELOG_BENCH_ROUTES: "1", EDGELOG_APPEND_COALESCING: "off", EDGELOG_AUTH: "none", EDGELOG_RAFT_FAULTS: "1", EDGELOG_BACKLOG_HOLD_TIMEOUT_MS: "3000" };
+const WORKERS_BINDINGS = { EDGELOG_BENCH_ROUTES: "1", EDGELOG_APPEND_COALESCING: "off", EDGELOG_AUTH: "none", EDGELOG_RAFT_FAULTS: "1", EDGELOG_BACKLOG_HOLD_TIMEOUT_MS: "3000", EDGELOG_METADATA_QUORUM: "off" };
 
 // Three tiers (shared/STYLE.md): pure unit tests in node, gateway + Durable Objects
 // inside workerd, and end-to-end tests against a real `wrangler dev` server; plus `sim`,
@@ -29,6 +29,8 @@ export default defineConfig({
             // EDGELOG_RAFT_FAULTS "1": Raft fault injection for test/workers/raft-*.test.ts (never in
             // production: durable-objects/raft/faults.ts). EDGELOG_BACKLOG_HOLD_TIMEOUT_MS "3000": the
             // backlog quota's producer_request_hold times out in 3 s here, not 30 s (test/workers/policies.test.ts).
+            // EDGELOG_METADATA_QUORUM "off": this tier keeps topics in MetadataDO (wrangler.toml deploys a
+            // three-member quorum); the workers-quorum project below runs the quorum, as the e2e tier does.
             miniflare: { bindings: WORKERS_BINDINGS },
           }),
         ],

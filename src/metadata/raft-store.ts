@@ -104,6 +104,16 @@ export interface RaftMetadataStoreOptions {
 
 /** The leader each group was last answered by, per isolate. */
 const knownLeaders = new Map<string, string>();
+/**
+ * Groups this isolate has seen the one-time import from MetadataDO finished in (docs/RAFT.md,
+ * "Migration from MetadataDO"): once seen, it stays done (its marker is never removed).
+ */
+const importedGroups = new Set<string>();
+/** Pause between two looks at an unfinished import (ms): one Raft tick. */
+const IMPORT_POLL_MS = 100;
+/** Commands and queries that run while the import is unfinished: the import's own. */
+const IMPORT_OWN = new Set(["importMetadata", "importDone", "importStatus"]);
+
 /** The producer-id block this isolate hands out from, per group (KIP-730: a lost block only wastes ids). */
 const producerIdBlocks = new Map<string, { next: number; end: number }>();
 
@@ -449,14 +459,51 @@ export class RaftMetadataStore implements TopicMetadataStore, TenantStore, Secur
   // ---- the Raft client ----
 
   async #propose(c: MetadataCommand): Promise<RpcResult<{ index: number; answer: MetadataAnswer & { ok: true } }>> {
+    if (!IMPORT_OWN.has(c.type)) {
+      const waited = await this.#awaitImport();
+      if (waited !== null) return waited;
+    }
     const r = await this.#call((m) => m.propose(encodeMetadataCommand(c)));
     if (!r.ok) return r;
     const answer = r.result as MetadataAnswer;
     return answer.ok ? { ok: true, index: r.index, answer } : toError(answer);
   }
 
-  #query(q: MetadataQuery): Promise<RpcResult<{ index: number; result: unknown }>> {
+  async #query(q: MetadataQuery): Promise<RpcResult<{ index: number; result: unknown }>> {
+    if (!IMPORT_OWN.has(q.type)) {
+      const waited = await this.#awaitImport();
+      if (waited !== null) return waited;
+    }
     return this.#call((m) => m.read(q));
+  }
+
+  /**
+   * The group `metadata` answers nothing until its one-time import from MetadataDO is done
+   * (docs/RAFT.md, "Migration from MetadataDO"): a deployment switched to the quorum (or upgraded
+   * to a version where it is the default) would otherwise answer "no such topic" for its topics
+   * for the seconds until the first leader's sweep has imported them. Waits, looking every
+   * {@link IMPORT_POLL_MS}, for the marker; once seen, never again in this isolate. Other group
+   * ids (tests' own groups) never import and never wait.
+   * @returns null when the import is done, else UNAVAILABLE (retriable) after deadlineMs.
+   */
+  async #awaitImport(): Promise<ErrorResult | null> {
+    const group = this.#config.groupId;
+    if (group !== METADATA_GROUP_ID || importedGroups.has(group)) return null;
+    const deadline = Date.now() + this.#deadlineMs;
+    for (;;) {
+      const r = await this.#call((m) => m.read({ type: "importStatus" }));
+      if (!r.ok) return r;
+      if ((r.result as { ok?: boolean; done?: boolean }).done === true) {
+        importedGroups.add(group);
+        return null;
+      }
+      if (Date.now() > deadline) {
+        return errorResult("UNAVAILABLE", `The metadata quorum (group ${group}) is still importing MetadataDO's state (docs/RAFT.md, "Migration from MetadataDO"): retry.`, {
+          groupId: group,
+        });
+      }
+      await sleep(IMPORT_POLL_MS);
+    }
   }
 
   /** A query whose answer is a {@link MetadataAnswer}-shaped result or a typed error. */

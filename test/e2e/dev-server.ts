@@ -62,8 +62,9 @@ export async function startDevServer(opts: DevServerOptions = {}): Promise<DevSe
   const launch = async () => {
     const inspectorPort = await freePort();
     const args = ["dev", "--ip", "127.0.0.1", "--port", String(port), "--inspector-port", String(inspectorPort), "--persist-to", persistDir, "--log-level", "warn"];
-    // Auth off unless a test sets it (wrangler.toml leaves EDGELOG_AUTH unset: docs/SECURITY.md).
-    for (const [k, v] of Object.entries({ EDGELOG_AUTH: "none", ...opts.vars })) args.push("--var", `${k}:${v}`);
+    // Auth off unless a test sets it (wrangler.toml leaves EDGELOG_AUTH unset: docs/SECURITY.md);
+    // a one-member metadata quorum, as `npm start` runs (wrangler.toml deploys three).
+    for (const [k, v] of Object.entries({ EDGELOG_AUTH: "none", EDGELOG_METADATA_QUORUM: "1", ...opts.vars })) args.push("--var", `${k}:${v}`);
     child = spawn(WRANGLER, args, {
       cwd: opts.cwd ?? ROOT,
       // The project's own Node (npm package `node`) first on PATH: wrangler needs Node >= 22.
