@@ -1,7 +1,14 @@
 import { cloudflareTest } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
 
-const WORKERS_BINDINGS = { EDGELOG_BENCH_ROUTES: "1", EDGELOG_APPEND_COALESCING: "off", EDGELOG_AUTH: "none", EDGELOG_RAFT_FAULTS: "1", EDGELOG_BACKLOG_HOLD_TIMEOUT_MS: "3000", EDGELOG_METADATA_QUORUM: "off" };
+const WORKERS_BINDINGS = {
+  EDGELOG_BENCH_ROUTES: "1",
+  EDGELOG_APPEND_COALESCING: "off",
+  EDGELOG_AUTH: "none",
+  EDGELOG_RAFT_FAULTS: "1",
+  EDGELOG_BACKLOG_HOLD_TIMEOUT_MS: "3000",
+  EDGELOG_METADATA_QUORUM: "off",
+};
 
 // Three tiers (shared/STYLE.md): pure unit tests in node, gateway + Durable Objects
 // inside workerd, and end-to-end tests against a real `wrangler dev` server; plus `sim`,
