@@ -22,6 +22,7 @@
  */
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
+import { availableParallelism } from "node:os";
 import { PerformanceObserver } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
@@ -379,6 +380,17 @@ export async function run({ quick }: { quick: boolean }): Promise<void> {
     const sdkTotal = cpu.direct + workerdCpu.direct;
     console.log(
       `Whole-path CPU per 1 000 records (all processes): SDK path ${perK(sdkTotal)} ms; kafkajs + bridge in-process ${perK(cpu.bridge + workerdCpu.bridge)} ms (ratio if CPU-bound: ${(sdkTotal / (cpu.bridge + workerdCpu.bridge)).toFixed(2)}x); bridge in its own process ${perK(cpu.cli + cliBridgeCpu + workerdCpu.cli)} ms (${(sdkTotal / (cpu.cli + cliBridgeCpu + workerdCpu.cli)).toFixed(2)}x)`,
+    );
+    // The machine's bound: every process of a path shares this machine's cores, so a path that
+    // needs C ms of CPU per 1 000 records cannot pass cores x 1 000 / C x 1 000 records/s
+    // however well its processes overlap. For the own-process path, also what the bridge
+    // process may spend at most for the goal, given what kafkajs and workerd spent.
+    const cores = availableParallelism();
+    const sdkRate = produced / (directMs / 1000);
+    const boundOf = (cpuMs: number): number => (cores * 1000 * 1000) / (cpuMs / (produced / 1000)) / sdkRate;
+    const goalBudget = (cores * 1000 * 1000) / (0.7 * sdkRate) - (cpu.cli + workerdCpu.cli) / (produced / 1000);
+    console.log(
+      `Machine bound (${cores} cores shared by every process of a path): in-process bridge path at most ${boundOf(cpu.bridge + workerdCpu.bridge).toFixed(2)}x of the SDK's ${fmt(sdkRate)} records/s, own-process path at most ${boundOf(cpu.cli + cliBridgeCpu + workerdCpu.cli).toFixed(2)}x; for 0.7x the own-process bridge could spend ${fmt(goalBudget)} ms per 1 000 records beside kafkajs and workerd (it spent ${perK(cliBridgeCpu)} ms)`,
     );
     console.log(`Catch-up reads, ms: SDK ${reads.sdk.map(fmt).join(", ")}; kafkajs ${reads.bridge.map(fmt).join(", ")}; kafkajs without read-ahead ${reads.noReadAhead.map(fmt).join(", ")}`);
     console.log("Catch-up: the kafkajs time includes its connect and group join (one JoinGroup + SyncGroup through the bridge), the SDK's starts at its first poll.");
