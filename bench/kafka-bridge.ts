@@ -20,9 +20,10 @@
  * Worker's own socket over HTTP, as it would to a deployed gateway. kafkajs, the bridge and the
  * SDK share the bench's Node process, so the bridge's CPU competes with the client's.
  */
-import { execFileSync, spawn, type ChildProcess } from "node:child_process";
-import { readFileSync } from "node:fs";
-import { availableParallelism } from "node:os";
+import { execFileSync, spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { availableParallelism, tmpdir } from "node:os";
+import { join } from "node:path";
 import { PerformanceObserver } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
@@ -72,6 +73,28 @@ interface Appends {
   /** Answers that were not 2xx, or that carried a throttle time (quotas, SECURITY.md). */
   errors: number;
   throttled: number;
+}
+
+/** kcat (librdkafka) on PATH, for the librdkafka row (skipped without it; .ci/run installs it). */
+const HAS_KCAT = spawnSync("kcat", ["-V"], { stdio: "ignore" }).status === 0;
+
+/**
+ * `kcat -P` of `file` (one `key|value` record per line) to `topic` through the broker at
+ * `port`, acks=all and the Java client's partitioner; resolves with the wall time from spawn
+ * to exit, ms (its start-up and metadata request included).
+ * @throws Error when kcat exits non-zero
+ */
+function kcatProduce(port: number, topic: string, file: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const t0 = performance.now();
+    let err = "";
+    const child = spawn("kcat", ["-P", "-b", `127.0.0.1:${port}`, "-t", topic, "-K", "|", "-X", "acks=all", "-X", "topic.partitioner=murmur2_random", "-l", file], {
+      stdio: ["ignore", "ignore", "pipe"],
+    });
+    child.stderr!.on("data", (d: Buffer) => (err += d.toString()));
+    child.once("error", reject);
+    child.once("exit", (code) => (code === 0 ? resolve(performance.now() - t0) : reject(new Error(`kcat -P exited ${code}: ${err}`))));
+  });
 }
 
 const noAppends = (): Appends => ({ n: 0, bytes: 0, errors: 0, throttled: 0 });
@@ -171,6 +194,18 @@ export async function run({ quick }: { quick: boolean }): Promise<void> {
     await client.createTopic({ name: direct, partitions: PARTITIONS });
     const ownProcess = `kb-cli-${Date.now()}`;
     await client.createTopic({ name: ownProcess, partitions: PARTITIONS });
+    const viaKcat = `kb-kcat-${Date.now()}`;
+    await client.createTopic({ name: viaKcat, partitions: PARTITIONS });
+    const kcatDir = mkdtempSync(join(tmpdir(), "edgelog-bench-kcat-"));
+    /** The round's records as kcat input lines (`key|value`), written untimed. */
+    const kcatInput = (round: number): string => {
+      const file = join(kcatDir, `round-${round}.txt`);
+      const text = value.toString("latin1");
+      const lines: string[] = [];
+      for (let c = 0; c < PER_ROUND / CHUNK; c++) for (const m of messages(round, c)) lines.push(`${m.key}|${text}`);
+      writeFileSync(file, `${lines.join("\n")}\n`);
+      return file;
+    };
 
     const kProducer = kafka.producer({ allowAutoTopicCreation: false });
     await kProducer.connect();
@@ -204,8 +239,11 @@ export async function run({ quick }: { quick: boolean }): Promise<void> {
     /** CPU time of this process (kafkajs + bridge, or the SDK producer), ms. */
     const cpu = { bridge: 0, direct: 0, floor: 0, cli: 0 };
     /** CPU time of workerd during each path's phases, and of the CLI bridge process, ms. */
-    const workerdCpu = { bridge: 0, direct: 0, cli: 0 };
+    const workerdCpu = { bridge: 0, direct: 0, cli: 0, kcat: 0 };
     let cliBridgeCpu = 0;
+    /** The librdkafka row (kcat through the own-process bridge): wall time, the bridge's CPU, records. */
+    const kcat = { ms: 0, bridgeCpu: 0, records: 0 };
+    if (HAS_KCAT) await kcatProduce(cliPort, viaKcat, kcatInput(0)); // warm-up, untimed
     const roundLines: string[] = [];
     const cpuMs = (): number => {
       const u = process.cpuUsage();
@@ -277,9 +315,25 @@ export async function run({ quick }: { quick: boolean }): Promise<void> {
       workerdCpu.cli += processCpuMs(workerdPid) - pw0;
       cliBridgeCpu += processCpuMs(cli.pid) - pb0;
       await cliProducer.disconnect();
+      if (HAS_KCAT) {
+        const file = kcatInput(round);
+        const kw0 = processCpuMs(workerdPid);
+        const kb0 = processCpuMs(cli.pid);
+        kcat.ms += await kcatProduce(cliPort, viaKcat, file);
+        workerdCpu.kcat += processCpuMs(workerdPid) - kw0;
+        kcat.bridgeCpu += processCpuMs(cli.pid) - kb0;
+        kcat.records += PER_ROUND;
+      }
     }
     await sdkProducer.close();
     const produced = ROUNDS * PER_ROUND;
+    if (HAS_KCAT) {
+      // Every record kcat sent (warm-up included) must be in the topic, or its rate means nothing.
+      let stored = 0;
+      for (let p = 0; p < PARTITIONS; p++) stored += (await client.listOffsets(viaKcat, p, "latest")).offset ?? 0;
+      if (stored !== kcat.records + PER_ROUND) throw new Error(`kcat phase: ${stored} records stored, ${kcat.records + PER_ROUND} sent`);
+    }
+    rmSync(kcatDir, { recursive: true, force: true });
 
     // Consumer catch-up over the same topic (the one the bridge wrote, warm-up records included).
     const total = produced + WARM_UP * CHUNK;
@@ -350,6 +404,18 @@ export async function run({ quick }: { quick: boolean }): Promise<void> {
         ceiling: produced / (directMs / 1000),
         target: 0.7,
       },
+      ...(HAS_KCAT
+        ? [
+            {
+              name: `produce, librdkafka (kcat -P, ${fmt(kcat.records)} records, its own batching) through the bridge in its own process`,
+              value: kcat.records / (kcat.ms / 1000),
+              unit: "records/s",
+              ceilingName: "SDK Producer direct",
+              ceiling: produced / (directMs / 1000),
+              target: 0.7,
+            },
+          ]
+        : []),
       {
         name: `consumer catch-up, ${fmt(total)} records from the beginning`,
         value: total / (kafkaMs / 1000),
@@ -392,6 +458,10 @@ export async function run({ quick }: { quick: boolean }): Promise<void> {
     console.log(
       `Machine bound (${cores} cores shared by every process of a path): in-process bridge path at most ${boundOf(cpu.bridge + workerdCpu.bridge).toFixed(2)}x of the SDK's ${fmt(sdkRate)} records/s, own-process path at most ${boundOf(cpu.cli + cliBridgeCpu + workerdCpu.cli).toFixed(2)}x; for 0.7x the own-process bridge could spend ${fmt(goalBudget)} ms per 1 000 records beside kafkajs and workerd (it spent ${perK(cliBridgeCpu)} ms)`,
     );
+    if (HAS_KCAT)
+      console.log(
+        `librdkafka (kcat) through the own-process bridge, CPU per 1 000 records: bridge process ${fmt(kcat.bridgeCpu / (kcat.records / 1000))} ms, workerd ${fmt(workerdCpu.kcat / (kcat.records / 1000))} ms (kcat's own not measured: it is a child that exits)`,
+      );
     console.log(`Catch-up reads, ms: SDK ${reads.sdk.map(fmt).join(", ")}; kafkajs ${reads.bridge.map(fmt).join(", ")}; kafkajs without read-ahead ${reads.noReadAhead.map(fmt).join(", ")}`);
     console.log("Catch-up: the kafkajs time includes its connect and group join (one JoinGroup + SyncGroup through the bridge), the SDK's starts at its first poll.");
   } finally {
