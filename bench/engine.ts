@@ -38,7 +38,10 @@ function bundle(root: string): string {
   const cached = bundles.get(root);
   if (cached !== undefined) return cached;
   const outdir = mkdtempSync(join(tmpdir(), "edgelog-bench-bundle-"));
-  if (bundles.size === 0) process.once("exit", () => bundles.forEach((dir) => rmSync(dir, { recursive: true, force: true })));
+  if (bundles.size === 0)
+    process.once("exit", () => {
+      for (const dir of bundles.values()) rmSync(dir, { recursive: true, force: true });
+    });
   bundles.set(root, outdir);
   try {
     execFileSync(join(ROOT, "node_modules/.bin/wrangler"), ["deploy", "--dry-run", "--outdir", outdir], {
