@@ -33,6 +33,7 @@
  * their maximum. Sizes: 3 rounds of 10 + 24 topics per engine (`--quick`: 2 of 4 + 8); about
  * 2.5 minutes on the shared 2-core machine (`--quick`: about 1).
  */
+import { readdirSync, readFileSync } from "node:fs";
 import { startEngine, type Engine } from "./engine.ts";
 import { closedLoop, fmt, pct } from "./util.ts";
 
@@ -67,11 +68,44 @@ async function call(engine: Engine, method: string, path: string, body?: unknown
   return { status: res.status, body: res.headers.get("content-type")?.includes("json") === true ? JSON.parse(text) : null, ms };
 }
 
-/** Latency samples and the wall time they took (for ops/s). */
+/** The workerd processes this process started (Miniflare spawns each engine's workerd as a child). */
+function childWorkerds(): Set<number> {
+  const out = new Set<number>();
+  for (const d of readdirSync("/proc")) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const st = readFileSync(`/proc/${d}/stat`, "utf8");
+      const fields = st.slice(st.lastIndexOf(")") + 2).split(" ");
+      if (Number(fields[1]) === process.pid && st.includes("(workerd)")) out.add(Number(d));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return out;
+}
+
+/** CPU time (user + system, all threads) of process `pid` so far, in ms (Linux /proc; 10 ms resolution at 100 ticks/s). NaN elsewhere. */
+function cpuMs(pid: number | undefined): number {
+  if (pid === undefined) return Number.NaN;
+  try {
+    const st = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const fields = st.slice(st.lastIndexOf(")") + 2).split(" ");
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/** Latency samples, the wall time they took (for ops/s) and the engine's workerd CPU time meanwhile. */
 class Samples {
   readonly ms: number[] = [];
   secs = 0;
   ops = 0;
+  cpu = 0;
+  /** workerd CPU ms per operation (the Worker and every Durable Object of the engine; not the client). */
+  cpuPerOp(): number {
+    return this.cpu / this.ops;
+  }
   sorted(): number[] {
     return [...this.ms].sort((a, b) => a - b);
   }
@@ -83,11 +117,13 @@ class Samples {
   }
 }
 
-/** Runs `n` operations `concurrency` at a time; each answers its latency. */
-async function timed(s: Samples, n: number, concurrency: number, op: (i: number) => Promise<number>): Promise<void> {
+/** Runs `n` operations `concurrency` at a time against the engine whose workerd is `pid`; each answers its latency. */
+async function timed(s: Samples, pid: number | undefined, n: number, concurrency: number, op: (i: number) => Promise<number>): Promise<void> {
+  const cpu0 = cpuMs(pid);
   s.secs += await closedLoop(n, concurrency, async (i) => {
     s.ms.push(await op(i));
   });
+  s.cpu += cpuMs(pid) - cpu0;
   s.ops += n;
 }
 
@@ -121,10 +157,11 @@ export async function run(opts: { quick: boolean }): Promise<void> {
   const CONC = opts.quick ? 8 : 24; // topics created with 8 in flight per round and engine
   const LISTS = opts.quick ? 2 : 6;
   const HOT_ROUNDS = opts.quick ? 2 : 6;
-  const HOT = opts.quick ? 150 : 500; // one-record produce (and fetch) requests per hot-path round and engine
+  const HOT = opts.quick ? 150 : 250; // one-record produce (and fetch) requests per hot-path round and engine
   const CONCURRENCY = 8;
 
   const engines = {} as Record<Setup, Engine>;
+  const pids = {} as Record<Setup, number | undefined>;
   const first = {} as Record<Setup, { noopMs: number; metadataMs: number; startMs: number }>;
   const s = Object.fromEntries(SETUPS.map(({ key }) => [key, Object.fromEntries(MEASURES.map((m) => [m, new Samples()])) as Record<Measure, Samples>])) as Record<
     Setup,
@@ -136,8 +173,10 @@ export async function run(opts: { quick: boolean }): Promise<void> {
     // ---- start, and the first request after the start ----
     for (const { key, quorum } of SETUPS) {
       const t0 = performance.now();
+      const before = childWorkerds();
       const engine = await startEngine({ EDGELOG_METADATA_QUORUM: quorum });
       engines[key] = engine;
+      pids[key] = [...childWorkerds()].find((pid) => !before.has(pid));
       const startMs = performance.now() - t0; // bundle + workerd start
       const noop = await call(engine, "GET", "/bench/noop");
       // The first metadata request: retried if it answers UNAVAILABLE (the store's 15 s deadline).
@@ -174,11 +213,11 @@ export async function run(opts: { quick: boolean }): Promise<void> {
         const e = engines[key];
         const m = s[key];
         const before = m.createSerial.ms.length;
-        await timed(m.createSerial, SERIAL, 1, async (i) => (await call(e, "POST", "/v1/topics", { name: serial[i], partitions: 1 }, 201)).ms);
+        await timed(m.createSerial, pids[key], SERIAL, 1, async (i) => (await call(e, "POST", "/v1/topics", { name: serial[i], partitions: 1 }, 201)).ms);
         roundCreateMs[key] = m.createSerial.ms.slice(before).reduce((a, b) => a + b, 0);
-        await timed(m.createConc, CONC, CONCURRENCY, async (i) => (await call(e, "POST", "/v1/topics", { name: conc[i], partitions: 1 }, 201)).ms);
-        await timed(m.describe, SERIAL, 1, async (i) => (await call(e, "GET", `/v1/topics/${serial[i]}`)).ms);
-        await timed(m.list, LISTS, 1, async () => (await call(e, "GET", "/v1/topics")).ms);
+        await timed(m.createConc, pids[key], CONC, CONCURRENCY, async (i) => (await call(e, "POST", "/v1/topics", { name: conc[i], partitions: 1 }, 201)).ms);
+        await timed(m.describe, pids[key], SERIAL, 1, async (i) => (await call(e, "GET", `/v1/topics/${serial[i]}`)).ms);
+        await timed(m.list, pids[key], LISTS, 1, async () => (await call(e, "GET", "/v1/topics")).ms);
         // First fetch of each topic (not measured): the partition object's first read.
         for (const t of serial) await call(e, "GET", `/v1/topics/${t}/partitions/0/records?offset=0&maxRecords=1`);
       }
@@ -198,7 +237,7 @@ export async function run(opts: { quick: boolean }): Promise<void> {
       for (const key of order) {
         const e = engines[key];
         const m = s[key];
-        await timed(m.alter, SERIAL, 1, async (i) => (await call(e, "PATCH", `/v1/topics/${serial[i]}`, { configs: { "retention.ms": 7_200_000 + i } })).ms);
+        await timed(m.alter, pids[key], SERIAL, 1, async (i) => (await call(e, "PATCH", `/v1/topics/${serial[i]}`, { configs: { "retention.ms": 7_200_000 + i } })).ms);
         // Read-your-writes: the describe right after the change must show it; so must a produce
         // to a partition added by the change.
         for (let i = 0; i < SERIAL; i++) {
@@ -215,8 +254,8 @@ export async function run(opts: { quick: boolean }): Promise<void> {
           m.rywProduce.ms.push(performance.now() - t0);
           if (res.status !== 200) stale[key].produce++;
         }
-        await timed(m.deleteSerial, SERIAL, 1, async (i) => (await call(e, "DELETE", `/v1/topics/${serial[i]}`, undefined, 204)).ms);
-        await timed(m.deleteConc, CONC, CONCURRENCY, async (i) => (await call(e, "DELETE", `/v1/topics/${conc[i]}`, undefined, 204)).ms);
+        await timed(m.deleteSerial, pids[key], SERIAL, 1, async (i) => (await call(e, "DELETE", `/v1/topics/${serial[i]}`, undefined, 204)).ms);
+        await timed(m.deleteConc, pids[key], CONC, CONCURRENCY, async (i) => (await call(e, "DELETE", `/v1/topics/${conc[i]}`, undefined, 204)).ms);
       }
     }
 
@@ -244,9 +283,15 @@ export async function run(opts: { quick: boolean }): Promise<void> {
         const e = engines[key];
         const m = s[key];
         const p0 = m.produce.secs;
-        await timed(m.produce, HOT, CONCURRENCY, async (i) => (await call(e, "POST", `/v1/topics/${hot}/partitions/${i % 4}/records`, body)).ms);
+        await timed(m.produce, pids[key], HOT, CONCURRENCY, async (i) => (await call(e, "POST", `/v1/topics/${hot}/partitions/${i % 4}/records`, body)).ms);
         const f0 = m.fetch.secs;
-        await timed(m.fetch, HOT, CONCURRENCY, async (i) => (await call(e, "GET", `/v1/topics/${hot}/partitions/${i % 4}/records?offset=${Math.floor(i / 4) % 50}&maxRecords=1`)).ms);
+        await timed(
+          m.fetch,
+          pids[key],
+          HOT,
+          CONCURRENCY,
+          async (i) => (await call(e, "GET", `/v1/topics/${hot}/partitions/${i % 4}/records?offset=${Math.floor(i / 4) % 50}&maxRecords=1`)).ms,
+        );
         secs[key] = { produce: m.produce.secs - p0, fetch: m.fetch.secs - f0 };
       }
       hotRatios.produce.push(secs.off.produce / secs.q1.produce);
@@ -290,6 +335,19 @@ export async function run(opts: { quick: boolean }): Promise<void> {
     row(`hot path: one-record produce, ${CONCURRENCY} in flight (${HOT_ROUNDS} rounds of ${HOT})`, (k) => s[k].produce.rate(), "req/s");
     row(`hot path: one-record fetch, ${CONCURRENCY} in flight (${HOT_ROUNDS} rounds of ${HOT})`, (k) => s[k].fetch.rate(), "req/s");
     lat("hot path: one-record produce", "produce");
+    console.log(
+      "\nworkerd CPU time per operation (user + system of the engine's workerd process from /proc, all its threads: the Worker and every Durable Object; not the client; 10 ms resolution, summed over the phase):\n",
+    );
+    console.log('| operation | MetadataDO "off" (ceiling) | quorum "1" | vs off | quorum "3" | vs off |');
+    console.log("|---|---|---|---|---|---|");
+    row("topic create, one at a time", (k) => s[k].createSerial.cpuPerOp(), "ms");
+    row(`topic create, ${CONCURRENCY} in flight`, (k) => s[k].createConc.cpuPerOp(), "ms");
+    row("topic describe", (k) => s[k].describe.cpuPerOp(), "ms");
+    row("topic config change", (k) => s[k].alter.cpuPerOp(), "ms");
+    row("topic delete, one at a time", (k) => s[k].deleteSerial.cpuPerOp(), "ms");
+    row(`topic delete, ${CONCURRENCY} in flight`, (k) => s[k].deleteConc.cpuPerOp(), "ms");
+    row("hot path: one-record produce", (k) => s[k].produce.cpuPerOp(), "ms");
+    row("hot path: one-record fetch", (k) => s[k].fetch.cpuPerOp(), "ms");
     console.log('\n"vs off": the figure over MetadataDO\'s (latency: above 1x is slower; ops/s and req/s: below 1x is slower).');
     console.log(
       `read-your-writes misses (a describe without the new config / a produce to the new partition refused): ${SETUPS.map(({ key, label }) => `${label} ${stale[key].read}/${stale[key].produce} of ${s[key].rywRead.ms.length}`).join("; ")}`,
