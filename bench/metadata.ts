@@ -11,6 +11,8 @@
  * Measured per engine, in interleaved rounds (the engines' order rotating each round, so load
  * from other work on the machine hits all three alike):
  * - topic create (`POST /v1/topics`, 1 partition), one at a time and with 8 in flight;
+ * - an ACL binding added (`POST /v1/acls`): one record (MetadataDO: one transaction), no
+ *   partition call, so the bare cost of a commit;
  * - topic describe (`GET /v1/topics/{t}`) and list (`GET /v1/topics`): every one reaches the
  *   metadata store (the admin routes have no cache: with the quorum a linearizable ReadIndex
  *   read at the leader), and describe also asks the partition for its offsets;
@@ -137,6 +139,7 @@ async function cacheLookups(engine: Engine): Promise<{ hit: number; miss: number
 const MEASURES = [
   "createSerial",
   "createConc",
+  "acl",
   "describe",
   "list",
   "lookupCold",
@@ -218,6 +221,14 @@ export async function run(opts: { quick: boolean }): Promise<void> {
         await timed(m.createConc, pids[key], CONC, CONCURRENCY, async (i) => (await call(e, "POST", "/v1/topics", { name: conc[i], partitions: 1 }, 201)).ms);
         await timed(m.describe, pids[key], SERIAL, 1, async (i) => (await call(e, "GET", `/v1/topics/${serial[i]}`)).ms);
         await timed(m.list, pids[key], LISTS, 1, async () => (await call(e, "GET", "/v1/topics")).ms);
+        // One record and nothing else (no partition call): an ACL binding added.
+        await timed(
+          m.acl,
+          pids[key],
+          SERIAL,
+          1,
+          async (i) => (await call(e, "POST", "/v1/acls", { principal: `bench-r${round}-${i}`, resourceType: "topic", resourceName: serial[i], operation: "read" }, 201)).ms,
+        );
         // First fetch of each topic (not measured): the partition object's first read.
         for (const t of serial) await call(e, "GET", `/v1/topics/${t}/partitions/0/records?offset=0&maxRecords=1`);
       }
@@ -325,6 +336,7 @@ export async function run(opts: { quick: boolean }): Promise<void> {
     row(`topic create, ${CONCURRENCY} in flight`, (k) => s[k].createConc.rate(), "ops/s");
     lat("topic describe (store read + partition offsets)", "describe");
     lat("topic list", "list");
+    lat("ACL create (one record, no partition call)", "acl");
     lat("data-path lookup, cold (cache entry expired: store getTopic + one-record fetch)", "lookupCold");
     lat("data-path lookup, cached (one-record fetch, cache hit)", "lookupCached");
     lat("topic config change (retention.ms)", "alter");
@@ -343,6 +355,8 @@ export async function run(opts: { quick: boolean }): Promise<void> {
     row("topic create, one at a time", (k) => s[k].createSerial.cpuPerOp(), "ms");
     row(`topic create, ${CONCURRENCY} in flight`, (k) => s[k].createConc.cpuPerOp(), "ms");
     row("topic describe", (k) => s[k].describe.cpuPerOp(), "ms");
+    row("topic list", (k) => s[k].list.cpuPerOp(), "ms");
+    row("ACL create", (k) => s[k].acl.cpuPerOp(), "ms");
     row("topic config change", (k) => s[k].alter.cpuPerOp(), "ms");
     row("topic delete, one at a time", (k) => s[k].deleteSerial.cpuPerOp(), "ms");
     row(`topic delete, ${CONCURRENCY} in flight`, (k) => s[k].deleteConc.cpuPerOp(), "ms");
