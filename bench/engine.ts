@@ -26,6 +26,37 @@ function readWranglerToml(root: string): { compatibilityDate: string; compatibil
   return { compatibilityDate: date, compatibilityFlags: [...flags.matchAll(/"([^"]+)"/g)].map((m) => m[1] as string), durableObjects };
 }
 
+/** The bundle directory of each checkout bundled in this process (removed when the process exits). */
+const bundles = new Map<string, string>();
+
+/**
+ * `wrangler deploy --dry-run` of `root` into a temporary directory, once per process and
+ * checkout (about 4 s each): the bench files that start several engines (bench/security.ts,
+ * bench/metadata.ts) reuse it; each engine still gets its own Durable Object storage.
+ */
+function bundle(root: string): string {
+  const cached = bundles.get(root);
+  if (cached !== undefined) return cached;
+  const outdir = mkdtempSync(join(tmpdir(), "edgelog-bench-bundle-"));
+  if (bundles.size === 0)
+    process.once("exit", () => {
+      for (const dir of bundles.values()) rmSync(dir, { recursive: true, force: true });
+    });
+  bundles.set(root, outdir);
+  try {
+    execFileSync(join(ROOT, "node_modules/.bin/wrangler"), ["deploy", "--dry-run", "--outdir", outdir], {
+      cwd: root,
+      env: { ...process.env, WRANGLER_SEND_METRICS: "false" },
+      stdio: ["ignore", "ignore", "inherit"],
+    });
+  } catch (err) {
+    bundles.delete(root);
+    rmSync(outdir, { recursive: true, force: true });
+    throw err;
+  }
+  return outdir;
+}
+
 export interface Engine {
   mf: Miniflare;
   /** A `fetch` that dispatches into the Worker (for the SDK's `fetch` option). */
@@ -43,6 +74,12 @@ export interface Engine {
    * `${url}/...`.
    */
   directFetch: typeof fetch;
+  /**
+   * The EDGELOG_METADATA_QUORUM this engine runs with: "off" (MetadataDO "cluster", the bench's
+   * default) unless the caller's bindings set it ("1", "3": a Raft metadata quorum of that many
+   * RaftMemberDO members in this workerd; docs/RAFT.md).
+   */
+  metadataQuorum: string;
   dispose(): Promise<void>;
 }
 
@@ -50,20 +87,21 @@ export interface Engine {
  * Bundles the Worker with wrangler and starts it in workerd with on-disk Durable Object storage.
  * `root` is the checkout to bundle (default: this one); the A/B bench (bench/ab.ts) passes a
  * second checkout, which needs its own `node_modules` (or a link to this one's).
+ *
+ * Bindings are not read from wrangler.toml's `[vars]`: every engine runs with the metadata store
+ * MetadataDO (EDGELOG_METADATA_QUORUM "off") unless `extraBindings` sets EDGELOG_METADATA_QUORUM
+ * ("1" as `npm start` and the e2e tier run, "3" as wrangler.toml deploys; bench/metadata.ts), the
+ * same variable `wrangler dev --var EDGELOG_METADATA_QUORUM:1` sets (test/e2e/dev-server.ts).
  */
 export async function startEngine(extraBindings: Record<string, string> = {}, extraOptions: Record<string, unknown> = {}, root: string = ROOT): Promise<Engine> {
-  const outdir = mkdtempSync(join(tmpdir(), "edgelog-bench-bundle-"));
+  const outdir = bundle(root);
   const stateDir = mkdtempSync(join(tmpdir(), "edgelog-bench-state-"));
-  execFileSync(join(ROOT, "node_modules/.bin/wrangler"), ["deploy", "--dry-run", "--outdir", outdir], {
-    cwd: root,
-    env: { ...process.env, WRANGLER_SEND_METRICS: "false" },
-    stdio: ["ignore", "ignore", "inherit"],
-  });
   const cfg = readWranglerToml(root);
   const durableObjects: Record<string, { className: string; useSQLite: boolean }> = {};
   for (const [binding, className] of Object.entries(cfg.durableObjects)) durableObjects[binding] = { className, useSQLite: true };
   // Miniflare 5 takes a new options shape; convertV4MiniflareOptions maps the classic
   // single-worker shape (modules, durableObjects, bindings) onto it.
+  const bindings = { EDGELOG_BENCH_ROUTES: "1", EDGELOG_AUTH: "none", EDGELOG_METADATA_QUORUM: "off", ...extraBindings };
   const mf = new Miniflare(
     convertV4MiniflareOptions({
       name: "edgelog",
@@ -72,7 +110,7 @@ export async function startEngine(extraBindings: Record<string, string> = {}, ex
       compatibilityDate: cfg.compatibilityDate,
       compatibilityFlags: cfg.compatibilityFlags,
       durableObjects,
-      bindings: { EDGELOG_BENCH_ROUTES: "1", EDGELOG_AUTH: "none", ...extraBindings },
+      bindings,
       durableObjectsPersist: stateDir,
       unsafeDirectSockets: [{ host: "127.0.0.1", port: 0 }],
       ...extraOptions,
@@ -124,10 +162,10 @@ export async function startEngine(extraBindings: Record<string, string> = {}, ex
     fetch: dispatch,
     url,
     directFetch,
+    metadataQuorum: bindings.EDGELOG_METADATA_QUORUM,
     dispose: async () => {
       await pool.close();
       await mf.dispose();
-      rmSync(outdir, { recursive: true, force: true });
       rmSync(stateDir, { recursive: true, force: true });
     },
   };

@@ -3,7 +3,7 @@
  * same run on the same path (Miniflare's dispatchFetch into the real Worker and Durable
  * Objects in workerd; see bench/engine.ts). Prints figures and ratios; asserts nothing.
  *
- * Usage: npm run bench [-- --only core|groups|streams|security|kafka|metrics|lifecycle|subscriptions|raft|ab] [--quick] [--path dispatch|direct] [--baseline DIR]
+ * Usage: npm run bench [-- --only core|groups|streams|security|kafka|metrics|lifecycle|subscriptions|raft|metadata|ab] [--quick] [--path dispatch|direct] [--baseline DIR]
  *
  * --only ab --baseline DIR: interleaved A/B of the core data path against another checkout
  * (bench/ab.ts); not part of the default run.
@@ -310,6 +310,7 @@ async function main(): Promise<void> {
     ["lifecycle", "./lifecycle.ts"],
     ["subscriptions", "./subscriptions.ts"],
     ["raft", "./raft.ts"],
+    ["metadata", "./metadata.ts"],
   ] as const) {
     if (only !== undefined && only !== name) continue;
     try {
