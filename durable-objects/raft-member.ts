@@ -87,6 +87,8 @@ export class RaftMemberDO extends SqliteDurableObject<Env> implements RaftMember
   readonly #stubs = new Map<NodeId, MemberStub>();
   /** When the last sweep started (or this member last was not the leader; ms); whether one is running. */
   #lastSweepMs = 0;
+  /** Whether this member swept since it last became the leader (or restarted). */
+  #sweptAsLeader = false;
   #sweeping = false;
   /** Whether the pending tick timer is the quiesced (slow) one; ticks taken since the node started. */
   #clockQuiesced = false;
@@ -345,13 +347,18 @@ export class RaftMemberDO extends SqliteDurableObject<Env> implements RaftMember
   #maybeSweep(node: RaftNode): void {
     const machine = this.#machine;
     const now = Date.now();
-    if (node.role !== "leader") this.#lastSweepMs = now; // a new leader waits one period first
-    if (machine?.sweep === undefined || node.role !== "leader" || this.#sweeping || now - this.#lastSweepMs < SWEEP_EVERY_TICKS * this.#config!.tickMs) return;
+    if (node.role !== "leader") this.#sweptAsLeader = false;
+    if (machine?.sweep === undefined || node.role !== "leader" || this.#sweeping) return;
+    // A new leader sweeps at once (`firstOfTerm`: the machine only notes the work it finds
+    // pending, whose proposer may still be doing it), then every period.
+    const firstOfTerm = !this.#sweptAsLeader;
+    if (!firstOfTerm && now - this.#lastSweepMs < SWEEP_EVERY_TICKS * this.#config!.tickMs) return;
+    this.#sweptAsLeader = true;
     this.#lastSweepMs = now;
     this.#sweeping = true;
     // Not awaited by the alarm: a sweep calls other objects and proposes, which needs ticks.
     void machine
-      .sweep({ env: this.env, groupId: this.#config!.groupId, propose: (data) => this.propose(data) })
+      .sweep({ env: this.env, groupId: this.#config!.groupId, firstOfTerm, propose: (data) => this.propose(data) })
       .catch((err: unknown) => console.warn(`Raft member ${this.#memberId} of group ${this.#config?.groupId}: the sweep failed`, err))
       .finally(() => {
         this.#sweeping = false;
@@ -502,6 +509,7 @@ export class RaftMemberDO extends SqliteDurableObject<Env> implements RaftMember
     this.#clockQuiesced = false;
     this.#ticks = 0;
     this.#lastSweepMs = Date.now();
+    this.#sweptAsLeader = false;
     const due = this.#timers.dueMs("tick");
     if (due === undefined || due > Date.now() + config.tickMs) this.#timers.set("tick", Date.now() + config.tickMs);
   }

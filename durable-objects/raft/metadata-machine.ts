@@ -116,7 +116,7 @@ export function metadataStateMachine(sql: Sql): ReplicatedStateMachine {
   /** Adds the initial placement of a replicated topic's partitions that have none (see ./metadata-placements.ts). */
   const ensurePlacements = (r: TopicRow) => placements.ensure(r.topic_id, r.partitions, JSON.parse(r.configs) as Partial<TopicConfigs>);
   const importDone = (): boolean => sql.first("SELECT 1 AS one FROM rsm_counters WHERE name = ?", IMPORT_MARKER) !== undefined;
-  /** Tasks pending at the last sweep (`${topicId}@${recordIndex}`), in memory: a new leader waits one sweep period first. */
+  /** Tasks pending at the last sweep (`${topicId}@${recordIndex}`), in memory: a task runs at the sweep after the one that first saw it pending, so a new leader's first sweep (at once) runs none. */
   let sweepSeen = new Set<string>();
   const pendingTasks = (): LifecycleTask[] => sql.all<LifecycleRow>("SELECT * FROM rsm_lifecycle ORDER BY record_index").map((r) => JSON.parse(r.task) as LifecycleTask);
   const row = (name: string) => sql.first<TopicRow>("SELECT * FROM rsm_topics WHERE name = ?", name);
@@ -579,7 +579,9 @@ export function metadataStateMachine(sql: Sql): ReplicatedStateMachine {
         const r = await propose({ type: "adoptNamespaces" });
         if (!r.ok) console.warn(`metadata sweep: adopting the namespaces of existing topics failed (${r.code}); retried at the next sweep`);
       }
-      const seen = sweepSeen;
+      // A new leader's first sweep only notes the pending tasks (their proposers may be running
+      // them); what it notes from an earlier leadership is stale.
+      const seen = ctx.firstOfTerm ? new Set<string>() : sweepSeen;
       sweepSeen = new Set();
       for (const task of pendingTasks()) {
         const key = `${task.topicId}@${task.recordIndex}`;

@@ -63,6 +63,12 @@ export interface SweepContext {
   env: Env;
   /** The group this member belongs to. */
   groupId: string;
+  /**
+   * The first sweep since this member became the leader (or restarted as one): it runs at once,
+   * so work that was pending when it took over may still be in its proposer's hands; a machine
+   * should only note such work and do it at the next sweep, one period later.
+   */
+  firstOfTerm: boolean;
   /** Proposes a command at this member (NOT_LEADER if it lost leadership meanwhile). */
   propose(data: Uint8Array): Promise<RpcResult<{ index: number; term: number; result: ApplyResult }>>;
 }

@@ -398,6 +398,11 @@ export class RaftNode {
     return this.#conf.voters.includes(id);
   }
 
+  /** This member is the configuration's only voter (learners aside). */
+  #soleVoter(): boolean {
+    return this.#conf.voters.length === 1 && this.#conf.voters[0] === this.id;
+  }
+
   // =====================================================================================
   // Inputs
   // =====================================================================================
@@ -483,7 +488,11 @@ export class RaftNode {
   #tickElection(): void {
     this.#electionElapsed++;
     if (!this.#isVoter()) return;
-    if (this.#electionElapsed >= this.#randomizedElectionTimeout) {
+    // The only voter is its own quorum: no leader to hear from and no vote to split, so it
+    // campaigns at its first tick instead of waiting an election timeout (a one-member group,
+    // e.g. `npm start`'s metadata quorum, leads about one tick after start instead of 1-2 s).
+    // Timeouts are liveness only; safety does not depend on them.
+    if (this.#electionElapsed >= this.#randomizedElectionTimeout || this.#soleVoter()) {
       this.#electionElapsed = 0;
       this.#campaign(this.#preVote ? "pre" : "real");
     }

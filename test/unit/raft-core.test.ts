@@ -50,6 +50,16 @@ describe("persistence contract", () => {
     expect(h.node("C").role).toBe("candidate");
   });
 
+  it("the only voter campaigns at its first tick; one of three waits its election timeout", () => {
+    const a = solo();
+    a.tick();
+    expect(a.role).toBe("leader");
+    const h = new Harness(["A", "B", "C"]);
+    h.tick("A", 1);
+    expect(h.node("A").role).toBe("follower");
+    expect(h.sent.filter((m) => m.from === "A")).toEqual([]);
+  });
+
   it("a leader counts its own entry only once durable: a single member commits after advance", () => {
     const a = solo();
     for (let i = 0; i < 10; i++) a.tick();
