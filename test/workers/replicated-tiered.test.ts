@@ -1,0 +1,154 @@
+/**
+ * Tiered storage of a replicated partition (docs/RAFT.md "Tiered storage of a replicated
+ * partition"): each replica offloads its own copy of its closed segments under its own R2 prefix
+ * (`segments/<topicId>/<partition>/<replica>/`), reads below its local start from its own
+ * objects, sweeps only its own prefix, and deletes its own objects when the topic goes. Three
+ * replicas in one workerd, real alarms, R2 (Miniflare's) and RPC, through the gateway.
+ *
+ * Times are not asserted (they depend on the machine's load).
+ */
+import { env, evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { afterEach, describe as suite, expect, it } from "vitest";
+import { partitionObjectName } from "../../src/partition/rpc.ts";
+import type { ErrorBody, JsonFetchResponse, ProduceResponse } from "../../src/protocol/index.ts";
+import { call, json } from "./helpers.ts";
+import { REPLICAS as IDS, crashStarted, createReplicated, leaderOf, replica, replicaLog, sleep, status, until } from "./replica-helpers.ts";
+
+afterEach(crashStarted);
+
+const MiB = 1024 * 1024;
+/** Values of 400 KiB: two one-record batches fill a 1 MiB segment, a third rolls it. */
+const big = (i: number) => `v${i}`.padEnd(400 * 1024, ".");
+const key = (topicId: string, id: string, base: number) => `segments/${topicId}/0/${id}/${String(base).padStart(20, "0")}-${base}.seg`;
+
+/** The storage object of replica `id` (for reading its tables). */
+const objectOf = (topicId: string, id: string): DurableObjectStub => {
+  const base = partitionObjectName(topicId, 0);
+  return env.PARTITION.getByName(id === "r1" ? base : `${base}/${id}`);
+};
+
+/** Every R2 key under the partition's prefix, sorted. */
+async function keysOf(topicId: string): Promise<string[]> {
+  const out: string[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await env.SEGMENTS!.list({ prefix: `segments/${topicId}/`, limit: 1000, ...(cursor !== undefined ? { cursor } : {}) });
+    out.push(...page.objects.map((o) => o.key));
+    cursor = page.truncated ? page.cursor : undefined;
+  } while (cursor !== undefined);
+  return out.sort();
+}
+
+/** What a replica stores: its local batch rows (base offsets) and its segment index (base offset, location, key). */
+async function storedAt(topicId: string, id: string): Promise<{ rows: number[]; segs: [number, string, string | null][] }> {
+  return runInDurableObject(objectOf(topicId, id), (_o, state) => ({
+    rows: state.storage.sql
+      .exec<{ base_offset: number }>("SELECT base_offset FROM batches ORDER BY base_offset")
+      .toArray()
+      .map((r) => r.base_offset),
+    segs: state.storage.sql
+      .exec<{ base_offset: number; location: string; r2_key: string | null }>("SELECT base_offset, location, r2_key FROM seg_segments ORDER BY id")
+      .toArray()
+      .map((r) => [r.base_offset, r.location, r.r2_key] as [number, string, string | null]),
+  }));
+}
+
+async function produceRetrying(name: string, value: string): Promise<ProduceResponse> {
+  for (;;) {
+    const res = await json("POST", `/v1/topics/${name}/partitions/0/records`, { records: [{ value }] });
+    const text = await res.text();
+    if (res.status === 200) return JSON.parse(text) as ProduceResponse;
+    expect((JSON.parse(text) as ErrorBody).error.retriable, text).toBe(true);
+    await sleep(50);
+  }
+}
+
+/** Reads the partition from `from` to `end` through the gateway (retrying retriable errors, e.g. during an election): the values' first two characters, by offset. */
+async function readThrough(name: string, from: number, end: number): Promise<string[]> {
+  const values: string[] = [];
+  for (let offset = from; offset < end; ) {
+    const res = await call(`/v1/topics/${name}/partitions/0/records?offset=${offset}&maxBytes=${MiB}`);
+    const text = await res.text();
+    if (res.status !== 200) {
+      expect((JSON.parse(text) as ErrorBody).error.retriable, text).toBe(true);
+      await sleep(50);
+      continue;
+    }
+    const f = JSON.parse(text) as JsonFetchResponse;
+    values.push(...f.records.map((r) => String(r.value).slice(0, 2)));
+    offset = f.nextOffset;
+  }
+  return values;
+}
+
+/** Makes replica `id`'s `owner` timer due and runs its alarm (after a restart, so the schedule's mirror reloads). */
+async function runOwnerCheck(topicId: string, id: string): Promise<void> {
+  await runInDurableObject(objectOf(topicId, id), (_o, state) => void state.storage.sql.exec("UPDATE _schedule SET due_ms = 0 WHERE room = 'lifecycle' AND key = 'owner'"));
+  await evictDurableObject(objectOf(topicId, id));
+  await runInDurableObject(objectOf(topicId, id), () => undefined);
+  await runDurableObjectAlarm(objectOf(topicId, id));
+}
+
+/** Waits until every replica in `ids` holds `want` (its local rows and segment index). */
+async function allStore(topicId: string, ids: readonly string[], want: (id: string) => Awaited<ReturnType<typeof storedAt>>, what: string): Promise<void> {
+  for (const id of ids) {
+    await until(`${id}: ${what}`, async () => (JSON.stringify(await storedAt(topicId, id)) === JSON.stringify(want(id)) ? true : undefined), 60_000);
+  }
+}
+
+suite("tiered storage of a replicated partition (replication.factor 3)", () => {
+  it("each replica offloads its own copy under its own prefix; reads from 0 come from R2 at the leader and again after a failover; the owner sweep keeps every live object; deleting the topic deletes all three prefixes", async () => {
+    const { name, topicId } = await createReplicated({ "segment.bytes": MiB, "remote.storage.enable": true, "local.retention.ms": 0 });
+    const first = await leaderOf(topicId);
+    for (let i = 0; i < 5; i++) expect((await produceRetrying(name, big(i))).records[0]!.offset).toBe(i);
+
+    // Segments [0,1] and [2,3] closed on every replica (segment.bytes: deterministic rolls);
+    // each replica uploads them under its own prefix and drops its local rows; [4] stays local.
+    const tiered = (id: string) => ({
+      rows: [4],
+      segs: [[0, "remote", key(topicId, id, 0)] as [number, string, string | null], [2, "remote", key(topicId, id, 2)] as [number, string, string | null], [4, "local", null] as [number, string, string | null]],
+    });
+    await allStore(topicId, IDS, tiered, "segments [0,1] and [2,3] in R2 only, under its own keys");
+    const live = IDS.flatMap((id) => [key(topicId, id, 0), key(topicId, id, 2)]).sort();
+    expect(await keysOf(topicId)).toEqual(live);
+    // Three copies of the same bytes (each replica encoded its own committed log).
+    for (const base of [0, 2]) {
+      const bodies = await Promise.all(IDS.map(async (id) => new Uint8Array(await (await env.SEGMENTS!.get(key(topicId, id, base)))!.arrayBuffer()).join(",")));
+      expect(bodies[1]).toBe(bodies[0]);
+      expect(bodies[2]).toBe(bodies[0]);
+    }
+
+    // A reader from 0 through the gateway: offsets 0-3 exist only in R2 now (the leader's own objects).
+    expect(await readThrough(name, 0, 5)).toEqual(["v0", "v1", "v2", "v3", "v4"]);
+
+    // The leader crashes; the new leader reads its own remote segments.
+    await replica(topicId, first.replica).setFaults({ crashed: true });
+    const second = await leaderOf(topicId, [first.replica]);
+    expect(second.replica).not.toBe(first.replica);
+    expect(await readThrough(name, 0, 5)).toEqual(["v0", "v1", "v2", "v3", "v4"]);
+    await replica(topicId, first.replica).setFaults({});
+    await leaderOf(topicId);
+
+    // The owner check of each replica: a stray key under its own prefix goes (an upload whose
+    // row is gone), the other replicas' live objects and its own stay.
+    const strays = IDS.map((id) => key(topicId, id, 99));
+    for (const k of strays) await env.SEGMENTS!.put(k, new Uint8Array([1, 2, 3]));
+    for (const [i, id] of IDS.entries()) {
+      await runOwnerCheck(topicId, id);
+      // The check may run on the runtime's own alarm call: wait for it (bounded).
+      await until(`${id}'s stray deleted`, async () => ((await env.SEGMENTS!.head(key(topicId, id, 99))) === null ? true : undefined));
+      // Only its own stray went: the strays of the replicas not checked yet are still there.
+      expect(await keysOf(topicId)).toEqual([...live, ...strays.slice(i + 1)].sort());
+    }
+    expect(await keysOf(topicId)).toEqual(live);
+    // Nothing live was swept: every replica still reads its remote segments (fetched at each replica directly).
+    const leader = await leaderOf(topicId);
+    for (const id of IDS) expect((await replicaLog(topicId, id)).map((r) => r.value.slice(0, 2)), id).toEqual(["v0", "v1", "v2", "v3", "v4"]);
+    expect(await readThrough(name, 0, 5)).toEqual(["v0", "v1", "v2", "v3", "v4"]);
+    expect((await status(topicId, leader.replica))!.role).toBe("leader");
+
+    // Deleting the topic deletes every replica's objects.
+    expect((await call(`/v1/topics/${name}`, { method: "DELETE" })).status).toBe(204);
+    expect(await keysOf(topicId)).toEqual([]);
+  }, 180_000);
+});
