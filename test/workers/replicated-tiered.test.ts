@@ -12,7 +12,7 @@ import { afterEach, describe as suite, expect, it } from "vitest";
 import { partitionObjectName } from "../../src/partition/rpc.ts";
 import type { ErrorBody, JsonFetchResponse, ProduceResponse } from "../../src/protocol/index.ts";
 import { call, json } from "./helpers.ts";
-import { REPLICAS as IDS, crashStarted, createReplicated, leaderOf, replica, replicaLog, sleep, status, until } from "./replica-helpers.ts";
+import { REPLICAS as IDS, TEST_QUIESCED_TICK_MS, crashStarted, createReplicated, leaderOf, replica, replicaLog, sleep, status, until } from "./replica-helpers.ts";
 
 afterEach(crashStarted);
 
@@ -151,4 +151,56 @@ suite("tiered storage of a replicated partition (replication.factor 3)", () => {
     expect((await call(`/v1/topics/${name}`, { method: "DELETE" })).status).toBe(204);
     expect(await keysOf(topicId)).toEqual([]);
   }, 180_000);
+
+  it("a follower whose log is replaced by snapshot catch-up pulls the tiered-away range from the leader's objects, sweeps its own old objects as orphans and tiers its new log under its own prefix", async () => {
+    const { name, topicId } = await createReplicated({ "segment.bytes": MiB, "remote.storage.enable": true, "local.retention.ms": 0 });
+    // A small journal (the leader compacts after a few entries) and one batch per catch-up chunk.
+    for (const id of IDS) expect(await replica(topicId, id).setReplicaTestKnobs({ quiescedTickMs: TEST_QUIESCED_TICK_MS, keepEntries: 3, leaderKeepEntries: 5, chunkBytes: 1 })).toMatchObject({ ok: true });
+    const leader = (await leaderOf(topicId)).replica;
+    for (let i = 0; i < 5; i++) await produceRetrying(name, big(i));
+    const seg = (base: number, location: string, k: string | null): [number, string, string | null] => [base, location, k];
+    await allStore(topicId, IDS, (id) => ({ rows: [4], segs: [seg(0, "remote", key(topicId, id, 0)), seg(2, "remote", key(topicId, id, 2)), seg(4, "local", null)] }), "[0,3] tiered");
+    const down = IDS.find((id) => id !== leader)!;
+    const other = IDS.find((id) => id !== leader && id !== down)!;
+    const before = (await status(topicId, down))!;
+    await replica(topicId, down).setFaults({ crashed: true });
+    for (let i = 5; i < 11; i++) expect((await produceRetrying(name, big(i))).records[0]!.offset).toBe(i);
+    // Small records into the active segment [10, ...]: more journal entries, so the leader compacts.
+    for (let i = 0; i < 10; i++) expect((await produceRetrying(name, `s${i}`)).records[0]!.offset).toBe(11 + i);
+    await until("the leader's journal compacted past the follower", async () => ((await status(topicId, leader))!.snapshotIndex > before.appliedIndex ? true : undefined));
+    // The leader's own deleteRecords (per replica) moves its log start past the follower's log end (5):
+    // the follower's log will be replaced from 6, and the leader holds [6, 9] in R2 only.
+    expect(await replica(topicId, leader).deleteRecords(6)).toEqual({ ok: true, logStartOffset: 6 });
+    const local = Array.from({ length: 11 }, (_, i) => 10 + i);
+    const after = (id: string) => ({ rows: local, segs: [seg(6, "remote", key(topicId, id, 6)), seg(8, "remote", key(topicId, id, 8)), seg(10, "local", null)] });
+    await allStore(topicId, [leader], after, "the leader's [6,9] in R2 only, [0,5] gone");
+
+    await replica(topicId, down).setFaults({});
+    await until(`${down} caught up`, async () => ((await status(topicId, down))?.highWatermark === 21 ? true : undefined), 60_000);
+    expect((await status(topicId, down))!.catchUpInstalls).toBe(1);
+    const d = await replica(topicId, down).describe();
+    expect(d.ok && d.partition.logStartOffset).toBe(6);
+    const want = ["v6", "v7", "v8", "v9", "v1", ...Array.from({ length: 10 }, (_, i) => `s${i}`)];
+    expect((await replicaLog(topicId, leader, 6)).map((r) => r.value.slice(0, 2))).toEqual(want);
+    expect(await replicaLog(topicId, down, 6)).toEqual(await replicaLog(topicId, leader, 6));
+    // Its segment rows were rebuilt for the new log and offloaded again under its own keys; the
+    // objects of its old rows ([0,1], [2,3]) were orphans and are gone.
+    await allStore(topicId, [down], after, "the replaced log re-tiered under its own keys");
+    // deleteRecords at the leader is a Raft command: every replica's retention deletes its own
+    // objects below 6 (the other follower's too), and the caught-up replica's old rows' objects
+    // are swept as orphans. What is left: [6,7] and [8,9], one copy per replica.
+    const wantKeys = IDS.flatMap((id) => [key(topicId, id, 6), key(topicId, id, 8)]).sort();
+    await until("each replica's objects below 6 deleted, its [6,9] uploaded", async () => (JSON.stringify(await keysOf(topicId)) === JSON.stringify(wantKeys) ? true : undefined), 60_000);
+    await allStore(topicId, IDS, after, "[6,9] in R2 only, under its own keys");
+    // The caught-up replica leads and serves the log from its own objects.
+    for (let round = 0; ; round++) {
+      const l = await leaderOf(topicId);
+      if (l.replica === down) break;
+      expect(round, "the caught-up replica never won an election").toBeLessThan(8);
+      await replica(topicId, l.replica).setFaults({ crashed: true });
+      await leaderOf(topicId, [l.replica]);
+      await replica(topicId, l.replica).setFaults({});
+    }
+    expect(await readThrough(name, 6, 21)).toEqual(want);
+  }, 240_000);
 });
