@@ -870,9 +870,11 @@ export class LifecycleRoom {
   }
 
   /**
-   * Before the partition's storage is deleted (topic deletion): deletes every R2 object under this
-   * partition's key prefix, so that nothing is left that no segment row owns. Only for topics
-   * that enabled remote storage (it cannot be turned off, so no other topic has objects).
+   * Before the partition's storage is deleted (topic deletion, a replica removed by a
+   * reassignment, an orphan's destroy): deletes every R2 object under this partition's key
+   * prefix (a replica's own prefix when replicated: the other replicas' copies stay), so that
+   * nothing is left that no segment row owns. Only for topics that enabled remote storage (it
+   * cannot be turned off, so no other topic has objects).
    */
   async deleteRemoteObjects(): Promise<void> {
     const s = this.#log.state;

@@ -141,7 +141,20 @@ describe("the remote segment object (docs/LIFECYCLE.md)", () => {
     expect(topicIdOfPrefix("segments/t/")).toBe("t");
     expect(() => partitionObjectPrefix("t", 0, "../x")).toThrow(/not a Raft member id/);
     // planTiering gives the replica's keys.
-    const seg: SegmentRow = { id: 0, baseOffset: 0, lastOffset: 1, bytes: 10, records: 2, maxTimestamp: 1, firstAppendMs: 1, lastAppendMs: 1, closed: true, location: "local", r2Key: null, remote: "none" };
+    const seg: SegmentRow = {
+      id: 0,
+      baseOffset: 0,
+      lastOffset: 1,
+      bytes: 10,
+      records: 2,
+      maxTimestamp: 1,
+      firstAppendMs: 1,
+      lastAppendMs: 1,
+      closed: true,
+      location: "local",
+      r2Key: null,
+      remote: "none",
+    };
     const plan = planTiering(
       { segments: [seg], bounds: { logStartOffset: 0, highWatermark: 2, logEndOffset: 2 }, nowMs: 1, topicId: "t", partition: 0, replica: "r3", maxConcurrentCopies: 1 },
       { remoteStorageEnable: true, localRetentionMs: -1, localRetentionBytes: -1 },

@@ -106,7 +106,11 @@ suite("tiered storage of a replicated partition (replication.factor 3)", () => {
     // each replica uploads them under its own prefix and drops its local rows; [4] stays local.
     const tiered = (id: string) => ({
       rows: [4],
-      segs: [[0, "remote", key(topicId, id, 0)] as [number, string, string | null], [2, "remote", key(topicId, id, 2)] as [number, string, string | null], [4, "local", null] as [number, string, string | null]],
+      segs: [
+        [0, "remote", key(topicId, id, 0)] as [number, string, string | null],
+        [2, "remote", key(topicId, id, 2)] as [number, string, string | null],
+        [4, "local", null] as [number, string, string | null],
+      ],
     });
     await allStore(topicId, IDS, tiered, "segments [0,1] and [2,3] in R2 only, under its own keys");
     const live = IDS.flatMap((id) => [key(topicId, id, 0), key(topicId, id, 2)]).sort();
@@ -143,7 +147,11 @@ suite("tiered storage of a replicated partition (replication.factor 3)", () => {
     expect(await keysOf(topicId)).toEqual(live);
     // Nothing live was swept: every replica still reads its remote segments (fetched at each replica directly).
     const leader = await leaderOf(topicId);
-    for (const id of IDS) expect((await replicaLog(topicId, id)).map((r) => r.value.slice(0, 2)), id).toEqual(["v0", "v1", "v2", "v3", "v4"]);
+    for (const id of IDS)
+      expect(
+        (await replicaLog(topicId, id)).map((r) => r.value.slice(0, 2)),
+        id,
+      ).toEqual(["v0", "v1", "v2", "v3", "v4"]);
     expect(await readThrough(name, 0, 5)).toEqual(["v0", "v1", "v2", "v3", "v4"]);
     expect((await status(topicId, leader.replica))!.role).toBe("leader");
 
@@ -155,7 +163,8 @@ suite("tiered storage of a replicated partition (replication.factor 3)", () => {
   it("a follower whose log is replaced by snapshot catch-up pulls the tiered-away range from the leader's objects, sweeps its own old objects as orphans and tiers its new log under its own prefix", async () => {
     const { name, topicId } = await createReplicated({ "segment.bytes": MiB, "remote.storage.enable": true, "local.retention.ms": 0 });
     // A small journal (the leader compacts after a few entries) and one batch per catch-up chunk.
-    for (const id of IDS) expect(await replica(topicId, id).setReplicaTestKnobs({ quiescedTickMs: TEST_QUIESCED_TICK_MS, keepEntries: 3, leaderKeepEntries: 5, chunkBytes: 1 })).toMatchObject({ ok: true });
+    for (const id of IDS)
+      expect(await replica(topicId, id).setReplicaTestKnobs({ quiescedTickMs: TEST_QUIESCED_TICK_MS, keepEntries: 3, leaderKeepEntries: 5, chunkBytes: 1 })).toMatchObject({ ok: true });
     const leader = (await leaderOf(topicId)).replica;
     for (let i = 0; i < 5; i++) await produceRetrying(name, big(i));
     const seg = (base: number, location: string, k: string | null): [number, string, string | null] => [base, location, k];
