@@ -208,4 +208,38 @@ suite("tiered storage of a replicated partition (replication.factor 3)", () => {
     }
     expect(await readThrough(name, 6, 21)).toEqual(want);
   }, 240_000);
+
+  it("a reassignment: the new replica copies the log (the tiered-away range from the leader's objects) and tiers it under its own prefix; the removed replica deletes only its own objects", async () => {
+    const { name, topicId } = await createReplicated({ "segment.bytes": MiB, "remote.storage.enable": true, "local.retention.ms": 0 });
+    const small = { quiescedTickMs: TEST_QUIESCED_TICK_MS, keepEntries: 3, leaderKeepEntries: 5 };
+    for (const id of [...IDS, "r4"]) expect(await replica(topicId, id).setReplicaTestKnobs(small)).toMatchObject({ ok: true });
+    const leader = (await leaderOf(topicId)).replica;
+    for (let i = 0; i < 5; i++) await produceRetrying(name, big(i));
+    // Small records into the active segment [4, ...]: more journal entries, so the leader compacts.
+    for (let i = 0; i < 6; i++) await produceRetrying(name, `s${i}`);
+    const tiered = (id: string) => ({ rows: [4, 5, 6, 7, 8, 9, 10], segs: [seg(0, "remote", key(topicId, id, 0)), seg(2, "remote", key(topicId, id, 2)), seg(4, "local", null)] });
+    await allStore(topicId, IDS, tiered, "[0,3] tiered");
+    try {
+      const follower = IDS.find((id) => id !== leader && id !== "r1")!;
+      const res = await json("POST", `/v1/topics/${name}/partitions/0/replicas`, { replace: follower });
+      const text = await res.text();
+      expect(res.status, text).toBe(200);
+      expect(JSON.parse(text)).toMatchObject({ added: "r4", removed: follower });
+      const voters = [...IDS.filter((id) => id !== follower), "r4"];
+      await until(`${follower} destroyed`, async () => {
+        const st = await replica(topicId, follower).replicaStatus();
+        return st.ok && st.replica === null ? true : undefined;
+      });
+      await until("r4 at the high watermark", async () => ((await status(topicId, "r4"))?.highWatermark === 11 ? true : undefined));
+      const want = ["v0", "v1", "v2", "v3", "v4", "s0", "s1", "s2", "s3", "s4", "s5"];
+      expect((await replicaLog(topicId, "r4")).map((r) => r.value.slice(0, 2))).toEqual(want);
+      expect(await replicaLog(topicId, "r4")).toEqual(await replicaLog(topicId, leader));
+      // r4 offloads its own copy; the removed replica's objects are gone, the others' untouched.
+      await allStore(topicId, ["r4"], tiered, "r4's [0,3] tiered under its own keys");
+      expect(await keysOf(topicId)).toEqual(voters.flatMap((id) => [key(topicId, id, 0), key(topicId, id, 2)]).sort());
+      expect(await readThrough(name, 0, 11)).toEqual(want);
+    } finally {
+      await replica(topicId, "r4").setFaults({ crashed: true });
+    }
+  }, 180_000);
 });
