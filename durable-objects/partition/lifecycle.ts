@@ -944,9 +944,11 @@ export class LifecycleRoom {
    * start. At most `maxBytes` of batches (the first always), within the one segment holding
    * `from` (the next request continues in the next one). Every column comes from the batch
    * header, as the log stored it, except `runningMaxTimestamp`, which is the max timestamp of
-   * the segments up to this one (the segment index keeps no per-batch running max): at least
-   * the true running max and non-decreasing, so a timestamp lookup on the pulled rows answers
-   * at or before the true offset, never after it.
+   * the segments up to this one (the segment index keeps no per-batch running max): at least the
+   * batch's own max timestamp and non-decreasing along the log (a later local row's running max
+   * covers these segments), so a timestamp lookup on the pulled rows answers the first batch
+   * holding a timestamp at or above the one asked, or an earlier batch of the same segment,
+   * never a later one.
    * @throws Error when `from` is not remote or the object is missing or corrupt.
    */
   async remoteBatchRows(from: number, end: number, maxBytes: number): Promise<StoredBatch[]> {
