@@ -309,6 +309,8 @@ export class LifecycleRoom {
   reset(): void {
     this.#cleanSpent = false;
     this.#segments = [];
+    // A replaced log (snapshot install) may key a new segment as an old one was: no stale index.
+    this.#remoteIndex.clear();
     this.#catchingUp = false;
     this.#truncating = false;
     this.#clean = INITIAL_COMPACTION_STATE;
