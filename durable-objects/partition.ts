@@ -190,7 +190,7 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
       lazyTimers(() => this.timers("lifecycle")),
       () => this.#retainFloor(),
       env.SEGMENTS,
-      { getTopic: (name) => this.#peers.metadata.getTopic(name), destroySelf: () => this.#destroyLocal() },
+      { getTopic: (name) => this.#peers.metadata.getTopic(name), destroySelf: () => this.#destroyLocal(), replicaId: () => this.#replica.memberId },
       compactionPace(env),
     );
     // Who hears what, in order.
@@ -245,6 +245,8 @@ export class PartitionDO extends SqliteDurableObject<Env> implements PartitionRp
         this.#streamsRead.reset();
         this.#lifecycle.reset();
         this.#lifecycle.load(Date.now());
+        // A replaced log dropped segment rows that held this replica's own R2 keys: orphans now.
+        this.#lifecycle.sweepSoon(Date.now());
         // The install may carry configs changed while this replica was away.
         this.#configsApplied();
       },

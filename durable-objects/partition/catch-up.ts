@@ -109,8 +109,12 @@ export class ReplicaCatchUp {
 
   // ---- the peer ----
 
-  /** A peer's answer to `replicaSnapshotRead` (see the file comment). Writes nothing. */
-  read(req: CatchUpRead): RpcResult<{ manifest: CatchUpManifest } | { chunk: CatchUpChunk }> {
+  /**
+   * A peer's answer to `replicaSnapshotRead` (see the file comment). Writes nothing. `begin`
+   * answers without awaiting (one synchronous step); a `batches` range below this replica's local
+   * start (tiered storage) is read from its own remote segment objects.
+   */
+  async read(req: CatchUpRead): Promise<RpcResult<{ manifest: CatchUpManifest } | { chunk: CatchUpChunk }>> {
     const node = this.#h.replica.node;
     const s = this.#h.log.state;
     if (node === null || s === null) return errorResult("NOT_LEADER_OR_FOLLOWER", "This replica has no Raft state to serve a catch-up from.", { replica: this.#h.replica.memberId });
@@ -158,7 +162,10 @@ export class ReplicaCatchUp {
       });
     }
     const end = Math.min(req.end, s.logEndOffset);
-    const rows = this.#h.log.batchRowsInRange(req.from, end, Math.min(req.maxBytes, CATCH_UP_CHUNK_BYTES));
+    const maxBytes = Math.min(req.maxBytes, CATCH_UP_CHUNK_BYTES);
+    // Tiered away: the local rows start above `from`, and reading them would leave a gap in the
+    // follower's log. The committed batches are in this replica's own R2 objects.
+    const rows = this.#h.lifecycle.readsRemote(req.from) ? await this.#h.lifecycle.remoteBatchRows(req.from, end, maxBytes) : this.#h.log.batchRowsInRange(req.from, end, maxBytes);
     const last = rows[rows.length - 1];
     return { ok: true, chunk: { rows, next: last === undefined ? req.end : last.lastOffset + 1 } };
   }

@@ -19,7 +19,12 @@
  * - `tier`: offload to R2 and remote deletes (below);
  * - `owner`: what nothing owns (src/lifecycle/owner.ts): asks the metadata store whether a topic
  *   record still names this object; if none does, the object destroys itself (rows, timers, R2
- *   objects); if one does, deletes the R2 objects under its prefix that no segment row holds.
+ *   objects); if one does, deletes the R2 objects under its prefix that no segment row holds;
+ * - `sweep`: that last step alone, without asking the metadata store (after a snapshot install
+ *   replaced the log: the objects of the dropped segment rows are orphans now).
+ * A replica of a replicated partition tiers its own copy under its own prefix
+ * (`segments/<topicId>/<partition>/<replica>/`, docs/RAFT.md "Tiered storage of a replicated
+ * partition"): its sweeps, deletes and destroy see only its own objects.
  * Each wake does one bounded slice and sets its timer again when more is owed, so a partition of
  * a million batches is cleaned "at its own pace" within the CPU limit of one event.
  *
@@ -28,7 +33,7 @@
  * Raft followers and the LSO).
  */
 import { log } from "../../src/log/logger.ts";
-import { decodeBatch } from "../../src/codec/index.ts";
+import { decodeBatch, decodeBatchHeader } from "../../src/codec/index.ts";
 import {
   INITIAL_COMPACTION_STATE,
   checkCompactedKeys,
@@ -88,9 +93,11 @@ import {
   type SegmentCommand,
   type SegmentRow,
 } from "../../src/lifecycle/index.ts";
+import type { StoredBatch } from "../../src/partition/catch-up.ts";
 import type { AppendPlan, ScannedAppend } from "../../src/partition/core.ts";
 import type { FetchOk, FetchRequest } from "../../src/partition/rpc.ts";
 import type { ErrorResult, Ok, RpcResult } from "../../src/protocol/errors.ts";
+import { replicationFactorOf } from "../../src/protocol/config.ts";
 import type { TopicConfigs, TopicSummary } from "../../src/protocol/types.ts";
 import { blob, type RoomTimers, type Sql } from "../base.ts";
 import type { BatchRewrite, LogChange, LogCommand, LogRoom } from "./log.ts";
@@ -110,7 +117,7 @@ export interface LifecycleCommandPart {
 export type LifecycleWrite = LogCommand & LifecycleCommandPart;
 
 /** Timer keys of the room. */
-export const LIFECYCLE_TIMERS = { index: "index", retention: "retention", compact: "compact", tier: "tier", owner: "owner" } as const;
+export const LIFECYCLE_TIMERS = { index: "index", retention: "retention", compact: "compact", tier: "tier", owner: "owner", sweep: "sweep" } as const;
 
 /**
  * What the owner check needs from outside the room (design rule 6: outbound calls through the
@@ -120,6 +127,11 @@ export const LIFECYCLE_TIMERS = { index: "index", retention: "retention", compac
 export interface OwnerDoor {
   getTopic(name: string): Promise<RpcResult<{ topic: TopicSummary }>>;
   destroySelf(): Promise<void>;
+  /**
+   * The Raft member id of this replica (`r1`, `r2`, ...) when the partition is replicated, else
+   * null: the replica part of its R2 keys ({@link partitionObjectPrefix}).
+   */
+  replicaId(): string | null;
 }
 
 /** Segments being uploaded at once (one upload per `tier` wake: a segment is read whole into memory). */
@@ -204,6 +216,8 @@ export class LifecycleRoom {
   readonly #floor: () => number | null;
   readonly #bucket: R2Bucket | undefined;
   readonly #owner: OwnerDoor;
+  /** Set once a replicated partition without a member id has been logged ({@link LifecycleRoom.#objectScope}). */
+  #noReplicaLogged = false;
   /** Offset indexes of remote segment objects, by key (bounded, oldest first out). */
   readonly #remoteIndex = new Map<string, SegmentIndexEntry[]>();
   /** The segment index, offset order (a mirror of seg_segments). */
@@ -295,6 +309,8 @@ export class LifecycleRoom {
   reset(): void {
     this.#cleanSpent = false;
     this.#segments = [];
+    // A replaced log (snapshot install) may key a new segment as an old one was: no stale index.
+    this.#remoteIndex.clear();
     this.#catchingUp = false;
     this.#truncating = false;
     this.#clean = INITIAL_COMPACTION_STATE;
@@ -584,6 +600,9 @@ export class LifecycleRoom {
       case LIFECYCLE_TIMERS.owner:
         await this.#checkOwner();
         return;
+      case LIFECYCLE_TIMERS.sweep:
+        await this.#sweepUnowned();
+        return;
       default:
         throw new Error(`lifecycle has no timer ${key}`);
     }
@@ -625,25 +644,70 @@ export class LifecycleRoom {
       await this.#owner.destroySelf();
       return;
     }
-    const bucket = this.#bucket;
-    if (bucket !== undefined && this.#config().tiering.remoteStorageEnable) {
-      const prefix = partitionObjectPrefix(s.topicId, s.partition);
-      let cursor: string | undefined;
-      do {
-        const page = await bucket.list({ prefix, limit: 1000, ...(cursor !== undefined ? { cursor } : {}) });
-        // Compared with the rows as they are after the list: a key recorded meanwhile is held.
-        const unowned = unownedObjectKeys(
-          page.objects.map((o) => o.key),
-          this.#segments,
-        );
-        if (unowned.length > 0) {
-          log.warn("edgelog.lifecycle.orphan_objects_deleted", { topic: s.topic, partition: s.partition, keys: unowned.length });
-          await bucket.delete(unowned);
-        }
-        cursor = page.truncated ? page.cursor : undefined;
-      } while (cursor !== undefined);
-    }
+    await this.#sweepUnowned();
     this.#timers.set(LIFECYCLE_TIMERS.owner, Date.now() + OWNER_CHECK_INTERVAL_MS);
+  }
+
+  /**
+   * Sets the `sweep` timer to `nowMs` (no-op before init or without remote storage): after a
+   * snapshot install that replaced the log, whose dropped segment rows held keys of objects no
+   * read reaches any more (docs/RAFT.md "Tiered storage of a replicated partition").
+   */
+  sweepSoon(nowMs: number): void {
+    if (this.#log.state === null || !this.#config().tiering.remoteStorageEnable) return;
+    this.#setEarlier(LIFECYCLE_TIMERS.sweep, nowMs);
+  }
+
+  /**
+   * Deletes the R2 objects under this partition's (this replica's) prefix that no segment row
+   * holds. Safe because a row holds its key from the commit that fixed it, before any put, until
+   * the commit after its delete; the rows are read after each list page, so a key recorded
+   * meanwhile is held. Lists only this replica's prefix: another replica's objects are never seen.
+   * @returns the keys deleted.
+   */
+  async #sweepUnowned(): Promise<number> {
+    const s = this.#log.state!;
+    const bucket = this.#bucket;
+    if (bucket === undefined || !this.#config().tiering.remoteStorageEnable) return 0;
+    const scope = this.#objectScope();
+    if (scope === null) return 0;
+    const prefix = partitionObjectPrefix(s.topicId, s.partition, scope.replica);
+    let deleted = 0;
+    let cursor: string | undefined;
+    do {
+      const page = await bucket.list({ prefix, limit: 1000, ...(cursor !== undefined ? { cursor } : {}) });
+      // Compared with the rows as they are after the list: a key recorded meanwhile is held.
+      const unowned = unownedObjectKeys(
+        page.objects.map((o) => o.key),
+        this.#segments,
+      );
+      if (unowned.length > 0) {
+        log.warn("edgelog.lifecycle.orphan_objects_deleted", { topic: s.topic, partition: s.partition, replica: scope.replica, keys: unowned.length });
+        await bucket.delete(unowned);
+        for (const k of unowned) this.#remoteIndex.delete(k);
+        deleted += unowned.length;
+      }
+      cursor = page.truncated ? page.cursor : undefined;
+    } while (cursor !== undefined);
+    return deleted;
+  }
+
+  /**
+   * Whose objects this partition object writes, lists and deletes: `{replica: null}` at
+   * replication.factor 1, `{replica: "r2"}` for replica r2 of a replicated partition. Null for a
+   * replicated partition whose member id is not known (never after its bootstrap; logged once):
+   * its R2 work waits rather than write or sweep under the factor-1 prefix.
+   */
+  #objectScope(): { replica: string | null } | null {
+    const s = this.#log.state!;
+    if (replicationFactorOf(s.configs) <= 1) return { replica: null };
+    const replica = this.#owner.replicaId();
+    if (replica !== null) return { replica };
+    if (!this.#noReplicaLogged) {
+      this.#noReplicaLogged = true;
+      log.error("edgelog.lifecycle.no_replica_id", { topic: s.topic, partition: s.partition, message: "a replicated partition without a Raft member id: its R2 work waits" });
+    }
+    return null;
   }
 
   /** One slice of indexing batches stored before the index existed (`migrateSlice`). */
@@ -724,7 +788,12 @@ export class LifecycleRoom {
         });
       return;
     }
-    const plan = planTiering({ segments: this.#segments, bounds: s, nowMs, topicId: s.topicId, partition: s.partition, maxConcurrentCopies: MAX_CONCURRENT_COPIES }, cfg.tiering);
+    const scope = this.#objectScope();
+    if (scope === null) return;
+    const plan = planTiering(
+      { segments: this.#segments, bounds: s, nowMs, topicId: s.topicId, partition: s.partition, replica: scope.replica, maxConcurrentCopies: MAX_CONCURRENT_COPIES },
+      cfg.tiering,
+    );
     if (plan.commands.length > 0) commit({ log: null, append: null, lifecycle: { segments: plan.commands, clean: [] } });
     let uploads = 0;
     let deletes = 0;
@@ -803,15 +872,19 @@ export class LifecycleRoom {
   }
 
   /**
-   * Before the partition's storage is deleted (topic deletion): deletes every R2 object under this
-   * partition's key prefix, so that nothing is left that no segment row owns. Only for topics
-   * that enabled remote storage (it cannot be turned off, so no other topic has objects).
+   * Before the partition's storage is deleted (topic deletion, a replica removed by a
+   * reassignment, an orphan's destroy): deletes every R2 object under this partition's key
+   * prefix (a replica's own prefix when replicated: the other replicas' copies stay), so that
+   * nothing is left that no segment row owns. Only for topics that enabled remote storage (it
+   * cannot be turned off, so no other topic has objects).
    */
   async deleteRemoteObjects(): Promise<void> {
     const s = this.#log.state;
     const bucket = this.#bucket;
     if (s === null || bucket === undefined || !this.#config().tiering.remoteStorageEnable) return;
-    const prefix = partitionObjectPrefix(s.topicId, s.partition);
+    const scope = this.#objectScope();
+    if (scope === null) return;
+    const prefix = partitionObjectPrefix(s.topicId, s.partition, scope.replica);
     let cursor: string | undefined;
     do {
       const page = await bucket.list({ prefix, limit: 1000, ...(cursor !== undefined ? { cursor } : {}) });
@@ -864,6 +937,61 @@ export class LifecycleRoom {
       nextOffset = last + 1 < index.length ? index[last]!.lastOffset + 1 : end;
     }
     return { ok: true, batches, nextOffset, logStartOffset: s.logStartOffset, highWatermark: s.highWatermark, logEndOffset: s.logEndOffset };
+  }
+
+  /**
+   * The stored rows of [from, end) (`from` below the local start) read from this replica's own
+   * remote segment object, for a peer's snapshot catch-up (durable-objects/partition/catch-up.ts):
+   * a replica whose local rows were tiered away still serves the committed log from its log
+   * start. At most `maxBytes` of batches (the first always), within the one segment holding
+   * `from` (the next request continues in the next one). Every column comes from the batch
+   * header, as the log stored it, except `runningMaxTimestamp`, which is the max timestamp of
+   * the segments up to this one (the segment index keeps no per-batch running max): at least the
+   * batch's own max timestamp and non-decreasing along the log (a later local row's running max
+   * covers these segments), so a timestamp lookup on the pulled rows answers the first batch
+   * holding a timestamp at or above the one asked, or an earlier batch of the same segment,
+   * never a later one.
+   * @throws Error when `from` is not remote or the object is missing or corrupt.
+   */
+  async remoteBatchRows(from: number, end: number, maxBytes: number): Promise<StoredBatch[]> {
+    const s = this.#log.state!;
+    const src = readSource(this.#segments, s, from);
+    if (src.kind !== "remote") throw new Error(`offset ${from} is not remote`);
+    const i = this.#segments.findIndex((r) => r.id === src.id);
+    let runningMax = -1;
+    for (let j = 0; j <= i; j++) runningMax = Math.max(runningMax, this.#segments[j]!.maxTimestamp);
+    const index = await this.#indexOf(src.r2Key);
+    const first = index.findIndex((e) => e.lastOffset >= from);
+    if (first < 0 || index[first]!.baseOffset >= end) return [];
+    let last = first;
+    let bytes = index[first]!.size;
+    while (last + 1 < index.length && index[last + 1]!.lastOffset < end && bytes + index[last + 1]!.size <= maxBytes) bytes += index[++last]!.size;
+    const start = index[first]!.position;
+    const body = await this.#bucket!.get(src.r2Key, { range: { offset: start, length: bytes } });
+    if (body === null) throw new Error(`segment object ${src.r2Key} is missing`);
+    const data = new Uint8Array(await body.arrayBuffer());
+    const rows: StoredBatch[] = [];
+    for (let k = first; k <= last; k++) {
+      const e = index[k]!;
+      const batch = data.slice(e.position - start, e.position - start + e.size);
+      const h = decodeBatchHeader(batch);
+      rows.push({
+        baseOffset: h.baseOffset,
+        lastOffset: h.baseOffset + h.lastOffsetDelta,
+        recordCount: h.recordCount,
+        producerId: h.producerId,
+        producerEpoch: h.producerEpoch,
+        baseSequence: h.baseSequence,
+        partitionLeaderEpoch: h.partitionLeaderEpoch,
+        attributes: h.attributes,
+        baseTimestamp: h.baseTimestamp,
+        maxTimestamp: h.maxTimestamp,
+        runningMaxTimestamp: Math.max(runningMax, h.maxTimestamp),
+        sizeBytes: batch.length,
+        data: batch,
+      });
+    }
+    return rows;
   }
 
   async #indexOf(r2Key: string): Promise<SegmentIndexEntry[]> {

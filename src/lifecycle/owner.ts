@@ -52,9 +52,20 @@ export function ownerVerdict(self: { topicId: string; partition: number }, answe
   return { kind: "owned" };
 }
 
-/** The R2 key prefix of one partition's segment objects (every {@link segmentObjectKey} of it starts so). */
-export function partitionObjectPrefix(topicId: string, partition: number): string {
-  return `segments/${topicId}/${partition}/`;
+/**
+ * The R2 key prefix of one partition's segment objects (every {@link segmentObjectKey} of it
+ * starts so): `segments/<topicId>/<partition>/` at replication.factor 1, and
+ * `segments/<topicId>/<partition>/<replica>/` for one replica of a replicated partition, which
+ * tiers its own copy (docs/RAFT.md "Tiered storage of a replicated partition"). The replica's
+ * prefix holds only its own objects, so its orphan sweep and its destroy never touch another
+ * replica's. A topic's replication.factor is fixed at creation, so one partition never has keys
+ * of both forms.
+ * @throws Error for a replica id that is not a plain name (it would change the key hierarchy).
+ */
+export function partitionObjectPrefix(topicId: string, partition: number, replica: string | null = null): string {
+  if (replica === null) return `segments/${topicId}/${partition}/`;
+  if (!/^r[0-9]+$/.test(replica)) throw new Error(`replica id ${JSON.stringify(replica)} is not a Raft member id such as "r2"`);
+  return `segments/${topicId}/${partition}/${replica}/`;
 }
 
 /** The R2 key prefix of all segment objects. */

@@ -18,6 +18,7 @@
 import { BATCH_HEADER_BYTES, decodeBatchHeader } from "../codec/index.ts";
 import { crc32c } from "../codec/index.ts";
 import type { LogBounds } from "../partition/core.ts";
+import { partitionObjectPrefix } from "./owner.ts";
 import { segmentEnd, type SegmentCommand, type SegmentRow } from "./segments.ts";
 
 // ---------------------------------------------------------------------------------------------
@@ -338,9 +339,15 @@ export function resolveLocalRetention(local: number, total: number): number {
   return local === -2 ? total : local;
 }
 
-/** The R2 key of a segment's object: a function of the segment alone, so a retried upload overwrites itself. */
-export function segmentObjectKey(topicId: string, partition: number, seg: Pick<SegmentRow, "id" | "baseOffset">): string {
-  return `segments/${topicId}/${partition}/${String(seg.baseOffset).padStart(20, "0")}-${seg.id}.seg`;
+/**
+ * The R2 key of a segment's object: a function of the segment (and of the replica that stores
+ * it) alone, so a retried upload overwrites itself. `replica`: the Raft member id (`r1`, `r2`,
+ * ...) of a replicated partition's replica, whose copies live under their own prefix
+ * (`segments/<topicId>/<partition>/<replica>/...`, docs/RAFT.md "Tiered storage of a replicated
+ * partition"); null (@default) at replication.factor 1, whose keys have no replica part.
+ */
+export function segmentObjectKey(topicId: string, partition: number, seg: Pick<SegmentRow, "id" | "baseOffset">, replica: string | null = null): string {
+  return `${partitionObjectPrefix(topicId, partition, replica)}${String(seg.baseOffset).padStart(20, "0")}-${seg.id}.seg`;
 }
 
 /** A side effect on R2, to run after the commit of the plan that lists it. */
@@ -356,6 +363,8 @@ export interface TieringInput {
   nowMs: number;
   topicId: string;
   partition: number;
+  /** The replica whose copies these are (a replicated partition's member id), or null/absent at replication.factor 1 ({@link segmentObjectKey}). */
+  replica?: string | null;
   /** At most this many segments `copying` at once. */
   maxConcurrentCopies: number;
 }
@@ -397,7 +406,7 @@ export function planTiering(input: TieringInput, cfg: TieringConfig): TieringPla
       const end = segmentEnd(segments, i, bounds.logEndOffset);
       if (!seg.closed || end > bounds.highWatermark) break;
       if (seg.location !== "local" || seg.remote !== "none" || end <= bounds.logStartOffset) continue;
-      const r2Key = segmentObjectKey(input.topicId, input.partition, seg);
+      const r2Key = segmentObjectKey(input.topicId, input.partition, seg, input.replica ?? null);
       commands.push({ kind: "segUpdate", id: seg.id, patch: { remote: "copying", r2Key } });
       effects.push({ kind: "upload", id: seg.id, r2Key, baseOffset: seg.baseOffset, end });
       copying++;

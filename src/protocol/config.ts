@@ -204,10 +204,9 @@ export function mergeTopicConfigs(base: TopicConfigs, patch: unknown): TopicConf
  * by reassigning replicas, which Edgelog does not do yet): a patch may repeat the base's value
  * but not change it, except when the base is the defaults (creation); `min.insync.replicas` is
  * at most `replication.factor` (Kafka allows more and then refuses every acks=all produce; a
- * typo here would make the topic unwritable, so it is refused up front). Tiered storage of a
- * replicated partition is not built: each replica runs its own lifecycle room, and three of them
- * would offload the same segments under one R2 prefix and sweep each other's objects as
- * orphans, so `remote.storage.enable` with `replication.factor` 3 is refused (docs/RAFT.md).
+ * typo here would make the topic unwritable, so it is refused up front). `remote.storage.enable`
+ * is allowed at either factor: each replica of a replicated partition tiers its own copy under
+ * its own R2 prefix (docs/RAFT.md "Tiered storage of a replicated partition").
  * @throws EdgelogError INVALID_CONFIG naming the config.
  */
 function checkReplicationConfigs(base: TopicConfigs, out: TopicConfigs, patch: Record<string, unknown>): void {
@@ -231,11 +230,6 @@ function checkReplicationConfigs(base: TopicConfigs, out: TopicConfigs, patch: R
   if (base !== DEFAULT_TOPIC_CONFIGS && "replica.locations" in patch && locations !== base["replica.locations"]) {
     throw new EdgelogError("INVALID_CONFIG", "Config replica.locations is fixed when the topic is created: a location hint only places a Durable Object when it is first created.", {
       config: "replica.locations",
-    });
-  }
-  if (rf > 1 && out["remote.storage.enable"]) {
-    throw new EdgelogError("INVALID_CONFIG", "Config remote.storage.enable is not supported with replication.factor 3 yet: tiered storage of a replicated partition is not built.", {
-      config: "remote.storage.enable",
     });
   }
 }

@@ -89,9 +89,15 @@ describe("lifecycle topic configs", () => {
     expect(refusal(base, { "remote.storage.enable": true, "cleanup.policy": "compact" })).toEqual({ code: "INVALID_CONFIG", config: "remote.storage.enable" });
     const tiered = mergeTopicConfigs(base, { "remote.storage.enable": true, "retention.ms": 1000, "local.retention.ms": 1000 });
     expect(refusal(tiered, { "remote.storage.enable": false })).toEqual({ code: "INVALID_CONFIG", config: "remote.storage.enable" });
-    // Tiered storage of a replicated partition is not built: refused at creation, whatever the order.
-    expect(refusal(DEFAULT_TOPIC_CONFIGS, { "replication.factor": 3, "remote.storage.enable": true })).toEqual({ code: "INVALID_CONFIG", config: "remote.storage.enable" });
+    // Tiered storage of a replicated partition (each replica its own copy under its own prefix):
+    // accepted at creation and as a later change; the factor-1 rules hold for it too.
+    expect(refusal(DEFAULT_TOPIC_CONFIGS, { "replication.factor": 3, "remote.storage.enable": true })).toBe("accepted");
     expect(refusal(DEFAULT_TOPIC_CONFIGS, { "replication.factor": 3 })).toBe("accepted");
+    const rf3 = mergeTopicConfigs(DEFAULT_TOPIC_CONFIGS, { "replication.factor": 3 });
+    expect(refusal(rf3, { "remote.storage.enable": true })).toBe("accepted");
+    expect(refusal(rf3, { "remote.storage.enable": true, "cleanup.policy": "compact" })).toEqual({ code: "INVALID_CONFIG", config: "remote.storage.enable" });
+    const rf3Tiered = mergeTopicConfigs(rf3, { "remote.storage.enable": true });
+    expect(refusal(rf3Tiered, { "remote.storage.enable": false })).toEqual({ code: "INVALID_CONFIG", config: "remote.storage.enable" });
     // Unlimited retention allows any local retention; -2 follows.
     expect(refusal(base, { "retention.ms": -1, "local.retention.ms": 5 })).toBe("accepted");
     expect(refusal(base, { "retention.bytes": 10, "local.retention.bytes": -2 })).toBe("accepted");

@@ -20,6 +20,8 @@ import {
   readSource,
   segmentIndexRange,
   segmentObjectKey,
+  partitionObjectPrefix,
+  topicIdOfPrefix,
   type SegmentRow,
   type TieringConfig,
 } from "../../src/lifecycle/index.ts";
@@ -125,6 +127,39 @@ describe("the remote segment object (docs/LIFECYCLE.md)", () => {
 
   it("object keys are a function of the segment", () => {
     expect(segmentObjectKey("t-1", 3, { id: 42, baseOffset: 42 })).toBe("segments/t-1/3/00000000000000000042-42.seg");
+  });
+
+  it("a replica of a replicated partition keys its copies under its own prefix; factor-1 keys are unchanged", () => {
+    expect(segmentObjectKey("t-1", 3, { id: 42, baseOffset: 42 }, null)).toBe("segments/t-1/3/00000000000000000042-42.seg");
+    expect(segmentObjectKey("t-1", 3, { id: 42, baseOffset: 42 }, "r2")).toBe("segments/t-1/3/r2/00000000000000000042-42.seg");
+    expect(partitionObjectPrefix("t-1", 3)).toBe("segments/t-1/3/");
+    expect(partitionObjectPrefix("t-1", 3, "r4")).toBe("segments/t-1/3/r4/");
+    // No replica's prefix holds another's keys (r1 is not a prefix of r10's).
+    const keys = ["r1", "r2", "r3", "r10"].map((r) => segmentObjectKey("t", 0, { id: 7, baseOffset: 7 }, r));
+    for (const r of ["r1", "r2", "r3", "r10"]) expect(keys.filter((k) => k.startsWith(partitionObjectPrefix("t", 0, r)))).toEqual([segmentObjectKey("t", 0, { id: 7, baseOffset: 7 }, r)]);
+    // The topic id of the scheduled sweep is read from the first level, whatever lies below.
+    expect(topicIdOfPrefix("segments/t/")).toBe("t");
+    expect(() => partitionObjectPrefix("t", 0, "../x")).toThrow(/not a Raft member id/);
+    // planTiering gives the replica's keys.
+    const seg: SegmentRow = {
+      id: 0,
+      baseOffset: 0,
+      lastOffset: 1,
+      bytes: 10,
+      records: 2,
+      maxTimestamp: 1,
+      firstAppendMs: 1,
+      lastAppendMs: 1,
+      closed: true,
+      location: "local",
+      r2Key: null,
+      remote: "none",
+    };
+    const plan = planTiering(
+      { segments: [seg], bounds: { logStartOffset: 0, highWatermark: 2, logEndOffset: 2 }, nowMs: 1, topicId: "t", partition: 0, replica: "r3", maxConcurrentCopies: 1 },
+      { remoteStorageEnable: true, localRetentionMs: -1, localRetentionBytes: -1 },
+    );
+    expect(plan.effects).toEqual([{ kind: "upload", id: 0, r2Key: "segments/t/0/r3/00000000000000000000-0.seg", baseOffset: 0, end: 2 }]);
   });
 });
 
