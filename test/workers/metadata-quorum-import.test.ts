@@ -14,7 +14,8 @@ import { IMPORT_PART_ROWS } from "../../src/metadata/import.ts";
 import { RaftMetadataStore } from "../../src/metadata/raft-store.ts";
 import { METADATA_OBJECT_NAME, metadataStore } from "../../src/metadata/store.ts";
 import type { RpcResult } from "../../src/protocol/errors.ts";
-import { raftMemberName, type RaftMemberRpc } from "../../src/raft/group.ts";
+import { eventually as pollUntil, quorumGroup } from "./metadata-quorum-helpers.ts";
+import { crashStartedMembers, trackMembers } from "./raft-helpers.ts";
 
 const app = createApp();
 const offEnv = env as Env;
@@ -34,23 +35,10 @@ async function ok(res: Response, status = 200): Promise<unknown> {
   return text === "" ? null : JSON.parse(text);
 }
 
-function member(groupId: string, id: string): RaftMemberRpc {
-  return env.RAFT_MEMBER.get(env.RAFT_MEMBER.idFromName(raftMemberName(groupId, id))) as unknown as RaftMemberRpc;
-}
+/** Polls every 100 ms, up to 30 s (an import runs in the leader's sweep). */
+const eventually = (what: string, check: () => Promise<boolean>): Promise<void> => pollUntil(what, check, 30_000, 100);
 
-async function eventually(what: string, check: () => Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    if (await check()) return;
-    if (Date.now() > deadline) throw new Error(`not within 30 s: ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
-const started: [groupId: string, id: string][] = [];
-afterAll(async () => {
-  await Promise.all(started.map(([g, id]) => member(g, id).setFaults({ crashed: true })));
-});
+afterAll(crashStartedMembers);
 
 async function exportOf(): Promise<MetadataExport> {
   const r = (await env.METADATA.getByName(METADATA_OBJECT_NAME).exportMetadata()) as RpcResult<{ export: MetadataExport }>;
@@ -90,7 +78,7 @@ describe("switching an existing deployment to the metadata quorum", () => {
     expect(before.topics).toEqual([`${t}/ns/audit`, `${t}/ns/orders`]);
 
     // ---- the switch on: the group `metadata`, its first leader imports ----
-    started.push(["metadata", "m1"]);
+    trackMembers("metadata", ["m1"]);
     const quorum = new RaftMetadataStore(env, [{ id: "m1" }]);
     await eventually("the import is done", async () => {
       const s = await quorum.importStatus();
@@ -133,13 +121,7 @@ describe("switching an existing deployment to the metadata quorum", () => {
     for (let i = 0; i < 3; i++) await ok(await call(offEnv, "POST", "/v1/topics", { name: `${t}/ns/t${i}` }), 201);
     await ok(await call(offEnv, "PUT", `/v1/users/${t}-u`, { password: "pw-u" }));
     const exported = await exportOf();
-    const groupId = `half-${crypto.randomUUID().slice(0, 8)}`;
-    for (const id of ["m1", "m2", "m3"]) started.push([groupId, id]);
-    const store = new RaftMetadataStore(
-      env,
-      ["m1", "m2", "m3"].map((id) => ({ id })),
-      { groupId, tickMs: 50, electionTicks: 10 },
-    );
+    const { store } = quorumGroup("half");
     // A group that is not `metadata` never imports by itself: this test drives it.
     const first = await store.importFrom(exported, { stopAfterParts: 2 });
     expect(first.parts).toBe(2);

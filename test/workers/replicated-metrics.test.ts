@@ -6,9 +6,8 @@
  */
 import parsePrometheusTextFormat from "parse-prometheus-text-format";
 import { afterEach, describe, expect, it } from "vitest";
-import type { ProduceResponse } from "../../src/protocol/types.ts";
-import { call, json } from "./helpers.ts";
-import { crashStarted, createReplicated, leaderOf, replica, status, until } from "./replica-helpers.ts";
+import { call } from "./helpers.ts";
+import { crashStarted, createReplicated, leaderOf, replica, status, until, produceValuesRetrying } from "./replica-helpers.ts";
 
 afterEach(crashStarted);
 
@@ -31,16 +30,6 @@ function value(families: Families, name: string, labels: Record<string, string>)
   return m !== undefined && "value" in m ? Number(m.value) : undefined;
 }
 
-async function produceValues(name: string, values: string[]): Promise<number[]> {
-  for (;;) {
-    const res = await json("POST", `/v1/topics/${name}/partitions/0/records`, { records: values.map((value) => ({ value })) });
-    const text = await res.text();
-    if (res.status === 200) return (JSON.parse(text) as ProduceResponse).records.map((r) => r.offset);
-    expect(JSON.parse(text).error.retriable, text).toBe(true);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 describe("metrics of a replicated partition", () => {
   it("the scraped high watermark is the leader's while r1 is a paused follower; replica gauges name roles and terms", async () => {
     const { name, topicId } = await createReplicated();
@@ -50,7 +39,7 @@ describe("metrics of a replicated partition", () => {
     await until("r2 leads", async () => ((await status(topicId, "r2"))?.role === "leader" ? true : undefined));
     // r1 paused: it drops the leader's messages (lags) but answers calls.
     await replica(topicId, "r1").setFaults({ paused: true });
-    expect(await produceValues(name, ["a", "b", "c", "d", "e"])).toEqual([0, 1, 2, 3, 4]);
+    expect(await produceValuesRetrying(name, ["a", "b", "c", "d", "e"])).toEqual([0, 1, 2, 3, 4]);
     const leader = (await status(topicId, "r2"))!;
     expect(leader).toMatchObject({ role: "leader", highWatermark: 5 });
     expect((await status(topicId, "r1"))!.highWatermark).toBe(0);
