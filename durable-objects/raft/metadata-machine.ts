@@ -23,17 +23,8 @@ import { patchTopicSettings, planNamespacePolicies, settingsOf, topicView, type 
 import type { PartitionPlacement, TopicConfigs, TopicSummary } from "../../src/protocol/types.ts";
 import type { JsonValue } from "../../src/raft/group.ts";
 import type { Migration, Sql } from "../base.ts";
-import {
-  failOf,
-  malformedRecord,
-  namespacesMigrationUp,
-  QuorumNamespaces,
-  unknownNamespace,
-  type AclRow,
-  type NamespaceRow,
-  type RequestRow,
-  type TenantRow,
-} from "./metadata-namespaces.ts";
+import { failOf, malformedRecord, namespacesMigrationUp, QuorumNamespaces, type RequestRow } from "./metadata-namespaces.ts";
+import { unknownNamespace, type AclRow, type NamespaceRow, type TenantRow } from "../../src/metadata/tenant-security.ts";
 import type { CommittedCommand, ReplicatedStateMachine, SweepContext } from "./state-machine.ts";
 import { QuorumUsers, usersMigrationUp, wellFormedCredential } from "./metadata-users.ts";
 import { malformedPlacementRecord, placementsMigrationUp, QuorumPlacements, type PlacementRow } from "./metadata-placements.ts";
