@@ -23,7 +23,7 @@ import type { PartitionLeaderResponse, ReplicaReassignmentResponse, TopicConfigs
 import { call, createTopic, json, randomTopic } from "../workers/helpers.ts";
 import { quorumGroup } from "../workers/metadata-quorum-helpers.ts";
 import { crashStartedMembers, member, trackMembers } from "../workers/raft-helpers.ts";
-import { crashStarted, leaderOf, replica, replicaLog, sleep, status, until, newProducer, steadyProducer, produceRetrying } from "../workers/replica-helpers.ts";
+import { crashStarted, leaderOf, replica, replicaLog, sleep, status, until, newProducer, steadyProducer, produceRetrying, expectLogs } from "../workers/replica-helpers.ts";
 
 /** Replica objects a test started (r1..r5 of its topics): made to act crashed after it, so no clock runs on. */
 const startedReplicas: { topicId: string; id: string; p?: number }[] = [];
@@ -152,16 +152,8 @@ describe("partition placement in the metadata quorum", () => {
 
     // Every acknowledged record once at its offset on every voter, offsets dense.
     const end = acked.size;
-    expect([...acked.values()].sort((a, b) => a - b)).toEqual(Array.from({ length: end }, (_, i) => i));
-    const want = values
-      .filter((v) => acked.has(v))
-      .map((v) => [acked.get(v)!, v])
-      .sort((a, b) => (a[0] as number) - (b[0] as number));
-    for (const id of ["r2", "r3", "r4"]) {
-      await until(`${id} at ${end}`, async () => ((await status(topicId, id))?.highWatermark === end ? true : undefined));
-      expect((await replicaLog(topicId, id)).map((r) => [r.offset, r.value])).toEqual(want);
-      expect((await status(topicId, id))!.voters).toEqual(["r2", "r3", "r4"]);
-    }
+    await expectLogs(topicId, ["r2", "r3", "r4"], acked, values);
+    for (const id of ["r2", "r3", "r4"]) expect((await status(topicId, id))!.voters).toEqual(["r2", "r3", "r4"]);
 
     // A config change after the replacement reaches r4 (r1 is gone: nothing may address it).
     const patched = await json("PATCH", `/v1/topics/${name}`, { configs: { "retention.ms": 123_456_789 } });

@@ -5,7 +5,9 @@
  * `afterAll(crashStartedMembers)` (./raft-helpers.ts; after all, not after each: a file's tests
  * may share the group `metadata`).
  */
-import { env } from "cloudflare:test";
+import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
+import type { createApp } from "../../src/app.ts";
+import type { Env } from "../../src/env.ts";
 import { RaftMetadataStore, type RaftMetadataStoreOptions } from "../../src/metadata/raft-store.ts";
 import { ELECTION_TICKS, member, TICK_MS, trackMembers } from "./raft-helpers.ts";
 
@@ -27,6 +29,18 @@ export class CrashingStore extends RaftMetadataStore {
   protected override async completeLifecycle(): Promise<void> {
     throw new Error("injected crash between the record's commit and the partition calls");
   }
+}
+
+/**
+ * A request through gateway `app` (createApp) with bindings `e` (e.g. EDGELOG_METADATA_QUORUM
+ * on for the gateway only), in its own execution context, awaited; `body` is sent as JSON.
+ */
+export async function appCall(app: ReturnType<typeof createApp>, e: Env, method: string, path: string, body?: unknown): Promise<Response> {
+  const ctx = createExecutionContext();
+  const init: RequestInit = body === undefined ? { method } : { method, headers: { "content-type": "application/json" }, body: JSON.stringify(body) };
+  const res = await app.fetch(new Request(`http://edgelog.test${path}`, init), e, ctx);
+  await waitOnExecutionContext(ctx);
+  return res;
 }
 
 /** The id of a member among `ids` that says it leads (polling every 20 ms, up to 20 s). */

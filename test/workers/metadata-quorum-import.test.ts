@@ -5,7 +5,7 @@
  * on, none twice, with the topics' partitions still served; an import stopped half-way is
  * completed by the next run with every row once; once done, the leader never imports again.
  */
-import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
+import { env } from "cloudflare:test";
 import { afterAll, describe, expect, it } from "vitest";
 import { createApp } from "../../src/app.ts";
 import type { Env } from "../../src/env.ts";
@@ -14,20 +14,14 @@ import { IMPORT_PART_ROWS } from "../../src/metadata/import.ts";
 import { RaftMetadataStore } from "../../src/metadata/raft-store.ts";
 import { METADATA_OBJECT_NAME, metadataStore } from "../../src/metadata/store.ts";
 import type { RpcResult } from "../../src/protocol/errors.ts";
-import { eventually as pollUntil, quorumGroup } from "./metadata-quorum-helpers.ts";
+import { appCall, eventually as pollUntil, quorumGroup } from "./metadata-quorum-helpers.ts";
 import { crashStartedMembers, trackMembers } from "./raft-helpers.ts";
 
 const app = createApp();
 const offEnv = env as Env;
 const onEnv = { ...env, EDGELOG_METADATA_QUORUM: "1" } as Env;
 
-async function call(e: Env, method: string, path: string, body?: unknown): Promise<Response> {
-  const ctx = createExecutionContext();
-  const init: RequestInit = body === undefined ? { method } : { method, headers: { "content-type": "application/json" }, body: JSON.stringify(body) };
-  const res = await app.fetch(new Request(`http://edgelog.test${path}`, init), e, ctx);
-  await waitOnExecutionContext(ctx);
-  return res;
-}
+const call = (e: Env, method: string, path: string, body?: unknown): Promise<Response> => appCall(app, e, method, path, body);
 
 async function ok(res: Response, status = 200): Promise<unknown> {
   const text = await res.text();

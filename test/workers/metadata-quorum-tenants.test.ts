@@ -8,7 +8,7 @@
  * the gateway's routes with the switch on, auth off and on (a tenant's admin roles are ACL
  * records of the quorum, and the authorizer follows them).
  */
-import { createExecutionContext, env, runInDurableObject, waitOnExecutionContext } from "cloudflare:test";
+import { env, runInDurableObject } from "cloudflare:test";
 import { afterAll, describe, expect, it } from "vitest";
 import { createApp } from "../../src/app.ts";
 import type { Env } from "../../src/env.ts";
@@ -20,7 +20,7 @@ import { resolvePolicies } from "../../src/protocol/policies.ts";
 import type { TopicConfigs } from "../../src/protocol/types.ts";
 import { securityStore } from "../../src/auth/store.ts";
 import { authEnv, expectCode, expectOk, hsToken, makeKeys, request, SUPERUSER } from "./auth-helpers.ts";
-import { CrashingStore, eventually, leaderOf, quorumGroup } from "./metadata-quorum-helpers.ts";
+import { appCall, CrashingStore, eventually, leaderOf, quorumGroup } from "./metadata-quorum-helpers.ts";
 import { crashStartedMembers, member, trackMembers } from "./raft-helpers.ts";
 
 /** The configs a partition object holds (its `meta` row). */
@@ -320,13 +320,7 @@ describe("the same answers as MetadataDO", () => {
 describe("the tenant routes with EDGELOG_METADATA_QUORUM = 1", () => {
   const app = createApp();
   const quorumEnv = { ...env, EDGELOG_METADATA_QUORUM: "1" } as Env;
-  async function call(method: string, path: string, body?: unknown): Promise<Response> {
-    const ctx = createExecutionContext();
-    const init: RequestInit = body === undefined ? { method } : { method, headers: { "content-type": "application/json" }, body: JSON.stringify(body) };
-    const res = await app.fetch(new Request(`http://edgelog.test${path}`, init), quorumEnv, ctx);
-    await waitOnExecutionContext(ctx);
-    return res;
-  }
+  const call = (method: string, path: string, body?: unknown): Promise<Response> => appCall(app, quorumEnv, method, path, body);
 
   it("tenant, namespace, policy and topic through the gateway live in the quorum; MetadataDO never hears of them", async () => {
     trackMembers("metadata", ["m1"]);

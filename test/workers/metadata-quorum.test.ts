@@ -7,7 +7,7 @@
  * the next reader). Gateway-level: with the switch on, a topic is created, produced to and read
  * through the real routes, and the topic cache refreshes on a newer metadata offset.
  */
-import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
+import { env } from "cloudflare:test";
 import { afterAll, describe, expect, it } from "vitest";
 import { createApp } from "../../src/app.ts";
 import type { Env } from "../../src/env.ts";
@@ -17,7 +17,7 @@ import { metadataQuorumMembers, RaftMetadataStore } from "../../src/metadata/raf
 import { metadataStore } from "../../src/metadata/store.ts";
 import { partitionStub } from "../../src/partition/rpc.ts";
 import type { TopicSummary } from "../../src/protocol/types.ts";
-import { CrashingStore, eventually, leaderOf, quorumGroup } from "./metadata-quorum-helpers.ts";
+import { appCall, CrashingStore, eventually, leaderOf, quorumGroup } from "./metadata-quorum-helpers.ts";
 import { crashStartedMembers, ELECTION_TICKS, member, TICK_MS, trackMembers } from "./raft-helpers.ts";
 
 /** Whether partition `p` of topic id `topicId` is initialised (an uninitialised or destroyed one answers UNKNOWN_TOPIC_OR_PARTITION). */
@@ -236,13 +236,7 @@ describe("partition lifecycle from committed metadata records", () => {
 describe("the gateway with EDGELOG_METADATA_QUORUM = 1", () => {
   const app = createApp();
   const quorumEnv = { ...env, EDGELOG_METADATA_QUORUM: "1" } as Env;
-  async function call(method: string, path: string, body?: unknown): Promise<Response> {
-    const ctx = createExecutionContext();
-    const init: RequestInit = body === undefined ? { method } : { method, headers: { "content-type": "application/json" }, body: JSON.stringify(body) };
-    const res = await app.fetch(new Request(`http://edgelog.test${path}`, init), quorumEnv, ctx);
-    await waitOnExecutionContext(ctx);
-    return res;
-  }
+  const call = (method: string, path: string, body?: unknown): Promise<Response> => appCall(app, quorumEnv, method, path, body);
 
   it("creates a topic in the quorum, produces to it and reads it back; MetadataDO never hears of it", async () => {
     trackMembers("metadata", ["m1"]);

@@ -95,6 +95,24 @@ export async function replicaLog(topicId: string, id: string, from = 0): Promise
   }
 }
 
+/** Every voter's log equals the acknowledged records: each once at its offset, offsets dense. */
+export async function expectLogs(topicId: string, voters: readonly string[], acked: Map<string, number>, values: string[]): Promise<void> {
+  const end = acked.size;
+  expect([...acked.values()].sort((a, b) => a - b)).toEqual(Array.from({ length: end }, (_, i) => i));
+  const want = values
+    .filter((v) => acked.has(v))
+    .map((v) => [acked.get(v)!, v])
+    .sort((a, b) => (a[0] as number) - (b[0] as number));
+  for (const id of voters) {
+    await until(`${id} at high watermark ${end}`, async () => ((await status(topicId, id))?.highWatermark === end ? true : undefined));
+    const log = await replicaLog(topicId, id);
+    expect(
+      log.map((r) => [r.offset, r.value]),
+      id,
+    ).toEqual(want);
+  }
+}
+
 /** A new producer id from the gateway (`POST /v1/producers`). */
 export async function newProducer(): Promise<number> {
   const res = await call("/v1/producers", { method: "POST" });

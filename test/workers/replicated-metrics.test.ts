@@ -6,28 +6,18 @@
  */
 import parsePrometheusTextFormat from "parse-prometheus-text-format";
 import { afterEach, describe, expect, it } from "vitest";
-import { call } from "./helpers.ts";
+import { call, metricValue as value, type MetricFamilies } from "./helpers.ts";
 import { crashStarted, createReplicated, leaderOf, replica, status, until, produceValuesRetrying } from "./replica-helpers.ts";
 
 afterEach(crashStarted);
 
-type Families = ReturnType<typeof parsePrometheusTextFormat>;
+type Families = MetricFamilies;
 
 async function scrape(): Promise<Families> {
   const res = await call("/v1/metrics");
   const text = await res.text();
   expect(res.status, text).toBe(200);
   return parsePrometheusTextFormat(text);
-}
-
-/** The value of the one sample of `name` whose labels include `labels`, or undefined when none. */
-function value(families: Families, name: string, labels: Record<string, string>): number | undefined {
-  const f = families.find((x) => x.name === name);
-  if (f === undefined) throw new Error(`no family ${name}`);
-  const matches = f.metrics.filter((m) => "value" in m && Object.entries(labels).every(([k, v]) => m.labels?.[k] === v));
-  if (matches.length > 1) throw new Error(`${matches.length} samples of ${name} match ${JSON.stringify(labels)}`);
-  const m = matches[0];
-  return m !== undefined && "value" in m ? Number(m.value) : undefined;
 }
 
 describe("metrics of a replicated partition", () => {
