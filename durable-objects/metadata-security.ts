@@ -21,6 +21,20 @@ import { toHex } from "../src/auth/hex.ts";
 import { checkScramPassword, type ScramCredential, type ScramMechanism } from "../src/auth/scram.ts";
 import type { QuotaEntity, QuotaEntry, QuotaKey, ScramCredentialInput, ScramUserSummary, SecuritySnapshot } from "../src/auth/store.ts";
 import type { ScramUserExport } from "../src/metadata/commands.ts";
+import {
+  aclBindingOf,
+  aclColumns,
+  generationsByUser,
+  quotaEntriesOf,
+  scramCredentialsOf,
+  scramUserExportOf,
+  scramUserOf,
+  scramUsersOf,
+  userNotFound,
+  type AclRow,
+  type QuotaRow,
+  type ScramUserRow,
+} from "../src/metadata/tenant-security.ts";
 import type { RpcResult } from "../src/protocol/errors.ts";
 import { aclMatchesFilter, type AclBinding, type AclFilter } from "../src/protocol/acl.ts";
 import { errorResult } from "../src/protocol/errors.ts";
@@ -73,21 +87,6 @@ export const MAX_LOCKOUT_MS = 60_000;
  * names never wipes a locked-out user's escalation (it used to clear the whole table).
  */
 export const MAX_TRACKED_FAILURES = 10_000;
-
-type AclRow = { principal: string; resource_type: string; resource_name: string; pattern_type: string; operation: string; permission: string };
-type UserRow = { name: string; mechanism: string; salt: ArrayBuffer; iterations: number; stored_key: ArrayBuffer; server_key: ArrayBuffer; generation: string };
-export type QuotaRow = { user: string; client_id: string; key: string; value: number };
-
-function toBinding(r: AclRow): AclBinding {
-  return {
-    principal: r.principal,
-    resourceType: r.resource_type as AclBinding["resourceType"],
-    resourceName: r.resource_name,
-    patternType: r.pattern_type as AclBinding["patternType"],
-    operation: r.operation as AclBinding["operation"],
-    permission: r.permission as AclBinding["permission"],
-  };
-}
 
 /**
  * The per-user failed-attempt lock-out, in memory of the object that checks passwords
@@ -170,9 +169,8 @@ export class SecurityTables {
   }
 
   snapshot(): RpcResult<{ snapshot: SecuritySnapshot }> {
-    const acls = this.#sql.all<AclRow>("SELECT * FROM acls ORDER BY resource_type, resource_name, principal, operation, permission").map(toBinding);
-    const users: Record<string, string[]> = {};
-    for (const r of this.#sql.all<{ name: string; generation: string }>("SELECT name, generation FROM scram_users")) (users[r.name] ??= []).push(r.generation);
+    const acls = this.#sql.all<AclRow>("SELECT * FROM acls ORDER BY resource_type, resource_name, principal, operation, permission").map(aclBindingOf);
+    const users = generationsByUser(this.#sql.all<{ name: string; generation: string }>("SELECT name, generation FROM scram_users"));
     return { ok: true, snapshot: { acls, users, quotas: this.#quotas() } };
   }
 
@@ -182,12 +180,7 @@ export class SecurityTables {
       for (const b of bindings) {
         created += this.#sql.all(
           "INSERT OR IGNORE INTO acls (principal, resource_type, resource_name, pattern_type, operation, permission) VALUES (?, ?, ?, ?, ?, ?) RETURNING 1 AS one",
-          b.principal,
-          b.resourceType,
-          b.resourceName,
-          b.patternType,
-          b.operation,
-          b.permission,
+          ...aclColumns(b),
         ).length;
       }
     });
@@ -197,19 +190,11 @@ export class SecurityTables {
   deleteAcls(filter: AclFilter): RpcResult<{ deleted: AclBinding[] }> {
     const deleted = this.#sql
       .all<AclRow>("SELECT * FROM acls")
-      .map(toBinding)
+      .map(aclBindingOf)
       .filter((b) => aclMatchesFilter(b, filter));
     this.#storage.transactionSync(() => {
       for (const b of deleted) {
-        this.#sql.run(
-          "DELETE FROM acls WHERE principal = ? AND resource_type = ? AND resource_name = ? AND pattern_type = ? AND operation = ? AND permission = ?",
-          b.principal,
-          b.resourceType,
-          b.resourceName,
-          b.patternType,
-          b.operation,
-          b.permission,
-        );
+        this.#sql.run("DELETE FROM acls WHERE principal = ? AND resource_type = ? AND resource_name = ? AND pattern_type = ? AND operation = ? AND permission = ?", ...aclColumns(b));
       }
     });
     return { ok: true, deleted };
@@ -235,49 +220,28 @@ export class SecurityTables {
 
   deleteScramUser(name: string, mechanism: ScramMechanism | null): RpcResult<object> {
     const before = this.#summary(name);
-    if (before === undefined || (mechanism !== null && !before.mechanisms.some((m) => m.mechanism === mechanism))) {
-      return errorResult("USER_NOT_FOUND", `No SCRAM user ${JSON.stringify(name)}${mechanism === null ? "" : ` with ${mechanism}`}.`, { user: name });
-    }
+    if (before === undefined || (mechanism !== null && !before.mechanisms.some((m) => m.mechanism === mechanism))) return userNotFound(name, mechanism);
     if (mechanism === null) this.#sql.run("DELETE FROM scram_users WHERE name = ?", name);
     else this.#sql.run("DELETE FROM scram_users WHERE name = ? AND mechanism = ?", name, mechanism);
     return { ok: true };
   }
 
   listScramUsers(): RpcResult<{ users: ScramUserSummary[] }> {
-    const byName = new Map<string, ScramUserSummary>();
-    for (const r of this.#sql.all<{ name: string; mechanism: string; iterations: number }>("SELECT name, mechanism, iterations FROM scram_users ORDER BY name, mechanism")) {
-      let u = byName.get(r.name);
-      if (u === undefined) byName.set(r.name, (u = { name: r.name, mechanisms: [] }));
-      u.mechanisms.push({ mechanism: r.mechanism as ScramMechanism, iterations: r.iterations });
-    }
-    return { ok: true, users: [...byName.values()] };
+    return {
+      ok: true,
+      users: scramUsersOf(this.#sql.all<{ name: string; mechanism: string; iterations: number }>("SELECT name, mechanism, iterations FROM scram_users ORDER BY name, mechanism")),
+    };
   }
 
   async authenticateScram(name: string, password: string): Promise<RpcResult<{ generation: string }>> {
-    const rows = this.#sql.all<UserRow>("SELECT * FROM scram_users WHERE name = ? ORDER BY mechanism DESC", name);
-    const creds = rows.map((r) => ({
-      mechanism: r.mechanism as ScramMechanism,
-      salt: new Uint8Array(r.salt),
-      iterations: r.iterations,
-      storedKey: new Uint8Array(r.stored_key),
-      serverKey: new Uint8Array(r.server_key),
-      generation: r.generation,
-    }));
+    const creds = scramCredentialsOf(this.#sql.all<ScramUserRow>("SELECT * FROM scram_users WHERE name = ? ORDER BY mechanism DESC", name));
     return checkScramUser(this.#lockout, name, password, creds);
   }
 
   /** The rows of the three tables, for the one-time import into the metadata quorum (docs/RAFT.md). */
   exportRows(): { acls: AclBinding[]; users: ScramUserExport[]; quotas: QuotaRow[] } {
-    const users = this.#sql.all<UserRow>("SELECT * FROM scram_users ORDER BY name, mechanism").map((r) => ({
-      name: r.name,
-      mechanism: r.mechanism as ScramMechanism,
-      salt: toHex(new Uint8Array(r.salt)),
-      iterations: r.iterations,
-      storedKey: toHex(new Uint8Array(r.stored_key)),
-      serverKey: toHex(new Uint8Array(r.server_key)),
-      generation: r.generation,
-    }));
-    const acls = this.#sql.all<AclRow>("SELECT * FROM acls ORDER BY resource_type, resource_name, principal, operation, permission").map(toBinding);
+    const users = this.#sql.all<ScramUserRow>("SELECT * FROM scram_users ORDER BY name, mechanism").map(scramUserExportOf);
+    const acls = this.#sql.all<AclRow>("SELECT * FROM acls ORDER BY resource_type, resource_name, principal, operation, permission").map(aclBindingOf);
     return { acls, users, quotas: this.#sql.all<QuotaRow>("SELECT * FROM quotas ORDER BY user, client_id, key") };
   }
 
@@ -303,14 +267,7 @@ export class SecurityTables {
   }
 
   #quotas(): QuotaEntry[] {
-    const out = new Map<string, QuotaEntry>();
-    for (const r of this.#sql.all<QuotaRow>("SELECT * FROM quotas ORDER BY user, client_id, key")) {
-      const k = `${r.user}\u0000${r.client_id}`;
-      let e = out.get(k);
-      if (e === undefined) out.set(k, (e = { user: r.user === "" ? null : r.user, clientId: r.client_id === "" ? null : r.client_id, values: {} }));
-      e.values[r.key as QuotaKey] = r.value;
-    }
-    return [...out.values()];
+    return quotaEntriesOf(this.#sql.all<QuotaRow>("SELECT * FROM quotas ORDER BY user, client_id, key"));
   }
 
   #summary(name: string): ScramUserSummary | undefined {
@@ -318,8 +275,6 @@ export class SecurityTables {
   }
 
   listScramUsersFor(name: string): ScramUserSummary | undefined {
-    const rows = this.#sql.all<{ mechanism: string; iterations: number }>("SELECT mechanism, iterations FROM scram_users WHERE name = ? ORDER BY mechanism", name);
-    if (rows.length === 0) return undefined;
-    return { name, mechanisms: rows.map((r) => ({ mechanism: r.mechanism as ScramMechanism, iterations: r.iterations })) };
+    return scramUserOf(name, this.#sql.all<{ mechanism: string; iterations: number }>("SELECT mechanism, iterations FROM scram_users WHERE name = ? ORDER BY mechanism", name));
   }
 }

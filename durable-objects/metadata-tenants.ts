@@ -21,8 +21,22 @@
  * Everything here is synchronous SQLite in one transaction per write; MetadataDO serialises
  * the writes that also push configs to partitions.
  */
-import { errorResult, type RpcResult } from "../src/protocol/errors.ts";
-import { BUILT_IN_NAMESPACES, BUILT_IN_TENANTS, CLUSTER_NAME, resolvePolicies, type NamespaceDescription, type PolicyOverrides, type TenantInfo } from "../src/protocol/policies.ts";
+import type { RpcResult } from "../src/protocol/errors.ts";
+import { BUILT_IN_NAMESPACES, BUILT_IN_TENANTS, CLUSTER_NAME, type NamespaceDescription, type PolicyOverrides, type TenantInfo } from "../src/protocol/policies.ts";
+import {
+  builtInNamespace,
+  builtInTenant,
+  namespaceDescriptionOf,
+  namespaceExists,
+  namespaceNotEmpty,
+  tenantExists,
+  tenantInfoOf,
+  tenantNotEmpty,
+  unknownNamespace,
+  unknownTenant,
+  type NamespaceRow,
+  type TenantRow,
+} from "../src/metadata/tenant-security.ts";
 import type { Migration, Sql } from "./base.ts";
 
 export const TENANTS_MIGRATION_NAME = "tenants";
@@ -66,9 +80,6 @@ export function tenantsMigration(version: number): Migration {
   };
 }
 
-type TenantRow = { name: string; allowed_clusters: string; created_at: number };
-type NamespaceRow = { name: string; tenant: string; namespace: string; policies: string; created_at: number };
-
 /** Tenant and namespace rows and their ACL side effects; no partition I/O. */
 export class TenantTables {
   readonly #sql: Sql;
@@ -83,7 +94,7 @@ export class TenantTables {
 
   /** Errors: TENANT_ALREADY_EXISTS. Names and roles are validated by the caller. */
   createTenant(name: string, adminRoles: readonly string[]): RpcResult<{ tenant: TenantInfo }> {
-    if (this.#tenant(name) !== undefined) return errorResult("TENANT_ALREADY_EXISTS", `Tenant ${name} already exists.`, { tenant: name });
+    if (this.#tenant(name) !== undefined) return tenantExists(name);
     this.#storage.transactionSync(() => {
       this.#sql.run("INSERT INTO tenants (name, allowed_clusters, created_at) VALUES (?, ?, ?)", name, JSON.stringify([CLUSTER_NAME]), Date.now());
       for (const role of adminRoles) {
@@ -110,19 +121,11 @@ export class TenantTables {
 
   /** Errors: TENANT_NOT_FOUND, TENANT_NOT_EMPTY, INVALID_REQUEST (a built-in tenant). */
   deleteTenant(name: string): RpcResult<object> {
-    if ((BUILT_IN_TENANTS as readonly string[]).includes(name)) {
-      return errorResult("INVALID_REQUEST", `Tenant ${name} is built in and cannot be deleted.`, { field: "tenant", reason: "built_in" });
-    }
+    const builtIn = builtInTenant(name);
+    if (builtIn !== null) return builtIn;
     if (this.#tenant(name) === undefined) return unknownTenant(name);
-    const namespaces = this.#namespacesOf(name);
-    if (namespaces.length > 0) {
-      // At most the first 100 names in the answer; `count` is all of them.
-      return errorResult("TENANT_NOT_EMPTY", `Tenant ${name} still has ${namespaces.length} namespace(s): delete them first.`, {
-        tenant: name,
-        namespaces: namespaces.slice(0, 100),
-        count: namespaces.length,
-      });
-    }
+    const notEmpty = tenantNotEmpty(name, this.#namespacesOf(name));
+    if (notEmpty !== null) return notEmpty;
     this.#storage.transactionSync(() => {
       this.#sql.run("DELETE FROM tenants WHERE name = ?", name);
       this.#sql.run("DELETE FROM acls WHERE resource_type = 'tenant' AND pattern_type = 'literal' AND resource_name = ?", name);
@@ -136,7 +139,7 @@ export class TenantTables {
   createNamespace(tenant: string, namespace: string, policies: PolicyOverrides): RpcResult<{ namespace: NamespaceDescription }> {
     const full = `${tenant}/${namespace}`;
     if (this.#tenant(tenant) === undefined) return unknownTenant(tenant);
-    if (this.namespaceRow(full) !== undefined) return errorResult("NAMESPACE_ALREADY_EXISTS", `Namespace ${full} already exists.`, { namespace: full });
+    if (this.namespaceRow(full) !== undefined) return namespaceExists(full);
     this.#sql.run("INSERT INTO namespaces (name, tenant, namespace, policies, created_at) VALUES (?, ?, ?, ?, ?)", full, tenant, namespace, JSON.stringify(policies), Date.now());
     return { ok: true, namespace: this.describeRow(this.namespaceRow(full)!) };
   }
@@ -149,13 +152,12 @@ export class TenantTables {
 
   /** Errors: NAMESPACE_NOT_FOUND, NAMESPACE_NOT_EMPTY, INVALID_REQUEST (a built-in namespace). */
   deleteNamespace(full: string): RpcResult<object> {
-    if ((BUILT_IN_NAMESPACES as readonly string[]).includes(full)) {
-      return errorResult("INVALID_REQUEST", `Namespace ${full} is built in and cannot be deleted.`, { field: "namespace", reason: "built_in" });
-    }
+    const builtIn = builtInNamespace(full);
+    if (builtIn !== null) return builtIn;
     const row = this.namespaceRow(full);
     if (row === undefined) return unknownNamespace(full);
-    const topics = this.#topicCount(row);
-    if (topics > 0) return errorResult("NAMESPACE_NOT_EMPTY", `Namespace ${full} still has ${topics} topic(s): delete them first.`, { namespace: full, topics });
+    const notEmpty = namespaceNotEmpty(full, this.#topicCount(row));
+    if (notEmpty !== null) return notEmpty;
     this.#storage.transactionSync(() => {
       this.#sql.run("DELETE FROM namespaces WHERE name = ?", full);
       // Pulsar's grants (produce/consume/functions) and any other literal ACL on the namespace.
@@ -180,16 +182,7 @@ export class TenantTables {
   }
 
   describeRow(row: NamespaceRow): NamespaceDescription {
-    const policies = JSON.parse(row.policies) as PolicyOverrides;
-    return {
-      name: row.name,
-      tenant: row.tenant,
-      namespace: row.namespace,
-      policies,
-      effectivePolicies: resolvePolicies(policies, {}),
-      topics: this.#topicCount(row),
-      createdAt: row.created_at,
-    };
+    return namespaceDescriptionOf(row, this.#topicCount(row));
   }
 
   // ---- helpers ----
@@ -213,14 +206,6 @@ export class TenantTables {
         row.name,
       )
       .map((r) => r.principal);
-    return { name: row.name, adminRoles, allowedClusters: JSON.parse(row.allowed_clusters) as string[], namespaces: this.#namespacesOf(row.name), createdAt: row.created_at };
+    return tenantInfoOf(row, adminRoles, this.#namespacesOf(row.name));
   }
-}
-
-export function unknownTenant(name: string) {
-  return errorResult("TENANT_NOT_FOUND", `Tenant ${name} does not exist.`, { tenant: name });
-}
-
-export function unknownNamespace(full: string) {
-  return errorResult("NAMESPACE_NOT_FOUND", `Namespace ${full} does not exist: create it first (PUT /v1/namespaces/${full}).`, { namespace: full });
 }

@@ -46,8 +46,9 @@ import {
   type PolicyOverrides,
   type TenantInfo,
 } from "../src/protocol/policies.ts";
-import { TenantTables, tenantsMigration, unknownNamespace } from "./metadata-tenants.ts";
+import { TenantTables, tenantsMigration } from "./metadata-tenants.ts";
 import { configKeysOf, explicitKeys, splitRemovals, storedConfigs, topicView } from "../src/metadata/topic-view.ts";
+import { unknownNamespace } from "../src/metadata/tenant-security.ts";
 import { EdgelogError, errorResult, type ErrorResult, type RpcResult } from "../src/protocol/errors.ts";
 import { MAX_PARTITIONS } from "../src/protocol/limits.ts";
 import { parseTopicName } from "../src/protocol/names.ts";

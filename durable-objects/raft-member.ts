@@ -52,6 +52,7 @@ import { SqliteDurableObject, lazyTimers } from "./base.ts";
 import { ApplyWaiters } from "./raft/apply-waiters.ts";
 import { checkFaults, faultsEnabled, linkDropped } from "./raft/faults.ts";
 import { RAFT_ROOM, RaftJournal } from "./raft/journal.ts";
+import { randomBelow } from "./raft/random.ts";
 import { sendMessages } from "./raft/send.ts";
 import { STATE_MACHINES, type ReplicatedStateMachine } from "./raft/state-machine.ts";
 
@@ -497,11 +498,7 @@ export class RaftMemberDO extends SqliteDurableObject<Env> implements RaftMember
         electionTicks: config.electionTicks,
         heartbeatTicks: config.heartbeatTicks,
         quiesce: config.quiesce,
-        random: (n) => {
-          const b = new Uint32Array(1);
-          crypto.getRandomValues(b);
-          return b[0]! % n;
-        },
+        random: randomBelow,
       },
       storage,
     );

@@ -51,6 +51,7 @@ import type { TopicConfigs } from "../../src/protocol/types.ts";
 import type { StreamEntry } from "../../src/streams/replicated.ts";
 import type { RoomTimers, Sql } from "../base.ts";
 import { RaftJournal } from "../raft/journal.ts";
+import { randomBelow } from "../raft/random.ts";
 import type { SubsChange } from "./subscriptions.ts";
 
 /** One Raft tick (ms). The election timeout is [10, 20) ticks: 1-2 s, as KRaft's default 1 s. */
@@ -559,11 +560,7 @@ export class PartitionReplica {
         electionTicks: REPLICA_ELECTION_TICKS,
         heartbeatTicks: 1,
         quiesce: true,
-        random: (n) => {
-          const b = new Uint32Array(1);
-          crypto.getRandomValues(b);
-          return b[0]! % n;
-        },
+        random: randomBelow,
       },
       storage,
     );

@@ -23,17 +23,8 @@ import { patchTopicSettings, planNamespacePolicies, settingsOf, topicView, type 
 import type { PartitionPlacement, TopicConfigs, TopicSummary } from "../../src/protocol/types.ts";
 import type { JsonValue } from "../../src/raft/group.ts";
 import type { Migration, Sql } from "../base.ts";
-import {
-  failOf,
-  malformedRecord,
-  namespacesMigrationUp,
-  QuorumNamespaces,
-  unknownNamespace,
-  type AclRow,
-  type NamespaceRow,
-  type RequestRow,
-  type TenantRow,
-} from "./metadata-namespaces.ts";
+import { failOf, malformedRecord, namespacesMigrationUp, QuorumNamespaces, type RequestRow } from "./metadata-namespaces.ts";
+import { unknownNamespace, type AclRow, type NamespaceRow, type TenantRow } from "../../src/metadata/tenant-security.ts";
 import type { CommittedCommand, ReplicatedStateMachine, SweepContext } from "./state-machine.ts";
 import { QuorumUsers, usersMigrationUp, wellFormedCredential } from "./metadata-users.ts";
 import { malformedPlacementRecord, placementsMigrationUp, QuorumPlacements, type PlacementRow } from "./metadata-placements.ts";
@@ -123,20 +114,34 @@ export function metadataStateMachine(sql: Sql): ReplicatedStateMachine {
   /** The policies of a topic's namespace; {} for a topic whose namespace has no row (created before tenants moved here, until adopted). */
   const nsPoliciesOf = (r: Pick<TopicRow, "tenant" | "namespace">): PolicyOverrides => namespaces.namespacePolicies(`${r.tenant}/${r.namespace}`) ?? {};
   const summary = (r: TopicRow): TopicSummary => toSummary(r, nsPoliciesOf(r), placements.of(r.topic_id));
-  const insert = (t: TopicSummary, own: PolicyOverrides, configKeys: string | null) =>
+  /** Adds row `r` to the topics table as it is (no defaults: callers fill them). */
+  const insertTopicRow = (r: TopicRow) =>
     sql.run(
       "INSERT INTO rsm_topics (name, tenant, namespace, topic, topic_id, partitions, configs, created_at, policies, config_keys) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-      t.name,
-      t.tenant,
-      t.namespace,
-      t.topic,
-      t.topicId,
-      t.partitions,
-      JSON.stringify(t.configs),
-      t.createdAt,
-      JSON.stringify(own),
-      configKeys,
+      r.name,
+      r.tenant,
+      r.namespace,
+      r.topic,
+      r.topic_id,
+      r.partitions,
+      r.configs,
+      r.created_at,
+      r.policies,
+      r.config_keys,
     );
+  const insert = (t: TopicSummary, own: PolicyOverrides, configKeys: string | null) =>
+    insertTopicRow({
+      name: t.name,
+      tenant: t.tenant,
+      namespace: t.namespace,
+      topic: t.topic,
+      topic_id: t.topicId,
+      partitions: t.partitions,
+      configs: JSON.stringify(t.configs),
+      created_at: t.createdAt,
+      policies: JSON.stringify(own),
+      config_keys: configKeys,
+    });
 
   const taskOf = (topicId: string): LifecycleTask | undefined => {
     const r = sql.first<LifecycleRow>("SELECT * FROM rsm_lifecycle WHERE topic_id = ?", topicId);
@@ -366,19 +371,7 @@ export function metadataStateMachine(sql: Sql): ReplicatedStateMachine {
     }
     for (const t of part.topics ?? []) {
       if (row(t.name) !== undefined || sql.first("SELECT 1 AS one FROM rsm_topics WHERE topic_id = ?", t.topic_id) !== undefined) continue;
-      sql.run(
-        "INSERT INTO rsm_topics (name, tenant, namespace, topic, topic_id, partitions, configs, created_at, policies, config_keys) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        t.name,
-        t.tenant,
-        t.namespace,
-        t.topic,
-        t.topic_id,
-        t.partitions,
-        t.configs,
-        t.created_at,
-        t.policies,
-        t.config_keys,
-      );
+      insertTopicRow(t);
       const r = row(t.name)!;
       ensurePlacements(r);
       // Its partitions exist (MetadataDO initialised them, same topic id): the task's init is a no-op that proves it.
@@ -507,7 +500,8 @@ export function metadataStateMachine(sql: Sql): ReplicatedStateMachine {
         return;
       }
       const img = JSON.parse(dec.decode(image)) as {
-        topics: TopicRow[];
+        /** (`policies` and `config_keys` are missing in an image from before migration 3.) */
+        topics: (Omit<TopicRow, "policies" | "config_keys"> & Partial<Pick<TopicRow, "policies" | "config_keys">>)[];
         counters: { name: string; value: number }[];
         lifecycle?: LifecycleRow[];
         tenants?: TenantRow[];
@@ -520,21 +514,7 @@ export function metadataStateMachine(sql: Sql): ReplicatedStateMachine {
       };
       // (An image from before the lifecycle table has none; from before migration 3, no tenants, policies or ACLs.)
       for (const l of img.lifecycle ?? []) sql.run("INSERT INTO rsm_lifecycle (topic_id, task, record_index) VALUES (?, ?, ?)", l.topic_id, l.task, l.record_index);
-      for (const t of img.topics) {
-        sql.run(
-          "INSERT INTO rsm_topics (name, tenant, namespace, topic, topic_id, partitions, configs, created_at, policies, config_keys) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-          t.name,
-          t.tenant,
-          t.namespace,
-          t.topic,
-          t.topic_id,
-          t.partitions,
-          t.configs,
-          t.created_at,
-          t.policies ?? "{}",
-          t.config_keys ?? null,
-        );
-      }
+      for (const t of img.topics) insertTopicRow({ ...t, policies: t.policies ?? "{}", config_keys: t.config_keys ?? null });
       for (const c of img.counters) sql.run("INSERT INTO rsm_counters (name, value) VALUES (?, ?)", c.name, c.value);
       namespaces.restore(img);
       users.restore(img);

@@ -28,14 +28,28 @@ import {
   type TenantInfo,
 } from "../../src/protocol/policies.ts";
 import type { MetadataAnswer, MetadataCommand } from "../../src/metadata/commands.ts";
+import {
+  aclBindingOf,
+  aclColumns,
+  builtInNamespace,
+  builtInTenant,
+  namespaceDescriptionOf,
+  namespaceExists,
+  namespaceNotEmpty,
+  tenantExists,
+  tenantInfoOf,
+  tenantNotEmpty,
+  unknownNamespace,
+  unknownTenant,
+  type AclRow,
+  type NamespaceRow,
+  type TenantRow,
+} from "../../src/metadata/tenant-security.ts";
 import type { Sql } from "../base.ts";
 
 /** Records whose answers are kept for a retry with the same request id (a window of the log, in records). */
 export const REQUEST_WINDOW_RECORDS = 10_000;
 
-export type TenantRow = { name: string; allowed_clusters: string; created_at: number };
-export type NamespaceRow = { name: string; tenant: string; namespace: string; policies: string; created_at: number };
-export type AclRow = { principal: string; resource_type: string; resource_name: string; pattern_type: string; operation: string; permission: string };
 export type RequestRow = { request_id: string; record_index: number; answer: string };
 
 /** Migration 3 of the room: the tables, the built-in tenants and namespaces. */
@@ -84,20 +98,6 @@ const fail = (code: ErrorCode, message: string, details?: Record<string, unknown
 export function failOf(e: unknown): Fail {
   if (e instanceof EdgelogError) return fail(e.code, e.message, e.details);
   throw e;
-}
-
-export const unknownTenant = (name: string): Fail => fail("TENANT_NOT_FOUND", `Tenant ${name} does not exist.`, { tenant: name });
-export const unknownNamespace = (full: string): Fail => fail("NAMESPACE_NOT_FOUND", `Namespace ${full} does not exist: create it first (PUT /v1/namespaces/${full}).`, { namespace: full });
-
-function toBinding(r: AclRow): AclBinding {
-  return {
-    principal: r.principal,
-    resourceType: r.resource_type as AclBinding["resourceType"],
-    resourceName: r.resource_name,
-    patternType: r.pattern_type as AclBinding["patternType"],
-    operation: r.operation as AclBinding["operation"],
-    permission: r.permission as AclBinding["permission"],
-  };
 }
 
 const isString = (v: unknown): v is string => typeof v === "string" && v !== "";
@@ -170,7 +170,7 @@ export class QuorumNamespaces {
   // ---- tenants ----
 
   createTenant(name: string, adminRoles: readonly string[], createdAt: number): MetadataAnswer {
-    if (this.#tenant(name) !== undefined) return fail("TENANT_ALREADY_EXISTS", `Tenant ${name} already exists.`, { tenant: name });
+    if (this.#tenant(name) !== undefined) return tenantExists(name);
     this.#sql.run("INSERT INTO rsm_tenants (name, allowed_clusters, created_at) VALUES (?, ?, ?)", name, JSON.stringify([CLUSTER_NAME]), createdAt);
     for (const role of adminRoles) this.#insertAcl({ principal: role, resourceType: "tenant", resourceName: name, patternType: "literal", operation: "all", permission: "allow" });
     return { ok: true, tenant: this.#info(this.#tenant(name)!) };
@@ -186,18 +186,11 @@ export class QuorumNamespaces {
   }
 
   deleteTenant(name: string): MetadataAnswer {
-    if ((BUILT_IN_TENANTS as readonly string[]).includes(name)) {
-      return fail("INVALID_REQUEST", `Tenant ${name} is built in and cannot be deleted.`, { field: "tenant", reason: "built_in" });
-    }
+    const builtIn = builtInTenant(name);
+    if (builtIn !== null) return builtIn;
     if (this.#tenant(name) === undefined) return unknownTenant(name);
-    const namespaces = this.#namespacesOf(name);
-    if (namespaces.length > 0) {
-      return fail("TENANT_NOT_EMPTY", `Tenant ${name} still has ${namespaces.length} namespace(s): delete them first.`, {
-        tenant: name,
-        namespaces: namespaces.slice(0, 100),
-        count: namespaces.length,
-      });
-    }
+    const notEmpty = tenantNotEmpty(name, this.#namespacesOf(name));
+    if (notEmpty !== null) return notEmpty;
     this.#sql.run("DELETE FROM rsm_tenants WHERE name = ?", name);
     this.#sql.run("DELETE FROM rsm_acls WHERE resource_type = 'tenant' AND pattern_type = 'literal' AND resource_name = ?", name);
     return { ok: true };
@@ -208,7 +201,7 @@ export class QuorumNamespaces {
   createNamespace(tenant: string, namespace: string, policies: PolicyOverrides, createdAt: number): MetadataAnswer {
     const full = `${tenant}/${namespace}`;
     if (this.#tenant(tenant) === undefined) return unknownTenant(tenant);
-    if (this.namespaceRow(full) !== undefined) return fail("NAMESPACE_ALREADY_EXISTS", `Namespace ${full} already exists.`, { namespace: full });
+    if (this.namespaceRow(full) !== undefined) return namespaceExists(full);
     try {
       checkPolicyRules(policyValues(resolvePolicies(policies, {})));
     } catch (e) {
@@ -229,13 +222,12 @@ export class QuorumNamespaces {
   }
 
   deleteNamespace(full: string): MetadataAnswer {
-    if ((BUILT_IN_NAMESPACES as readonly string[]).includes(full)) {
-      return fail("INVALID_REQUEST", `Namespace ${full} is built in and cannot be deleted.`, { field: "namespace", reason: "built_in" });
-    }
+    const builtIn = builtInNamespace(full);
+    if (builtIn !== null) return builtIn;
     const row = this.namespaceRow(full);
     if (row === undefined) return unknownNamespace(full);
-    const topics = this.#topicCount(row);
-    if (topics > 0) return fail("NAMESPACE_NOT_EMPTY", `Namespace ${full} still has ${topics} topic(s): delete them first.`, { namespace: full, topics });
+    const notEmpty = namespaceNotEmpty(full, this.#topicCount(row));
+    if (notEmpty !== null) return notEmpty;
     this.#sql.run("DELETE FROM rsm_namespaces WHERE name = ?", full);
     // Pulsar's grants (produce/consume/functions) and any other literal ACL on the namespace.
     this.#sql.run("DELETE FROM rsm_acls WHERE resource_type = 'namespace' AND pattern_type = 'literal' AND resource_name = ?", full);
@@ -257,16 +249,7 @@ export class QuorumNamespaces {
   }
 
   describeRow(row: NamespaceRow): NamespaceDescription {
-    const policies = JSON.parse(row.policies) as PolicyOverrides;
-    return {
-      name: row.name,
-      tenant: row.tenant,
-      namespace: row.namespace,
-      policies,
-      effectivePolicies: resolvePolicies(policies, {}),
-      topics: this.#topicCount(row),
-      createdAt: row.created_at,
-    };
+    return namespaceDescriptionOf(row, this.#topicCount(row));
   }
 
   /** Records a tenant and a namespace (created at 0, no policies) for every topic whose namespace has no row. */
@@ -298,22 +281,14 @@ export class QuorumNamespaces {
   deleteAcls(filter: AclFilter): MetadataAnswer {
     const deleted = this.listAcls().filter((b) => aclMatchesFilter(b, filter));
     for (const b of deleted) {
-      this.#sql.run(
-        "DELETE FROM rsm_acls WHERE principal = ? AND resource_type = ? AND resource_name = ? AND pattern_type = ? AND operation = ? AND permission = ?",
-        b.principal,
-        b.resourceType,
-        b.resourceName,
-        b.patternType,
-        b.operation,
-        b.permission,
-      );
+      this.#sql.run("DELETE FROM rsm_acls WHERE principal = ? AND resource_type = ? AND resource_name = ? AND pattern_type = ? AND operation = ? AND permission = ?", ...aclColumns(b));
     }
     return { ok: true, deleted };
   }
 
   /** Every binding, in MetadataDO's order. */
   listAcls(): AclBinding[] {
-    return this.#sql.all<AclRow>("SELECT * FROM rsm_acls ORDER BY resource_type, resource_name, principal, operation, permission").map(toBinding);
+    return this.#sql.all<AclRow>("SELECT * FROM rsm_acls ORDER BY resource_type, resource_name, principal, operation, permission").map(aclBindingOf);
   }
 
   // ---- snapshot ----
@@ -339,7 +314,7 @@ export class QuorumNamespaces {
     for (const n of image.namespaces ?? []) {
       this.#sql.run("INSERT INTO rsm_namespaces (name, tenant, namespace, policies, created_at) VALUES (?, ?, ?, ?, ?)", n.name, n.tenant, n.namespace, n.policies, n.created_at);
     }
-    for (const a of image.acls ?? []) this.#insertAcl(toBinding(a));
+    for (const a of image.acls ?? []) this.#insertAcl(aclBindingOf(a));
     for (const r of image.requests ?? []) this.#sql.run("INSERT INTO rsm_requests (request_id, record_index, answer) VALUES (?, ?, ?)", r.request_id, r.record_index, r.answer);
   }
 
@@ -349,12 +324,7 @@ export class QuorumNamespaces {
   #insertAcl(b: AclBinding): number {
     return this.#sql.all(
       "INSERT OR IGNORE INTO rsm_acls (principal, resource_type, resource_name, pattern_type, operation, permission) VALUES (?, ?, ?, ?, ?, ?) RETURNING 1 AS one",
-      b.principal,
-      b.resourceType,
-      b.resourceName,
-      b.patternType,
-      b.operation,
-      b.permission,
+      ...aclColumns(b),
     ).length;
   }
 
@@ -377,6 +347,6 @@ export class QuorumNamespaces {
         row.name,
       )
       .map((r) => r.principal);
-    return { name: row.name, adminRoles, allowedClusters: JSON.parse(row.allowed_clusters) as string[], namespaces: this.#namespacesOf(row.name), createdAt: row.created_at };
+    return tenantInfoOf(row, adminRoles, this.#namespacesOf(row.name));
   }
 }

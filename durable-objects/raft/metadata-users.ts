@@ -16,17 +16,25 @@
  *
  * `apply` paths write SQL only; `authenticate` reads only.
  */
-import { fromHex, toHex } from "../../src/auth/hex.ts";
+import { fromHex } from "../../src/auth/hex.ts";
 import type { ScramMechanism } from "../../src/auth/scram.ts";
 import type { QuotaEntity, QuotaEntry, QuotaKey, ScramUserSummary, SecuritySnapshot } from "../../src/auth/store.ts";
 import type { AclBinding } from "../../src/protocol/acl.ts";
-import type { MetadataAnswer, MetadataExport, ScramCredentialRecord, ScramUserExport } from "../../src/metadata/commands.ts";
+import type { MetadataAnswer, ScramCredentialRecord, ScramUserExport } from "../../src/metadata/commands.ts";
 import type { RpcResult } from "../../src/protocol/errors.ts";
 import { blob, type Sql } from "../base.ts";
 import { checkScramUser, ScramLockout } from "../metadata-security.ts";
-
-type UserRow = { name: string; mechanism: string; salt: ArrayBuffer; iterations: number; stored_key: ArrayBuffer; server_key: ArrayBuffer; generation: string };
-type QuotaRow = MetadataExport["quotas"][number];
+import {
+  generationsByUser,
+  quotaEntriesOf,
+  scramCredentialsOf,
+  scramUserExportOf,
+  scramUserOf,
+  scramUsersOf,
+  userNotFound,
+  type QuotaRow,
+  type ScramUserRow,
+} from "../../src/metadata/tenant-security.ts";
 
 /** Migration 4 of the room. */
 export function usersMigrationUp(sql: Sql): void {
@@ -72,45 +80,23 @@ export class QuorumUsers {
 
   delete(name: string, mechanism: ScramMechanism | null): MetadataAnswer {
     const before = this.summary(name);
-    if (before === undefined || (mechanism !== null && !before.mechanisms.some((m) => m.mechanism === mechanism))) {
-      return {
-        ok: false,
-        code: "USER_NOT_FOUND",
-        message: `No SCRAM user ${JSON.stringify(name)}${mechanism === null ? "" : ` with ${mechanism}`}.`,
-        details: { user: name },
-      };
-    }
+    if (before === undefined || (mechanism !== null && !before.mechanisms.some((m) => m.mechanism === mechanism))) return userNotFound(name, mechanism);
     if (mechanism === null) this.#sql.run("DELETE FROM rsm_scram_users WHERE name = ?", name);
     else this.#sql.run("DELETE FROM rsm_scram_users WHERE name = ? AND mechanism = ?", name, mechanism);
     return { ok: true };
   }
 
   list(): ScramUserSummary[] {
-    const byName = new Map<string, ScramUserSummary>();
-    for (const r of this.#sql.all<{ name: string; mechanism: string; iterations: number }>("SELECT name, mechanism, iterations FROM rsm_scram_users ORDER BY name, mechanism")) {
-      let u = byName.get(r.name);
-      if (u === undefined) byName.set(r.name, (u = { name: r.name, mechanisms: [] }));
-      u.mechanisms.push({ mechanism: r.mechanism as ScramMechanism, iterations: r.iterations });
-    }
-    return [...byName.values()];
+    return scramUsersOf(this.#sql.all<{ name: string; mechanism: string; iterations: number }>("SELECT name, mechanism, iterations FROM rsm_scram_users ORDER BY name, mechanism"));
   }
 
   summary(name: string): ScramUserSummary | undefined {
-    const rows = this.#sql.all<{ mechanism: string; iterations: number }>("SELECT mechanism, iterations FROM rsm_scram_users WHERE name = ? ORDER BY mechanism", name);
-    if (rows.length === 0) return undefined;
-    return { name, mechanisms: rows.map((r) => ({ mechanism: r.mechanism as ScramMechanism, iterations: r.iterations })) };
+    return scramUserOf(name, this.#sql.all<{ mechanism: string; iterations: number }>("SELECT mechanism, iterations FROM rsm_scram_users WHERE name = ? ORDER BY mechanism", name));
   }
 
   /** Checks a password here (PBKDF2), counted in this member's lock-out. Errors: UNAUTHENTICATED, THROTTLED. */
   authenticate(name: string, password: string): Promise<RpcResult<{ generation: string }>> {
-    const creds = this.#sql.all<UserRow>("SELECT * FROM rsm_scram_users WHERE name = ? ORDER BY mechanism DESC", name).map((r) => ({
-      mechanism: r.mechanism as ScramMechanism,
-      salt: new Uint8Array(r.salt),
-      iterations: r.iterations,
-      storedKey: new Uint8Array(r.stored_key),
-      serverKey: new Uint8Array(r.server_key),
-      generation: r.generation,
-    }));
+    const creds = scramCredentialsOf(this.#sql.all<ScramUserRow>("SELECT * FROM rsm_scram_users WHERE name = ? ORDER BY mechanism DESC", name));
     return checkScramUser(this.#lockout, name, password, creds);
   }
 
@@ -134,20 +120,12 @@ export class QuorumUsers {
   }
 
   quotas(): QuotaEntry[] {
-    const out = new Map<string, QuotaEntry>();
-    for (const r of this.#sql.all<QuotaRow>("SELECT * FROM rsm_quotas ORDER BY user, client_id, key")) {
-      const k = `${r.user}\u0000${r.client_id}`;
-      let e = out.get(k);
-      if (e === undefined) out.set(k, (e = { user: r.user === "" ? null : r.user, clientId: r.client_id === "" ? null : r.client_id, values: {} }));
-      e.values[r.key as QuotaKey] = r.value;
-    }
-    return [...out.values()];
+    return quotaEntriesOf(this.#sql.all<QuotaRow>("SELECT * FROM rsm_quotas ORDER BY user, client_id, key"));
   }
 
   /** The gateway's snapshot (MetadataDO's shape), with the ACLs the caller passes. */
   snapshot(acls: AclBinding[]): SecuritySnapshot {
-    const users: Record<string, string[]> = {};
-    for (const r of this.#sql.all<{ name: string; generation: string }>("SELECT name, generation FROM rsm_scram_users")) (users[r.name] ??= []).push(r.generation);
+    const users = generationsByUser(this.#sql.all<{ name: string; generation: string }>("SELECT name, generation FROM rsm_scram_users"));
     return { acls, users, quotas: this.quotas() };
   }
 
@@ -168,15 +146,7 @@ export class QuorumUsers {
   // ---- snapshot ----
 
   image(): { scramUsers: ScramUserExport[]; quotas: QuotaRow[] } {
-    const scramUsers = this.#sql.all<UserRow>("SELECT * FROM rsm_scram_users ORDER BY name, mechanism").map((r) => ({
-      name: r.name,
-      mechanism: r.mechanism as ScramMechanism,
-      salt: toHex(new Uint8Array(r.salt)),
-      iterations: r.iterations,
-      storedKey: toHex(new Uint8Array(r.stored_key)),
-      serverKey: toHex(new Uint8Array(r.server_key)),
-      generation: r.generation,
-    }));
+    const scramUsers = this.#sql.all<ScramUserRow>("SELECT * FROM rsm_scram_users ORDER BY name, mechanism").map(scramUserExportOf);
     return { scramUsers, quotas: this.#sql.all<QuotaRow>("SELECT * FROM rsm_quotas ORDER BY user, client_id, key") };
   }
 

@@ -17,28 +17,23 @@
 import { env, runInDurableObject } from "cloudflare:test";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import type { LifecycleTask } from "../../src/metadata/commands.ts";
-import { METADATA_GROUP_ID, RaftMetadataStore, type RaftMetadataStoreOptions } from "../../src/metadata/raft-store.ts";
+import { METADATA_GROUP_ID, RaftMetadataStore } from "../../src/metadata/raft-store.ts";
 import type { ErrorBody, ProduceResponse, TopicDescription, TopicSummary } from "../../src/protocol/index.ts";
 import type { PartitionLeaderResponse, ReplicaReassignmentResponse, TopicConfigs } from "../../src/protocol/types.ts";
-import { raftMemberName, type RaftMemberRpc } from "../../src/raft/group.ts";
 import { call, createTopic, json, randomTopic } from "../workers/helpers.ts";
-import { crashStarted, leaderOf, replica, replicaLog, sleep, status, until, newProducer, steadyProducer } from "../workers/replica-helpers.ts";
-
-function member(groupId: string, id: string): RaftMemberRpc {
-  return env.RAFT_MEMBER.get(env.RAFT_MEMBER.idFromName(raftMemberName(groupId, id))) as unknown as RaftMemberRpc;
-}
+import { quorumGroup } from "../workers/metadata-quorum-helpers.ts";
+import { crashStartedMembers, member, trackMembers } from "../workers/raft-helpers.ts";
+import { crashStarted, leaderOf, replica, replicaLog, sleep, status, until, newProducer, steadyProducer, produceRetrying, expectLogs } from "../workers/replica-helpers.ts";
 
 /** Replica objects a test started (r1..r5 of its topics): made to act crashed after it, so no clock runs on. */
 const startedReplicas: { topicId: string; id: string; p?: number }[] = [];
-/** Metadata members started by the file. */
-const startedMembers: [string, string][] = [[METADATA_GROUP_ID, "m1"]];
+/** Metadata members started by the file (the group `metadata` serves every test: stopped after all of them). */
+trackMembers(METADATA_GROUP_ID, ["m1"]);
 afterEach(async () => {
   await crashStarted();
   await Promise.all(startedReplicas.splice(0).map(({ topicId, id, p }) => replica(topicId, id, p).setFaults({ crashed: true })));
 });
-afterAll(async () => {
-  await Promise.all(startedMembers.map(([g, id]) => member(g, id).setFaults({ crashed: true })));
-});
+afterAll(crashStartedMembers);
 
 async function createReplicated(locations = "wnam,enam,weur"): Promise<{ name: string; topicId: string; created: TopicDescription }> {
   const name = randomTopic("pl");
@@ -157,16 +152,8 @@ describe("partition placement in the metadata quorum", () => {
 
     // Every acknowledged record once at its offset on every voter, offsets dense.
     const end = acked.size;
-    expect([...acked.values()].sort((a, b) => a - b)).toEqual(Array.from({ length: end }, (_, i) => i));
-    const want = values
-      .filter((v) => acked.has(v))
-      .map((v) => [acked.get(v)!, v])
-      .sort((a, b) => (a[0] as number) - (b[0] as number));
-    for (const id of ["r2", "r3", "r4"]) {
-      await until(`${id} at ${end}`, async () => ((await status(topicId, id))?.highWatermark === end ? true : undefined));
-      expect((await replicaLog(topicId, id)).map((r) => [r.offset, r.value])).toEqual(want);
-      expect((await status(topicId, id))!.voters).toEqual(["r2", "r3", "r4"]);
-    }
+    await expectLogs(topicId, ["r2", "r3", "r4"], acked, values);
+    for (const id of ["r2", "r3", "r4"]) expect((await status(topicId, id))!.voters).toEqual(["r2", "r3", "r4"]);
 
     // A config change after the replacement reaches r4 (r1 is gone: nothing may address it).
     const patched = await json("PATCH", `/v1/topics/${name}`, { configs: { "retention.ms": 123_456_789 } });
@@ -234,15 +221,7 @@ describe("partition placement in the metadata quorum", () => {
     expect((await pendingTasks()).filter((t) => t.topicId === topicId)).toHaveLength(1);
 
     // r1 and r2 are initialised by the first reader, elect a leader and take produce.
-    for (let i = 0; i < 3; i++) {
-      for (;;) {
-        const res = await json("POST", `/v1/topics/${name}/partitions/0/records`, { records: [{ value: `v${i}` }] });
-        const text = await res.text();
-        if (res.status === 200) break;
-        expect((JSON.parse(text) as ErrorBody).error.retriable, text).toBe(true);
-        await sleep(50);
-      }
-    }
+    for (let i = 0; i < 3; i++) await produceRetrying(`/v1/topics/${name}/partitions/0/records`, `v${i}`);
     expect((await leaderOf(topicId, ["r3"])).highWatermark).toBe(3);
     // The task stays pending while r3 is down (the create is not complete).
     await sleep(2_500);
@@ -257,15 +236,7 @@ describe("partition placement in the metadata quorum", () => {
   }, 120_000);
 
   it("snapshots carry the placements: a follower of the quorum that installs one has them", async () => {
-    const ids = ["m1", "m2", "m3"];
-    const groupId = `ps-${crypto.randomUUID().slice(0, 8)}`;
-    for (const id of ids) startedMembers.push([groupId, id]);
-    const options: RaftMetadataStoreOptions = { groupId, tickMs: 50, electionTicks: 10, compactEveryEntries: 4 };
-    const store = new RaftMetadataStore(
-      env,
-      ids.map((id) => ({ id })),
-      options,
-    );
+    const { ids, groupId, store } = quorumGroup("ps", { compactEveryEntries: 4 });
     const first = await store.listTopics();
     expect(first.ok).toBe(true);
     const leaderId = async (except: string[] = []) =>

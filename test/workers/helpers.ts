@@ -3,6 +3,7 @@
  * to the real Durable Objects. Each test uses its own random topic names.
  */
 import { SELF, env } from "cloudflare:test";
+import type parsePrometheusTextFormat from "parse-prometheus-text-format";
 import { expect } from "vitest";
 import { crc32c, encodeBatch, type ProducerRecord } from "../../src/codec/index.ts";
 import { partitionObjectName, type PartitionRpc } from "../../src/partition/rpc.ts";
@@ -130,4 +131,17 @@ export function mutate(batch: Uint8Array, f: (v: DataView, b: Uint8Array) => voi
   f(v, b);
   if (fixCrc) v.setUint32(53, crc32c(b, 61, b.length)); // layout: src/codec/batch.ts
   return b;
+}
+
+/** A scrape of GET /v1/metrics, parsed (Prometheus text format 0.0.4). */
+export type MetricFamilies = ReturnType<typeof parsePrometheusTextFormat>;
+
+/** The value of the one sample of `name` whose labels include `labels`, or undefined when none (throws when no family or several samples match). */
+export function metricValue(families: MetricFamilies, name: string, labels: Record<string, string>): number | undefined {
+  const f = families.find((x) => x.name === name);
+  if (f === undefined) throw new Error(`no family ${name}`);
+  const matches = f.metrics.filter((m) => "value" in m && Object.entries(labels).every(([k, v]) => m.labels?.[k] === v));
+  if (matches.length > 1) throw new Error(`${matches.length} samples of ${name} match ${JSON.stringify(labels)}`);
+  const m = matches[0];
+  return m !== undefined && "value" in m ? Number(m.value) : undefined;
 }

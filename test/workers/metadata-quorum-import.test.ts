@@ -5,7 +5,7 @@
  * on, none twice, with the topics' partitions still served; an import stopped half-way is
  * completed by the next run with every row once; once done, the leader never imports again.
  */
-import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
+import { env } from "cloudflare:test";
 import { afterAll, describe, expect, it } from "vitest";
 import { createApp } from "../../src/app.ts";
 import type { Env } from "../../src/env.ts";
@@ -14,19 +14,14 @@ import { IMPORT_PART_ROWS } from "../../src/metadata/import.ts";
 import { RaftMetadataStore } from "../../src/metadata/raft-store.ts";
 import { METADATA_OBJECT_NAME, metadataStore } from "../../src/metadata/store.ts";
 import type { RpcResult } from "../../src/protocol/errors.ts";
-import { raftMemberName, type RaftMemberRpc } from "../../src/raft/group.ts";
+import { appCall, eventually as pollUntil, quorumGroup } from "./metadata-quorum-helpers.ts";
+import { crashStartedMembers, trackMembers } from "./raft-helpers.ts";
 
 const app = createApp();
 const offEnv = env as Env;
 const onEnv = { ...env, EDGELOG_METADATA_QUORUM: "1" } as Env;
 
-async function call(e: Env, method: string, path: string, body?: unknown): Promise<Response> {
-  const ctx = createExecutionContext();
-  const init: RequestInit = body === undefined ? { method } : { method, headers: { "content-type": "application/json" }, body: JSON.stringify(body) };
-  const res = await app.fetch(new Request(`http://edgelog.test${path}`, init), e, ctx);
-  await waitOnExecutionContext(ctx);
-  return res;
-}
+const call = (e: Env, method: string, path: string, body?: unknown): Promise<Response> => appCall(app, e, method, path, body);
 
 async function ok(res: Response, status = 200): Promise<unknown> {
   const text = await res.text();
@@ -34,23 +29,10 @@ async function ok(res: Response, status = 200): Promise<unknown> {
   return text === "" ? null : JSON.parse(text);
 }
 
-function member(groupId: string, id: string): RaftMemberRpc {
-  return env.RAFT_MEMBER.get(env.RAFT_MEMBER.idFromName(raftMemberName(groupId, id))) as unknown as RaftMemberRpc;
-}
+/** Polls every 100 ms, up to 30 s (an import runs in the leader's sweep). */
+const eventually = (what: string, check: () => Promise<boolean>): Promise<void> => pollUntil(what, check, 30_000, 100);
 
-async function eventually(what: string, check: () => Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    if (await check()) return;
-    if (Date.now() > deadline) throw new Error(`not within 30 s: ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
-const started: [groupId: string, id: string][] = [];
-afterAll(async () => {
-  await Promise.all(started.map(([g, id]) => member(g, id).setFaults({ crashed: true })));
-});
+afterAll(crashStartedMembers);
 
 async function exportOf(): Promise<MetadataExport> {
   const r = (await env.METADATA.getByName(METADATA_OBJECT_NAME).exportMetadata()) as RpcResult<{ export: MetadataExport }>;
@@ -90,7 +72,7 @@ describe("switching an existing deployment to the metadata quorum", () => {
     expect(before.topics).toEqual([`${t}/ns/audit`, `${t}/ns/orders`]);
 
     // ---- the switch on: the group `metadata`, its first leader imports ----
-    started.push(["metadata", "m1"]);
+    trackMembers("metadata", ["m1"]);
     const quorum = new RaftMetadataStore(env, [{ id: "m1" }]);
     await eventually("the import is done", async () => {
       const s = await quorum.importStatus();
@@ -133,13 +115,7 @@ describe("switching an existing deployment to the metadata quorum", () => {
     for (let i = 0; i < 3; i++) await ok(await call(offEnv, "POST", "/v1/topics", { name: `${t}/ns/t${i}` }), 201);
     await ok(await call(offEnv, "PUT", `/v1/users/${t}-u`, { password: "pw-u" }));
     const exported = await exportOf();
-    const groupId = `half-${crypto.randomUUID().slice(0, 8)}`;
-    for (const id of ["m1", "m2", "m3"]) started.push([groupId, id]);
-    const store = new RaftMetadataStore(
-      env,
-      ["m1", "m2", "m3"].map((id) => ({ id })),
-      { groupId, tickMs: 50, electionTicks: 10 },
-    );
+    const { store } = quorumGroup("half");
     // A group that is not `metadata` never imports by itself: this test drives it.
     const first = await store.importFrom(exported, { stopAfterParts: 2 });
     expect(first.parts).toBe(2);

@@ -8,50 +8,20 @@
  * the gateway's routes with the switch on, auth off and on (a tenant's admin roles are ACL
  * records of the quorum, and the authorizer follows them).
  */
-import { createExecutionContext, env, runInDurableObject, waitOnExecutionContext } from "cloudflare:test";
+import { env, runInDurableObject } from "cloudflare:test";
 import { afterAll, describe, expect, it } from "vitest";
 import { createApp } from "../../src/app.ts";
 import type { Env } from "../../src/env.ts";
 import { encodeMetadataCommand, type LifecycleTask, type MetadataAnswer, type MetadataCommand } from "../../src/metadata/commands.ts";
-import { RaftMetadataStore, type RaftMetadataStoreOptions } from "../../src/metadata/raft-store.ts";
 import { metadataStore, tenantStore, type TenantStore, type TopicMetadataStore } from "../../src/metadata/store.ts";
 import { partitionObjectName } from "../../src/partition/rpc.ts";
 import { DEFAULT_TOPIC_CONFIGS } from "../../src/protocol/config.ts";
 import { resolvePolicies } from "../../src/protocol/policies.ts";
 import type { TopicConfigs } from "../../src/protocol/types.ts";
-import { raftMemberName, type RaftMemberRpc } from "../../src/raft/group.ts";
 import { securityStore } from "../../src/auth/store.ts";
 import { authEnv, expectCode, expectOk, hsToken, makeKeys, request, SUPERUSER } from "./auth-helpers.ts";
-
-const TICK_MS = 50;
-const ELECTION_TICKS = 10;
-
-function member(groupId: string, id: string): RaftMemberRpc {
-  return env.RAFT_MEMBER.get(env.RAFT_MEMBER.idFromName(raftMemberName(groupId, id))) as unknown as RaftMemberRpc;
-}
-
-async function leaderOf(groupId: string, ids: string[]): Promise<string> {
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    for (const id of ids) {
-      const s = await member(groupId, id)
-        .status()
-        .catch(() => null);
-      if (s?.ok && s.status.role === "leader") return id;
-    }
-    if (Date.now() > deadline) throw new Error("no leader");
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
-async function eventually(what: string, check: () => Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    if (await check()) return;
-    if (Date.now() > deadline) throw new Error(`not within 20 s: ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+import { appCall, CrashingStore, eventually, leaderOf, quorumGroup } from "./metadata-quorum-helpers.ts";
+import { crashStartedMembers, member, trackMembers } from "./raft-helpers.ts";
 
 /** The configs a partition object holds (its `meta` row). */
 function partitionConfigs(topicId: string, p: number): Promise<TopicConfigs> {
@@ -59,33 +29,13 @@ function partitionConfigs(topicId: string, p: number): Promise<TopicConfigs> {
   return runInDurableObject(stub, (_i, state) => JSON.parse(state.storage.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = 'configs'").one().value) as TopicConfigs);
 }
 
-/** A proposer that dies right after its record commits, before any partition call. */
-class CrashingStore extends RaftMetadataStore {
-  protected override async completeLifecycle(): Promise<void> {
-    throw new Error("injected crash between the record's commit and the partition calls");
-  }
-}
-
-const started: [groupId: string, id: string][] = [];
-afterAll(async () => {
-  await Promise.all(started.map(([g, id]) => member(g, id).setFaults({ crashed: true })));
-});
-
-/** A fresh 3-member group (its own group id) and a store over it. */
-function group(prefix: string, extra: Partial<RaftMetadataStoreOptions> = {}) {
-  const ids = ["m1", "m2", "m3"];
-  const groupId = `${prefix}-${crypto.randomUUID().slice(0, 8)}`;
-  for (const id of ids) started.push([groupId, id]);
-  const specs = ids.map((id) => ({ id }));
-  const options = { groupId, tickMs: TICK_MS, electionTicks: ELECTION_TICKS, ...extra };
-  return { ids, groupId, specs, options, store: new RaftMetadataStore(env, specs, options) };
-}
+afterAll(crashStartedMembers);
 
 const unique = (p: string) => `${p}-${crypto.randomUUID().slice(0, 8)}`;
 
 describe("tenants and namespaces in the metadata quorum", () => {
   it("create, list, describe and delete answer as MetadataDO does, with its error codes", async () => {
-    const { store } = group("tn");
+    const { store } = quorumGroup("tn");
     const t = unique("acme");
     const created = await store.createTenant(t, ["alice", "bob"]);
     expect(created).toMatchObject({ ok: true, tenant: { name: t, adminRoles: ["alice", "bob"], allowedClusters: ["edgelog"], namespaces: [] } });
@@ -143,7 +93,7 @@ describe("tenants and namespaces in the metadata quorum", () => {
   });
 
   it("a namespace policy change reaches its topics' partitions; a refused change writes nothing; a proposer's crash is completed by the sweep", async () => {
-    const { store, specs, options } = group("np");
+    const { store, specs, options } = quorumGroup("np");
     const crashing = new CrashingStore(env, specs, options);
     const t = unique("pol");
     expect((await store.createTenant(t, [])).ok).toBe(true);
@@ -196,7 +146,7 @@ describe("tenants and namespaces in the metadata quorum", () => {
   });
 
   it("a leader crash between operations: every tenant and namespace is present once; a retried record answers its first answer", async () => {
-    const { store, ids, groupId } = group("tc");
+    const { store, ids, groupId } = quorumGroup("tc");
     const t = unique("crash");
     const names = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => `${t}-${from + i}`);
     for (const name of names(0, 3)) {
@@ -243,7 +193,7 @@ describe("tenants and namespaces in the metadata quorum", () => {
   });
 
   it("snapshots carry them: a follower that missed compacted records installs the snapshot; a restart of every member keeps them", async () => {
-    const { store, ids, groupId } = group("ts", { compactEveryEntries: 4 });
+    const { store, ids, groupId } = quorumGroup("ts", { compactEveryEntries: 4 });
     const t = unique("snap");
     expect((await store.createTenant(t, ["alice"])).ok).toBe(true);
     const leader = await leaderOf(groupId, ids);
@@ -304,7 +254,7 @@ describe("tenants and namespaces in the metadata quorum", () => {
   });
 
   it("topics recorded before tenants moved into the quorum get their namespace adopted by the leader", async () => {
-    const { store, ids, groupId } = group("ad");
+    const { store, ids, groupId } = quorumGroup("ad");
     const t = unique("old");
     expect((await store.listTenants()).ok).toBe(true); // bootstraps the group
     const leader = member(groupId, await leaderOf(groupId, ids));
@@ -322,7 +272,7 @@ describe("tenants and namespaces in the metadata quorum", () => {
 
 describe("the same answers as MetadataDO", () => {
   it("one script of tenant, namespace, policy and topic calls answers alike on both stores (creation times and the quorum's metadataOffset aside)", async () => {
-    const { store: quorum } = group("eq");
+    const { store: quorum } = quorumGroup("eq");
     const local = tenantStore(env);
     const localTopics = metadataStore(env);
     const t = unique("same");
@@ -370,16 +320,10 @@ describe("the same answers as MetadataDO", () => {
 describe("the tenant routes with EDGELOG_METADATA_QUORUM = 1", () => {
   const app = createApp();
   const quorumEnv = { ...env, EDGELOG_METADATA_QUORUM: "1" } as Env;
-  async function call(method: string, path: string, body?: unknown): Promise<Response> {
-    const ctx = createExecutionContext();
-    const init: RequestInit = body === undefined ? { method } : { method, headers: { "content-type": "application/json" }, body: JSON.stringify(body) };
-    const res = await app.fetch(new Request(`http://edgelog.test${path}`, init), quorumEnv, ctx);
-    await waitOnExecutionContext(ctx);
-    return res;
-  }
+  const call = (method: string, path: string, body?: unknown): Promise<Response> => appCall(app, quorumEnv, method, path, body);
 
   it("tenant, namespace, policy and topic through the gateway live in the quorum; MetadataDO never hears of them", async () => {
-    started.push(["metadata", "m1"]);
+    trackMembers("metadata", ["m1"]);
     const t = unique("gw");
     expect((await call("PUT", `/v1/tenants/${t}`, { adminRoles: ["alice"] })).status).toBe(201);
     expect((await call("PUT", `/v1/tenants/${t}`, {})).status).toBe(409);
@@ -413,7 +357,7 @@ describe("the tenant routes with EDGELOG_METADATA_QUORUM = 1", () => {
 
 describe("tenant admin roles from the quorum's ACLs, with auth on", () => {
   it("a tenant's admin role (an ACL record of the quorum) manages its namespaces and grants, and nothing else", async () => {
-    started.push(["metadata", "m1"]);
+    trackMembers("metadata", ["m1"]);
     const e = authEnv(await makeKeys(), { EDGELOG_METADATA_QUORUM: "1" });
     const admin = await hsToken(SUPERUSER);
     const id = crypto.randomUUID().slice(0, 8);

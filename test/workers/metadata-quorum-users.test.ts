@@ -10,65 +10,18 @@ import { env } from "cloudflare:test";
 import { afterAll, describe, expect, it } from "vitest";
 import { createScramCredential } from "../../src/auth/scram.ts";
 import { securityStore, type SecurityStore } from "../../src/auth/store.ts";
-import { RaftMetadataStore, type RaftMetadataStoreOptions } from "../../src/metadata/raft-store.ts";
-import { raftMemberName, type RaftMemberRpc } from "../../src/raft/group.ts";
+import { raftMemberName } from "../../src/raft/group.ts";
 import { authEnv, expectCode, expectOk, hsToken, makeKeys, request, SUPERUSER } from "./auth-helpers.ts";
+import { eventually, leaderOf, quorumGroup } from "./metadata-quorum-helpers.ts";
+import { crashStartedMembers, member, trackMembers } from "./raft-helpers.ts";
 
-const TICK_MS = 50;
-
-function member(groupId: string, id: string): RaftMemberRpc {
-  return env.RAFT_MEMBER.get(env.RAFT_MEMBER.idFromName(raftMemberName(groupId, id))) as unknown as RaftMemberRpc;
-}
-
-async function leaderOf(groupId: string, ids: string[]): Promise<string> {
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    for (const id of ids) {
-      const s = await member(groupId, id)
-        .status()
-        .catch(() => null);
-      if (s?.ok && s.status.role === "leader") return id;
-    }
-    if (Date.now() > deadline) throw new Error("no leader");
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
-async function eventually(what: string, check: () => Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    if (await check()) return;
-    if (Date.now() > deadline) throw new Error(`not within 20 s: ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
-const started: [groupId: string, id: string][] = [];
-afterAll(async () => {
-  await Promise.all(started.map(([g, id]) => member(g, id).setFaults({ crashed: true })));
-});
-
-function group(prefix: string, extra: Partial<RaftMetadataStoreOptions> = {}) {
-  const ids = ["m1", "m2", "m3"];
-  const groupId = `${prefix}-${crypto.randomUUID().slice(0, 8)}`;
-  for (const id of ids) started.push([groupId, id]);
-  const options = { groupId, tickMs: TICK_MS, electionTicks: 10, ...extra };
-  return {
-    ids,
-    groupId,
-    store: new RaftMetadataStore(
-      env,
-      ids.map((id) => ({ id })),
-      options,
-    ),
-  };
-}
+afterAll(crashStartedMembers);
 
 const unique = (p: string) => `${p}-${crypto.randomUUID().slice(0, 8)}`;
 
 describe("SCRAM users and quotas in the metadata quorum", () => {
   it("one script of user, password and quota calls answers alike on MetadataDO and on the quorum (random generations and lock-out times aside)", async () => {
-    const { store: quorum } = group("uq");
+    const { store: quorum } = quorumGroup("uq");
     const local = securityStore(env);
     const u = unique("alice");
     const sha256 = await createScramCredential("SCRAM-SHA-256", "pw-256");
@@ -123,7 +76,7 @@ describe("SCRAM users and quotas in the metadata quorum", () => {
   });
 
   it("the credential is stored salted: no member's state or snapshot holds the password, and no answer carries a key", async () => {
-    const { store, ids, groupId } = group("us");
+    const { store, ids, groupId } = quorumGroup("us");
     const u = unique("bob");
     const password = `secret-${crypto.randomUUID()}`;
     const cred = await createScramCredential("SCRAM-SHA-256", password);
@@ -145,7 +98,7 @@ describe("SCRAM users and quotas in the metadata quorum", () => {
   });
 
   it("snapshots carry them: a follower that missed compacted records installs the snapshot; a restart of every member keeps them", async () => {
-    const { store, ids, groupId } = group("un", { compactEveryEntries: 4 });
+    const { store, ids, groupId } = quorumGroup("un", { compactEveryEntries: 4 });
     const u = unique("carol");
     expect((await store.upsertScramUser(u, await createScramCredential("SCRAM-SHA-512", "pw"))).ok).toBe(true);
     const leader = await leaderOf(groupId, ids);
@@ -202,7 +155,7 @@ async function runRows(groupId: string, id: string): Promise<string> {
 
 describe("with EDGELOG_METADATA_QUORUM = 1 and auth on", () => {
   it("a SCRAM user created through the quorum logs in at POST /v1/auth/token; its quota and deletion are the quorum's", async () => {
-    started.push(["metadata", "m1"]);
+    trackMembers("metadata", ["m1"]);
     const e = authEnv(await makeKeys(), { EDGELOG_METADATA_QUORUM: "1" });
     const admin = await hsToken(SUPERUSER);
     const u = unique("dave");

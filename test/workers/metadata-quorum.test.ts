@@ -7,7 +7,7 @@
  * the next reader). Gateway-level: with the switch on, a topic is created, produced to and read
  * through the real routes, and the topic cache refreshes on a newer metadata offset.
  */
-import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
+import { env } from "cloudflare:test";
 import { afterAll, describe, expect, it } from "vitest";
 import { createApp } from "../../src/app.ts";
 import type { Env } from "../../src/env.ts";
@@ -17,38 +17,8 @@ import { metadataQuorumMembers, RaftMetadataStore } from "../../src/metadata/raf
 import { metadataStore } from "../../src/metadata/store.ts";
 import { partitionStub } from "../../src/partition/rpc.ts";
 import type { TopicSummary } from "../../src/protocol/types.ts";
-import { raftMemberName, type RaftMemberRpc } from "../../src/raft/group.ts";
-
-const TICK_MS = 50;
-const ELECTION_TICKS = 10;
-
-function member(groupId: string, id: string): RaftMemberRpc {
-  return env.RAFT_MEMBER.get(env.RAFT_MEMBER.idFromName(raftMemberName(groupId, id))) as unknown as RaftMemberRpc;
-}
-
-async function leaderOf(groupId: string, ids: string[]): Promise<string> {
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    for (const id of ids) {
-      const s = await member(groupId, id)
-        .status()
-        .catch(() => null);
-      if (s?.ok && s.status.role === "leader") return id;
-    }
-    if (Date.now() > deadline) throw new Error("no leader");
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
-/** Waits (polling, up to 20 s) until `check` answers true; throws with `what` otherwise. */
-async function eventually(what: string, check: () => Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    if (await check()) return;
-    if (Date.now() > deadline) throw new Error(`not within 20 s: ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+import { appCall, CrashingStore, eventually, leaderOf, quorumGroup } from "./metadata-quorum-helpers.ts";
+import { crashStartedMembers, ELECTION_TICKS, member, TICK_MS, trackMembers } from "./raft-helpers.ts";
 
 /** Whether partition `p` of topic id `topicId` is initialised (an uninitialised or destroyed one answers UNKNOWN_TOPIC_OR_PARTITION). */
 async function partitionExists(topicId: string, p: number): Promise<boolean> {
@@ -64,18 +34,8 @@ async function pendingTasks(groupId: string, ids: string[]): Promise<LifecycleTa
   return (r.result as { tasks: LifecycleTask[] }).tasks;
 }
 
-/** A gateway isolate that dies right after its record commits, before the partitions' init or destroy. */
-class CrashingStore extends RaftMetadataStore {
-  protected override async completeLifecycle(): Promise<void> {
-    throw new Error("injected crash between the record's commit and the partition calls");
-  }
-}
-
 /** Members started by this file: stopped (acting crashed, no clock) after it, so nothing runs on after the file. */
-const started: [groupId: string, id: string][] = [];
-afterAll(async () => {
-  await Promise.all(started.map(([g, id]) => member(g, id).setFaults({ crashed: true })));
-});
+afterAll(crashStartedMembers);
 
 describe("EDGELOG_METADATA_QUORUM", () => {
   it("parses to the quorum's members; unset or off keeps MetadataDO", () => {
@@ -92,14 +52,7 @@ describe("EDGELOG_METADATA_QUORUM", () => {
 
 describe("the metadata quorum (3 members)", () => {
   it("topics created before and after the leader crashes are all present, none twice; answers carry the metadata offset", async () => {
-    const ids = ["m1", "m2", "m3"];
-    const groupId = `md-${crypto.randomUUID().slice(0, 8)}`;
-    for (const id of ids) started.push([groupId, id]);
-    const store = new RaftMetadataStore(
-      env,
-      ids.map((id) => ({ id })),
-      { groupId, tickMs: TICK_MS, electionTicks: ELECTION_TICKS },
-    );
+    const { ids, groupId, store } = quorumGroup("md");
     const prefix = `q-${crypto.randomUUID().slice(0, 8)}`;
     const names = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => `${prefix}-${from + i}`);
 
@@ -191,12 +144,7 @@ describe("the metadata quorum (3 members)", () => {
 
 describe("partition lifecycle from committed metadata records", () => {
   it("a crash between a record's commit and its partitions' init or destroy is completed by the leader's sweep, never orphaned", async () => {
-    const ids = ["m1", "m2", "m3"];
-    const groupId = `lc-${crypto.randomUUID().slice(0, 8)}`;
-    for (const id of ids) started.push([groupId, id]);
-    const options = { groupId, tickMs: TICK_MS, electionTicks: ELECTION_TICKS };
-    const specs = ids.map((id) => ({ id }));
-    const store = new RaftMetadataStore(env, specs, options);
+    const { ids, groupId, specs, options, store } = quorumGroup("lc");
     const crashing = new CrashingStore(env, specs, options);
     const prefix = `lc-${crypto.randomUUID().slice(0, 8)}`;
     const list = async (): Promise<TopicSummary[]> => {
@@ -258,11 +206,8 @@ describe("partition lifecycle from committed metadata records", () => {
   });
 
   it("a slow runner's init after the topic's delete is undone: lifecycleDone answers that the topic is gone", async () => {
-    const ids = ["m1"];
-    const groupId = `lc1-${crypto.randomUUID().slice(0, 8)}`;
-    started.push([groupId, "m1"]);
-    const options = { groupId, tickMs: TICK_MS, electionTicks: ELECTION_TICKS };
-    const crashing = new CrashingStore(env, [{ id: "m1" }], options);
+    const { ids, groupId, specs, options } = quorumGroup("lc1", {}, ["m1"]);
+    const crashing = new CrashingStore(env, specs, options);
     const name = `lc1-${crypto.randomUUID().slice(0, 8)}`;
     expect((await crashing.createTopic({ name, partitions: 1 })).ok).toBe(true);
     // Take the create's task as a runner would have read it, then the topic is deleted (and
@@ -291,16 +236,10 @@ describe("partition lifecycle from committed metadata records", () => {
 describe("the gateway with EDGELOG_METADATA_QUORUM = 1", () => {
   const app = createApp();
   const quorumEnv = { ...env, EDGELOG_METADATA_QUORUM: "1" } as Env;
-  async function call(method: string, path: string, body?: unknown): Promise<Response> {
-    const ctx = createExecutionContext();
-    const init: RequestInit = body === undefined ? { method } : { method, headers: { "content-type": "application/json" }, body: JSON.stringify(body) };
-    const res = await app.fetch(new Request(`http://edgelog.test${path}`, init), quorumEnv, ctx);
-    await waitOnExecutionContext(ctx);
-    return res;
-  }
+  const call = (method: string, path: string, body?: unknown): Promise<Response> => appCall(app, quorumEnv, method, path, body);
 
   it("creates a topic in the quorum, produces to it and reads it back; MetadataDO never hears of it", async () => {
-    started.push(["metadata", "m1"]);
+    trackMembers("metadata", ["m1"]);
     const topic = `gq-${crypto.randomUUID().slice(0, 8)}`;
     const created = await call("POST", "/v1/topics", { name: topic, partitions: 1 });
     expect(created.status, await created.clone().text()).toBe(201);
@@ -316,7 +255,7 @@ describe("the gateway with EDGELOG_METADATA_QUORUM = 1", () => {
   });
 
   it("the topic cache refreshes an entry once this isolate sees a newer metadata offset", async () => {
-    started.push(["metadata", "m1"]);
+    trackMembers("metadata", ["m1"]);
     const topic = `gc-${crypto.randomUUID().slice(0, 8)}`;
     const full = `public/default/${topic}`;
     expect((await call("POST", "/v1/topics", { name: topic, partitions: 1 })).status).toBe(201);

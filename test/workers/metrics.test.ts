@@ -9,10 +9,10 @@ import { describe as suite, expect, it } from "vitest";
 import { partitionObjectName } from "../../src/partition/rpc.ts";
 import type { ConsumerGroupHeartbeatResponse } from "../../src/protocol/index.ts";
 import { authEnv, expectCode, hsToken, makeKeys, request, SUPERUSER } from "./auth-helpers.ts";
-import { call, createTopic, fetchJson, json, produce, randomTopic } from "./helpers.ts";
+import { call, createTopic, fetchJson, json, produce, randomTopic, metricValue as value, type MetricFamilies } from "./helpers.ts";
 import { sleep } from "./subs-helpers.ts";
 
-type Families = ReturnType<typeof parsePrometheusTextFormat>;
+type Families = MetricFamilies;
 
 async function scrape(): Promise<{ text: string; families: Families }> {
   const res = await call("/v1/metrics");
@@ -20,16 +20,6 @@ async function scrape(): Promise<{ text: string; families: Families }> {
   expect(res.status, text).toBe(200);
   expect(res.headers.get("content-type")).toBe("text/plain; version=0.0.4; charset=utf-8");
   return { text, families: parsePrometheusTextFormat(text) };
-}
-
-/** The value of the one sample of `name` whose labels include `labels`, or undefined when none. */
-function value(families: Families, name: string, labels: Record<string, string>): number | undefined {
-  const f = families.find((x) => x.name === name);
-  if (f === undefined) throw new Error(`no family ${name}`);
-  const matches = f.metrics.filter((m) => "value" in m && Object.entries(labels).every(([k, v]) => m.labels?.[k] === v));
-  if (matches.length > 1) throw new Error(`${matches.length} samples of ${name} match ${JSON.stringify(labels)}`);
-  const m = matches[0];
-  return m !== undefined && "value" in m ? Number(m.value) : undefined;
 }
 
 suite("GET /v1/metrics", () => {

@@ -10,83 +10,16 @@ import { env, evictDurableObject } from "cloudflare:test";
 import { afterEach, describe, expect, it } from "vitest";
 import { sequenceCommand, type SequenceItem, type SequenceResult } from "../../durable-objects/raft/sequence.ts";
 import type { ErrorResult } from "../../src/protocol/errors.ts";
-import { raftMemberName, type RaftGroupConfig, type RaftMemberRpc, type RaftMemberStatus } from "../../src/raft/group.ts";
+import { raftMemberName, type RaftGroupConfig, type RaftMemberRpc } from "../../src/raft/group.ts";
+import { bootstrapGroup, crashStartedMembers, ELECTION_TIMEOUT_MS, leaderOf, member, sequenceGroupConfig, sequenceOf, sleep, status, TICK_MS, trackMembers, until } from "./raft-helpers.ts";
 
-const TICK_MS = 50;
-const ELECTION_TICKS = 10;
-/** The base election timeout (a follower waits a random [1x, 2x) of it). */
-const ELECTION_TIMEOUT_MS = TICK_MS * ELECTION_TICKS;
+/** A `sequence` group of `ids` (see raft-helpers), compacting every 8 entries. */
+const groupConfig = (ids: string[], extra: Partial<RaftGroupConfig> = {}): RaftGroupConfig => sequenceGroupConfig(ids, { compactEveryEntries: 8, ...extra });
 
-function groupConfig(ids: string[], extra: Partial<RaftGroupConfig> = {}): RaftGroupConfig {
-  return {
-    groupId: `g-${crypto.randomUUID().slice(0, 8)}`,
-    members: ids.map((id) => ({ id })),
-    stateMachine: "sequence",
-    tickMs: TICK_MS,
-    electionTicks: ELECTION_TICKS,
-    compactEveryEntries: 8,
-    requestTimeoutMs: 3000,
-    // Idle groups quiesce (docs/RAFT.md "Quiescence"); a leader stopped while its group is quiet
-    // is noticed after 2-3 quiesced ticks: 1 s here (5 s by default) keeps those waits short.
-    quiescedTickMs: 1000,
-    ...extra,
-  };
-}
+/** Bootstraps a new group of `ids` (its members stopped after the test). */
+const startGroup = (ids: string[], extra: Partial<RaftGroupConfig> = {}): Promise<RaftGroupConfig> => bootstrapGroup(groupConfig(ids, extra));
 
-/** A member's stub, typed by the RPC interface itself (the platform's Rpc mapping of JSON results is too deep for tsc). */
-function member(groupId: string, id: string): RaftMemberRpc {
-  return env.RAFT_MEMBER.get(env.RAFT_MEMBER.idFromName(raftMemberName(groupId, id))) as unknown as RaftMemberRpc;
-}
-
-/** Members started by the running test: stopped (acting crashed, no clock) after it, so nothing runs on after the file. */
-const started: [groupId: string, id: string][] = [];
-afterEach(async () => {
-  await Promise.all(started.splice(0).map(([g, id]) => member(g, id).setFaults({ crashed: true })));
-});
-
-async function startGroup(ids: string[], extra: Partial<RaftGroupConfig> = {}): Promise<RaftGroupConfig> {
-  const config = groupConfig(ids, extra);
-  for (const id of ids) started.push([config.groupId, id]);
-  for (const id of ids) {
-    const r = await member(config.groupId, id).bootstrap(config, id);
-    expect(r.ok, JSON.stringify(r)).toBe(true);
-  }
-  return config;
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** Polls until `probe` returns a value (not undefined), at most `timeoutMs`. */
-async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(20);
-  }
-}
-
-/** Status of a member, or null when it is down (crashed). */
-async function status(groupId: string, id: string): Promise<RaftMemberStatus | null> {
-  try {
-    const r = await member(groupId, id).status();
-    return r.ok ? r.status : null;
-  } catch {
-    return null;
-  }
-}
-
-/** The leader once the live members among `ids` agree on one that is up. */
-async function leaderOf(groupId: string, ids: string[]): Promise<RaftMemberStatus> {
-  return until("a leader", async () => {
-    const all = (await Promise.all(ids.map((id) => status(groupId, id)))).filter((s) => s !== null);
-    const leader = all.find((s) => s.role === "leader");
-    if (leader === undefined) return undefined;
-    const agree = all.filter((s) => s.leaderId === leader.memberId && s.term === leader.term).length;
-    return agree * 2 > ids.length ? leader : undefined;
-  });
-}
+afterEach(crashStartedMembers);
 
 /**
  * A client of the group as Edgelog's gateway will be one: it proposes at the member it believes
@@ -136,12 +69,6 @@ class Client {
       }
     }
   }
-}
-
-async function sequenceOf(groupId: string, id: string): Promise<SequenceItem[]> {
-  const r = await member(groupId, id).localRead({ limit: 10_000 });
-  if (!r.ok) throw new Error(JSON.stringify(r));
-  return (r.result as { items: SequenceItem[] }).items;
 }
 
 /** Waits until every member in `ids` has applied exactly `want` (ids in order), and returns their sequences. */
@@ -284,7 +211,7 @@ describe("a 3-member Raft group of Durable Objects", () => {
     for (const id of want) await client.propose(id, id);
 
     // m4 is not in the configuration: it bootstraps empty and learns the group from the leader.
-    started.push([config.groupId, "m4"]);
+    trackMembers(config.groupId, ["m4"]);
     const joined = await member(config.groupId, "m4").bootstrap(config, "m4");
     expect(joined.ok && joined.status.conf).toEqual({ voters: [], learners: [] });
     const added = await member(config.groupId, leader.memberId).changeMembership({ type: "addLearner", node: "m4" }, "weur");
@@ -401,7 +328,7 @@ describe("a 3-member Raft group of Durable Objects", () => {
 
   it("refuses a bad configuration, a second bootstrap as another member, and bad faults", async () => {
     const config = groupConfig(["m1", "m2"]);
-    started.push([config.groupId, "m1"]);
+    trackMembers(config.groupId, ["m1"]);
     const m = member(config.groupId, "m1");
     expect(await m.bootstrap({ ...config, members: [{ id: "m1" }, { id: "m1" }] }, "m1")).toMatchObject({ ok: false, code: "INVALID_REQUEST" });
     expect(await m.bootstrap({ ...config, stateMachine: "nope" }, "m1")).toMatchObject({ ok: false, code: "INVALID_REQUEST" });

@@ -9,72 +9,31 @@
  */
 import { env, evictDurableObject } from "cloudflare:test";
 import { afterEach, describe, expect, it } from "vitest";
-import { sequenceCommand, type SequenceItem } from "../../durable-objects/raft/sequence.ts";
-import { raftMemberName, type RaftGroupConfig, type RaftMemberRpc, type RaftMemberStatus } from "../../src/raft/group.ts";
+import { sequenceCommand } from "../../durable-objects/raft/sequence.ts";
+import { raftMemberName, type RaftGroupConfig, type RaftMemberStatus } from "../../src/raft/group.ts";
+import {
+  bootstrapGroup,
+  crashStartedMembers,
+  ELECTION_TIMEOUT_MS,
+  leaderOf,
+  member,
+  QUIESCED_TICK_MS,
+  sequenceGroupConfig,
+  sequenceOf as sequenceItems,
+  sleep,
+  status,
+  statuses,
+  TICK_MS,
+  until,
+} from "./raft-helpers.ts";
 
-const TICK_MS = 50;
-const ELECTION_TICKS = 10;
-const ELECTION_TIMEOUT_MS = TICK_MS * ELECTION_TICKS;
-const QUIESCED_TICK_MS = 1000;
 const IDS = ["m1", "m2", "m3"];
 
-function member(groupId: string, id: string): RaftMemberRpc {
-  return env.RAFT_MEMBER.get(env.RAFT_MEMBER.idFromName(raftMemberName(groupId, id))) as unknown as RaftMemberRpc;
-}
+afterEach(crashStartedMembers);
 
-const started: [groupId: string, id: string][] = [];
-afterEach(async () => {
-  await Promise.all(started.splice(0).map(([g, id]) => member(g, id).setFaults({ crashed: true })));
-});
-
+/** Bootstraps a new `sequence` group of IDS (see raft-helpers; its members stopped after the test); answers its group id. */
 async function startGroup(extra: Partial<RaftGroupConfig> = {}): Promise<string> {
-  const config: RaftGroupConfig = {
-    groupId: `q-${crypto.randomUUID().slice(0, 8)}`,
-    members: IDS.map((id) => ({ id })),
-    stateMachine: "sequence",
-    tickMs: TICK_MS,
-    electionTicks: ELECTION_TICKS,
-    quiescedTickMs: QUIESCED_TICK_MS,
-    requestTimeoutMs: 3000,
-    ...extra,
-  };
-  for (const id of IDS) started.push([config.groupId, id]);
-  for (const id of IDS) expect((await member(config.groupId, id).bootstrap(config, id)).ok).toBe(true);
-  return config.groupId;
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(20);
-  }
-}
-
-async function status(groupId: string, id: string): Promise<RaftMemberStatus | null> {
-  try {
-    const r = await member(groupId, id).status();
-    return r.ok ? r.status : null;
-  } catch {
-    return null;
-  }
-}
-
-async function statuses(groupId: string, ids = IDS): Promise<RaftMemberStatus[]> {
-  return (await Promise.all(ids.map((id) => status(groupId, id)))).filter((s) => s !== null);
-}
-
-async function leaderOf(groupId: string, ids = IDS): Promise<RaftMemberStatus> {
-  return until("a leader", async () => {
-    const all = await statuses(groupId, ids);
-    const leader = all.find((s) => s.role === "leader");
-    if (leader === undefined) return undefined;
-    return all.filter((s) => s.leaderId === leader.memberId && s.term === leader.term).length * 2 > IDS.length ? leader : undefined;
-  });
+  return (await bootstrapGroup(sequenceGroupConfig(IDS, extra, "q"))).groupId;
 }
 
 /** Waits until every member in `ids` is quiesced. */
@@ -105,16 +64,13 @@ async function propose(groupId: string, id: string, timeoutMs = 30_000): Promise
   }
 }
 
-async function sequenceOf(groupId: string, id: string): Promise<string[]> {
-  const r = await member(groupId, id).localRead({ limit: 10_000 });
-  if (!r.ok) throw new Error(JSON.stringify(r));
-  return (r.result as { items: SequenceItem[] }).items.map((x) => x.id);
-}
+/** The ids of the commands member `id` has applied, in order. */
+const sequenceOf = async (groupId: string, id: string): Promise<string[]> => (await sequenceItems(groupId, id)).map((x) => x.id);
 
 describe("quiescence of a Raft group of Durable Objects", () => {
   it("an idle group goes quiet: every member quiesced, its tick timer at the quiesced period, ticking at most at that rate; a proposal wakes it and it goes quiet again", async () => {
     const groupId = await startGroup();
-    const leader = await leaderOf(groupId);
+    const leader = await leaderOf(groupId, IDS);
     await propose(groupId, "a");
     const quiet = await allQuiesced(groupId);
     for (const s of quiet) {
@@ -127,9 +83,9 @@ describe("quiescence of a Raft group of Durable Objects", () => {
 
     // Over a window, a quiesced member ticks at most once per quiesced period (+1 for the edge).
     const windowMs = 3 * QUIESCED_TICK_MS;
-    const before = await statuses(groupId);
+    const before = await statuses(groupId, IDS);
     await sleep(windowMs);
-    const after = await statuses(groupId);
+    const after = await statuses(groupId, IDS);
     for (let i = 0; i < IDS.length; i++) {
       expect(after[i]!.quiesced).toBe(true);
       expect(after[i]!.ticks - before[i]!.ticks, IDS[i]).toBeLessThanOrEqual(windowMs / QUIESCED_TICK_MS + 1);
@@ -144,17 +100,17 @@ describe("quiescence of a Raft group of Durable Objects", () => {
     console.log(`raft quiescence: a proposal at a quiesced leader committed in ${Date.now() - woke} ms`);
     await allQuiesced(groupId);
     for (const id of IDS) expect(await sequenceOf(groupId, id)).toEqual(["a", "b"]);
-    expect((await leaderOf(groupId)).term).toBe(leader.term);
+    expect((await leaderOf(groupId, IDS)).term).toBe(leader.term);
   });
 
   it("a group with quiescence off keeps ticking every tick (the control)", async () => {
     const groupId = await startGroup({ quiesce: false });
-    await leaderOf(groupId);
+    await leaderOf(groupId, IDS);
     await propose(groupId, "a");
     const windowMs = 3 * QUIESCED_TICK_MS;
-    const before = await statuses(groupId);
+    const before = await statuses(groupId, IDS);
     await sleep(windowMs);
-    const after = await statuses(groupId);
+    const after = await statuses(groupId, IDS);
     for (let i = 0; i < IDS.length; i++) {
       expect(after[i]!.quiesced).toBe(false);
       expect(after[i]!.ticks - before[i]!.ticks, IDS[i]).toBeGreaterThan(windowMs / QUIESCED_TICK_MS + 1);
@@ -163,7 +119,7 @@ describe("quiescence of a Raft group of Durable Objects", () => {
 
   it("a quiesced member evicted from memory (and then the leader) restarts awake, finds its leader again without an election, and the group goes quiet again", async () => {
     const groupId = await startGroup();
-    const leader = await leaderOf(groupId);
+    const leader = await leaderOf(groupId, IDS);
     await propose(groupId, "a");
     await allQuiesced(groupId);
     const evict = (id: string) => evictDurableObject(env.RAFT_MEMBER.get(env.RAFT_MEMBER.idFromName(raftMemberName(groupId, id))));
@@ -174,21 +130,21 @@ describe("quiescence of a Raft group of Durable Objects", () => {
     expect(back.nextTickInMs!).toBeLessThanOrEqual(TICK_MS);
     await allQuiesced(groupId);
     // No election: its pre-vote (if it campaigned before hearing the leader) cannot raise a term.
-    for (const s of await statuses(groupId)) expect([s.memberId, s.term, s.leaderId]).toEqual([s.memberId, leader.term, leader.memberId]);
+    for (const s of await statuses(groupId, IDS)) expect([s.memberId, s.term, s.leaderId]).toEqual([s.memberId, leader.term, leader.memberId]);
     // The leader evicted too: it restarts as a follower (leadership is not durable), the group
     // elects (it may be the same member, in a later term) and goes quiet again; nothing lost.
     await evict(leader.memberId);
-    const again = await leaderOf(groupId);
+    const again = await leaderOf(groupId, IDS);
     await allQuiesced(groupId);
-    for (const s of await statuses(groupId)) expect(s.term, s.memberId).toBeGreaterThanOrEqual(leader.term);
-    for (const s of await statuses(groupId)) expect(s.leaderId, s.memberId).toBe(again.memberId);
+    for (const s of await statuses(groupId, IDS)) expect(s.term, s.memberId).toBeGreaterThanOrEqual(leader.term);
+    for (const s of await statuses(groupId, IDS)) expect(s.leaderId, s.memberId).toBe(again.memberId);
     await propose(groupId, "b");
     for (const id of IDS) expect(await sequenceOf(groupId, id)).toEqual(["a", "b"]);
   });
 
   it("the leader crashes while quiesced and a client proposes at once: the request wakes the followers, one is elected, nothing committed is lost", async () => {
     const groupId = await startGroup();
-    const first = await leaderOf(groupId);
+    const first = await leaderOf(groupId, IDS);
     for (const id of ["a", "b", "c"]) await propose(groupId, id);
     await allQuiesced(groupId);
     const faultAt = Date.now();
@@ -211,7 +167,7 @@ describe("quiescence of a Raft group of Durable Objects", () => {
 
   it("the leader crashes while quiesced and nobody asks: the followers miss its quiesce heartbeats, wake and elect a leader", async () => {
     const groupId = await startGroup();
-    const first = await leaderOf(groupId);
+    const first = await leaderOf(groupId, IDS);
     await propose(groupId, "a");
     await allQuiesced(groupId);
     const faultAt = Date.now();

@@ -10,9 +10,21 @@
 import { afterEach, describe as suite, expect, it } from "vitest";
 import { decodeBatch, encodeBatch } from "../../src/codec/index.ts";
 import type { ReplicaTestKnobs } from "../../src/partition/rpc.ts";
-import type { ErrorBody, ProduceResponse } from "../../src/protocol/index.ts";
+import type { ProduceResponse } from "../../src/protocol/index.ts";
 import { json } from "./helpers.ts";
-import { REPLICAS as IDS, crashStarted, createReplicated as createRf3, TEST_QUIESCED_TICK_MS, leaderOf, replica, sleep, status, until, newProducer } from "./replica-helpers.ts";
+import {
+  REPLICAS as IDS,
+  crashStarted,
+  createReplicated as createRf3,
+  TEST_QUIESCED_TICK_MS,
+  leaderOf,
+  replica,
+  sleep,
+  status,
+  until,
+  newProducer,
+  produceRetrying,
+} from "./replica-helpers.ts";
 
 afterEach(crashStarted);
 
@@ -49,16 +61,6 @@ async function replicaLog(topicId: string, id: string, from = 0): Promise<Rec[]>
     }
     if (r.nextOffset >= r.highWatermark) return out;
     offset = r.nextOffset;
-  }
-}
-
-async function produceRetrying(path: string, value: string): Promise<ProduceResponse> {
-  for (;;) {
-    const res = await json("POST", path, { records: [{ value }] });
-    const text = await res.text();
-    if (res.status === 200) return JSON.parse(text) as ProduceResponse;
-    expect((JSON.parse(text) as ErrorBody).error.retriable, text).toBe(true);
-    await sleep(50);
   }
 }
 

@@ -12,27 +12,15 @@
 import { afterEach, describe as suite, expect, it } from "vitest";
 import { encodeBatch } from "../../src/codec/index.ts";
 import type { ReplicaStatus } from "../../src/partition/rpc.ts";
-import type { ErrorBody, ProduceResponse } from "../../src/protocol/index.ts";
 import type { Message } from "../../src/raft/index.ts";
 import { REPLICA_ELECTION_TICKS, REPLICA_TICK_MS } from "../../durable-objects/partition/replica.ts";
-import { json } from "./helpers.ts";
-import { REPLICAS as IDS, crashStarted, createReplicated, leaderOf, replica, replicaLog, sleep, status, until } from "./replica-helpers.ts";
+import { REPLICAS as IDS, crashStarted, createReplicated, leaderOf, replica, replicaLog, sleep, status, until, produceRetrying } from "./replica-helpers.ts";
 
 afterEach(crashStarted);
 
 const ELECTION_MS = REPLICA_ELECTION_TICKS * REPLICA_TICK_MS;
 
 const recordsPath = (name: string) => `/v1/topics/${name}/partitions/0/records`;
-
-async function produceRetrying(path: string, value: string): Promise<ProduceResponse> {
-  for (;;) {
-    const res = await json("POST", path, { records: [{ value }] });
-    const text = await res.text();
-    if (res.status === 200) return JSON.parse(text) as ProduceResponse;
-    expect((JSON.parse(text) as ErrorBody).error.retriable, text).toBe(true);
-    await sleep(50);
-  }
-}
 
 function plainBatch(value: string): Uint8Array {
   return encodeBatch({}, [{ key: null, value: new TextEncoder().encode(value), headers: [], timestamp: Date.now() }]);

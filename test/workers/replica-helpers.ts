@@ -95,11 +95,55 @@ export async function replicaLog(topicId: string, id: string, from = 0): Promise
   }
 }
 
+/** Every voter's log equals the acknowledged records: each once at its offset, offsets dense. */
+export async function expectLogs(topicId: string, voters: readonly string[], acked: Map<string, number>, values: string[]): Promise<void> {
+  const end = acked.size;
+  expect([...acked.values()].sort((a, b) => a - b)).toEqual(Array.from({ length: end }, (_, i) => i));
+  const want = values
+    .filter((v) => acked.has(v))
+    .map((v) => [acked.get(v)!, v])
+    .sort((a, b) => (a[0] as number) - (b[0] as number));
+  for (const id of voters) {
+    await until(`${id} at high watermark ${end}`, async () => ((await status(topicId, id))?.highWatermark === end ? true : undefined));
+    const log = await replicaLog(topicId, id);
+    expect(
+      log.map((r) => [r.offset, r.value]),
+      id,
+    ).toEqual(want);
+  }
+}
+
 /** A new producer id from the gateway (`POST /v1/producers`). */
 export async function newProducer(): Promise<number> {
   const res = await call("/v1/producers", { method: "POST" });
   expect(res.status).toBe(200);
   return ((await res.json()) as InitProducerResponse).producerId;
+}
+
+/**
+ * POSTs produce request `body` to `path` through the gateway, resent every `retryMs` on a
+ * retriable error as a client would (any other error fails the test); answers the 200 body.
+ * Resending is safe where the only failures are calls to a replica that was down or not the
+ * leader (nothing appended), or where the body is idempotent.
+ */
+export async function postRetrying(path: string, body: unknown, retryMs = 50): Promise<ProduceResponse> {
+  for (;;) {
+    const res = await json("POST", path, body);
+    const text = await res.text();
+    if (res.status === 200) return JSON.parse(text) as ProduceResponse;
+    expect((JSON.parse(text) as ErrorBody).error.retriable, text).toBe(true);
+    await sleep(retryMs);
+  }
+}
+
+/** Produces one record `value` to `path` (a partition's records route), retrying as {@link postRetrying}. */
+export function produceRetrying(path: string, value: string, retryMs = 50): Promise<ProduceResponse> {
+  return postRetrying(path, { records: [{ value }] }, retryMs);
+}
+
+/** Produces `values` in one request to partition 0 of `name`, retrying as {@link postRetrying}; answers their offsets. */
+export async function produceValuesRetrying(name: string, values: string[]): Promise<number[]> {
+  return (await postRetrying(`/v1/topics/${name}/partitions/0/records`, { records: values.map((value) => ({ value })) })).records.map((r) => r.offset);
 }
 
 /**
@@ -116,16 +160,7 @@ export function steadyProducer(name: string, producerId: number) {
       const value = `m${sequence}`;
       values.push(value);
       const body = { producerId, producerEpoch: 0, baseSequence: sequence, records: [{ value }] };
-      for (;;) {
-        const res = await json("POST", `/v1/topics/${name}/partitions/0/records`, body);
-        const text = await res.text();
-        if (res.status === 200) {
-          acked.set(value, (JSON.parse(text) as ProduceResponse).records[0]!.offset);
-          break;
-        }
-        expect((JSON.parse(text) as ErrorBody).error.retriable, text).toBe(true);
-        await sleep(20);
-      }
+      acked.set(value, (await postRetrying(`/v1/topics/${name}/partitions/0/records`, body, 20)).records[0]!.offset);
     }
   })();
   return {

@@ -12,7 +12,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { ErrorBody, ProduceResponse } from "../../src/protocol/index.ts";
 import type { ReplicaStatus } from "../../src/partition/rpc.ts";
 import { json } from "./helpers.ts";
-import { REPLICAS, crashStarted, createReplicated, leaderOf, replica, replicaLog, sleep, status, until } from "./replica-helpers.ts";
+import { REPLICAS, crashStarted, createReplicated, leaderOf, replica, replicaLog, sleep, status, until, produceRetrying } from "./replica-helpers.ts";
 
 afterEach(crashStarted);
 
@@ -38,15 +38,6 @@ async function allQuiesced(topicId: string, ids: readonly string[] = REPLICAS): 
 async function produce(path: string, value: string): Promise<{ status: number; body: ProduceResponse | ErrorBody }> {
   const res = await json("POST", path, { records: [{ value }] });
   return { status: res.status, body: (await res.json()) as ProduceResponse | ErrorBody };
-}
-
-async function produceRetrying(path: string, value: string): Promise<ProduceResponse> {
-  for (;;) {
-    const r = await produce(path, value);
-    if (r.status === 200) return r.body as ProduceResponse;
-    expect((r.body as ErrorBody).error.retriable, JSON.stringify(r.body)).toBe(true);
-    await sleep(50);
-  }
 }
 
 describe("quiescence of a replicated partition", () => {

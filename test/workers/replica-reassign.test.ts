@@ -12,7 +12,7 @@ import { EdgelogClient } from "../../sdk/src/client.ts";
 import type { PartitionLeaderResponse, ReplicaReassignmentResponse } from "../../src/protocol/types.ts";
 import { noteLeader } from "../../src/gateway/replicas.ts";
 import { call, createTopic, expectError, json, randomTopic } from "./helpers.ts";
-import { REPLICAS, crashStarted, createReplicated, leaderOf, replica, replicaLog, status, until, newProducer, steadyProducer } from "./replica-helpers.ts";
+import { REPLICAS, crashStarted, createReplicated, leaderOf, replica, replicaLog, status, until, newProducer, steadyProducer, expectLogs } from "./replica-helpers.ts";
 
 /** Replicas a test added (r4, r5): crashed after it, as crashStarted does for r1..r3. */
 const added: { topicId: string; id: string }[] = [];
@@ -43,24 +43,6 @@ async function expectDestroyed(topicId: string, id: string): Promise<void> {
   const f = await replica(topicId, id).fetchRecords({ offset: 0, maxRecords: 10, maxBytes: 1 << 20, maxWaitMs: 0, minBytes: 0 });
   expect(f).toMatchObject({ ok: false, code: "UNKNOWN_TOPIC_OR_PARTITION" });
   expect(await replica(topicId, id).describe()).toMatchObject({ ok: false, code: "UNKNOWN_TOPIC_OR_PARTITION" });
-}
-
-/** Every voter's log equals the acknowledged records: each once at its offset, offsets dense. */
-async function expectLogs(topicId: string, voters: readonly string[], acked: Map<string, number>, values: string[]): Promise<void> {
-  const end = acked.size;
-  expect([...acked.values()].sort((a, b) => a - b)).toEqual(Array.from({ length: end }, (_, i) => i));
-  const want = values
-    .filter((v) => acked.has(v))
-    .map((v) => [acked.get(v)!, v])
-    .sort((a, b) => (a[0] as number) - (b[0] as number));
-  for (const id of voters) {
-    await until(`${id} at high watermark ${end}`, async () => ((await status(topicId, id))?.highWatermark === end ? true : undefined));
-    const log = await replicaLog(topicId, id);
-    expect(
-      log.map((r) => [r.offset, r.value]),
-      id,
-    ).toEqual(want);
-  }
 }
 
 suite("replica reassignment (KIP-455 as Raft single-server membership changes)", () => {

@@ -9,9 +9,9 @@
  */
 import { runInDurableObject } from "cloudflare:test";
 import { afterEach, describe as suite, expect, it } from "vitest";
-import type { ProduceResponse, TopicDescription } from "../../src/protocol/types.ts";
+import type { TopicDescription } from "../../src/protocol/types.ts";
 import { call, json } from "./helpers.ts";
-import { crashStarted, createReplicated, leaderOf, replica, status, until } from "./replica-helpers.ts";
+import { crashStarted, createReplicated, leaderOf, replica, status, until, produceValuesRetrying } from "./replica-helpers.ts";
 
 afterEach(crashStarted);
 
@@ -39,16 +39,6 @@ async function leadBy(topicId: string, to: string): Promise<void> {
   await until(`${to} leads`, async () => ((await status(topicId, to))?.role === "leader" ? true : undefined));
 }
 
-async function produceValues(name: string, values: string[]): Promise<number[]> {
-  for (;;) {
-    const res = await json("POST", `/v1/topics/${name}/partitions/0/records`, { records: values.map((value) => ({ value })) });
-    const text = await res.text();
-    if (res.status === 200) return (JSON.parse(text) as ProduceResponse).records.map((r) => r.offset);
-    expect(JSON.parse(text).error.retriable, text).toBe(true);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 suite("config changes of a replicated partition (a Raft command)", () => {
   for (const down of ["r1", "r3"]) {
     it(`a PATCH with follower ${down} crashed succeeds (a majority); ${down} has the configs after it returns`, async () => {
@@ -66,7 +56,7 @@ suite("config changes of a replicated partition (a Raft command)", () => {
       await replica(topicId, down).setFaults({});
       await until(`${down} has the configs after its return`, async () => ((await storedConfigs(topicId, down))?.["retention.ms"] === 123_456_789 ? true : undefined));
       // Every replica at the same applied index after the change.
-      await produceValues(name, ["after"]);
+      await produceValuesRetrying(name, ["after"]);
       await until("the same high watermark on all three", async () => {
         const hw = await Promise.all(["r1", "r2", "r3"].map(async (id) => (await status(topicId, id))?.highWatermark));
         return hw.every((h) => h === 1) ? true : undefined;
@@ -82,7 +72,7 @@ suite("config changes of a replicated partition (a Raft command)", () => {
     const res = await json("PATCH", `/v1/topics/${name}`, { configs: { "retention.ms": 987_654_321 } });
     expect(res.status, await res.clone().text()).toBe(200);
     // Enough entries after the change that the leader's journal no longer holds it.
-    for (let i = 0; i < 12; i++) await produceValues(name, [`v${i}`]);
+    for (let i = 0; i < 12; i++) await produceValuesRetrying(name, [`v${i}`]);
     const before = (await status(topicId, "r2"))!;
     expect(before.snapshotIndex).toBeGreaterThan(0);
     await replica(topicId, "r3").setFaults({});
@@ -100,7 +90,7 @@ suite("topic deletion with a replica down", () => {
     it(`a DELETE with ${down} crashed answers success; ${down} destroys itself after it returns (its owner check)`, async () => {
       const { name, topicId } = await createReplicated();
       await leaderOf(topicId);
-      await produceValues(name, ["a", "b", "c"]);
+      await produceValuesRetrying(name, ["a", "b", "c"]);
       await replica(topicId, down).setFaults({ crashed: true });
       const res = await call(`/v1/topics/${name}`, { method: "DELETE" });
       expect(res.status, await res.clone().text()).toBeLessThan(300);
@@ -122,7 +112,7 @@ suite("describe of a replicated partition", () => {
     await leadBy(topicId, "r2");
     // r1 paused: it drops the leader's messages (lags) but answers calls.
     await replica(topicId, "r1").setFaults({ paused: true });
-    expect(await produceValues(name, ["a", "b", "c", "d", "e"])).toEqual([0, 1, 2, 3, 4]);
+    expect(await produceValuesRetrying(name, ["a", "b", "c", "d", "e"])).toEqual([0, 1, 2, 3, 4]);
     const leader = (await status(topicId, "r2"))!;
     expect(leader.role).toBe("leader");
     expect(leader.highWatermark).toBe(5);

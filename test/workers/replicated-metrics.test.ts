@@ -6,39 +6,18 @@
  */
 import parsePrometheusTextFormat from "parse-prometheus-text-format";
 import { afterEach, describe, expect, it } from "vitest";
-import type { ProduceResponse } from "../../src/protocol/types.ts";
-import { call, json } from "./helpers.ts";
-import { crashStarted, createReplicated, leaderOf, replica, status, until } from "./replica-helpers.ts";
+import { call, metricValue as value, type MetricFamilies } from "./helpers.ts";
+import { crashStarted, createReplicated, leaderOf, replica, status, until, produceValuesRetrying } from "./replica-helpers.ts";
 
 afterEach(crashStarted);
 
-type Families = ReturnType<typeof parsePrometheusTextFormat>;
+type Families = MetricFamilies;
 
 async function scrape(): Promise<Families> {
   const res = await call("/v1/metrics");
   const text = await res.text();
   expect(res.status, text).toBe(200);
   return parsePrometheusTextFormat(text);
-}
-
-/** The value of the one sample of `name` whose labels include `labels`, or undefined when none. */
-function value(families: Families, name: string, labels: Record<string, string>): number | undefined {
-  const f = families.find((x) => x.name === name);
-  if (f === undefined) throw new Error(`no family ${name}`);
-  const matches = f.metrics.filter((m) => "value" in m && Object.entries(labels).every(([k, v]) => m.labels?.[k] === v));
-  if (matches.length > 1) throw new Error(`${matches.length} samples of ${name} match ${JSON.stringify(labels)}`);
-  const m = matches[0];
-  return m !== undefined && "value" in m ? Number(m.value) : undefined;
-}
-
-async function produceValues(name: string, values: string[]): Promise<number[]> {
-  for (;;) {
-    const res = await json("POST", `/v1/topics/${name}/partitions/0/records`, { records: values.map((value) => ({ value })) });
-    const text = await res.text();
-    if (res.status === 200) return (JSON.parse(text) as ProduceResponse).records.map((r) => r.offset);
-    expect(JSON.parse(text).error.retriable, text).toBe(true);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 describe("metrics of a replicated partition", () => {
@@ -50,7 +29,7 @@ describe("metrics of a replicated partition", () => {
     await until("r2 leads", async () => ((await status(topicId, "r2"))?.role === "leader" ? true : undefined));
     // r1 paused: it drops the leader's messages (lags) but answers calls.
     await replica(topicId, "r1").setFaults({ paused: true });
-    expect(await produceValues(name, ["a", "b", "c", "d", "e"])).toEqual([0, 1, 2, 3, 4]);
+    expect(await produceValuesRetrying(name, ["a", "b", "c", "d", "e"])).toEqual([0, 1, 2, 3, 4]);
     const leader = (await status(topicId, "r2"))!;
     expect(leader).toMatchObject({ role: "leader", highWatermark: 5 });
     expect((await status(topicId, "r1"))!.highWatermark).toBe(0);

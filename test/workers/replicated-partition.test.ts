@@ -10,23 +10,9 @@ import { afterEach, describe as suite, expect, it } from "vitest";
 import { encodeBatch } from "../../src/codec/index.ts";
 import type { ErrorBody, JsonFetchResponse, ProduceResponse } from "../../src/protocol/index.ts";
 import { call, createTopic, expectError, json, oneRecordBatch, randomTopic } from "./helpers.ts";
-import { REPLICAS as IDS, crashStarted, createReplicated, leaderOf, replica, replicaLog, sleep, status, until, newProducer } from "./replica-helpers.ts";
+import { REPLICAS as IDS, crashStarted, createReplicated, leaderOf, replica, replicaLog, sleep, status, until, newProducer, produceRetrying } from "./replica-helpers.ts";
 
 afterEach(crashStarted);
-
-/**
- * A produce through the gateway, resent on a retriable error as a client would (safe here: the
- * only failures are calls to a replica that was already down, which appended nothing).
- */
-async function produceRetrying(path: string, value: string): Promise<ProduceResponse> {
-  for (;;) {
-    const res = await json("POST", path, { records: [{ value }] });
-    const text = await res.text();
-    if (res.status === 200) return JSON.parse(text) as ProduceResponse;
-    expect((JSON.parse(text) as ErrorBody).error.retriable, text).toBe(true);
-    await sleep(50);
-  }
-}
 
 suite("replication.factor (topic config)", () => {
   it("is 1 by default, 1 or 3 when given, fixed after creation; min.insync.replicas at most the factor", async () => {

@@ -12,7 +12,7 @@ import { partitionObjectName } from "../../src/partition/rpc.ts";
 import type { SubscriptionRpc } from "../../src/subscriptions/rpc.ts";
 import { SUB_CLOSE } from "../../src/subscriptions/wire.ts";
 import { call, expectError, fetchJson, json } from "./helpers.ts";
-import { REPLICAS, crashStarted, createReplicated, leaderOf, replica, sleep, status, until } from "./replica-helpers.ts";
+import { REPLICAS, crashStarted, createReplicated, leaderOf, replica, sleep, status, until, produceRetrying } from "./replica-helpers.ts";
 import { connect, connectReader, produceValues, values, watchSocket } from "./subs-helpers.ts";
 import { MAX_PAUSE_MS } from "../../src/lifecycle/pace.ts";
 
@@ -74,15 +74,9 @@ async function stats(name: string, sub: string): Promise<{ backlog: number; part
   return JSON.parse(text);
 }
 
-/** Produces one record per request, retrying retriable refusals (an election). */
-async function produceRetrying(name: string, value: string): Promise<number> {
-  for (;;) {
-    const res = await json("POST", `/v1/topics/${name}/partitions/0/records`, { records: [{ value }] });
-    const text = await res.text();
-    if (res.status === 200) return (JSON.parse(text) as { records: { offset: number }[] }).records[0]!.offset;
-    expect((JSON.parse(text) as { error: { retriable: boolean } }).error.retriable, text).toBe(true);
-    await sleep(100);
-  }
+/** Produces one record per request to partition 0, retrying retriable refusals (an election) every 100 ms; answers its offset. */
+async function produceOne(name: string, value: string): Promise<number> {
+  return (await produceRetrying(`/v1/topics/${name}/partitions/0/records`, value, 100)).records[0]!.offset;
 }
 
 suite("subscriptions on a replicated partition", () => {
@@ -182,7 +176,7 @@ suite("subscriptions on a replicated partition", () => {
     await sleep(300);
     expect(again.messages).toHaveLength(4);
     // New records flow to it, and its acks commit at the new leader.
-    expect(await produceRetrying(name, "m10")).toBe(10);
+    expect(await produceOne(name, "m10")).toBe(10);
     const more = await again.waitMessages(5);
     expect(await again.ack(more.map((m) => m.messageId))).toBe(5);
     await sameCursors(topicId, survivors, (r) => r[0]?.mark_delete === 10);
@@ -252,12 +246,12 @@ suite("subscriptions on a replicated partition", () => {
     const down = REPLICAS.find((id) => id !== leader.replica)!;
     await replica(topicId, down).setFaults({ crashed: true });
     // While it is down: a subscription, acks, more subscriptions, and enough entries for the leader to compact past it.
-    for (let i = 0; i < 6; i++) await produceRetrying(name, `m${i}`);
+    for (let i = 0; i < 6; i++) await produceOne(name, `m${i}`);
     const c = await connect(name, "s", { type: "shared", initialPosition: "earliest" });
     const got = await c.waitMessages(6);
     expect(await c.ack([got[0]!, got[1]!, got[4]!].map((m) => m.messageId))).toBe(3);
     expect((await json("PUT", `/v1/topics/${name}/subscriptions/t`, { position: "latest" })).status).toBe(201);
-    for (let i = 6; i < 20; i++) await produceRetrying(name, `m${i}`);
+    for (let i = 6; i < 20; i++) await produceOne(name, `m${i}`);
     const before = (await status(topicId, leader.replica))!;
     expect(before.snapshotIndex).toBeGreaterThan(0);
     const want = await subRows(topicId, leader.replica);
