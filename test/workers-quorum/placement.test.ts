@@ -20,7 +20,7 @@ import type { LifecycleTask } from "../../src/metadata/commands.ts";
 import { METADATA_GROUP_ID, RaftMetadataStore } from "../../src/metadata/raft-store.ts";
 import type { ErrorBody, ProduceResponse, TopicDescription, TopicSummary } from "../../src/protocol/index.ts";
 import type { PartitionLeaderResponse, ReplicaReassignmentResponse, TopicConfigs } from "../../src/protocol/types.ts";
-import { call, createTopic, json, randomTopic } from "../workers/helpers.ts";
+import { call, createTopic, json, jsonRetryingReassignment, randomTopic } from "../workers/helpers.ts";
 import { quorumGroup } from "../workers/metadata-quorum-helpers.ts";
 import { crashStartedMembers, member, trackMembers } from "../workers/raft-helpers.ts";
 import { crashStarted, leaderOf, replica, replicaLog, sleep, status, until, newProducer, steadyProducer, produceRetrying, expectLogs } from "../workers/replica-helpers.ts";
@@ -131,7 +131,7 @@ describe("partition placement in the metadata quorum", () => {
     const producer = steadyProducer(name, await newProducer());
     await until("10 records", async () => (producer.count() >= 10 ? true : undefined));
 
-    const res = await json("POST", `/v1/topics/${name}/partitions/0/replicas`, { replace: "r1", location: "apac" });
+    const res = await jsonRetryingReassignment("POST", `/v1/topics/${name}/partitions/0/replicas`, { replace: "r1", location: "apac" });
     const text = await res.text();
     expect(res.status, text).toBe(200);
     const done = JSON.parse(text) as ReplicaReassignmentResponse;
@@ -189,7 +189,7 @@ describe("partition placement in the metadata quorum", () => {
     expect(direct).toMatchObject({ ok: true, added: "r4", removed: replace });
     expect((await placementOf(name))?.replicas.map((r) => r.id)).toEqual(["r1", "r2", "r3"]);
     // The same request again: the partition has done it; the gateway records it and answers done.
-    const res = await json("POST", `/v1/topics/${name}/partitions/0/replicas`, { replace, location: "weur" });
+    const res = await jsonRetryingReassignment("POST", `/v1/topics/${name}/partitions/0/replicas`, { replace, location: "weur" });
     const text = await res.text();
     expect(res.status, text).toBe(200);
     const voters = ["r1", "r2", "r3", "r4"].filter((id) => id !== replace);
@@ -197,7 +197,7 @@ describe("partition placement in the metadata quorum", () => {
     const placed = await placementOf(name);
     expect(placed?.replicas).toEqual(voters.map((id) => ({ id, location: { r1: "wnam", r2: "enam", r3: "weur", r4: "weur" }[id] })));
     // Recorded once: a third try finds nothing to do (the metadata no longer names `replace`).
-    const again = await json("POST", `/v1/topics/${name}/partitions/0/replicas`, { replace, location: "weur" });
+    const again = await jsonRetryingReassignment("POST", `/v1/topics/${name}/partitions/0/replicas`, { replace, location: "weur" });
     expect(again.status).toBe(400);
     expect((await placementOf(name))?.replicas).toEqual(placed?.replicas);
     const d = await describeTopic(name);

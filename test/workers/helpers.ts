@@ -34,6 +34,21 @@ export function json(method: string, path: string, body: unknown): Promise<Respo
   return call(path, { method, headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
 }
 
+/**
+ * `json`, sent again (every 100 ms, at most `tries` times) while it answers 409
+ * REASSIGNMENT_IN_PROGRESS, which is retriable: another membership change is running, or the
+ * partition's leader (e.g. just elected) has not committed an entry of its term yet.
+ */
+export async function jsonRetryingReassignment(method: string, path: string, body: unknown, tries = 100): Promise<Response> {
+  for (let i = 1; ; i++) {
+    const res = await json(method, path, body);
+    if (res.status !== 409 || i >= tries) return res;
+    const code = ((await res.clone().json()) as ErrorBody).error?.code;
+    if (code !== "REASSIGNMENT_IN_PROGRESS") return res;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
 /** Asserts the error body shape and code; returns the error for further checks. */
 export async function expectError(res: Response, code: ErrorCode, status: number): Promise<ErrorBody["error"]> {
   const text = await res.text();
