@@ -521,6 +521,32 @@ describe("compression codecs", () => {
     await expect(decompress(1, te.encode("not gzip"), 1 << 20)).rejects.toMatchObject({ kafkaError: "CORRUPT_MESSAGE" });
     await expect(decompress(7, input, 1 << 20)).rejects.toMatchObject({ kafkaError: "UNSUPPORTED_COMPRESSION_TYPE" });
   });
+
+  // lz4js checks no bound: a block size past the payload made it spin for minutes over
+  // undefined bytes (one 14-byte payload froze the bridge for every client), and match
+  // lengths of 255 per input byte decode to far more than a block may hold.
+  it("an LZ4 frame whose blocks overrun the payload or their maximum size is CORRUPT_MESSAGE, at once", async () => {
+    const lz4js = require("lz4js");
+    // magic, FLG (version 1, independent blocks), BD (64 KiB blocks), header checksum
+    const header = [0x04, 0x22, 0x4d, 0x18, 0x60, 0x40, 0x82];
+    const frame = (...parts: (number | number[])[]) => new Uint8Array([header, ...parts].flat());
+    const u32 = (n: number) => [n & 0xff, (n >>> 8) & 0xff, (n >>> 16) & 0xff, n >>> 24];
+    const cases = [
+      frame(u32(0x7fffffff), 1, 2, 3), // a block of 2 GiB in 3 bytes
+      frame(u32(0x80000000 + 100), 1, 2, 3), // an uncompressed block past the end
+      frame(u32(0x20000), new Array(0x20000).fill(0), u32(0)), // larger than its 64 KiB block maximum
+      // one literal, then a match of 4 + 15 + 255 * 300 bytes: more than the 64 KiB a block holds
+      frame(u32(4 + 300 + 3), 0x1f, 0x61, 1, 0, new Array(300).fill(255), 0, 0x10, 0x61, u32(0)),
+      frame(u32(4), 0x0f, 9, 0, 0, u32(0)), // a match before any output (offset 9)
+      frame(u32(1), 0x10, u32(0)), // literals past the block's end
+      new Uint8Array([...lz4js.compress(te.encode("abc")), 1]), // bytes after the frame
+    ];
+    for (const c of cases) await expect(decompress(3, c, 8 << 20)).rejects.toMatchObject({ kafkaError: "CORRUPT_MESSAGE" });
+    // A frame that decodes to more than maxBytes is still MESSAGE_TOO_LARGE, and a valid one decodes.
+    const big = lz4js.compress(new Uint8Array(300_000));
+    await expect(decompress(3, big, 100_000)).rejects.toMatchObject({ kafkaError: "MESSAGE_TOO_LARGE" });
+    expect(await decompress(3, big, 300_000)).toEqual(new Uint8Array(300_000));
+  });
 });
 
 describe("primitives", () => {
