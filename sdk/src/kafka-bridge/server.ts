@@ -34,7 +34,9 @@ import { KafkaError } from "./errors.ts";
 import { ConsumerGroups } from "./consumer-groups.ts";
 import { ClassicGroups } from "./groups.ts";
 import {
+  DEFAULT_MAX_DECOMPRESSED_BYTES,
   DEFAULT_READ_AHEAD_BYTES,
+  DecompressionBudget,
   FetchPrefetch,
   ReadAheadBudget,
   handleCreatePartitions,
@@ -121,6 +123,12 @@ export interface KafkaBridgeOptions {
   fetchReadAhead?: boolean;
   /** Memory the read-aheads of all connections may hold at once, bytes (0: none). @default 64 MiB ({@link DEFAULT_READ_AHEAD_BYTES}) */
   readAheadBytes?: number;
+  /**
+   * Memory the decompressed produced batches of all connections may hold at once, bytes (at
+   * least 8 MiB, Edgelog's request limit); a compressed batch that does not fit waits
+   * (handlers.ts DecompressionBudget). @default 67108864 (64 MiB)
+   */
+  maxDecompressedBytes?: number;
   /** Cluster id answered in Metadata. @default "edgelog" */
   clusterId?: string;
   /** Where connection-level problems are reported. @default console.warn */
@@ -165,6 +173,7 @@ export class KafkaBridge {
       clusterId: options.clusterId ?? "edgelog",
       autoCreateTopics: options.autoCreateTopics ?? false,
       defaultPartitions: options.defaultPartitions ?? 1,
+      decompression: new DecompressionBudget(options.maxDecompressedBytes ?? DEFAULT_MAX_DECOMPRESSED_BYTES),
     };
     this.#groups = new ClassicGroups(this.#ctx);
     this.#consumerGroups = new ConsumerGroups(this.#ctx);
@@ -190,6 +199,11 @@ export class KafkaBridge {
   get port(): number {
     const a = this.#server.address();
     return typeof a === "object" && a !== null ? a.port : 0;
+  }
+
+  /** Bytes the decompressed produced batches hold now (see {@link KafkaBridgeOptions.maxDecompressedBytes}). */
+  get decompressedBytesHeld(): number {
+    return this.#ctx.decompression?.heldBytes ?? 0;
   }
 
   /** The bound host. */
