@@ -369,6 +369,49 @@ describe("Kafka bridge server", () => {
     expect(merged.header).toMatchObject({ recordCount: 5, lastOffsetDelta: 4, baseTimestamp: 5000, maxTimestamp: 5001, producerId: -1 });
   });
 
+  // A Kafka broker reads a connection's next request only after it sent the answer to the
+  // last one; without a bound, a client pipelining small Fetch requests and never reading had
+  // the bridge queue every answer in memory (here 30 requests of 61 bytes: 30 MB).
+  it("serves no further request on a connection while its unsent answers pass the limit; all are answered, in order, once the client reads", async () => {
+    const stored = encodeBatch({}, [{ key: null, value: new Uint8Array(1 << 20).fill(7), headers: [], timestamp: 1 }]);
+    let served = 0;
+    const b = await start(
+      async () => {
+        served++;
+        return new Response(stored, { status: 200, headers: { "edgelog-next-offset": "1", "edgelog-high-watermark": "1", "edgelog-log-start-offset": "0" } });
+      },
+      undefined,
+      false,
+    );
+    const c = new Conn(b.port);
+    c.socket.pause(); // a client that sends and never reads
+    const requests = 30;
+    for (let i = 0; i < requests; i++)
+      c.send(1, 4, i, (w) => {
+        w.int32(-1)
+          .int32(0)
+          .int32(1)
+          .int32(50 << 20)
+          .int8(0);
+        w.int32(1)
+          .string("orders", false)
+          .int32(1)
+          .int32(0)
+          .int64(0)
+          .int32(16 << 20);
+      });
+    // Wait until the bridge stops serving (no new Edgelog fetch for 500 ms).
+    for (let last = -1; served !== last; ) {
+      last = served;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    // What the kernel's socket buffers absorb plus the bridge's limit: far below every request.
+    expect(served).toBeLessThan(requests / 2);
+    c.socket.resume();
+    for (let i = 0; i < requests; i++) expect((await c.next())!.int32()).toBe(i);
+    expect(served).toBe(requests);
+  }, 30_000);
+
   it("maps Fetch's max_wait_ms onto Edgelog's long-poll: a second round waits on every partition and answers with the first that has data", async () => {
     const stored = encodeBatch({ baseOffset: 5 }, [{ key: null, value: new TextEncoder().encode("late"), headers: [], timestamp: 7 }]);
     const polls: string[] = [];

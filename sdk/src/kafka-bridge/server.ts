@@ -138,6 +138,13 @@ export interface KafkaBridgeOptions {
 /** Kafka's socket.request.max.bytes default. */
 export const DEFAULT_MAX_FRAME_BYTES = 100 * 1024 * 1024;
 
+/**
+ * Answer bytes a connection's socket may hold unsent before the bridge serves none of its
+ * further requests but produces (server.ts #accept): bounds what a client that does not read
+ * makes the bridge hold to about one answer more than this. @default 4 MiB
+ */
+export const MAX_UNSENT_ANSWER_BYTES = 4 * 1024 * 1024;
+
 /** Default of {@link KafkaBridgeOptions.partialFrameTimeoutMs}, ms. */
 export const DEFAULT_PARTIAL_FRAME_TIMEOUT_MS = 60_000;
 
@@ -271,6 +278,20 @@ export class KafkaBridge {
         partialTimer.unref?.();
       }
     });
+    /** Resolves once the socket's unsent answers are under MAX_UNSENT_ANSWER_BYTES, or it closed. */
+    const unsentUnderLimit = (): Promise<void> | undefined => {
+      if (closed || socket.writableLength <= MAX_UNSENT_ANSWER_BYTES) return undefined;
+      return new Promise<void>((resolve) => {
+        const check = (): void => {
+          if (!closed && socket.writableLength > MAX_UNSENT_ANSWER_BYTES) return;
+          socket.off("drain", check);
+          socket.off("close", check);
+          resolve();
+        };
+        socket.on("drain", check);
+        socket.on("close", check);
+      });
+    };
     const takeFrames = (): void => {
       for (;;) {
         if (frameBytes < 0) {
@@ -294,7 +315,13 @@ export class KafkaBridge {
         // appends are ordered per partition by the appender); any other request waits for
         // everything before it. Answers go out in request order.
         const isProduce = frame.length >= 2 && frame[0] === 0 && frame[1] === ApiKey.Produce;
-        const work = (isProduce ? lastNonProduce : allDone).then(() =>
+        // Any other request also waits until the answers before it were handed to the socket
+        // and what the socket has not sent yet is under MAX_UNSENT_ANSWER_BYTES: a Kafka broker
+        // reads a connection's next request only after it sent the last answer, so a client
+        // that pipelines requests and does not read its answers cannot make it queue them all.
+        // (Produce answers are a few bytes per partition; their requests are what the client sent.)
+        const writtenBefore = written;
+        const work = (isProduce ? lastNonProduce : allDone.then(() => writtenBefore).then(unsentUnderLimit)).then(() =>
           this.#serve(frame, appender, prefetch).catch((e: unknown) => {
             drop(
               e instanceof KafkaDecodeError
