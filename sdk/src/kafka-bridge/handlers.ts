@@ -665,7 +665,11 @@ export async function handleCreateTopics(ctx: BridgeContext, req: CreateTopicsRe
       if (refused !== null) return { name: t.name, ...refused };
       const partitions = t.assignments.length > 0 ? t.assignments.length : t.numPartitions === -1 ? ctx.defaultPartitions : t.numPartitions;
       const given: Record<string, string> = {};
-      for (const c of t.configs) if (c.value !== null) given[c.name] = c.value;
+      for (const c of t.configs) {
+        // Kafka's controller: "Null value not supported for topic configs" (INVALID_CONFIG).
+        if (c.value === null) return { name: t.name, errorCode: KafkaError.INVALID_CONFIG, errorMessage: `null value not supported for topic config ${c.name}` };
+        given[c.name] = c.value;
+      }
       const rf = withReplicationFactor(t.replicationFactor, given);
       if (!rf.ok) return { name: t.name, errorCode: KafkaError.INVALID_REPLICATION_FACTOR, errorMessage: rf.message };
       const configs = rf.configs;
