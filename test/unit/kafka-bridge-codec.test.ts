@@ -317,6 +317,17 @@ describe("metadata, coordinator, producer ids, offsets", () => {
     expect(av.apiVersions).toHaveLength(Object.keys(SUPPORTED_APIS).length);
   });
 
+  it("FindCoordinator: a group is the bridge, a transaction coordinator is not available, any other key type is INVALID_REQUEST (as Kafka answers it)", async () => {
+    const { handleFindCoordinator } = await import("../../sdk/src/kafka-bridge/handlers.ts");
+    const { bridgeContext } = await import("./kafka-bridge-context.ts");
+    const ctx = bridgeContext(async () => new Response(null, { status: 500 }));
+    const ask = (keyType: number) => handleFindCoordinator(ctx, { key: "g", keyType });
+    expect(ask(0)).toMatchObject({ errorCode: 0, nodeId: 0, host: "127.0.0.1", port: 9092 });
+    expect(ask(1)).toMatchObject({ errorCode: KafkaError.COORDINATOR_NOT_AVAILABLE, nodeId: -1 });
+    expect(ask(2)).toMatchObject({ errorCode: KafkaError.INVALID_REQUEST, nodeId: -1 }); // share groups (KIP-932): not offered
+    expect(ask(7)).toMatchObject({ errorCode: KafkaError.INVALID_REQUEST, nodeId: -1 });
+  });
+
   it("ApiVersions v3 (flexible): compact request fields, compact answer with tagged fields", () => {
     // header v2: api_key 18, version 3, correlation 7, client_id "c", no tags; body: compact strings + no tags.
     const w = new Writer().int16(18).int16(3).int32(7).string("c", false).taggedFields().string("librdkafka", true).string("2.0.2", true).taggedFields();

@@ -583,13 +583,18 @@ export async function handleListOffsets(ctx: BridgeContext, req: ListOffsetsRequ
 // FindCoordinator, InitProducerId
 // ---------------------------------------------------------------------------------------------
 
-/** Key type of a transaction coordinator lookup (FindCoordinator v1+). */
+/** Key types of FindCoordinator (v1+): a consumer group, a transactional id. */
+const COORDINATOR_KEY_TYPE_GROUP = 0;
 const COORDINATOR_KEY_TYPE_TRANSACTION = 1;
 
 export function handleFindCoordinator(ctx: BridgeContext, req: FindCoordinatorRequest): FindCoordinatorResponse {
   if (req.keyType === COORDINATOR_KEY_TYPE_TRANSACTION) {
     return { throttleTimeMs: 0, errorCode: KafkaError.COORDINATOR_NOT_AVAILABLE, errorMessage: "transactions are not supported by Edgelog yet", nodeId: -1, host: "", port: -1 };
   }
+  // Kafka answers a key type it does not serve (2, share groups, KIP-932; or unknown) with
+  // INVALID_REQUEST ("Unknown coordinator type"), never with a coordinator.
+  if (req.keyType !== COORDINATOR_KEY_TYPE_GROUP)
+    return { throttleTimeMs: 0, errorCode: KafkaError.INVALID_REQUEST, errorMessage: `coordinator key type ${req.keyType} is not supported`, nodeId: -1, host: "", port: -1 };
   return { throttleTimeMs: 0, errorCode: 0, errorMessage: null, nodeId: BRIDGE_NODE_ID, host: ctx.advertisedHost, port: ctx.advertisedPort };
 }
 
