@@ -15,7 +15,7 @@
  * Robustness (docs/KAFKA-BRIDGE.md):
  * - an API key or version the bridge does not implement is answered with UNSUPPORTED_VERSION
  *   (ApiVersions: its v0 answer with the supported list, KIP-511), the connection stays open;
- * - a frame larger than `maxFrameBytes`, or a negative size, closes that connection (the stream
+ * - a frame larger than `maxFrameBytes`, or a size below 8 (negative or no room for a request header), closes that connection (the stream
  *   cannot be resynchronised; Kafka does the same);
  * - a partly received frame with no new byte for `partialFrameTimeoutMs` closes that connection;
  * - a request body that does not decode closes that connection, as Kafka does
