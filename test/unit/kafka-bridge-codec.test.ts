@@ -558,6 +558,24 @@ describe("compression codecs", () => {
     await expect(decompress(3, big, 100_000)).rejects.toMatchObject({ kafkaError: "MESSAGE_TOO_LARGE" });
     expect(await decompress(3, big, 300_000)).toEqual(new Uint8Array(300_000));
   });
+
+  // snappyjs checks copies against neither its output buffer nor the declared length: 8 MiB of
+  // 3-byte copy tags kept the bridge busy 0.8 s, then answered the 16 declared bytes as if valid.
+  it("a snappy block that decodes to more or less than its declared length, or copies from before its start, is CORRUPT_MESSAGE", async () => {
+    const snappyjs = require("snappyjs");
+    const copies = new Uint8Array(6 + 3 * 100_000);
+    copies.set([16, 3 << 2, 1, 2, 3, 4]); // declares 16 bytes, a 4-byte literal ...
+    for (let i = 6; i < copies.length; i += 3) copies.set([(63 << 2) | 2, 1, 0], i); // ... then 64-byte copies
+    const cases = [
+      copies,
+      new Uint8Array([10, 3 << 2, 1, 2, 3, 4]), // declares 10, decodes to 4
+      new Uint8Array([8, (3 << 2) | 2, 9, 0]), // a copy before any output
+      new Uint8Array([8, 60 << 2, 200, 1]), // a literal past the end
+    ];
+    for (const c of cases) await expect(decompress(2, c, 8 << 20)).rejects.toMatchObject({ kafkaError: "CORRUPT_MESSAGE" });
+    const input = te.encode("hello kafka ".repeat(500));
+    expect(await decompress(2, snappyjs.compress(input), 1 << 20)).toEqual(input);
+  });
 });
 
 describe("primitives", () => {

@@ -37,9 +37,75 @@ function isXerial(b: Uint8Array): boolean {
   return b.length >= XERIAL_HEADER_BYTES && XERIAL_MAGIC.every((x, i) => b[i] === x);
 }
 
+/**
+ * Walks one raw snappy block (format_description.txt: the decoded length as a varint, then
+ * literal and copy elements) without writing, checking that every element lies inside the
+ * block, every copy reaches only bytes already decoded, and the elements decode to exactly
+ * the declared length, at most `maxBytes`. snappyjs checks none of this while it decodes
+ * (copies run on past its buffer; a block decoding to more than it declares is cut short and
+ * accepted), so it only sees blocks this walk accepted, and decodes them in time linear in
+ * their input and declared length.
+ * @throws Error on a malformed block; RangeError when it declares more than `maxBytes`.
+ */
+function checkSnappyBlock(p: Uint8Array, maxBytes: number): void {
+  let s = 0;
+  let declared = 0;
+  for (let shift = 0; ; shift += 7) {
+    if (s >= p.length || shift > 28) throw new Error("invalid snappy length preamble");
+    const b = p[s++]!;
+    declared += (b & 0x7f) * 2 ** shift;
+    if ((b & 0x80) === 0) break;
+  }
+  if (declared > maxBytes) throw new RangeError(`snappy block declares ${declared} bytes, more than ${maxBytes}`);
+  let out = 0;
+  while (s < p.length) {
+    const tag = p[s++]!;
+    let length: number;
+    let offset = 0;
+    switch (tag & 0x03) {
+      case 0: {
+        length = (tag >> 2) + 1;
+        if (length > 60) {
+          const n = length - 60; // 1-4 little-endian bytes hold length - 1
+          if (s + n > p.length) throw new Error("snappy literal length overruns the block");
+          length = 1;
+          for (let i = 0; i < n; i++) length += p[s + i]! * 2 ** (8 * i);
+          s += n;
+        }
+        if (length > p.length - s) throw new Error("snappy literal overruns the block");
+        s += length;
+        break;
+      }
+      case 1:
+        if (s + 1 > p.length) throw new Error("snappy copy overruns the block");
+        length = 4 + ((tag >> 2) & 0x07);
+        offset = ((tag >> 5) << 8) | p[s++]!;
+        break;
+      case 2:
+        if (s + 2 > p.length) throw new Error("snappy copy overruns the block");
+        length = (tag >> 2) + 1;
+        offset = p[s]! | (p[s + 1]! << 8);
+        s += 2;
+        break;
+      default:
+        if (s + 4 > p.length) throw new Error("snappy copy overruns the block");
+        length = (tag >> 2) + 1;
+        offset = (p[s]! | (p[s + 1]! << 8) | (p[s + 2]! << 16)) + p[s + 3]! * 2 ** 24;
+        s += 4;
+    }
+    if ((tag & 0x03) !== 0 && (offset === 0 || offset > out)) throw new Error(`snappy copy offset ${offset} reaches before the block's start`);
+    out += length;
+    if (out > declared) throw new Error(`snappy block decodes to more than its declared ${declared} bytes`);
+  }
+  if (out !== declared) throw new Error(`snappy block decodes to ${out} bytes, declares ${declared}`);
+}
+
 /** Snappy, raw or xerial-framed. @throws Error on a corrupt stream; RangeError past `maxBytes`. */
 export function snappyDecompress(payload: Uint8Array, maxBytes: number): Uint8Array {
-  if (!isXerial(payload)) return snappy.uncompress(payload, maxBytes);
+  if (!isXerial(payload)) {
+    checkSnappyBlock(payload, maxBytes);
+    return snappy.uncompress(payload, maxBytes);
+  }
   const view = new DataView(payload.buffer, payload.byteOffset, payload.byteLength);
   const blocks: Uint8Array[] = [];
   let total = 0;
@@ -49,6 +115,7 @@ export function snappyDecompress(payload: Uint8Array, maxBytes: number): Uint8Ar
     const n = view.getInt32(pos);
     pos += 4;
     if (n < 0 || pos + n > payload.length) throw new Error(`xerial block of ${n} bytes overruns the payload`);
+    checkSnappyBlock(payload.subarray(pos, pos + n), maxBytes - total);
     const block = snappy.uncompress(payload.subarray(pos, pos + n), maxBytes - total);
     pos += n;
     total += block.length;
