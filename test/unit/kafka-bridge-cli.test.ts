@@ -36,6 +36,8 @@ describe("edgelog kafka-bridge", () => {
         "5",
         "--partial-frame-timeout-ms",
         "0",
+        "--max-decompressed-bytes",
+        "16777216",
       ]),
     ).toMatchObject({
       host: "::1",
@@ -48,6 +50,7 @@ describe("edgelog kafka-bridge", () => {
       maxFrameBytes: 1048576,
       produceLingerMs: 5,
       partialFrameTimeoutMs: 0,
+      maxDecompressedBytes: 16777216,
     });
   });
 

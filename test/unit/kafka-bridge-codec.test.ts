@@ -317,6 +317,17 @@ describe("metadata, coordinator, producer ids, offsets", () => {
     expect(av.apiVersions).toHaveLength(Object.keys(SUPPORTED_APIS).length);
   });
 
+  it("FindCoordinator: a group is the bridge, a transaction coordinator is not available, any other key type is INVALID_REQUEST (as Kafka answers it)", async () => {
+    const { handleFindCoordinator } = await import("../../sdk/src/kafka-bridge/handlers.ts");
+    const { bridgeContext } = await import("./kafka-bridge-context.ts");
+    const ctx = bridgeContext(async () => new Response(null, { status: 500 }));
+    const ask = (keyType: number) => handleFindCoordinator(ctx, { key: "g", keyType });
+    expect(ask(0)).toMatchObject({ errorCode: 0, nodeId: 0, host: "127.0.0.1", port: 9092 });
+    expect(ask(1)).toMatchObject({ errorCode: KafkaError.COORDINATOR_NOT_AVAILABLE, nodeId: -1 });
+    expect(ask(2)).toMatchObject({ errorCode: KafkaError.INVALID_REQUEST, nodeId: -1 }); // share groups (KIP-932): not offered
+    expect(ask(7)).toMatchObject({ errorCode: KafkaError.INVALID_REQUEST, nodeId: -1 });
+  });
+
   it("ApiVersions v3 (flexible): compact request fields, compact answer with tagged fields", () => {
     // header v2: api_key 18, version 3, correlation 7, client_id "c", no tags; body: compact strings + no tags.
     const w = new Writer().int16(18).int16(3).int32(7).string("c", false).taggedFields().string("librdkafka", true).string("2.0.2", true).taggedFields();
@@ -520,6 +531,50 @@ describe("compression codecs", () => {
     await expect(decompress(2, snappyjs.compress(input), 100)).rejects.toMatchObject({ kafkaError: "MESSAGE_TOO_LARGE" });
     await expect(decompress(1, te.encode("not gzip"), 1 << 20)).rejects.toMatchObject({ kafkaError: "CORRUPT_MESSAGE" });
     await expect(decompress(7, input, 1 << 20)).rejects.toMatchObject({ kafkaError: "UNSUPPORTED_COMPRESSION_TYPE" });
+  });
+
+  // lz4js checks no bound: a block size past the payload made it spin for minutes over
+  // undefined bytes (one 14-byte payload froze the bridge for every client), and match
+  // lengths of 255 per input byte decode to far more than a block may hold.
+  it("an LZ4 frame whose blocks overrun the payload or their maximum size is CORRUPT_MESSAGE, at once", async () => {
+    const lz4js = require("lz4js");
+    // magic, FLG (version 1, independent blocks), BD (64 KiB blocks), header checksum
+    const header = [0x04, 0x22, 0x4d, 0x18, 0x60, 0x40, 0x82];
+    const frame = (...parts: (number | number[])[]) => new Uint8Array([header, ...parts].flat());
+    const u32 = (n: number) => [n & 0xff, (n >>> 8) & 0xff, (n >>> 16) & 0xff, n >>> 24];
+    const cases = [
+      frame(u32(0x7fffffff), 1, 2, 3), // a block of 2 GiB in 3 bytes
+      frame(u32(0x80000000 + 100), 1, 2, 3), // an uncompressed block past the end
+      frame(u32(0x20000), new Array(0x20000).fill(0), u32(0)), // larger than its 64 KiB block maximum
+      // one literal, then a match of 4 + 15 + 255 * 300 bytes: more than the 64 KiB a block holds
+      frame(u32(4 + 300 + 3), 0x1f, 0x61, 1, 0, new Array(300).fill(255), 0, 0x10, 0x61, u32(0)),
+      frame(u32(4), 0x0f, 9, 0, 0, u32(0)), // a match before any output (offset 9)
+      frame(u32(1), 0x10, u32(0)), // literals past the block's end
+      new Uint8Array([...lz4js.compress(te.encode("abc")), 1]), // bytes after the frame
+    ];
+    for (const c of cases) await expect(decompress(3, c, 8 << 20)).rejects.toMatchObject({ kafkaError: "CORRUPT_MESSAGE" });
+    // A frame that decodes to more than maxBytes is still MESSAGE_TOO_LARGE, and a valid one decodes.
+    const big = lz4js.compress(new Uint8Array(300_000));
+    await expect(decompress(3, big, 100_000)).rejects.toMatchObject({ kafkaError: "MESSAGE_TOO_LARGE" });
+    expect(await decompress(3, big, 300_000)).toEqual(new Uint8Array(300_000));
+  });
+
+  // snappyjs checks copies against neither its output buffer nor the declared length: 8 MiB of
+  // 3-byte copy tags kept the bridge busy 0.8 s, then answered the 16 declared bytes as if valid.
+  it("a snappy block that decodes to more or less than its declared length, or copies from before its start, is CORRUPT_MESSAGE", async () => {
+    const snappyjs = require("snappyjs");
+    const copies = new Uint8Array(6 + 3 * 100_000);
+    copies.set([16, 3 << 2, 1, 2, 3, 4]); // declares 16 bytes, a 4-byte literal ...
+    for (let i = 6; i < copies.length; i += 3) copies.set([(63 << 2) | 2, 1, 0], i); // ... then 64-byte copies
+    const cases = [
+      copies,
+      new Uint8Array([10, 3 << 2, 1, 2, 3, 4]), // declares 10, decodes to 4
+      new Uint8Array([8, (3 << 2) | 2, 9, 0]), // a copy before any output
+      new Uint8Array([8, 60 << 2, 200, 1]), // a literal past the end
+    ];
+    for (const c of cases) await expect(decompress(2, c, 8 << 20)).rejects.toMatchObject({ kafkaError: "CORRUPT_MESSAGE" });
+    const input = te.encode("hello kafka ".repeat(500));
+    expect(await decompress(2, snappyjs.compress(input), 1 << 20)).toEqual(input);
   });
 });
 

@@ -54,6 +54,13 @@ describe("Kafka bridge CreateTopics: replication factor", () => {
     expect(withReplicationFactor(-1, { "replication.factor": "3" })).toEqual({ ok: true, configs: { "replication.factor": "3" } });
   });
 
+  it("a config with a null value is INVALID_CONFIG and creates nothing, as Kafka's controller answers (it was silently dropped)", async () => {
+    const { ctx, created } = context();
+    const res = await handleCreateTopics(ctx, { topics: [topic("n", -1, [{ name: "retention.ms", value: null }])], timeoutMs: 1000, validateOnly: false });
+    expect(res.topics.map((t) => [t.name, t.errorCode])).toEqual([["n", KafkaError.INVALID_CONFIG]]);
+    expect(created).toEqual([]);
+  });
+
   it("validateOnly refuses a bad factor too", async () => {
     const { ctx } = context();
     const res = await handleCreateTopics(ctx, { topics: [topic("two", 2)], timeoutMs: 1000, validateOnly: true });

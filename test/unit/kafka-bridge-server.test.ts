@@ -8,7 +8,7 @@
  */
 import { connect, type Socket } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { encodeBatch } from "../../src/codec/index.ts";
+import { crc32c, encodeBatch } from "../../src/codec/index.ts";
 import { startKafkaBridge, type KafkaBridge } from "../../sdk/src/kafka-bridge/index.ts";
 import { toKafkaBatches } from "../../sdk/src/kafka-bridge/records.ts";
 import { Reader, Writer } from "../../sdk/src/kafka-bridge/wire.ts";
@@ -24,9 +24,9 @@ afterEach(async () => {
   bridge = undefined;
 });
 
-async function start(handler: Handler, maxFrameBytes?: number, fetchReadAhead?: boolean, partialFrameTimeoutMs?: number): Promise<KafkaBridge> {
+async function start(handler: Handler, maxFrameBytes?: number, fetchReadAhead?: boolean, partialFrameTimeoutMs?: number, maxDecompressedBytes?: number): Promise<KafkaBridge> {
   const fake: typeof fetch = (input, init) => handler(new URL(String(input)), init);
-  bridge = await startKafkaBridge({ url: "http://edgelog.test", fetch: fake, port: 0, maxFrameBytes, fetchReadAhead, partialFrameTimeoutMs, log: () => {} });
+  bridge = await startKafkaBridge({ url: "http://edgelog.test", fetch: fake, port: 0, maxFrameBytes, fetchReadAhead, partialFrameTimeoutMs, maxDecompressedBytes, log: () => {} });
   return bridge;
 }
 
@@ -212,6 +212,83 @@ describe("Kafka bridge server", () => {
     await apiVersionsWorks(b.port);
   });
 
+  // A gzip batch of 8 KiB inflates to 8 MiB: one 330 KB request of 40 of them took a bridge
+  // from 130 MB to 1.1 GB resident, so a 100 MiB frame could exhaust any machine's memory.
+  it("holds at most maxDecompressedBytes of decompressed batches at once, over all partitions: the others wait, then all are appended", async () => {
+    const { gzipSync } = await import("node:zlib");
+    const { MAX_REQUEST_BYTES } = await import("../../src/protocol/index.ts");
+    const records = oneBatch.subarray(61);
+    const gz = gzipSync(records);
+    const batch = new Uint8Array(61 + gz.length);
+    batch.set(oneBatch.subarray(0, 61));
+    batch.set(gz, 61);
+    const v = new DataView(batch.buffer);
+    v.setInt32(8, batch.length - 12);
+    v.setInt16(21, 1); // gzip
+    v.setUint32(17, crc32c(batch, 21, batch.length));
+    const inFlight = new Set<string>();
+    let most = 0;
+    const gates: Array<() => void> = [];
+    const b = await start(
+      async (url) => {
+        const partition = url.pathname.split("/")[7]!;
+        inFlight.add(partition);
+        most = Math.max(most, inFlight.size);
+        await new Promise<void>((r) => gates.push(r));
+        inFlight.delete(partition);
+        return json(200, { topic: "public/default/orders", partition: Number(partition), baseOffset: 7, lastOffset: 7, logAppendTime: null, logStartOffset: 0 });
+      },
+      undefined,
+      undefined,
+      undefined,
+      MAX_REQUEST_BYTES, // room for one batch's decompression at a time
+    );
+    const c = new Conn(b.port);
+    c.send(0, 7, 5, (w) => {
+      w.nullableString(null, false).int16(-1).int32(1000);
+      w.int32(1).string("orders", false).int32(3);
+      for (let p = 0; p < 3; p++) w.int32(p).bytes(batch, false);
+    });
+    for (let answered = 0; answered < 3; answered++) {
+      while (gates.length === 0) await new Promise((r) => setTimeout(r, 5));
+      await new Promise((r) => setTimeout(r, 20)); // room for another append to arrive, if one could
+      expect(inFlight.size).toBe(1);
+      gates.shift()!();
+    }
+    const r = (await c.next())!;
+    expect(r.int32()).toBe(5);
+    const parts = r.array(false, (r) => ({ name: r.string(false), p: r.array(false, (r) => [r.int32(), r.int16(), r.int64(), r.int64(), r.int64()]) }))[0]!.p;
+    expect(parts).toEqual([
+      [0, 0, 7, -1, 0],
+      [1, 0, 7, -1, 0],
+      [2, 0, 7, -1, 0],
+    ]);
+    expect(b.decompressedBytesHeld).toBe(0);
+    expect(most).toBe(1);
+  });
+
+  it("DecompressionBudget serves waiters first come, first served: a small request does not pass a large one waiting", async () => {
+    const { DecompressionBudget } = await import("../../sdk/src/kafka-bridge/handlers.ts");
+    const { MAX_REQUEST_BYTES: M } = await import("../../src/protocol/index.ts");
+    expect(() => new DecompressionBudget(M - 1)).toThrow(TypeError);
+    const budget = new DecompressionBudget(2 * M);
+    const order: string[] = [];
+    await budget.acquire(M);
+    await budget.acquire(M / 2);
+    const big = budget.acquire(M).then(() => order.push("big"));
+    const small = budget.acquire(1).then(() => order.push("small"));
+    await new Promise((r) => setTimeout(r, 5));
+    expect(order).toEqual([]);
+    budget.release(M / 2); // room for the 1-byte request, but the large one came first
+    await big;
+    await new Promise((r) => setTimeout(r, 5));
+    expect(order).toEqual(["big"]);
+    budget.release(M);
+    await small;
+    expect(order).toEqual(["big", "small"]);
+    expect(budget.heldBytes).toBe(M + 1);
+  });
+
   it("runs pipelined produce requests concurrently across partitions, one at a time in order within a partition, answers in request order", async () => {
     const log: string[] = [];
     const gates = new Map<string, () => void>();
@@ -291,6 +368,49 @@ describe("Kafka bridge server", () => {
     ]);
     expect(merged.header).toMatchObject({ recordCount: 5, lastOffsetDelta: 4, baseTimestamp: 5000, maxTimestamp: 5001, producerId: -1 });
   });
+
+  // A Kafka broker reads a connection's next request only after it sent the answer to the
+  // last one; without a bound, a client pipelining small Fetch requests and never reading had
+  // the bridge queue every answer in memory (here 30 requests of 61 bytes: 30 MB).
+  it("serves no further request on a connection while its unsent answers pass the limit; all are answered, in order, once the client reads", async () => {
+    const stored = encodeBatch({}, [{ key: null, value: new Uint8Array(1 << 20).fill(7), headers: [], timestamp: 1 }]);
+    let served = 0;
+    const b = await start(
+      async () => {
+        served++;
+        return new Response(stored, { status: 200, headers: { "edgelog-next-offset": "1", "edgelog-high-watermark": "1", "edgelog-log-start-offset": "0" } });
+      },
+      undefined,
+      false,
+    );
+    const c = new Conn(b.port);
+    c.socket.pause(); // a client that sends and never reads
+    const requests = 30;
+    for (let i = 0; i < requests; i++)
+      c.send(1, 4, i, (w) => {
+        w.int32(-1)
+          .int32(0)
+          .int32(1)
+          .int32(50 << 20)
+          .int8(0);
+        w.int32(1)
+          .string("orders", false)
+          .int32(1)
+          .int32(0)
+          .int64(0)
+          .int32(16 << 20);
+      });
+    // Wait until the bridge stops serving (no new Edgelog fetch for 500 ms).
+    for (let last = -1; served !== last; ) {
+      last = served;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    // What the kernel's socket buffers absorb plus the bridge's limit: far below every request.
+    expect(served).toBeLessThan(requests / 2);
+    c.socket.resume();
+    for (let i = 0; i < requests; i++) expect((await c.next())!.int32()).toBe(i);
+    expect(served).toBe(requests);
+  }, 30_000);
 
   it("maps Fetch's max_wait_ms onto Edgelog's long-poll: a second round waits on every partition and answers with the first that has data", async () => {
     const stored = encodeBatch({ baseOffset: 5 }, [{ key: null, value: new TextEncoder().encode("late"), headers: [], timestamp: 7 }]);

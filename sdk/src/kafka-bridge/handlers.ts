@@ -68,6 +68,8 @@ export interface BridgeContext {
   clusterId: string;
   autoCreateTopics: boolean;
   defaultPartitions: number;
+  /** Bounds the decompressed produced batches held at once (none: unbounded, for handler tests). */
+  decompression?: DecompressionBudget;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -184,24 +186,95 @@ export async function handleProduce(ctx: BridgeContext, req: ProduceRequest, app
             };
           if (!isValidKafkaTopic(t.name)) return { ...answer, errorCode: KafkaError.INVALID_TOPIC_EXCEPTION, errorMessage: `invalid topic name ${JSON.stringify(t.name)}` };
           const records = p.records;
+          const budget = ctx.decompression;
+          /** Bytes of `budget` this batch holds: until its append is answered. */
+          let held = 0;
           const prepared = (async (): Promise<PreparedBatch> => {
             if (records === null) throw new RecordBatchError("INVALID_RECORD", "records is null");
             const batch = parseProducedBatch(records);
-            return { batch, records: await decompress(batch.compression, batch.payload, MAX_REQUEST_BYTES) };
+            if (batch.compression === 0 || budget === undefined) return { batch, records: await decompress(batch.compression, batch.payload, MAX_REQUEST_BYTES) };
+            // Called synchronously in request order (as appender.append below): acquiring in
+            // that order cannot deadlock (DecompressionBudget).
+            await budget.acquire(MAX_REQUEST_BYTES);
+            held = MAX_REQUEST_BYTES;
+            const out = await decompress(batch.compression, batch.payload, MAX_REQUEST_BYTES);
+            budget.release(held - out.length);
+            held = out.length;
+            return { batch, records: out };
           })();
           // Queued synchronously, in request order (see PartitionAppender.append).
-          return appender.append(ctx.names.toEdgelog(t.name), p.index, req.acks === 0 ? 0 : req.acks === 1 ? 1 : "all", prepared).then(
-            (r): ProducePartitionResponse => (r === null ? answer : { ...answer, baseOffset: r.baseOffset, logAppendTimeMs: r.logAppendTime ?? -1, logStartOffset: r.logStartOffset }),
-            (e: unknown): ProducePartitionResponse => {
-              if (e instanceof RecordBatchError) return { ...answer, errorCode: KafkaError[e.kafkaError], errorMessage: e.message };
-              return { ...answer, errorCode: kafkaErrorOf(e), errorMessage: errorMessageOf(e) };
-            },
-          );
+          return appender
+            .append(ctx.names.toEdgelog(t.name), p.index, req.acks === 0 ? 0 : req.acks === 1 ? 1 : "all", prepared)
+            .then(
+              (r): ProducePartitionResponse => (r === null ? answer : { ...answer, baseOffset: r.baseOffset, logAppendTimeMs: r.logAppendTime ?? -1, logStartOffset: r.logStartOffset }),
+              (e: unknown): ProducePartitionResponse => {
+                if (e instanceof RecordBatchError) return { ...answer, errorCode: KafkaError[e.kafkaError], errorMessage: e.message };
+                return { ...answer, errorCode: kafkaErrorOf(e), errorMessage: errorMessageOf(e) };
+              },
+            )
+            .finally(() => {
+              budget?.release(held);
+              held = 0;
+            });
         }),
       ),
     })),
   );
   return { topics, throttleTimeMs: 0 };
+}
+
+/** Default of {@link DecompressionBudget}'s limit for a bridge, bytes. @default 64 MiB */
+export const DEFAULT_MAX_DECOMPRESSED_BYTES = 64 * 1024 * 1024;
+
+/**
+ * The bytes that decompressed produced batches may hold at once over all of a bridge's
+ * connections. A compressed batch reserves Edgelog's request limit (MAX_REQUEST_BYTES, the
+ * most it may inflate to) before it is decompressed, keeps its decompressed size until its
+ * append is answered, and waits while that does not fit: a gzip batch of 8 KiB inflates to
+ * 8 MiB, so without a bound one small request of many such batches (one 330 KB request held
+ * 1 GB) or several pipelined ones exhaust the bridge's memory. A Kafka broker decompresses
+ * record by record; the bridge hands Edgelog whole decompressed batches.
+ *
+ * Waiters are served strictly first come, first served. Batches acquire in request order,
+ * the order their partitions' appends are queued in, so every batch holding bytes has all the
+ * batches queued before it on its partition holding bytes, uncompressed, or done: the
+ * earliest holder can always be appended and release, and the waiters never deadlock.
+ */
+export class DecompressionBudget {
+  readonly limitBytes: number;
+  #held = 0;
+  readonly #waiters: { bytes: number; resolve: () => void }[] = [];
+
+  /** @param limitBytes at least MAX_REQUEST_BYTES (one batch must always fit) @throws TypeError */
+  constructor(limitBytes: number) {
+    if (!(Number.isInteger(limitBytes) && limitBytes >= MAX_REQUEST_BYTES)) throw new TypeError(`the decompression limit must be an integer >= ${MAX_REQUEST_BYTES}, got ${limitBytes}`);
+    this.limitBytes = limitBytes;
+  }
+
+  /** Bytes held now. */
+  get heldBytes(): number {
+    return this.#held;
+  }
+
+  /** Holds `bytes` (at most the limit) once they fit and every earlier waiter was served. */
+  acquire(bytes: number): Promise<void> {
+    if (this.#waiters.length === 0 && this.#held + bytes <= this.limitBytes) {
+      this.#held += bytes;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => this.#waiters.push({ bytes, resolve }));
+  }
+
+  release(bytes: number): void {
+    this.#held = Math.max(0, this.#held - bytes);
+    for (;;) {
+      const next = this.#waiters[0];
+      if (next === undefined || this.#held + next.bytes > this.limitBytes) return;
+      this.#waiters.shift();
+      this.#held += next.bytes;
+      next.resolve();
+    }
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -510,13 +583,18 @@ export async function handleListOffsets(ctx: BridgeContext, req: ListOffsetsRequ
 // FindCoordinator, InitProducerId
 // ---------------------------------------------------------------------------------------------
 
-/** Key type of a transaction coordinator lookup (FindCoordinator v1+). */
+/** Key types of FindCoordinator (v1+): a consumer group, a transactional id. */
+const COORDINATOR_KEY_TYPE_GROUP = 0;
 const COORDINATOR_KEY_TYPE_TRANSACTION = 1;
 
 export function handleFindCoordinator(ctx: BridgeContext, req: FindCoordinatorRequest): FindCoordinatorResponse {
   if (req.keyType === COORDINATOR_KEY_TYPE_TRANSACTION) {
     return { throttleTimeMs: 0, errorCode: KafkaError.COORDINATOR_NOT_AVAILABLE, errorMessage: "transactions are not supported by Edgelog yet", nodeId: -1, host: "", port: -1 };
   }
+  // Kafka answers a key type it does not serve (2, share groups, KIP-932; or unknown) with
+  // INVALID_REQUEST ("Unknown coordinator type"), never with a coordinator.
+  if (req.keyType !== COORDINATOR_KEY_TYPE_GROUP)
+    return { throttleTimeMs: 0, errorCode: KafkaError.INVALID_REQUEST, errorMessage: `coordinator key type ${req.keyType} is not supported`, nodeId: -1, host: "", port: -1 };
   return { throttleTimeMs: 0, errorCode: 0, errorMessage: null, nodeId: BRIDGE_NODE_ID, host: ctx.advertisedHost, port: ctx.advertisedPort };
 }
 
@@ -592,7 +670,11 @@ export async function handleCreateTopics(ctx: BridgeContext, req: CreateTopicsRe
       if (refused !== null) return { name: t.name, ...refused };
       const partitions = t.assignments.length > 0 ? t.assignments.length : t.numPartitions === -1 ? ctx.defaultPartitions : t.numPartitions;
       const given: Record<string, string> = {};
-      for (const c of t.configs) if (c.value !== null) given[c.name] = c.value;
+      for (const c of t.configs) {
+        // Kafka's controller: "Null value not supported for topic configs" (INVALID_CONFIG).
+        if (c.value === null) return { name: t.name, errorCode: KafkaError.INVALID_CONFIG, errorMessage: `null value not supported for topic config ${c.name}` };
+        given[c.name] = c.value;
+      }
       const rf = withReplicationFactor(t.replicationFactor, given);
       if (!rf.ok) return { name: t.name, errorCode: KafkaError.INVALID_REPLICATION_FACTOR, errorMessage: rf.message };
       const configs = rf.configs;

@@ -15,7 +15,7 @@
  * Robustness (docs/KAFKA-BRIDGE.md):
  * - an API key or version the bridge does not implement is answered with UNSUPPORTED_VERSION
  *   (ApiVersions: its v0 answer with the supported list, KIP-511), the connection stays open;
- * - a frame larger than `maxFrameBytes`, or a negative size, closes that connection (the stream
+ * - a frame larger than `maxFrameBytes`, or a size below 8 (negative or no room for a request header), closes that connection (the stream
  *   cannot be resynchronised; Kafka does the same);
  * - a partly received frame with no new byte for `partialFrameTimeoutMs` closes that connection;
  * - a request body that does not decode closes that connection, as Kafka does
@@ -34,7 +34,9 @@ import { KafkaError } from "./errors.ts";
 import { ConsumerGroups } from "./consumer-groups.ts";
 import { ClassicGroups } from "./groups.ts";
 import {
+  DEFAULT_MAX_DECOMPRESSED_BYTES,
   DEFAULT_READ_AHEAD_BYTES,
+  DecompressionBudget,
   FetchPrefetch,
   ReadAheadBudget,
   handleCreatePartitions,
@@ -121,6 +123,12 @@ export interface KafkaBridgeOptions {
   fetchReadAhead?: boolean;
   /** Memory the read-aheads of all connections may hold at once, bytes (0: none). @default 64 MiB ({@link DEFAULT_READ_AHEAD_BYTES}) */
   readAheadBytes?: number;
+  /**
+   * Memory the decompressed produced batches of all connections may hold at once, bytes (at
+   * least 8 MiB, Edgelog's request limit); a compressed batch that does not fit waits
+   * (handlers.ts DecompressionBudget). @default 67108864 (64 MiB)
+   */
+  maxDecompressedBytes?: number;
   /** Cluster id answered in Metadata. @default "edgelog" */
   clusterId?: string;
   /** Where connection-level problems are reported. @default console.warn */
@@ -129,6 +137,13 @@ export interface KafkaBridgeOptions {
 
 /** Kafka's socket.request.max.bytes default. */
 export const DEFAULT_MAX_FRAME_BYTES = 100 * 1024 * 1024;
+
+/**
+ * Answer bytes a connection's socket may hold unsent before the bridge serves none of its
+ * further requests but produces (server.ts #accept): bounds what a client that does not read
+ * makes the bridge hold to about one answer more than this. @default 4 MiB
+ */
+export const MAX_UNSENT_ANSWER_BYTES = 4 * 1024 * 1024;
 
 /** Default of {@link KafkaBridgeOptions.partialFrameTimeoutMs}, ms. */
 export const DEFAULT_PARTIAL_FRAME_TIMEOUT_MS = 60_000;
@@ -165,6 +180,7 @@ export class KafkaBridge {
       clusterId: options.clusterId ?? "edgelog",
       autoCreateTopics: options.autoCreateTopics ?? false,
       defaultPartitions: options.defaultPartitions ?? 1,
+      decompression: new DecompressionBudget(options.maxDecompressedBytes ?? DEFAULT_MAX_DECOMPRESSED_BYTES),
     };
     this.#groups = new ClassicGroups(this.#ctx);
     this.#consumerGroups = new ConsumerGroups(this.#ctx);
@@ -190,6 +206,11 @@ export class KafkaBridge {
   get port(): number {
     const a = this.#server.address();
     return typeof a === "object" && a !== null ? a.port : 0;
+  }
+
+  /** Bytes the decompressed produced batches hold now (see {@link KafkaBridgeOptions.maxDecompressedBytes}). */
+  get decompressedBytesHeld(): number {
+    return this.#ctx.decompression?.heldBytes ?? 0;
   }
 
   /** The bound host. */
@@ -257,6 +278,20 @@ export class KafkaBridge {
         partialTimer.unref?.();
       }
     });
+    /** Resolves once the socket's unsent answers are under MAX_UNSENT_ANSWER_BYTES, or it closed. */
+    const unsentUnderLimit = (): Promise<void> | undefined => {
+      if (closed || socket.writableLength <= MAX_UNSENT_ANSWER_BYTES) return undefined;
+      return new Promise<void>((resolve) => {
+        const check = (): void => {
+          if (!closed && socket.writableLength > MAX_UNSENT_ANSWER_BYTES) return;
+          socket.off("drain", check);
+          socket.off("close", check);
+          resolve();
+        };
+        socket.on("drain", check);
+        socket.on("close", check);
+      });
+    };
     const takeFrames = (): void => {
       for (;;) {
         if (frameBytes < 0) {
@@ -280,7 +315,13 @@ export class KafkaBridge {
         // appends are ordered per partition by the appender); any other request waits for
         // everything before it. Answers go out in request order.
         const isProduce = frame.length >= 2 && frame[0] === 0 && frame[1] === ApiKey.Produce;
-        const work = (isProduce ? lastNonProduce : allDone).then(() =>
+        // Any other request also waits until the answers before it were handed to the socket
+        // and what the socket has not sent yet is under MAX_UNSENT_ANSWER_BYTES: a Kafka broker
+        // reads a connection's next request only after it sent the last answer, so a client
+        // that pipelines requests and does not read its answers cannot make it queue them all.
+        // (Produce answers are a few bytes per partition; their requests are what the client sent.)
+        const writtenBefore = written;
+        const work = (isProduce ? lastNonProduce : allDone.then(() => writtenBefore).then(unsentUnderLimit)).then(() =>
           this.#serve(frame, appender, prefetch).catch((e: unknown) => {
             drop(
               e instanceof KafkaDecodeError

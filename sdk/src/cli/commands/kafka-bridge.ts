@@ -20,6 +20,7 @@ export interface KafkaBridgeCommand {
   produceLingerMs: number | undefined;
   partialFrameTimeoutMs: number | undefined;
   readAheadBytes: number | undefined;
+  maxDecompressedBytes: number | undefined;
 }
 
 /** `HOST:PORT` (IPv6 hosts in brackets). @throws UsageError */
@@ -36,10 +37,13 @@ export const kafkaBridge = defineCommand<KafkaBridgeCommand>({
     "  kafka-bridge [--listen HOST:PORT] [--advertise HOST:PORT] [--namespace TENANT/NS]\n" +
     "               [--auto-create-topics] [--default-partitions N] [--max-frame-bytes N]\n" +
     "               [--linger-ms N] [--partial-frame-timeout-ms N] [--read-ahead-bytes N]\n" +
+    "               [--max-decompressed-bytes N]\n" +
     "      Serves Kafka's wire protocol (kcat, librdkafka, kafkajs, Java clients) on --listen\n" +
     "      (default 127.0.0.1:9092), translating to the gateway at --url; runs until Ctrl-C.\n" +
     "      Kafka topic names are the topics of --namespace (default public/default).\n" +
-    "      --read-ahead-bytes: memory for fetch read-ahead over all connections (default 64 MiB; 0: off).\n",
+    "      --read-ahead-bytes: memory for fetch read-ahead over all connections (default 64 MiB; 0: off).\n" +
+    "      --max-decompressed-bytes: memory for decompressed produced batches over all connections\n" +
+    "      (default 64 MiB, at least 8 MiB; a compressed batch that does not fit waits).\n",
   options: {
     listen: { type: "string" },
     advertise: { type: "string" },
@@ -50,6 +54,7 @@ export const kafkaBridge = defineCommand<KafkaBridgeCommand>({
     "linger-ms": { type: "string" },
     "partial-frame-timeout-ms": { type: "string" },
     "read-ahead-bytes": { type: "string" },
+    "max-decompressed-bytes": { type: "string" },
   },
   args: [],
   parse({ url, values }) {
@@ -72,6 +77,7 @@ export const kafkaBridge = defineCommand<KafkaBridgeCommand>({
       produceLingerMs: intOption("--linger-ms", str(values, "linger-ms")),
       partialFrameTimeoutMs: intOption("--partial-frame-timeout-ms", str(values, "partial-frame-timeout-ms")),
       readAheadBytes: intOption("--read-ahead-bytes", str(values, "read-ahead-bytes")),
+      maxDecompressedBytes: intOption("--max-decompressed-bytes", str(values, "max-decompressed-bytes")),
     };
   },
   async run(cmd, { client, io }) {
@@ -92,6 +98,7 @@ export const kafkaBridge = defineCommand<KafkaBridgeCommand>({
         produceLingerMs: cmd.produceLingerMs,
         partialFrameTimeoutMs: cmd.partialFrameTimeoutMs,
         readAheadBytes: cmd.readAheadBytes,
+        maxDecompressedBytes: cmd.maxDecompressedBytes,
         log: (m) => io.stderr.write(`edgelog kafka-bridge: ${m}\n`),
       });
     } catch (e) {
