@@ -14,6 +14,7 @@
  * - a **producer** is the socket-produce engine of src/gateway/ws-produce.ts (the gateway's
  *   produce path; receipts in frame order after the durable commit) with Pulsar's frames.
  */
+import { utf8ByteLength } from "../protocol/encoding.ts";
 import type { ErrorCode } from "../protocol/errors.ts";
 import { formatMessageId } from "../subscriptions/message-id.ts";
 import { MAX_CREDIT_PERMITS } from "../subscriptions/permits.ts";
@@ -142,7 +143,19 @@ export class PulsarFanIn {
           return;
         }
         const id = formatMessageId(partition, offset);
+        if (this.#mode.kind === "push" && this.#mode.reader && !this.#pending.has(id)) {
+          // A reader's ack only gives back the permit of a message this session pushed to the
+          // client and that is not acked yet (Pulsar's reader handler counts any frame as an ack;
+          // docs/PROTOCOL.md "Reader"). Refused here, it changes nothing at the partition either.
+          this.#refuse({
+            code: "INVALID_MESSAGE_ID",
+            message: `Message ${pulsarMessageIdOf(partition, offset)} was not delivered to this reader, or is acked already: it gives no permit back.`,
+          });
+          return;
+        }
         sendQuietly(ws, { type: f.type === "ack" ? "ack" : "nack", messageIds: [id] });
+        // A message acked or nacked while it waits here is not pushed any more (a nacked one comes back from its partition).
+        this.#buffer.delete(id);
         // The message left the client's hands: its place in the push window is free.
         if (this.#pending.delete(id)) this.#drain();
         return;
@@ -245,7 +258,8 @@ export const PULSAR_PRODUCER: ProducerFlavor<string | null> = {
   parse(data, nowMs) {
     const f = parsePulsarProducerFrame(data);
     if (isPulsarFrameError(f)) return { tag: f.context, error: { code: f.code, message: f.message } };
-    const r = parseRecords({ keyEncoding: "string", valueEncoding: "base64", records: [f.record] }, nowMs, f.record.value.length);
+    // Batches are cut by, and the quota charged, the frame's bytes (UTF-8: properties and key may be any text).
+    const r = parseRecords({ keyEncoding: "string", valueEncoding: "base64", records: [f.record] }, nowMs, typeof data === "string" ? utf8ByteLength(data) : 0);
     return "error" in r ? { tag: f.context, error: r.error } : { tag: f.context, ...r };
   },
   ok(context, records) {
