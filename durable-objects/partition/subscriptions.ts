@@ -1270,7 +1270,12 @@ export class SubscriptionsRoom {
   #readerWindow(ws: WebSocket, a: ReaderAttachment): ReaderWindow {
     let w = this.#readerWindows.get(ws);
     if (w === undefined) {
-      w = ReaderWindow.restore(a);
+      // The records still in the stored span are the reader's unacked deliveries.
+      w = ReaderWindow.restore(a, (lo, hi) =>
+        this.#read(lo, Math.min(a.q, hi - lo + 1))
+          .filter((m) => m.offset <= hi)
+          .map((m) => m.offset),
+      );
       this.#readerWindows.set(ws, w);
     }
     return w;

@@ -57,28 +57,40 @@ describe("ReaderWindow", { timeout: 30_000 }, () => {
     expect([w.next, w.unacked]).toEqual([10, 2]);
   });
 
-  it("behaves as a Set model of delivered-and-unacked offsets; available + unacked = receiverQueueSize; restores exactly or restarts at the lowest unacked (property)", () => {
+  it("behaves as a Set model of delivered-and-unacked offsets; available + unacked = receiverQueueSize; restores exactly, or restarts at the lowest unacked (property)", () => {
     const op = fc.oneof(
-      // Deliver up to n of the log's next offsets (the log has gaps: each step is 1..3).
+      // Deliver up to n of the log's next records (the log has gaps: each step is 1..3 offsets).
       {
         weight: 3,
         arbitrary: fc.record({
           kind: fc.constant("deliver" as const),
-          n: fc.integer({ min: 0, max: 30 }),
-          steps: fc.array(fc.integer({ min: 1, max: 3 }), { minLength: 30, maxLength: 30 }),
+          n: fc.integer({ min: 0, max: 80 }),
+          steps: fc.array(fc.integer({ min: 1, max: 3 }), { minLength: 80, maxLength: 80 }),
         }),
       },
       // Ack ids near the delivered range: some delivered, some not, some twice.
       { weight: 2, arbitrary: fc.record({ kind: fc.constant("ack" as const), ids: fc.array(fc.integer({ min: 0, max: 400 }), { minLength: 1, maxLength: 6 }) }) },
+      // Ack in order, or every other message (out of order: the span splits).
+      { weight: 1, arbitrary: fc.record({ kind: fc.constant("ackSome" as const), every: fc.constantFrom(1, 2), n: fc.integer({ min: 1, max: 100 }) }) },
+      // Compaction removes the record of an unacked delivery.
+      { weight: 1, arbitrary: fc.record({ kind: fc.constant("compact" as const), pick: fc.nat() }) },
       { weight: 1, arbitrary: fc.record({ kind: fc.constant("hibernate" as const) }) },
     );
-    let fallbacks = 0;
+    let restores = 0;
+    let restarts = 0;
     fc.assert(
-      // Up to 100 permits: with the log's gaps a window can pass the 48 ranges an attachment keeps.
-      fc.property(fc.oneof(fc.integer({ min: 1, max: 8 }), fc.integer({ min: 60, max: 100 })), fc.array(op, { maxLength: 60 }), (q, ops) => {
+      // Up to 200 permits: acks out of order can split a window past the 48 ranges an attachment keeps.
+      fc.property(fc.oneof(fc.integer({ min: 1, max: 8 }), fc.integer({ min: 100, max: 200 })), fc.array(op, { maxLength: 60 }), (q, ops) => {
         let w = new ReaderWindow(q, 0);
         let model = new Set<number>();
+        /** The partition's records (offsets); each delivery appends, compaction removes. */
+        let log = new Set<number>();
         let next = 0;
+        const ack = (ids: number[]) => {
+          expect(w.checkAck(ids)).toBe(null);
+          expect(w.ack(ids)).toBe(ids.length);
+          for (const x of ids) model.delete(x);
+        };
         for (const o of ops) {
           if (o.kind === "deliver") {
             const offsets: number[] = [];
@@ -88,33 +100,47 @@ describe("ReaderWindow", { timeout: 30_000 }, () => {
               at += o.steps[i]!;
             }
             w.deliver(offsets);
-            for (const x of offsets) model.add(x);
+            for (const x of offsets) {
+              model.add(x);
+              log.add(x);
+            }
             if (offsets.length > 0) next = offsets.at(-1)! + 1;
           } else if (o.kind === "ack") {
             const before = [w.available, w.unacked, w.next];
             const ok = o.ids.every((x) => model.has(x)) && new Set(o.ids).size === o.ids.length;
-            const bad = w.checkAck(o.ids);
-            if (!ok) {
-              // Refused: the first offending id is named and nothing changes.
-              expect(bad).not.toBe(null);
-              expect(!model.has(bad!) || o.ids.filter((x) => x === bad).length > 1).toBe(true);
-              expect([w.available, w.unacked, w.next]).toEqual(before);
+            if (ok) {
+              ack(o.ids);
               continue;
             }
-            expect(bad).toBe(null);
-            expect(w.ack(o.ids)).toBe(o.ids.length);
-            for (const x of o.ids) model.delete(x);
+            // Refused: the first offending id is named and nothing changes.
+            const bad = w.checkAck(o.ids);
+            expect(bad).not.toBe(null);
+            expect(!model.has(bad!) || o.ids.filter((x) => x === bad).length > 1).toBe(true);
+            expect([w.available, w.unacked, w.next]).toEqual(before);
+          } else if (o.kind === "ackSome") {
+            const held = [...model].sort((a, b) => a - b);
+            const ids = held.filter((_, i) => i % o.every === 0).slice(0, o.n);
+            if (ids.length > 0) ack(ids);
+          } else if (o.kind === "compact") {
+            const held = [...model];
+            if (held.length > 0) log.delete(held[o.pick % held.length]!);
           } else {
-            // A hibernation: memory is lost, the attachment restores the window.
-            const stored = w.store();
+            // A hibernation: memory is lost, the attachment and the log restore the window.
+            const stored = JSON.parse(JSON.stringify(w.store())) as ReturnType<ReaderWindow["store"]>;
             expect(bytesOf(JSON.stringify({ r: "subs", v: 1, k: "r", ...stored, b: true }))).toBeLessThan(2048 - 16);
-            w = ReaderWindow.restore(JSON.parse(JSON.stringify(stored)));
+            const records = [...log].sort((a, b) => a - b);
+            w = ReaderWindow.restore(stored, (lo, hi) => records.filter((x) => x >= lo && x <= hi));
             if (stored.u === null) {
-              fallbacks++;
               // Too fragmented to keep: restart at the lowest unacked, nothing in flight.
+              restarts++;
               expect(stored.l).toBe(Math.min(...model));
               next = stored.l!;
               model = new Set();
+              log = new Set([...log].filter((x) => x < next));
+            } else {
+              // Exact: the deliveries whose records compaction removed are no longer counted.
+              restores++;
+              model = new Set([...model].filter((x) => log.has(x)));
             }
           }
           expect(w.available + w.unacked).toBe(q);
@@ -125,33 +151,46 @@ describe("ReaderWindow", { timeout: 30_000 }, () => {
       }),
       { numRuns: 300 },
     );
-    // The runs reached both restores (exact, and the restart of a too fragmented window).
-    expect(fallbacks).toBeGreaterThan(0);
+    // The runs reached both restores.
+    expect([restores > 0, restarts > 0]).toEqual([true, true]);
+  });
+
+  it("in-order acks over a log with gaps keep one span range: a window of 1,000 sparse deliveries is stored whole and restored exactly", () => {
+    const w = new ReaderWindow(1000, 7);
+    const offsets = Array.from({ length: 1000 }, (_, i) => 10 + i * 3); // compacted: every third offset
+    w.deliver(offsets);
+    w.ack(offsets.slice(0, 400));
+    const s = w.store();
+    expect([s.l, s.u, s.o, s.f]).toEqual([1210, "1.1dx", 3008, 600]);
+    const back = ReaderWindow.restore(s, (lo, hi) => offsets.filter((x) => x >= lo && x <= hi));
+    expect([back.unacked, back.next, back.holds(1210), back.holds(1209), back.checkAck([1207])]).toEqual([600, 3008, true, false, 1207]);
   });
 
   it("the stored form fits the 2,048-byte attachment at any fragmentation: kept up to 48 ranges, else only the restart point", () => {
     const far = 2 ** 52;
-    // 48 ranges as long as base 36 writes them (offsets near 2^52): kept.
+    const everything = (lo: number, hi: number) => Array.from({ length: hi - lo + 1 }, (_, i) => lo + i);
+    // 48 ranges as long as base 36 writes them (offsets near 2^52, far apart): kept.
     const kept = new ReaderWindow(10_000, far);
-    kept.deliver(Array.from({ length: 96 }, (_, i) => far + i * 2 ** 40));
-    for (let i = 0; i < 48; i++) kept.ack([far + (2 * i + 1) * 2 ** 40]);
+    const sparse = Array.from({ length: 96 }, (_, i) => far + i * 2 ** 40);
+    kept.deliver(sparse);
+    kept.ack(sparse.filter((_, i) => i % 2 === 0));
     const s1 = kept.store();
     expect(s1.u).not.toBe(null);
     expect(bytesOf(JSON.stringify({ r: "subs", v: 1, k: "r", ...s1, b: true }))).toBeLessThan(2048 - 16);
-    expect(ReaderWindow.restore(s1).unacked).toBe(48);
+    expect(ReaderWindow.restore(s1, (lo, hi) => sparse.filter((x) => x >= lo && x <= hi)).unacked).toBe(48);
     // 5,000 ranges (every other message acked): not kept; restore restarts at the lowest unacked.
     const frag = new ReaderWindow(10_000, 0);
-    frag.deliver(Array.from({ length: 10_000 }, (_, i) => i));
+    frag.deliver(everything(0, 9_999));
     frag.ack(Array.from({ length: 5_000 }, (_, i) => 2 * i + 1));
     const s2 = frag.store();
     expect([s2.u, s2.l, s2.o, s2.f]).toEqual([null, 0, 10_000, 5_000]);
-    const back = ReaderWindow.restore(s2);
+    const back = ReaderWindow.restore(s2, everything);
     expect([back.next, back.unacked, back.available]).toEqual([0, 0, 10_000]);
     expect(MAX_ATTACHED_READER_RANGES).toBe(48);
   });
 
   it("an attachment written before acks were checked (no l, no u) resumes at its next offset with nothing in flight", () => {
-    const w = ReaderWindow.restore({ o: 42, f: 3, q: 10 });
+    const w = ReaderWindow.restore({ o: 42, f: 3, q: 10 }, () => [41]);
     expect([w.next, w.unacked, w.available, w.checkAck([41])]).toEqual([42, 0, 10, 41]);
   });
 });

@@ -10,7 +10,9 @@
  *
  * "Nothing more arrives" waits a short while and checks the count (no timing thresholds).
  */
+import { env, evictDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
+import { partitionObjectName } from "../../src/partition/rpc.ts";
 import { call, createTopic, fetchJson, randomTopic } from "./helpers.ts";
 import { connect, connectReader, produceValues, sleep, subStats, values, watchSocket } from "./subs-helpers.ts";
 
@@ -112,6 +114,37 @@ describe("a native reader's acks", () => {
     r.send({ type: "ack", messageIds: [id(0), id(2), id(4), id(5)] });
     await r.waitMessages(7);
     expect(values(r.messages)).toEqual(["m0", "m1", "m2", "m3", "m4", "m5", "m6"]);
+    await r.close();
+  });
+});
+
+describe("a native reader's window across a hibernation", () => {
+  it("after the object is evicted, an ack acked before or never delivered is still refused, and a held message still gives exactly its permit back", async () => {
+    const topic = randomTopic();
+    const created = await createTopic(topic);
+    await produceValues(
+      topic,
+      Array.from({ length: 10 }, (_, i) => `m${i}`),
+    );
+    const r = await connectReader(topic, { start: "earliest", receiverQueueSize: 3 });
+    await r.waitMessages(3);
+    // Out of order: m1 acked, m0 and m2 held, m3 sent in m1's place.
+    r.send({ type: "ack", messageIds: [id(1)] });
+    await r.waitMessages(4);
+    await evictDurableObject(env.PARTITION.getByName(partitionObjectName(created.topicId, 0)));
+    r.send({ type: "ack", messageIds: [id(1)], requestId: "acked-before" });
+    r.send({ type: "ack", messageIds: [id(8)], requestId: "never-sent" });
+    await r.until(() => r.frames.filter((f) => f.type === "error").length === 2, "2 error frames");
+    expect(r.frames.filter((f) => f.type === "error").map((f) => [f.type === "error" && f.code, f.type === "error" && f.requestId])).toEqual([
+      ["INVALID_MESSAGE_ID", "acked-before"],
+      ["INVALID_MESSAGE_ID", "never-sent"],
+    ]);
+    await sleep(SETTLE_MS);
+    expect(values(r.messages)).toEqual(["m0", "m1", "m2", "m3"]);
+    r.send({ type: "ack", messageIds: [id(0), id(2)] });
+    await r.waitMessages(6);
+    await sleep(SETTLE_MS);
+    expect(values(r.messages)).toEqual(["m0", "m1", "m2", "m3", "m4", "m5"]);
     await r.close();
   });
 });
