@@ -191,8 +191,9 @@ interface ConsumerAttachment {
 
 /**
  * A reader socket's attachment state (version 1): its window (src/subscriptions/reader-window.ts:
- * next offset `o`, unacked count `f`, receiverQueueSize `q`, lowest unacked `l`, unacked set `u`;
- * `l` and `u` are absent in attachments written before acks were checked) and its encoding.
+ * next offset `o`, unacked count `f`, receiverQueueSize `q`, the span's lowest offset `l` and the
+ * span `u`, null when too fragmented to keep; `l` and `u` are absent in attachments written
+ * before acks were checked) and its encoding `b`.
  */
 interface ReaderAttachment extends StoredReaderWindow {
   k: "r";
