@@ -13,7 +13,7 @@
 import { env, evictDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { partitionObjectName } from "../../src/partition/rpc.ts";
-import { call, createTopic, fetchJson, randomTopic } from "./helpers.ts";
+import { call, createTopic, expectError, fetchJson, json, randomTopic } from "./helpers.ts";
 import { connect, connectReader, produceValues, sleep, subStats, values, watchSocket } from "./subs-helpers.ts";
 
 const id = (offset: number, partition = 0) => `${String(partition).padStart(4, "0")}:${String(offset).padStart(16, "0")}`;
@@ -197,6 +197,32 @@ describe("a consumer's acks of messages it was not delivered", () => {
     await sleep(SETTLE_MS);
     expect([a.messages.length, b.messages.length]).toEqual([2, 1]);
     await Promise.all([a.close(), b.close()]);
+  });
+});
+
+describe("an HTTP pull lease's acks of messages it does not hold", () => {
+  it("refused whole (INVALID_MESSAGE_ID, details.offset), nothing acked, and no more messages than maxMessages", async () => {
+    const topic = randomTopic();
+    await createTopic(topic);
+    const base = `/v1/topics/${topic}/partitions/0/subscriptions/q`;
+    await produceValues(topic, ["m0", "m1", "m2", "m3", "m4"]);
+    const receive = async (body: unknown) => (await (await json("POST", `${base}/receive`, body)).json()) as { leaseId: string; messages: { messageId: string; value: string }[] };
+    const a = await receive({ initialPosition: "earliest", maxMessages: 2 });
+    const b = await receive({ maxMessages: 1 });
+    expect([a.messages.map((m) => m.value), b.messages.map((m) => m.value)]).toEqual([["m0", "m1"], ["m2"]]);
+    // b's message, and m4 (never delivered): not held by lease a.
+    for (const other of [b.messages[0]!.messageId, id(4)]) {
+      const e = await expectError(await json("POST", `${base}/leases/${a.leaseId}/ack`, { messageIds: [a.messages[0]!.messageId, other] }), "INVALID_MESSAGE_ID", 400);
+      expect(e.details).toMatchObject({ leaseId: a.leaseId, offset: Number(other.slice(5)) });
+    }
+    const st = await subStats(topic, "q");
+    expect([st.backlog, st.unacked]).toEqual([5, 3]);
+    expect(await (await json("POST", `${base}/leases/${a.leaseId}/ack`, {})).json()).toEqual({ leaseId: a.leaseId, settled: 2, remaining: 0 });
+    expect(await (await json("POST", `${base}/leases/${b.leaseId}/ack`, {})).json()).toEqual({ leaseId: b.leaseId, settled: 1, remaining: 0 });
+    // A duplicate ack: the lease ended with its last message.
+    await expectError(await json("POST", `${base}/leases/${a.leaseId}/ack`, { messageIds: [a.messages[0]!.messageId] }), "LEASE_NOT_FOUND", 404);
+    const c = await receive({ maxMessages: 10 });
+    expect(c.messages.map((m) => m.value)).toEqual(["m3", "m4"]);
   });
 });
 
