@@ -35,9 +35,9 @@ export const DELIVER_AT_HEADER = "edgelog-deliver-at";
 export const DEFAULT_RECEIVER_QUEUE_SIZE = 1000;
 /** Most message ids one ack or nack frame may carry. */
 export const MAX_IDS_PER_FRAME = 1000;
-/** Largest client frame, bytes (ids are 21 bytes; 1,000 of them plus JSON fit well below). */
+/** Largest client frame, bytes of UTF-8 (not UTF-16 code units; ids are 21 bytes: 1,000 of them plus JSON fit well below). */
 export const MAX_CLIENT_FRAME_BYTES = 64 * 1024;
-/** A server `messages` frame is cut once its JSON passes this many bytes (the platform takes up to 1 MiB). */
+/** A server `messages` frame is cut once its JSON passes this many bytes of UTF-8 (the platform takes up to 1 MiB). */
 export const MAX_SERVER_FRAME_BYTES = 512 * 1024;
 
 /**
