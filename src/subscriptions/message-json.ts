@@ -73,6 +73,11 @@ export function messagesFrames(messages: readonly string[], maxFrameBytes: numbe
   const frames: string[] = [];
   let parts: string[] = [];
   const empty = FRAME_OPEN.length + FRAME_CLOSE.length;
+  // Fast path: a code unit is at most 3 bytes, so a list whose code units fit a third of the
+  // limit is one frame without counting its bytes (the usual dispatch of a few messages).
+  let units = empty + Math.max(0, messages.length - 1);
+  for (const m of messages) units += m.length;
+  if (messages.length > 0 && units * 3 <= maxFrameBytes) return [FRAME_OPEN + messages.join(",") + FRAME_CLOSE];
   let bytes = empty;
   for (const m of messages) {
     const size = utf8ByteLength(m);
