@@ -15,8 +15,8 @@
  *
  * **What survives a hibernation** is the socket attachment (at most 2,048 bytes), so the window
  * also keeps a coarse copy of its set, the *span*: the unacked offsets plus the offsets skipped
- * between consecutive deliveries (no record was there when the reader passed them: compaction
- * gaps, retention). A reader that acks in order has a span of one range whatever the gaps; only
+ * between consecutive deliveries (no record was there when the reader passed them, e.g. the gaps
+ * compaction leaves; offsets never become records later). A reader that acks in order has a span of one range whatever the gaps; only
  * acks out of order split it. The attachment holds `next`, the span's lowest offset and the span
  * (`encodeAckRanges`' text) while it has at most {@link MAX_ATTACHED_READER_RANGES} ranges (the
  * span starts at the lowest unacked offset: what lies below holds nothing to ack). A
