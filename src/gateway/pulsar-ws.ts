@@ -66,8 +66,10 @@ export type FanInMode =
   | { kind: "pull" };
 
 /**
- * One client socket over the native sockets of every partition (index = partition). Both
- * sides are accepted by the caller's route before `start()`.
+ * One client socket over the native sockets of every partition (index = partition). The
+ * client's side is accepted by the caller's route; the partition sockets are NOT: `start()`
+ * accepts each after adding its listeners (frames that arrive at an accepted socket with no
+ * listener are dropped, and a partition delivers as soon as its socket is open).
  */
 export class PulsarFanIn {
   readonly #client: WebSocket;
@@ -103,6 +105,7 @@ export class PulsarFanIn {
       ws.addEventListener("message", (e) => this.#onPartitionFrame(p, e.data as string | ArrayBuffer));
       ws.addEventListener("close", (e) => this.#closeAll(e.code === 1005 ? 1000 : e.code, e.reason || `partition ${p} closed`, p));
       ws.addEventListener("error", () => this.#closeAll(SUB_CLOSE.internalError, `partition ${p} socket error`, p));
+      ws.accept();
     });
   }
 

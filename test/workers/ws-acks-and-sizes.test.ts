@@ -266,6 +266,65 @@ describe("a Pulsar reader's acks (gateway fan-in)", () => {
   });
 });
 
+describe("a Pulsar consumer's ack of a message waiting in the gateway's buffer", () => {
+  it("acks it (any message of the subscription may be acked) and it is never pushed; the window stays receiverQueueSize", async () => {
+    const name = randomTopic("pc");
+    const topic = `public/default/${name}`;
+    await createTopic(topic, 2);
+    await produceValues(topic, ["a0"], [], 0);
+    await produceValues(topic, ["b0"], [], 1);
+    const res = await call(`/ws/v2/consumer/persistent/${topic}/s?subscriptionType=Shared&receiverQueueSize=1&subscriptionInitialPosition=Earliest`, {
+      headers: { upgrade: "websocket" },
+    });
+    expect(res.status).toBe(101);
+    const ws = res.webSocket as WebSocket;
+    const c = watchSocket<Record<string, unknown>>(ws);
+    const messages = () => c.frames.filter((f) => "payload" in f);
+    await c.until(() => messages().length === 1, "1 message");
+    await sleep(SETTLE_MS);
+    expect(messages().length).toBe(1);
+    const first = messages()[0]!.messageId as string;
+    // The other partition's message was delivered to the gateway and waits for the window.
+    const other = btoa(atob(first).startsWith("0000") ? id(0, 1) : id(0, 0));
+    ws.send(JSON.stringify({ messageId: other }));
+    ws.send(JSON.stringify({ messageId: first }));
+    let backlog = -1;
+    for (let i = 0; i < 40 && backlog !== 0; i++) {
+      await sleep(100);
+      backlog = (await subStats(topic, "s")).backlog;
+    }
+    expect(backlog).toBe(0);
+    await sleep(SETTLE_MS);
+    expect([messages().length, c.frames.filter((f) => "errorCode" in f).length]).toEqual([1, 0]);
+    ws.close(1000, "done");
+    await c.closed;
+  });
+});
+
+describe("a Pulsar session's partition sockets", () => {
+  it("what every partition delivers at once on connecting reaches the client (partition 0's first frames are not dropped while the others open)", async () => {
+    const name = randomTopic("pc4");
+    const topic = `public/default/${name}`;
+    await createTopic(topic, 4);
+    for (let p = 0; p < 4; p++) await produceValues(topic, [`p${p}`], [], p);
+    for (const path of [`/ws/v2/consumer/persistent/${topic}/s?subscriptionType=Shared&subscriptionInitialPosition=Earliest`, `/ws/v2/reader/persistent/${topic}?messageId=earliest`]) {
+      const res = await call(path, { headers: { upgrade: "websocket" } });
+      expect(res.status).toBe(101);
+      const ws = res.webSocket as WebSocket;
+      const c = watchSocket<Record<string, unknown>>(ws);
+      await c.until(() => c.frames.filter((f) => "payload" in f).length === 4, "4 messages");
+      expect(
+        c.frames
+          .filter((f) => "payload" in f)
+          .map((f) => atob(f.payload as string))
+          .sort(),
+      ).toEqual(["p0", "p1", "p2", "p3"]);
+      ws.close(1000, "done");
+      await c.closed;
+    }
+  });
+});
+
 describe("frame sizes are UTF-8 bytes", () => {
   it("a consumer's ack frame of 2-byte characters under 64 Ki code units but over 64 KiB is refused (INVALID_REQUEST) and acks nothing", async () => {
     const topic = randomTopic();
