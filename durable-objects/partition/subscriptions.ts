@@ -59,6 +59,8 @@ import {
   type SubscriptionCommand,
   type SubscriptionType,
   RateMeter,
+  ReaderWindow,
+  type StoredReaderWindow,
 } from "../../src/subscriptions/index.ts";
 import { admitConsumer } from "../../src/subscriptions/dispatch.ts";
 import { RecordCache } from "../../src/subscriptions/record-cache.ts";
@@ -187,14 +189,14 @@ interface ConsumerAttachment {
   b: boolean;
 }
 
-/** A reader socket's attachment state (version 1): the next offset to send and the window. */
-interface ReaderAttachment {
+/**
+ * A reader socket's attachment state (version 1): its window (src/subscriptions/reader-window.ts:
+ * next offset `o`, unacked count `f`, receiverQueueSize `q`, the span's lowest offset `l` and the
+ * span `u`, null when too fragmented to keep; `l` and `u` are absent in attachments written
+ * before acks were checked) and its encoding `b`.
+ */
+interface ReaderAttachment extends StoredReaderWindow {
   k: "r";
-  /** Next offset to send. */
-  o: number;
-  /** Messages sent and not yet acked (the window). */
-  f: number;
-  q: number;
   b: boolean;
 }
 
@@ -266,6 +268,8 @@ export class SubscriptionsRoom {
   #metas = new WeakMap<LogRecord, MessageMeta & { record: LogRecord }>();
   /** Per consumer socket: its payload encoding and whether it is in pull mode (fixed for the socket's life; spares a JSON.parse of its attachment per dispatch). */
   #socketModes = new WeakMap<WebSocket, { base64: boolean; pull: boolean }>();
+  /** Per reader socket: its window, exact (memory only; after a wake it is restored from the attachment). */
+  #readerWindows = new WeakMap<WebSocket, ReaderWindow>();
   /** The effective policies, parsed once per configs object. */
   #policyCache: { configs: object; policies: TopicPolicies } | null = null;
   /** Backlog size, valid while the slowest position and the log start are unchanged and only appends changed the stored bytes. */
@@ -858,7 +862,7 @@ export class SubscriptionsRoom {
       const o = parseReaderQuery(q, s.partition);
       if ("ok" in o) return o;
       const start = readerStartOffset(o.start, o.inclusive, { ...this.#bounds(), offsetForTimestamp: (t) => this.#offsetForTimestamp(t) });
-      const state: ReaderAttachment = { k: "r", o: start, f: 0, q: o.receiverQueueSize, b: base64 };
+      const state: ReaderAttachment = { k: "r", ...new ReaderWindow(o.receiverQueueSize, start).store(), b: base64 };
       const readerId = crypto.randomUUID();
       this.#hasReaders = true;
       setTimeout(() => this.#afterReaderAccept(readerId, start), 0);
@@ -1244,8 +1248,38 @@ export class SubscriptionsRoom {
       this.#frameError(ws, errorResult("NOT_ALLOWED", "A reader only acks (to give permits back) and pings."), "requestId" in f ? f.requestId : null);
       return;
     }
-    this.#ctx.saveAttachment(ws, { ...a, f: Math.max(0, a.f - f.offsets.length) });
+    // Only a message sent to this reader and not acked yet gives a permit back, once; a frame
+    // naming any other id is refused whole and changes nothing (as a lease's ack of an offset it
+    // does not hold). Pulsar's reader handler counts any frame as an ack (docs/PROTOCOL.md).
+    const w = this.#readerWindow(ws, a);
+    const bad = w.checkAck(f.offsets);
+    if (bad !== null) {
+      const messageId = formatMessageId(this.#log.state?.partition ?? 0, bad);
+      this.#frameError(
+        ws,
+        errorResult("INVALID_MESSAGE_ID", `Message ${messageId} was not delivered to this reader, or is acked already: it gives no permit back.`, { messageId, offset: bad }),
+        f.requestId,
+      );
+      return;
+    }
+    w.ack(f.offsets);
+    this.#ctx.saveAttachment(ws, { ...a, ...w.store() });
     this.#pushReader(ws);
+  }
+
+  /** A reader socket's window: in memory, else restored from its attachment (after a wake or restart). */
+  #readerWindow(ws: WebSocket, a: ReaderAttachment): ReaderWindow {
+    let w = this.#readerWindows.get(ws);
+    if (w === undefined) {
+      // The records still in the stored span are the reader's unacked deliveries.
+      w = ReaderWindow.restore(a, (lo, hi) =>
+        this.#read(lo, Math.min(a.q, hi - lo + 1))
+          .filter((m) => m.offset <= hi)
+          .map((m) => m.offset),
+      );
+      this.#readerWindows.set(ws, w);
+    }
+    return w;
   }
 
   /** Sends a reader what its window allows from its position. */
@@ -1253,10 +1287,10 @@ export class SubscriptionsRoom {
     const a = attachmentOf(ws);
     const partition = this.#log.state?.partition;
     if (a?.k !== "r" || partition === undefined) return;
-    const room = a.q - a.f;
-    if (room <= 0) return;
-    const start = Math.max(a.o, this.#bounds().logStartOffset);
-    const read = this.#read(start, room);
+    const w = this.#readerWindow(ws, a);
+    if (w.available <= 0) return;
+    w.skipTo(this.#bounds().logStartOffset);
+    const read = this.#read(w.next, w.available);
     if (read.length === 0) return;
     sendFrames(
       ws,
@@ -1265,7 +1299,8 @@ export class SubscriptionsRoom {
         MAX_SERVER_FRAME_BYTES,
       ),
     );
-    this.#ctx.saveAttachment(ws, { ...a, o: read[read.length - 1]!.offset + 1, f: a.f + read.length });
+    w.deliver(read.map((m) => m.offset));
+    this.#ctx.saveAttachment(ws, { ...a, ...w.store() });
   }
 
   // ---- flush: one command for every subscription's batched changes ----

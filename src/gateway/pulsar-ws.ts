@@ -14,6 +14,7 @@
  * - a **producer** is the socket-produce engine of src/gateway/ws-produce.ts (the gateway's
  *   produce path; receipts in frame order after the durable commit) with Pulsar's frames.
  */
+import { utf8ByteLength } from "../protocol/encoding.ts";
 import type { ErrorCode } from "../protocol/errors.ts";
 import { formatMessageId } from "../subscriptions/message-id.ts";
 import { MAX_CREDIT_PERMITS } from "../subscriptions/permits.ts";
@@ -65,8 +66,10 @@ export type FanInMode =
   | { kind: "pull" };
 
 /**
- * One client socket over the native sockets of every partition (index = partition). Both
- * sides are accepted by the caller's route before `start()`.
+ * One client socket over the native sockets of every partition (index = partition). The
+ * client's side is accepted by the caller's route; the partition sockets are NOT: `start()`
+ * accepts each after adding its listeners (frames that arrive at an accepted socket with no
+ * listener are dropped, and a partition delivers as soon as its socket is open).
  */
 export class PulsarFanIn {
   readonly #client: WebSocket;
@@ -102,6 +105,7 @@ export class PulsarFanIn {
       ws.addEventListener("message", (e) => this.#onPartitionFrame(p, e.data as string | ArrayBuffer));
       ws.addEventListener("close", (e) => this.#closeAll(e.code === 1005 ? 1000 : e.code, e.reason || `partition ${p} closed`, p));
       ws.addEventListener("error", () => this.#closeAll(SUB_CLOSE.internalError, `partition ${p} socket error`, p));
+      ws.accept();
     });
   }
 
@@ -142,7 +146,19 @@ export class PulsarFanIn {
           return;
         }
         const id = formatMessageId(partition, offset);
+        if (this.#mode.kind === "push" && this.#mode.reader && !this.#pending.has(id)) {
+          // A reader's ack only gives back the permit of a message this session pushed to the
+          // client and that is not acked yet (Pulsar's reader handler counts any frame as an ack;
+          // docs/PROTOCOL.md "Reader"). Refused here, it changes nothing at the partition either.
+          this.#refuse({
+            code: "INVALID_MESSAGE_ID",
+            message: `Message ${pulsarMessageIdOf(partition, offset)} was not delivered to this reader, or is acked already: it gives no permit back.`,
+          });
+          return;
+        }
         sendQuietly(ws, { type: f.type === "ack" ? "ack" : "nack", messageIds: [id] });
+        // A message acked or nacked while it waits here is not pushed any more (a nacked one comes back from its partition).
+        this.#buffer.delete(id);
         // The message left the client's hands: its place in the push window is free.
         if (this.#pending.delete(id)) this.#drain();
         return;
@@ -245,7 +261,8 @@ export const PULSAR_PRODUCER: ProducerFlavor<string | null> = {
   parse(data, nowMs) {
     const f = parsePulsarProducerFrame(data);
     if (isPulsarFrameError(f)) return { tag: f.context, error: { code: f.code, message: f.message } };
-    const r = parseRecords({ keyEncoding: "string", valueEncoding: "base64", records: [f.record] }, nowMs, f.record.value.length);
+    // Batches are cut by, and the quota charged, the frame's bytes (UTF-8: properties and key may be any text).
+    const r = parseRecords({ keyEncoding: "string", valueEncoding: "base64", records: [f.record] }, nowMs, typeof data === "string" ? utf8ByteLength(data) : 0);
     return "error" in r ? { tag: f.context, error: r.error } : { tag: f.context, ...r };
   },
   ok(context, records) {

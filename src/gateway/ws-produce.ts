@@ -16,6 +16,7 @@ import type { QuotaAnswer } from "../auth/quota-rpc.ts";
 import type { ResolvedQuota } from "../auth/quotas.ts";
 import type { Env } from "../env.ts";
 import { log } from "../log/logger.ts";
+import { utf8 } from "../protocol/encoding.ts";
 import { EdgelogError, type ErrorCode } from "../protocol/errors.ts";
 import { MAX_RECORDS_PER_REQUEST } from "../protocol/limits.ts";
 import type { ProduceRecordResult } from "../protocol/types.ts";
@@ -28,8 +29,8 @@ import { checkPartition, withTopic } from "./topics.ts";
 
 /** Most records one produce request of a socket carries (several frames' records together). */
 export const MAX_SOCKET_BATCH_RECORDS = Math.min(1000, MAX_RECORDS_PER_REQUEST);
-/** A batch is cut once its frames pass this many characters of JSON text (a produce request is at most 8 MiB). */
-export const MAX_SOCKET_BATCH_CHARS = 4 * 1024 * 1024;
+/** A batch is cut once its frames pass this many bytes of JSON text, UTF-8 (a produce request is at most 8 MiB). */
+export const MAX_SOCKET_BATCH_BYTES = 4 * 1024 * 1024;
 /** Most frames waiting for their receipts; beyond it, frames are refused at once with UNAVAILABLE (Pulsar's maxPendingMessages default is 1,000; this is a server bound). */
 export const MAX_SOCKET_PENDING_FRAMES = 10_000;
 
@@ -41,7 +42,7 @@ export interface FrameError {
 }
 
 /** A parsed frame: records to append, an error to answer, or an answer to send at its turn (a ping). */
-export type ParsedFrame<Tag> = { tag: Tag; parsed: ParsedProduceRequest; chars: number } | { tag: Tag; error: FrameError } | { tag: Tag; reply: unknown };
+export type ParsedFrame<Tag> = { tag: Tag; parsed: ParsedProduceRequest; bytes: number } | { tag: Tag; error: FrameError } | { tag: Tag; reply: unknown };
 
 /** What a flavor of the protocol provides. */
 export interface ProducerFlavor<Tag> {
@@ -58,10 +59,14 @@ function errorOf(err: unknown): FrameError {
   return e.details === undefined ? { code: e.code, message: e.message } : { code: e.code, message: e.message, details: e.details };
 }
 
-/** A frame's records as a produce request, or its error (the JSON produce request's own validation). */
-export function parseRecords(body: unknown, nowMs: number, chars: number): { parsed: ParsedProduceRequest; chars: number } | { error: FrameError } {
+/**
+ * A frame's records as a produce request, or its error (the JSON produce request's own
+ * validation). `bytes`: the frame's size in UTF-8 bytes (what batches are cut by and the quota
+ * is charged).
+ */
+export function parseRecords(body: unknown, nowMs: number, bytes: number): { parsed: ParsedProduceRequest; bytes: number } | { error: FrameError } {
   try {
-    return { parsed: parseProduceRequest(body, { nowMs, allowProducer: false }), chars };
+    return { parsed: parseProduceRequest(body, { nowMs, allowProducer: false }), bytes };
   } catch (err) {
     return { error: errorOf(err) };
   }
@@ -128,15 +133,15 @@ export class SocketProducer<Tag> {
   async #pump(): Promise<void> {
     try {
       while (this.#queue.length > 0 && !this.#closed) {
-        let chars = 0;
+        let bytes = 0;
         let records = 0;
         let n = 0;
         while (n < this.#queue.length) {
           const e = this.#queue[n]!;
           if ("parsed" in e) {
             const r = e.parsed.records.length;
-            if (n > 0 && (chars + e.chars > MAX_SOCKET_BATCH_CHARS || records + r > MAX_SOCKET_BATCH_RECORDS)) break;
-            chars += e.chars;
+            if (n > 0 && (bytes + e.bytes > MAX_SOCKET_BATCH_BYTES || records + r > MAX_SOCKET_BATCH_RECORDS)) break;
+            bytes += e.bytes;
             records += r;
           }
           n++;
@@ -174,8 +179,8 @@ export class SocketProducer<Tag> {
         });
       });
       if (req.records.length > 0 && this.#charge !== null) {
-        // The producer byte quota, as for an HTTP produce: each batch is one request of its frames' characters.
-        const answer = await this.#charge(taken.reduce((a, i) => a + (batch[i] as { chars: number }).chars, 0));
+        // The producer byte quota, as for an HTTP produce: each batch is one request of its frames' bytes.
+        const answer = await this.#charge(taken.reduce((a, i) => a + (batch[i] as { bytes: number }).bytes, 0));
         if (!answer.admitted) {
           const ms = Math.max(1, Math.ceil(answer.throttleTimeMs));
           throw new EdgelogError("THROTTLED", `Quota exceeded: retry in ${ms} ms.`, { throttleTimeMs: ms });
@@ -210,8 +215,11 @@ export class SocketProducer<Tag> {
 
 // ---- the native flavor ----
 
-/** Largest native produce frame, characters of JSON text (a frame is one produce request's body). */
-export const MAX_NATIVE_PRODUCE_FRAME_CHARS = 1024 * 1024;
+/**
+ * Largest native produce frame, bytes of JSON text in UTF-8 (a frame is one produce request's
+ * body; 1 MiB is also the platform's limit on a WebSocket message a Worker receives).
+ */
+export const MAX_NATIVE_PRODUCE_FRAME_BYTES = 1024 * 1024;
 
 /**
  * The native protocol: a frame is a JSON produce request body (`records`, `keyEncoding`,
@@ -224,10 +232,18 @@ export const MAX_NATIVE_PRODUCE_FRAME_CHARS = 1024 * 1024;
 export const NATIVE_PRODUCER: ProducerFlavor<string | null> = {
   parse(data, nowMs) {
     if (typeof data !== "string") return { tag: null, error: { code: "INVALID_REQUEST", message: "Frames are JSON text; binary frames are not part of the protocol." } };
-    if (data.length > MAX_NATIVE_PRODUCE_FRAME_CHARS) return { tag: null, error: { code: "REQUEST_TOO_LARGE", message: `A frame is at most ${MAX_NATIVE_PRODUCE_FRAME_CHARS} characters.` } };
+    // Bytes of UTF-8, not UTF-16 code units (a frame of multi-byte text is up to 3 times its
+    // length): a long frame is refused before it is encoded, the rest counted by its encoding.
+    const tooLarge = {
+      tag: null,
+      error: { code: "REQUEST_TOO_LARGE", message: `A frame is at most ${MAX_NATIVE_PRODUCE_FRAME_BYTES} bytes of UTF-8 text.`, details: { maxBytes: MAX_NATIVE_PRODUCE_FRAME_BYTES } },
+    } as const;
+    if (data.length > MAX_NATIVE_PRODUCE_FRAME_BYTES) return tooLarge;
+    const bytes = utf8(data);
+    if (bytes.length > MAX_NATIVE_PRODUCE_FRAME_BYTES) return tooLarge;
     let body: Record<string, unknown>;
     try {
-      body = asObject(parseJsonBytes(new TextEncoder().encode(data)), "frame");
+      body = asObject(parseJsonBytes(bytes), "frame");
     } catch (err) {
       return { tag: null, error: errorOf(err) };
     }
@@ -239,7 +255,7 @@ export const NATIVE_PRODUCER: ProducerFlavor<string | null> = {
     if (type === "ping") return { tag, reply: { type: "pong" } };
     if (type !== undefined && type !== "produce")
       return { tag, error: { code: "INVALID_REQUEST", message: `Unknown frame type ${JSON.stringify(type)}: produce or ping.`, details: { field: "type" } } };
-    const r = parseRecords(rest, nowMs, data.length);
+    const r = parseRecords(rest, nowMs, bytes.length);
     return "error" in r ? { tag, error: r.error } : { tag, ...r };
   },
   ok: (requestId, records) => ({ type: "receipt", requestId, records }),

@@ -29,6 +29,39 @@ export function utf8(s: string): Uint8Array {
   return utf8Encoder.encode(s);
 }
 
+/**
+ * The length of `s` in UTF-8 bytes (what `utf8(s).length` gives), counted without encoding:
+ * 1 byte per code unit below U+0080, 2 below U+0800, 4 per surrogate pair (2 code units), 3
+ * for the rest, including a lone surrogate (encoded as U+FFFD, 3 bytes). A WebSocket text
+ * frame's size is its UTF-8 bytes (RFC 6455 section 5.6), and so are the platform's limits
+ * on it; `s.length` counts UTF-16 code units and is up to 3 times smaller.
+ */
+export function utf8ByteLength(s: string): number {
+  let n = s.length;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x80) continue;
+    if (c < 0x800) n += 1;
+    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length && (s.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
+      // A surrogate pair: 2 code units, 4 bytes.
+      n += 2;
+      i++;
+    } else n += 2;
+  }
+  return n;
+}
+
+/**
+ * Whether `s` is longer than `maxBytes` UTF-8 bytes. Exact, and cheap at both ends: a string of
+ * more than `maxBytes` code units is over (each takes at least one byte), one of at most a third
+ * of it is within (each takes at most three); only the strings between are counted.
+ */
+export function utf8LongerThan(s: string, maxBytes: number): boolean {
+  if (s.length > maxBytes) return true;
+  if (s.length * 3 <= maxBytes) return false;
+  return utf8ByteLength(s) > maxBytes;
+}
+
 export function fromUtf8(bytes: Uint8Array): string {
   return utf8Decoder.decode(bytes);
 }

@@ -98,6 +98,28 @@ export class AckRangeSet {
     this.his.splice(i, j - i, nhi);
   }
 
+  /**
+   * Removes one offset, splitting its range when it is inside one.
+   * @returns true when it was in the set.
+   */
+  delete(o: number): boolean {
+    const i = this.floor(o);
+    if (i < 0 || this.his[i]! < o) return false;
+    const lo = this.los[i]!;
+    const hi = this.his[i]!;
+    if (lo === hi) {
+      this.los.splice(i, 1);
+      this.his.splice(i, 1);
+    } else if (o === lo) this.los[i] = o + 1;
+    else if (o === hi) this.his[i] = o - 1;
+    else {
+      this.his[i] = o - 1;
+      this.los.splice(i + 1, 0, o + 1);
+      this.his.splice(i + 1, 0, hi);
+    }
+    return true;
+  }
+
   /** Drops every offset `<= o` (used when the mark-delete position moves to `o`). */
   removeThrough(o: number): void {
     let k = 0;

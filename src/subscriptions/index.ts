@@ -8,4 +8,5 @@ export * from "./dispatch.ts";
 export * from "./message-id.ts";
 export * from "./permits.ts";
 export * from "./rates.ts";
+export * from "./reader-window.ts";
 export * from "./subscription.ts";

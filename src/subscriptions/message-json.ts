@@ -17,7 +17,7 @@
  * replaced (compaction rewrites and resets clear the record cache, and this one with it).
  */
 import type { LogRecord } from "../codec/types.ts";
-import { decodeField } from "../protocol/encoding.ts";
+import { decodeField, utf8ByteLength } from "../protocol/encoding.ts";
 import { formatMessageId } from "./message-id.ts";
 import type { WireMessage } from "./wire.ts";
 
@@ -63,23 +63,31 @@ export function messageJson(head: string, redeliveryCount: number): string {
 }
 
 /**
- * Joins message JSON strings into `messages` frames of at most `maxFrameChars` characters each
- * (a single larger message goes alone in its frame), in order. Each frame is the text
- * `JSON.stringify({ type: "messages", messages })` gives for the same messages.
- * @param maxFrameChars frame length limit, UTF-16 code units (>= 1).
+ * Joins message JSON strings into `messages` frames of at most `maxFrameBytes` bytes of UTF-8
+ * each (a single larger message goes alone in its frame), in order. Each frame is the text
+ * `JSON.stringify({ type: "messages", messages })` gives for the same messages. Sizes are UTF-8
+ * bytes, as the socket sends them (a frame of multi-byte text is up to 3 times its length).
+ * @param maxFrameBytes frame size limit, bytes (>= 1).
  */
-export function messagesFrames(messages: readonly string[], maxFrameChars: number): string[] {
+export function messagesFrames(messages: readonly string[], maxFrameBytes: number): string[] {
   const frames: string[] = [];
   let parts: string[] = [];
-  let chars = FRAME_OPEN.length + FRAME_CLOSE.length;
+  const empty = FRAME_OPEN.length + FRAME_CLOSE.length;
+  // Fast path: a code unit is at most 3 bytes, so a list whose code units fit a third of the
+  // limit is one frame without counting its bytes (the usual dispatch of a few messages).
+  let units = empty + Math.max(0, messages.length - 1);
+  for (const m of messages) units += m.length;
+  if (messages.length > 0 && units * 3 <= maxFrameBytes) return [FRAME_OPEN + messages.join(",") + FRAME_CLOSE];
+  let bytes = empty;
   for (const m of messages) {
-    const add = m.length + (parts.length > 0 ? 1 : 0);
-    if (parts.length > 0 && chars + add > maxFrameChars) {
+    const size = utf8ByteLength(m);
+    // A message after the first costs its comma too.
+    if (parts.length > 0 && bytes + 1 + size > maxFrameBytes) {
       frames.push(FRAME_OPEN + parts.join(",") + FRAME_CLOSE);
       parts = [];
-      chars = FRAME_OPEN.length + FRAME_CLOSE.length;
+      bytes = empty;
     }
-    chars += m.length + (parts.length > 0 ? 1 : 0);
+    bytes += size + (parts.length > 0 ? 1 : 0);
     parts.push(m);
   }
   if (parts.length > 0) frames.push(FRAME_OPEN + parts.join(",") + FRAME_CLOSE);
@@ -148,15 +156,15 @@ export class MessageJsonCache {
  */
 export class FrameMemo {
   #messages: readonly string[] = [];
-  #maxFrameChars = 0;
+  #maxFrameBytes = 0;
   #frames: string[] = [];
 
-  /** `messagesFrames(messages, maxFrameChars)`, from the memo when the list is the last one's. */
-  frames(messages: readonly string[], maxFrameChars: number): string[] {
-    if (maxFrameChars !== this.#maxFrameChars || !sameList(messages, this.#messages)) {
-      this.#frames = messagesFrames(messages, maxFrameChars);
+  /** `messagesFrames(messages, maxFrameBytes)`, from the memo when the list is the last one's. */
+  frames(messages: readonly string[], maxFrameBytes: number): string[] {
+    if (maxFrameBytes !== this.#maxFrameBytes || !sameList(messages, this.#messages)) {
+      this.#frames = messagesFrames(messages, maxFrameBytes);
       this.#messages = messages;
-      this.#maxFrameChars = maxFrameChars;
+      this.#maxFrameBytes = maxFrameBytes;
     }
     return this.#frames;
   }
@@ -164,7 +172,7 @@ export class FrameMemo {
   clear(): void {
     this.#messages = [];
     this.#frames = [];
-    this.#maxFrameChars = 0;
+    this.#maxFrameBytes = 0;
   }
 }
 

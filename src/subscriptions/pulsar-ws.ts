@@ -15,7 +15,7 @@
  *   deserialize from JSON, 7 = invalid payload encoding, 8 = unknown) in `result`, plus the
  *   stable code of the one error table in `errorCode`.
  */
-import { decodeBase64Strict, encodeBase64, utf8 } from "../protocol/encoding.ts";
+import { decodeBase64Strict, encodeBase64, utf8, utf8LongerThan } from "../protocol/encoding.ts";
 import { type ErrorCode, type ErrorResult, errorResult } from "../protocol/errors.ts";
 import { formatMessageId, type MessagePosition, parseMessageId } from "./message-id.ts";
 import { MAX_CREDIT_PERMITS } from "./permits.ts";
@@ -188,7 +188,8 @@ const frameError = (code: ErrorCode, message: string): PulsarFrameError => ({ co
 
 function parseJsonObject(data: string | ArrayBuffer): Record<string, unknown> | PulsarFrameError {
   if (typeof data !== "string") return frameError("INVALID_REQUEST", "Frames are JSON text; binary frames are not part of the protocol.");
-  if (data.length > MAX_PULSAR_FRAME_BYTES) return frameError("INVALID_REQUEST", `A frame is at most ${MAX_PULSAR_FRAME_BYTES} bytes.`);
+  // Bytes of UTF-8, not UTF-16 code units: a frame of multi-byte text is up to 3 times its length.
+  if (utf8LongerThan(data, MAX_PULSAR_FRAME_BYTES)) return frameError("INVALID_REQUEST", `A frame is at most ${MAX_PULSAR_FRAME_BYTES} bytes of UTF-8 text.`);
   let v: unknown;
   try {
     v = JSON.parse(data);

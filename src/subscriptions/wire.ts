@@ -10,6 +10,7 @@
  * sent after the durable commit.
  */
 import { EdgelogError, type ErrorResult, errorResult } from "../protocol/errors.ts";
+import { utf8LongerThan } from "../protocol/encoding.ts";
 import { parseTopicName } from "../protocol/names.ts";
 import type { InitialPosition, ReaderStart } from "./cursor.ts";
 import { checkDeliveryPolicy, type DeliveryPolicy } from "./delivery.ts";
@@ -34,9 +35,9 @@ export const DELIVER_AT_HEADER = "edgelog-deliver-at";
 export const DEFAULT_RECEIVER_QUEUE_SIZE = 1000;
 /** Most message ids one ack or nack frame may carry. */
 export const MAX_IDS_PER_FRAME = 1000;
-/** Largest client frame, bytes (ids are 21 bytes; 1,000 of them plus JSON fit well below). */
+/** Largest client frame, bytes of UTF-8 (not UTF-16 code units; ids are 21 bytes: 1,000 of them plus JSON fit well below). */
 export const MAX_CLIENT_FRAME_BYTES = 64 * 1024;
-/** A server `messages` frame is cut once its JSON passes this many bytes (the platform takes up to 1 MiB). */
+/** A server `messages` frame is cut once its JSON passes this many bytes of UTF-8 (the platform takes up to 1 MiB). */
 export const MAX_SERVER_FRAME_BYTES = 512 * 1024;
 
 /**
@@ -264,7 +265,7 @@ export function parseClientFrame(data: string | ArrayBuffer, partition: number):
   const r = parseFrame(data, partition);
   if (!("ok" in r)) return r;
   let requestId: string | null = null;
-  if (typeof data === "string" && data.length <= MAX_CLIENT_FRAME_BYTES) {
+  if (typeof data === "string" && !utf8LongerThan(data, MAX_CLIENT_FRAME_BYTES)) {
     try {
       const o = JSON.parse(data) as { requestId?: unknown };
       if (typeof o?.requestId === "string" && o.requestId.length > 0 && o.requestId.length <= 64) requestId = o.requestId;
@@ -277,7 +278,9 @@ export function parseClientFrame(data: string | ArrayBuffer, partition: number):
 
 function parseFrame(data: string | ArrayBuffer, partition: number): ClientFrame | ErrorResult {
   if (typeof data !== "string") return errorResult("INVALID_REQUEST", "Frames are JSON text; binary frames are not part of the protocol.");
-  if (data.length > MAX_CLIENT_FRAME_BYTES) return errorResult("INVALID_REQUEST", `A frame is at most ${MAX_CLIENT_FRAME_BYTES} bytes.`);
+  // Bytes of UTF-8, not UTF-16 code units: a frame of multi-byte text is up to 3 times its length.
+  if (utf8LongerThan(data, MAX_CLIENT_FRAME_BYTES))
+    return errorResult("INVALID_REQUEST", `A frame is at most ${MAX_CLIENT_FRAME_BYTES} bytes of UTF-8 text.`, { maxBytes: MAX_CLIENT_FRAME_BYTES });
   let v: unknown;
   try {
     v = JSON.parse(data);

@@ -98,3 +98,44 @@ describe("Pulsar WebSocket API examples on the dev server", () => {
     for (const s of [consumer, reader, producer]) s.ws.close(1000);
   });
 });
+
+describe("a Pulsar reader's acks and frame sizes on the dev server", () => {
+  it("a reader's ack of an id it never received, or of one acked already, is error:7 and frees no place; a frame over 1 MiB of UTF-8 stores nothing", async () => {
+    const topic = randomTopic("acks");
+    const created = await fetch(`${server.baseUrl}/v1/topics`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ name: `public/default/${topic}`, partitions: 1 }),
+    });
+    expect(created.status).toBe(201);
+    const producer = await open(`/ws/v2/producer/persistent/public/default/${topic}`);
+    // 400,000 3-byte characters: under 1 Mi UTF-16 code units, 1.2 MB on the wire.
+    const big = JSON.stringify({ payload: "eA==", properties: { p: "€".repeat(400_000) }, context: "big" });
+    expect(big.length).toBeLessThan(1024 * 1024);
+    producer.ws.send(big);
+    for (let i = 0; i < 5; i++) producer.ws.send(JSON.stringify({ payload: Buffer.from(`m${i}`).toString("base64"), context: `m${i}` }));
+    await producer.until(() => producer.frames.length === 6, "6 receipts");
+    expect(producer.frames[0]).toEqual({ result: "send-error:3", errorCode: "INVALID_REQUEST", errorMsg: "A frame is at most 1048576 bytes of UTF-8 text." });
+    expect(producer.frames.slice(1).map((f) => [f.result, f.context])).toEqual(Array.from({ length: 5 }, (_, i) => ["ok", `m${i}`]));
+    const ids = producer.frames.slice(1).map((f) => f.messageId as string);
+
+    const reader = await open(`/ws/v2/reader/persistent/public/default/${topic}?messageId=earliest&receiverQueueSize=2`);
+    const messages = () => reader.frames.filter((f) => "payload" in f);
+    const errors = () => reader.frames.filter((f) => "errorCode" in f);
+    await reader.until(() => messages().length === 2, "2 messages");
+    reader.ws.send(JSON.stringify({ messageId: ids[4] })); // never received
+    await reader.until(() => errors().length === 1, "an error frame");
+    reader.ws.send(JSON.stringify({ messageId: ids[0] }));
+    await reader.until(() => messages().length === 3, "a 3rd message");
+    reader.ws.send(JSON.stringify({ messageId: ids[0] })); // acked already
+    await reader.until(() => errors().length === 2, "a 2nd error frame");
+    // Give a wrongly freed place time to be filled before counting (a wait, not a threshold).
+    await new Promise((r) => setTimeout(r, 500));
+    expect(errors().map((f) => [f.result, f.errorCode])).toEqual([
+      ["error:7", "INVALID_MESSAGE_ID"],
+      ["error:7", "INVALID_MESSAGE_ID"],
+    ]);
+    expect(messages().map((m) => Buffer.from(m.payload as string, "base64").toString())).toEqual(["m0", "m1", "m2"]);
+    for (const s of [producer, reader]) s.ws.close(1000, "done");
+  });
+});

@@ -137,7 +137,8 @@ async function openPartitions(c: AppContext, topic: TopicSummary, kind: "consume
     const res = await upgradeAtLeader(c.env, topic, p, () => new Request(url, { method: "GET", headers }));
     const ws = res.webSocket;
     if (res.status !== 101 || ws === null) return res;
-    ws.accept();
+    // Not accepted here: PulsarFanIn.start() accepts it after adding its listeners, so that the
+    // frames a partition sends while the other partitions are opened are not dropped unheard.
     return ws;
   };
   const first = await open(0);
@@ -152,6 +153,10 @@ async function openPartitions(c: AppContext, topic: TopicSummary, kind: "consume
   const rest = await Promise.all(Array.from({ length: topic.partitions - 1 }, (_, i) => open(i + 1)));
   const refusal = rest.find((r): r is Response => r instanceof Response);
   if (refusal === undefined) return [first, ...(rest as WebSocket[])];
-  for (const r of [first, ...rest]) if (!(r instanceof Response)) r.close(1000, "refused on another partition");
+  for (const r of [first, ...rest])
+    if (!(r instanceof Response)) {
+      r.accept();
+      r.close(1000, "refused on another partition");
+    }
   return refusal;
 }
