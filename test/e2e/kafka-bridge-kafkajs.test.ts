@@ -2,7 +2,7 @@
  * kafkajs (npm, pinned in package.json) against the Kafka bridge started in-process in front of
  * a real `wrangler dev` server: admin calls (topics, partitions, configs, groups), an idempotent producer, a consumer group of three
  * with one member stopped midway (at-least-once, duplicates only from the stopped member's
- * uncommitted window), and the 329 real GitHub webhook payloads both ways (kafkajs -> bridge ->
+ * uncommitted window), two bridges side by side serving one group, and the 329 real GitHub webhook payloads both ways (kafkajs -> bridge ->
  * Edgelog SDK, and Edgelog SDK -> bridge -> kafkajs): byte-identical, per-key order kept, keys
  * on the partitions the Java client's partitioner picks.
  */
@@ -225,6 +225,48 @@ describe("kafkajs through the Kafka bridge", () => {
     expect(d.members).toEqual([]);
     const ends = (await client.describeTopic(topic)).partitionDetails.map((p) => [p.partition, p.logEndOffset]);
     expect(d.offsets.map((o) => [o.partition, o.committedOffset]).sort((a, b) => a[0]! - b[0]!)).toEqual(ends);
+  });
+
+  it("two bridges side by side: a group member on each gets its own partitions, a producer on one, every record consumed by its partition's owner, offsets committed through both", async () => {
+    const second = await startKafkaBridge({ url: server.baseUrl, host: "127.0.0.1", port: 0, log: () => {} });
+    try {
+      const kafka2 = new Kafka({ brokers: [`127.0.0.1:${second.port}`], clientId: "e2e-second", logLevel: logLevel.NOTHING, retry: { retries: 8 } });
+      const topic = randomTopic("kjs-two");
+      const groupId = randomTopic("kjs-two-g");
+      const total = 200;
+      await client.createTopic({ name: topic, partitions: 4 });
+      const seen: Array<{ member: number; partition: number; offset: number }> = [];
+      const consumers = [kafka, kafka2].map((k) => k.consumer({ groupId, heartbeatInterval: 500, sessionTimeout: 10_000, rebalanceTimeout: 20_000 }));
+      await Promise.all(consumers.map((c, member) => runUntil(c, topic, (partition, offset) => void seen.push({ member, partition, offset }))));
+      // Edgelog's coordinator, not either bridge, assigns: both members, disjoint partitions, all four.
+      let owners = new Map<number, string>();
+      const deadline = Date.now() + 60_000;
+      for (;;) {
+        const d = await client.describeGroup(groupId);
+        owners = new Map();
+        for (const m of d.members) for (const tp of m.assignment) for (const p of tp.partitions) owners.set(p, m.memberId);
+        if (d.state === "Stable" && d.members.length === 2 && owners.size === 4 && new Set(owners.values()).size === 2) break;
+        if (Date.now() > deadline) throw new Error(`group not stable with two members: ${JSON.stringify(d.members.map((m) => m.assignment))}`);
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      const producer = kafka.producer({ allowAutoTopicCreation: false });
+      await producer.connect();
+      await producer.send({ topic, acks: -1, messages: Array.from({ length: total }, (_, i) => ({ key: `k${i}`, value: `v${i}` })) });
+      await producer.disconnect();
+      await waitFor(() => new Set(seen.map((d) => `${d.partition}:${d.offset}`)).size === total, "every record");
+      await Promise.all(consumers.map((c) => c.disconnect()));
+      // Each partition's records went to one member only (no rebalance while producing), and both had some.
+      const byPartition = new Map<number, Set<number>>();
+      for (const d of seen) byPartition.set(d.partition, (byPartition.get(d.partition) ?? new Set()).add(d.member));
+      for (const members of byPartition.values()) expect(members.size).toBe(1);
+      expect(new Set(seen.map((d) => d.member))).toEqual(new Set([0, 1]));
+      // Both members' commits (each through its own bridge) reached Edgelog: the log ends.
+      const d = await client.describeGroup(groupId);
+      const ends = (await client.describeTopic(topic)).partitionDetails.map((p) => [p.partition, p.logEndOffset]);
+      expect(d.offsets.map((o) => [o.partition, o.committedOffset]).sort((a, b) => a[0]! - b[0]!)).toEqual(ends);
+    } finally {
+      await second.close();
+    }
   });
 
   it("a fetch from an offset in the middle of a stored batch hands out nothing below it (field case B2)", async () => {
