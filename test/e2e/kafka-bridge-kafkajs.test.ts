@@ -225,6 +225,17 @@ describe("kafkajs through the Kafka bridge", () => {
     expect(d.members).toEqual([]);
     const ends = (await client.describeTopic(topic)).partitionDetails.map((p) => [p.partition, p.logEndOffset]);
     expect(d.offsets.map((o) => [o.partition, o.committedOffset]).sort((a, b) => a[0]! - b[0]!)).toEqual(ends);
+
+    // DeleteGroups of the empty group: its committed offsets are gone (OffsetFetch answers -1).
+    const admin = kafka.admin();
+    await admin.connect();
+    try {
+      await admin.deleteGroups([groupId]);
+      const [after] = await admin.fetchOffsets({ groupId, topics: [topic] });
+      expect(after!.partitions.map((p) => p.offset)).toEqual(Array.from({ length: partitions }, () => "-1"));
+    } finally {
+      await admin.disconnect();
+    }
   });
 
   it("two bridges side by side: a group member on each gets its own partitions, a producer on one, every record consumed by its partition's owner, offsets committed through both", async () => {

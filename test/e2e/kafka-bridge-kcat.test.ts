@@ -142,6 +142,18 @@ describe.skipIf(!HAS_KCAT)("kcat through the Kafka bridge", () => {
       [8, "r8", t0 + 8000],
       [9, "r9", t0 + 9000],
     ]);
+
+    // ListOffsets by max timestamp (-3, KIP-734): a later record with an older timestamp does
+    // not move it from r9; -1 (latest) answers the log end.
+    await client.produce(topic, { records: [{ value: "late", timestamp: t0 }] }, { partition: 0 });
+    const query = async (ts: number): Promise<number> => {
+      const r = await kcat(["-Q", "-t", `${topic}:0:${ts}`]);
+      expect(r.code, r.stderr).toBe(0);
+      return Number(/offset (-?\d+)/.exec(r.stdout)?.[1]);
+    };
+    expect(await query(-3)).toBe(9);
+    expect(await query(-1)).toBe(11);
+    expect(await query(t0 + 6500)).toBe(7);
   });
 
   it("-o beyond the end gets OFFSET_OUT_OF_RANGE and applies auto.offset.reset (librdkafka needs empty, not null, records)", async () => {
